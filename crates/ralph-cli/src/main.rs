@@ -1,0 +1,2 @@
+//! The `ralph` command.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Escalation for ralph loops.

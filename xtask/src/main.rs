@@ -1,0 +1,2 @@
+//! Project chores.
+fn main() {}
