@@ -1,2 +1,80 @@
-//! The `ralph` command.
-fn main() {}
+//! `ralph`: run an AI coding agent in a loop on one prompt file until the work is done.
+//!
+//! The binary only parses arguments, wires the engine to a renderer and renders errors, once,
+//! here. Everything else lives in the library crates.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod check;
+mod cli;
+mod error;
+mod ralph_file;
+mod render;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let result = match cli.command {
+        Command::Check(args) => check(&args.path),
+        Command::Run(args) => run::run(args).map(|outcome| outcome.exit_code),
+    };
+    match result {
+        Ok(code) => exit(code),
+        Err(err) => {
+            report(&err);
+            exit(err.exit_code())
+        }
+    }
+}
+
+fn check(path: &std::path::Path) -> Result<i32, CliError> {
+    let loaded = ralph_file::load(path)?;
+    let shown = ralph_file::display_path(&loaded.path);
+    for warning in &loaded.parsed.warnings {
+        eprintln!("warning: {warning}");
+    }
+    print!("{}", check::summary(&shown, &loaded.parsed.file));
+    Ok(0)
+}
+
+/// The one place errors become text.
+fn report(err: &CliError) {
+    match err {
+        CliError::Config(errors) => {
+            for e in &errors.errors {
+                eprintln!("error: {e}");
+            }
+            let n = errors.errors.len();
+            eprintln!(
+                "ralph: {} has {n} error{}",
+                errors.file,
+                if n == 1 { "" } else { "s" }
+            );
+        }
+        other => eprintln!("ralph: {other}"),
+    }
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Warnings from the libraries go to stderr; `RALPH_LOG` sets the filter (e.g. `debug`).
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("RALPH_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+}

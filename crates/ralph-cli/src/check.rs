@@ -1,0 +1,118 @@
+//! `ralph check`: validate a RALPH.md and show its effective configuration.
+
+use std::fmt::Write as _;
+
+use ralph_frontmatter::{Config, RalphFile};
+
+use crate::render::human_duration;
+
+/// A one-screen summary of the effective configuration.
+pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
+    let c: &Config = &file.config;
+    let mut s = String::new();
+    let _ = writeln!(s, "{path}: ok");
+    let mut row = |key: &str, value: String| {
+        let _ = writeln!(s, "  {key:<15} {value}");
+    };
+    let delivery = if c.agent.contains("{prompt_file}") {
+        "prompt in a file ({prompt_file})"
+    } else if c.agent.contains("{prompt}") {
+        "prompt as an argument ({prompt})"
+    } else {
+        "prompt on stdin"
+    };
+    row("agent", format!("{} · {delivery}", c.agent));
+    row(
+        "commands",
+        if c.commands.is_empty() {
+            "none".to_owned()
+        } else {
+            c.commands
+                .iter()
+                .map(|cmd| {
+                    let t = cmd.timeout.map_or_else(|| "60s".to_owned(), human_duration);
+                    format!("{} ({t})", cmd.name)
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    );
+    if !c.args.is_empty() {
+        row("args", c.args.join(", "));
+    }
+    row(
+        "max_iterations",
+        c.max_iterations
+            .map_or_else(|| "no limit".to_owned(), |n| n.to_string()),
+    );
+    row(
+        "timeout",
+        c.timeout.map_or_else(|| "none".to_owned(), human_duration),
+    );
+    row("delay", human_duration(c.delay));
+    row(
+        "idle",
+        match &c.idle {
+            None => "off (idle markers are reported, nothing waits)".to_owned(),
+            Some(p) => format!(
+                "wait {} ×{} up to {} · stop after {}",
+                human_duration(p.delay),
+                p.backoff,
+                human_duration(p.max_delay),
+                p.max.map_or_else(|| "never".to_owned(), human_duration)
+            ),
+        },
+    );
+    row(
+        "done_when",
+        if c.done_when.is_empty() {
+            "none (the loop runs until another limit)".to_owned()
+        } else {
+            format!(
+                "{} check{} · {} attempts, backoff {} up to {}",
+                c.done_when.len(),
+                if c.done_when.len() == 1 { "" } else { "s" },
+                c.convergence.max_attempts,
+                human_duration(c.convergence.retry.backoff),
+                human_duration(c.convergence.retry.max_backoff)
+            )
+        },
+    );
+    row(
+        "escalation",
+        match &c.escalation {
+            None => "off".to_owned(),
+            Some(e) => format!(
+                "prd {} · progress {} · same error ×{} · revert {}",
+                e.prd
+                    .as_ref()
+                    .map_or_else(|| "none".to_owned(), |p| p.display().to_string()),
+                e.progress.display(),
+                e.same_error_limit,
+                if e.revert { "on" } else { "off" }
+            ),
+        },
+    );
+    row(
+        "pty",
+        match &c.pty {
+            None => "off".to_owned(),
+            Some(p) => format!(
+                "{:?} · idle timeout {}",
+                p.mode,
+                human_duration(p.idle_timeout)
+            )
+            .to_lowercase(),
+        },
+    );
+    let lines = file.body.lines().count();
+    row(
+        "prompt",
+        format!(
+            "{} bytes, {lines} line{}",
+            file.body.len(),
+            if lines == 1 { "" } else { "s" }
+        ),
+    );
+    s
+}

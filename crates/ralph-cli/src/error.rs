@@ -1,0 +1,42 @@
+//! The CLI's errors, rendered once, in `main`.
+
+use std::path::PathBuf;
+
+/// Everything that can end `ralph` with an error message.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// The RALPH.md does not exist.
+    #[error("{}: no such file (give a RALPH.md or a directory holding one)", .0.display())]
+    NotFound(PathBuf),
+    /// The RALPH.md could not be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The RALPH.md is invalid; every error is listed.
+    #[error("{0}")]
+    Config(ralph_frontmatter::ConfigErrors),
+    /// User arguments that do not match the file's `args`.
+    #[error("{0}")]
+    Usage(String),
+    /// The events file could not be opened.
+    #[error("{}: cannot write events: {source}", .path.display())]
+    Events {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The loop could not go on.
+    #[error(transparent)]
+    Engine(#[from] ralph_engine::EngineError),
+}
+
+impl CliError {
+    /// 2 for bad usage or config (nothing ran), 1 for a failure while running.
+    pub(crate) fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Engine(_) => 1,
+            _ => 2,
+        }
+    }
+}

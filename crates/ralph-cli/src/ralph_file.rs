@@ -1,0 +1,44 @@
+//! Finding, reading and parsing the RALPH.md a command names.
+
+use std::path::{Path, PathBuf};
+
+use ralph_frontmatter::Parsed;
+
+use crate::error::CliError;
+
+/// A loaded RALPH.md.
+pub(crate) struct Loaded {
+    /// The file's path as shown to the user.
+    pub(crate) path: PathBuf,
+    pub(crate) parsed: Parsed,
+}
+
+/// `path` is a RALPH.md or a directory holding one.
+pub(crate) fn resolve(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("RALPH.md")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Reads and parses the RALPH.md at `path` (a file or a directory holding one).
+pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
+    let path = resolve(path);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::NotFound(path));
+        }
+        Err(source) => return Err(CliError::Read { path, source }),
+    };
+    let shown = display_path(&path);
+    let parsed = ralph_frontmatter::parse(&shown, &text).map_err(CliError::Config)?;
+    Ok(Loaded { path, parsed })
+}
+
+/// The path without a leading `./`, as a compiler would show it.
+pub(crate) fn display_path(path: &Path) -> String {
+    let shown = path.display().to_string();
+    shown.strip_prefix("./").map(str::to_owned).unwrap_or(shown)
+}

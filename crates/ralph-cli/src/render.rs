@@ -1,0 +1,408 @@
+//! The terminal renderer: turns engine events into lines for a person.
+
+use std::io::Write;
+use std::time::Duration;
+
+use ralph_engine::{Event, EventKind, EventSink, Stream, Termination, WaitProgress, WaitReason};
+
+/// How the renderer writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    /// Colours and the live countdown.
+    pub(crate) color: bool,
+    /// The output is a terminal: the countdown redraws in place.
+    pub(crate) terminal: bool,
+    /// Only the summary: no agent output, no per-iteration lines.
+    pub(crate) quiet: bool,
+}
+
+/// Renders a run for a person.
+pub(crate) struct TerminalRenderer<W: Write + Send> {
+    out: W,
+    style: Style,
+    /// A countdown line is on screen and must be erased before anything else is written.
+    countdown_shown: bool,
+    /// The agent's output did not end with a newline yet.
+    mid_line: bool,
+}
+
+impl<W: Write + Send> TerminalRenderer<W> {
+    pub(crate) fn new(out: W, style: Style) -> Self {
+        Self {
+            out,
+            style,
+            countdown_shown: false,
+            mid_line: false,
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.style.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.erase_countdown();
+        if self.mid_line {
+            let _ = self.out.write_all(b"\n");
+            self.mid_line = false;
+        }
+        let _ = writeln!(self.out, "{text}");
+        let _ = self.out.flush();
+    }
+
+    fn erase_countdown(&mut self) {
+        if self.countdown_shown {
+            let _ = self.out.write_all(b"\r\x1b[2K");
+            self.countdown_shown = false;
+        }
+    }
+
+    /// The line for one event, if it has one.
+    fn describe(&self, kind: &EventKind) -> Option<String> {
+        let quiet = self.style.quiet;
+        Some(match kind {
+            EventKind::RunStarted {
+                ralph_file,
+                agent,
+                max_iterations,
+                ..
+            } => {
+                if quiet {
+                    return None;
+                }
+                let limit =
+                    max_iterations.map_or_else(|| "no limit".to_owned(), |n| format!("max {n}"));
+                format!(
+                    "{} {ralph_file} · agent `{agent}` · {limit}",
+                    self.paint("1", "ralph")
+                )
+            }
+            EventKind::IterationStarted { iteration } if !quiet => {
+                self.paint("1;36", &format!("── iteration {iteration} ──"))
+            }
+            EventKind::CommandFinished {
+                name,
+                exit_code,
+                duration_ms,
+                timed_out,
+                ..
+            } if !quiet => {
+                let ok = *exit_code == Some(0);
+                let status = if *timed_out {
+                    "timed out".to_owned()
+                } else {
+                    exit_code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
+                };
+                let mark = if ok {
+                    self.paint("32", "✓")
+                } else {
+                    self.paint("33", "!")
+                };
+                format!(
+                    "  {mark} command {name} ({status}, {})",
+                    human_duration(Duration::from_millis(*duration_ms))
+                )
+            }
+            EventKind::IterationEnded {
+                iteration,
+                exit_code,
+                signal,
+                duration_ms,
+                termination,
+                state,
+                ..
+            } if !quiet => {
+                let status = match (termination, exit_code, signal) {
+                    (Termination::Timeout, _, _) => self.paint("31", "timed out"),
+                    (Termination::Interrupted, _, _) => self.paint("33", "stopped"),
+                    (_, Some(0), _) => self.paint("32", "exit 0"),
+                    (_, Some(code), _) => self.paint("31", &format!("exit {code}")),
+                    (_, None, Some(sig)) => self.paint("31", &format!("killed by signal {sig}")),
+                    (_, None, None) => self.paint("31", "killed"),
+                };
+                let state = state
+                    .as_deref()
+                    .map(|s| format!(" · state {}", self.paint("35", s)))
+                    .unwrap_or_default();
+                format!(
+                    "── iteration {iteration} done · {status} · {}{state}",
+                    human_duration(Duration::from_millis(*duration_ms))
+                )
+            }
+            EventKind::IterationIdle {
+                consecutive_idle,
+                idle_elapsed_ms,
+                next_delay_ms,
+                ..
+            } if !quiet => match next_delay_ms {
+                Some(next) => format!(
+                    "  idle ×{consecutive_idle} · idle for {} · next run in {}",
+                    human_duration(Duration::from_millis(*idle_elapsed_ms)),
+                    human_duration(Duration::from_millis(*next))
+                ),
+                None => format!(
+                    "  idle ×{consecutive_idle} · idle for {}: the next wait would pass idle.max",
+                    human_duration(Duration::from_millis(*idle_elapsed_ms))
+                ),
+            },
+            EventKind::WaitSkipped { .. } if !quiet => {
+                "  wait skipped (Ctrl+C): running now · Ctrl+C again within 1s stops".to_owned()
+            }
+            EventKind::StopRequested { .. } => self.paint(
+                "33",
+                "Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now",
+            ),
+            EventKind::RunEnded {
+                reason,
+                iterations,
+                idle_iterations,
+                idle_ms,
+                exit_code,
+            } => {
+                let why = match reason.as_str() {
+                    "max_iterations" => "reached max_iterations".to_owned(),
+                    "idle_limit" => {
+                        "idle limit reached (idle.max): the agent has nothing to do".to_owned()
+                    }
+                    "interrupted" => "interrupted".to_owned(),
+                    "agent_failed" => "the agent failed (--stop-on-error)".to_owned(),
+                    other => other.to_owned(),
+                };
+                let color = if *exit_code == 0 { "1;32" } else { "1;31" };
+                format!(
+                    "{} {why} · {iterations} iteration{} ({idle_iterations} idle) · idle {} · exit {exit_code}",
+                    self.paint(color, "■ done:"),
+                    if *iterations == 1 { "" } else { "s" },
+                    human_duration(Duration::from_millis(*idle_ms)),
+                )
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl<W: Write + Send> EventSink for TerminalRenderer<W> {
+    fn event(&mut self, event: &Event) {
+        if let Some(line) = self.describe(&event.kind) {
+            self.line(&line);
+        }
+    }
+
+    fn output(&mut self, _iteration: u64, _stream: Stream, bytes: &[u8]) {
+        if self.style.quiet || bytes.is_empty() {
+            return;
+        }
+        self.erase_countdown();
+        let _ = self.out.write_all(bytes);
+        let _ = self.out.flush();
+        self.mid_line = !bytes.ends_with(b"\n");
+    }
+
+    fn wait_progress(&mut self, progress: &WaitProgress) {
+        if self.style.quiet {
+            return;
+        }
+        let first = progress.remaining == progress.total;
+        if !self.style.terminal && !first {
+            return;
+        }
+        let what = match progress.reason {
+            WaitReason::Idle => format!("idle ×{}", progress.consecutive_idle),
+            WaitReason::Delay => "delay".to_owned(),
+            WaitReason::State => "waiting".to_owned(),
+        };
+        if self.style.terminal {
+            // Whole seconds, rounded up, so the count never shows 0 while still waiting.
+            let secs = progress.remaining.as_millis().div_ceil(1000);
+            let text = format!(
+                "{what} — next run in {} · Ctrl+C runs now, twice stops",
+                human_duration(Duration::from_secs(u64::try_from(secs).unwrap_or(u64::MAX)))
+            );
+            self.erase_countdown();
+            if self.mid_line {
+                let _ = self.out.write_all(b"\n");
+                self.mid_line = false;
+            }
+            let _ = write!(self.out, "{}", self.paint("2", &text));
+            let _ = self.out.flush();
+            self.countdown_shown = true;
+        } else {
+            let text = format!(
+                "{what} — waiting {} before the next run",
+                human_duration(progress.total)
+            );
+            self.line(&text);
+        }
+    }
+
+    fn wait_finished(&mut self) {
+        self.erase_countdown();
+        let _ = self.out.flush();
+    }
+}
+
+/// `850ms`, `3.2s`, `1m 12s`, `2h 5m`.
+pub(crate) fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs();
+    if secs < 10 && ms % 1000 != 0 {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
+    if secs < 60 {
+        return format!("{secs}s");
+    }
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, s) {
+        (0, 0) => format!("{m}m"),
+        (0, _) => format!("{m}m {s}s"),
+        (_, _) if m == 0 => format!("{h}h"),
+        _ => format!("{h}h {m}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ralph_engine::EndReason;
+    use std::time::SystemTime;
+
+    fn render(kinds: &[EventKind], style: Style) -> String {
+        let mut out = Vec::new();
+        {
+            let mut r = TerminalRenderer::new(&mut out, style);
+            for kind in kinds {
+                r.event(&Event {
+                    ts: SystemTime::UNIX_EPOCH,
+                    run_id: "test".into(),
+                    kind: kind.clone(),
+                });
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    const PLAIN: Style = Style {
+        color: false,
+        terminal: false,
+        quiet: false,
+    };
+
+    #[test]
+    fn human_durations_read_naturally() {
+        let cases = [
+            (Duration::from_millis(850), "850ms"),
+            (Duration::from_millis(3200), "3.2s"),
+            (Duration::from_secs(42), "42s"),
+            (Duration::from_secs(72), "1m 12s"),
+            (Duration::from_secs(300), "5m"),
+            (Duration::from_secs(7500), "2h 5m"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(human_duration(d), want);
+        }
+    }
+
+    #[test]
+    fn iteration_lines() {
+        let text = render(
+            &[
+                EventKind::IterationStarted { iteration: 3 },
+                EventKind::CommandFinished {
+                    iteration: 3,
+                    name: "tests".into(),
+                    exit_code: Some(0),
+                    duration_ms: 120,
+                    timed_out: false,
+                },
+                EventKind::IterationEnded {
+                    iteration: 3,
+                    exit_code: Some(0),
+                    signal: None,
+                    duration_ms: 3200,
+                    timed_out: false,
+                    termination: Termination::Natural,
+                    state: Some("idle".into()),
+                    markers: Vec::new(),
+                    log_file: None,
+                },
+                EventKind::IterationIdle {
+                    iteration: 3,
+                    consecutive_idle: 2,
+                    idle_elapsed_ms: 30_000,
+                    next_delay_ms: Some(60_000),
+                },
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn run_summary_by_reason() {
+        let reasons = [
+            (EndReason::MaxIterations, 0),
+            (EndReason::IdleLimit, 0),
+            (EndReason::Interrupted, 130),
+            (EndReason::AgentFailed, 1),
+        ];
+        let kinds: Vec<_> = reasons
+            .into_iter()
+            .map(|(reason, exit_code)| EventKind::RunEnded {
+                reason,
+                iterations: 5,
+                idle_iterations: 3,
+                idle_ms: 72_000,
+                exit_code,
+            })
+            .collect();
+        insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn countdown_on_a_terminal_redraws_in_place_and_is_erased() {
+        let mut out = Vec::new();
+        {
+            let style = Style {
+                color: false,
+                terminal: true,
+                quiet: false,
+            };
+            let mut r = TerminalRenderer::new(&mut out, style);
+            for remaining in [72, 71] {
+                r.wait_progress(&WaitProgress {
+                    reason: WaitReason::Idle,
+                    consecutive_idle: 3,
+                    total: Duration::from_secs(72),
+                    remaining: Duration::from_secs(remaining),
+                });
+            }
+            r.wait_finished();
+        }
+        insta::assert_debug_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn countdown_without_a_terminal_is_one_plain_line() {
+        let mut out = Vec::new();
+        {
+            let mut r = TerminalRenderer::new(&mut out, PLAIN);
+            for remaining in [72, 71, 70] {
+                r.wait_progress(&WaitProgress {
+                    reason: WaitReason::Idle,
+                    consecutive_idle: 3,
+                    total: Duration::from_secs(72),
+                    remaining: Duration::from_secs(remaining),
+                });
+            }
+            r.wait_finished();
+        }
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+}

@@ -1,0 +1,227 @@
+//! `ralph run`: wire the engine to the renderer, the events file and the process's signals.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use ralph_engine::{Engine, EngineOptions, InterruptSignal, JsonLinesSink, RunOutcome};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::cli::RunArgs;
+use crate::error::CliError;
+use crate::ralph_file::{self, Loaded};
+use crate::render::{Style, TerminalRenderer};
+
+/// Runs the loop; returns its outcome.
+pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
+    let Loaded { path, parsed } = ralph_file::load(&args.path)?;
+    for warning in &parsed.warnings {
+        tracing::warn!("{warning}");
+    }
+    let file = parsed.file;
+    let user_args = user_args(&file.config.args, &args.user_args)?;
+
+    let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
+    options.args = user_args;
+    if let Some(n) = args.max_iterations {
+        options.max_iterations = Some(n);
+    }
+    if let Some(d) = args.delay {
+        options.delay = d;
+    }
+    if let Some(t) = args.timeout {
+        options.timeout = Some(t);
+    }
+    options.stop_on_error = args.stop_on_error;
+    let log_root = args
+        .log_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".ralph").join("runs"));
+    options.log_dir = Some(log_root.join(&options.run_id));
+
+    let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
+    let human_to_stderr = events_to_stdout;
+    let terminal = if human_to_stderr {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
+    let style = Style {
+        color: terminal
+            && !args.no_color
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        terminal,
+        quiet: args.quiet,
+    };
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    runtime.block_on(async move {
+        let log_dir = options.log_dir.clone();
+        let mut engine = Engine::new(options);
+        if human_to_stderr {
+            engine.add_sink(TerminalRenderer::new(std::io::stderr(), style));
+        } else {
+            engine.add_sink(TerminalRenderer::new(std::io::stdout(), style));
+        }
+        match &args.events {
+            Some(p) if events_to_stdout => {
+                let _ = p;
+                engine.add_sink(JsonLinesSink::new(std::io::stdout()));
+            }
+            Some(p) => {
+                let file = std::fs::File::create(p).map_err(|source| CliError::Events {
+                    path: p.clone(),
+                    source,
+                })?;
+                engine.add_sink(JsonLinesSink::new(file));
+            }
+            None => {}
+        }
+        if let Some(dir) = log_dir {
+            // The run's own copy of the events; the engine creates the folder, so make it here
+            // first and let a failure only cost the copy.
+            if std::fs::create_dir_all(&dir).is_ok() {
+                if let Ok(file) = std::fs::File::create(dir.join("events.jsonl")) {
+                    engine.add_sink(JsonLinesSink::new(file));
+                }
+            }
+        }
+        engine.interrupts(forward_signals());
+        Ok(engine.run().await?)
+    })
+}
+
+/// SIGINT and SIGTERM, delivered to the engine instead of killing ralph.
+fn forward_signals() -> mpsc::UnboundedReceiver<InterruptSignal> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for (kind, what) in [
+        (SignalKind::interrupt(), InterruptSignal::Int),
+        (SignalKind::terminate(), InterruptSignal::Term),
+    ] {
+        match signal(kind) {
+            Ok(mut stream) => {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    while stream.recv().await.is_some() {
+                        if tx.send(what).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(err) => tracing::warn!("cannot watch for {what:?}: {err}"),
+        }
+    }
+    rx
+}
+
+/// Matches `--name value`, `--name=value` and `-- value...` against the declared `args`.
+fn user_args(declared: &[String], given: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    let mut values = BTreeMap::new();
+    let mut positional = Vec::new();
+    let mut it = given.iter();
+    let allowed = || {
+        if declared.is_empty() {
+            "this RALPH.md declares no args".to_owned()
+        } else {
+            format!(
+                "declared args: {}",
+                declared
+                    .iter()
+                    .map(|a| format!("--{a}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
+    while let Some(word) = it.next() {
+        if word == "--" {
+            positional.extend(it.by_ref().cloned());
+            break;
+        }
+        let Some(flag) = word.strip_prefix("--") else {
+            positional.push(word.clone());
+            continue;
+        };
+        let (name, value) = match flag.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => {
+                let value = it.next().ok_or_else(|| {
+                    CliError::Usage(format!("--{flag}: expected a value after it"))
+                })?;
+                (flag.to_owned(), value.clone())
+            }
+        };
+        if !declared.contains(&name) {
+            return Err(CliError::Usage(format!(
+                "unknown argument --{name} ({})",
+                allowed()
+            )));
+        }
+        values.insert(name, value);
+    }
+    let free: Vec<&String> = declared
+        .iter()
+        .filter(|d| !values.contains_key(*d))
+        .collect();
+    let mut free = free.into_iter();
+    for value in positional {
+        let Some(name) = free.next() else {
+            return Err(CliError::Usage(format!(
+                "too many values: \"{value}\" has no arg to go to ({})",
+                allowed()
+            )));
+        };
+        values.insert(name.clone(), value);
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared() -> Vec<String> {
+        vec!["dir".into(), "focus".into()]
+    }
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn named_args_in_both_spellings() {
+        let got = user_args(&declared(), &strings(&["--dir", "src", "--focus=tests"])).unwrap();
+        assert_eq!(got["dir"], "src");
+        assert_eq!(got["focus"], "tests");
+    }
+
+    #[test]
+    fn positional_args_fill_declared_order() {
+        let got = user_args(&declared(), &strings(&["--", "src", "tests"])).unwrap();
+        assert_eq!(got["dir"], "src");
+        assert_eq!(got["focus"], "tests");
+    }
+
+    #[test]
+    fn unknown_arg_names_the_declared_ones() {
+        let err = user_args(&declared(), &strings(&["--nope", "x"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown argument --nope (declared args: --dir, --focus)"
+        );
+    }
+
+    #[test]
+    fn too_many_positional_values_is_an_error() {
+        let err = user_args(&declared(), &strings(&["a", "b", "c"])).unwrap_err();
+        assert!(err.to_string().starts_with("too many values: \"c\""));
+    }
+}

@@ -1,0 +1,719 @@
+//! The loop: commands, prompt, agent, state, wait; again until something ends it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ralph_frontmatter::{CommandSpec, RalphFile};
+use ralph_marker::{Finding, MarkerScanner};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::event::{
+    Event, EventKind, EventSink, IdleSummary, MarkerRecord, Stream, Termination, WaitProgress,
+    WaitReason,
+};
+use crate::logs::{self, IterationLog};
+use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
+use crate::process::{self, ProcessExit, ProcessSpec, Supervision};
+use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
+
+/// Two Ctrl+C within this window stop the loop.
+const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+
+/// How often a countdown is refreshed.
+const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
+
+/// Everything a run needs, with the frontmatter's values already merged with any overrides.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The RALPH.md path as the user gave it.
+    pub ralph_file: PathBuf,
+    /// The parsed file.
+    pub file: RalphFile,
+    /// Where the agent and most commands run.
+    pub cwd: PathBuf,
+    /// User argument values by name.
+    pub args: BTreeMap<String, String>,
+    /// Iteration cap.
+    pub max_iterations: Option<u64>,
+    /// Wait between iterations.
+    pub delay: Duration,
+    /// Per agent run time limit.
+    pub timeout: Option<Duration>,
+    /// End the loop (exit 1) when the agent fails or times out.
+    pub stop_on_error: bool,
+    /// The run's log folder; `None` writes no logs.
+    pub log_dir: Option<PathBuf>,
+    /// The run's id, in every event.
+    pub run_id: String,
+    /// Default time limit of a command without its own `timeout`.
+    pub command_timeout: Duration,
+    /// Time between SIGTERM and SIGKILL when ralph stops a process.
+    pub kill_grace: Duration,
+}
+
+impl EngineOptions {
+    /// Options taken from the file, with ralph's defaults for the rest: run from the current
+    /// directory, no logs, a fresh run id.
+    pub fn new(ralph_file: impl Into<PathBuf>, file: RalphFile) -> Self {
+        let config = &file.config;
+        Self {
+            ralph_file: ralph_file.into(),
+            max_iterations: config.max_iterations,
+            delay: config.delay,
+            timeout: config.timeout,
+            file,
+            cwd: PathBuf::from("."),
+            args: BTreeMap::new(),
+            stop_on_error: false,
+            log_dir: None,
+            run_id: new_run_id(),
+            command_timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// A run id: the UTC start time and the process id, sortable and unique on one machine.
+pub fn new_run_id() -> String {
+    let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let compact: String = ts.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{}-{:x}", compact.trim_end_matches('Z'), std::process::id())
+}
+
+/// Errors that stop a run before it could end normally.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The agent program could not be started.
+    #[error("cannot start the agent `{program}`: {source}")]
+    AgentSpawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent command line is empty after substitution.
+    #[error("the agent command line is empty")]
+    EmptyAgent,
+}
+
+/// The ralph loop. Build it from [`EngineOptions`], add sinks and state handlers, then
+/// [`Engine::run`] it.
+pub struct Engine {
+    options: EngineOptions,
+    sinks: Vec<Box<dyn EventSink>>,
+    handlers: StateHandlers,
+    signals: mpsc::UnboundedReceiver<InterruptSignal>,
+    /// Kept so `signals` never closes when the embedder gives no sender.
+    _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
+}
+
+impl Engine {
+    /// An engine with the built-in state handlers (`idle` when the file has an `idle` block) and
+    /// no sinks.
+    pub fn new(options: EngineOptions) -> Self {
+        let mut handlers = StateHandlers::new();
+        if let Some(policy) = options.file.config.idle {
+            handlers.register("idle", IdleHandler::new(policy));
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            options,
+            sinks: Vec::new(),
+            handlers,
+            signals: rx,
+            _signals_tx: Some(tx),
+        }
+    }
+
+    /// Adds a sink; every event goes to every sink in the order they were added.
+    pub fn add_sink(&mut self, sink: impl EventSink + 'static) -> &mut Self {
+        self.sinks.push(Box::new(sink));
+        self
+    }
+
+    /// The state handlers, to register more.
+    pub fn state_handlers(&mut self) -> &mut StateHandlers {
+        &mut self.handlers
+    }
+
+    /// Interrupts (Ctrl+C, SIGTERM) come from `signals`; without it the run cannot be
+    /// interrupted.
+    pub fn interrupts(&mut self, signals: mpsc::UnboundedReceiver<InterruptSignal>) -> &mut Self {
+        self.signals = signals;
+        self._signals_tx = None;
+        self
+    }
+
+    /// Runs the loop to its end.
+    pub async fn run(self) -> Result<RunOutcome, EngineError> {
+        Run::new(self).run().await
+    }
+}
+
+/// Ctrl+C bookkeeping shared by waits and running processes.
+#[derive(Debug, Default)]
+struct Interrupts {
+    last_int: Option<Instant>,
+    stop_requested: bool,
+    stop_now: Option<InterruptSignal>,
+}
+
+impl Interrupts {
+    fn within_double_press(&self, now: Instant) -> bool {
+        self.last_int
+            .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
+    }
+}
+
+/// The state of one run.
+struct Run {
+    options: EngineOptions,
+    sinks: Vec<Box<dyn EventSink>>,
+    handlers: StateHandlers,
+    signals: mpsc::UnboundedReceiver<InterruptSignal>,
+    _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
+    started: Instant,
+    interrupts: Interrupts,
+    iterations: u64,
+    idle_iterations: u64,
+    idle_time: Duration,
+    /// From the last ITERATION_IDLE, for the countdown.
+    consecutive_idle: u64,
+}
+
+impl Run {
+    fn new(engine: Engine) -> Self {
+        Self {
+            options: engine.options,
+            sinks: engine.sinks,
+            handlers: engine.handlers,
+            signals: engine.signals,
+            _signals_tx: engine._signals_tx,
+            started: Instant::now(),
+            interrupts: Interrupts::default(),
+            iterations: 0,
+            idle_iterations: 0,
+            idle_time: Duration::ZERO,
+            consecutive_idle: 0,
+        }
+    }
+
+    fn emit(&mut self, kind: EventKind) {
+        emit(&mut self.sinks, &self.options.run_id, kind);
+    }
+
+    async fn run(mut self) -> Result<RunOutcome, EngineError> {
+        if let Some(dir) = &self.options.log_dir {
+            if let Err(err) = logs::create_run_dir(dir) {
+                tracing::warn!(
+                    "cannot create the log folder {}: {err}; going on without logs",
+                    dir.display()
+                );
+                self.options.log_dir = None;
+            }
+        }
+        let config = &self.options.file.config;
+        let started = EventKind::RunStarted {
+            ralph_file: self.options.ralph_file.display().to_string(),
+            agent: config.agent.clone(),
+            max_iterations: self.options.max_iterations,
+            idle: config.idle.map(|p| IdleSummary {
+                delay_ms: millis(p.delay),
+                backoff: p.backoff,
+                max_delay_ms: millis(p.max_delay),
+                max_ms: p.max.map(millis),
+            }),
+        };
+        self.emit(started);
+
+        let reason = loop {
+            if let Some(max) = self.options.max_iterations {
+                if self.iterations >= max {
+                    break EndReason::MaxIterations;
+                }
+            }
+            self.iterations += 1;
+            let iteration = self.iterations;
+            let decision = match self.iteration(iteration).await {
+                Ok(decision) => decision,
+                Err(err) => {
+                    self.finish(EndReason::AgentFailed);
+                    return Err(err);
+                }
+            };
+            if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
+                break EndReason::Interrupted;
+            }
+            let (delay, reason) = match decision {
+                StateDecision::Stop(reason) => break reason,
+                StateDecision::Wait(delay) => (delay, WaitReason::Idle),
+                StateDecision::Continue => (self.options.delay, WaitReason::Delay),
+            };
+            if self.options.max_iterations == Some(iteration) {
+                break EndReason::MaxIterations;
+            }
+            if !delay.is_zero() && !self.wait(iteration, reason, delay).await {
+                break EndReason::Interrupted;
+            }
+        };
+        Ok(self.finish(reason))
+    }
+
+    fn finish(&mut self, reason: EndReason) -> RunOutcome {
+        let exit_code = outcome::exit_code(
+            &reason,
+            self.interrupts.stop_now.or(
+                // A first Ctrl+C that let the iteration finish is still a SIGINT ending.
+                self.interrupts
+                    .stop_requested
+                    .then_some(InterruptSignal::Int),
+            ),
+        );
+        self.emit(EventKind::RunEnded {
+            reason: reason.clone(),
+            iterations: self.iterations,
+            idle_iterations: self.idle_iterations,
+            idle_ms: millis(self.idle_time),
+            exit_code,
+        });
+        RunOutcome {
+            reason,
+            exit_code,
+            iterations: self.iterations,
+            idle_iterations: self.idle_iterations,
+            idle_time: self.idle_time,
+        }
+    }
+
+    /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
+    async fn iteration(&mut self, iteration: u64) -> Result<StateDecision, EngineError> {
+        self.emit(EventKind::IterationStarted { iteration });
+        let mut log = match &self.options.log_dir {
+            Some(dir) => IterationLog::create(dir, iteration),
+            None => IterationLog::disabled(),
+        };
+
+        let mut outputs = BTreeMap::new();
+        let commands = self.options.file.config.commands.clone();
+        for command in &commands {
+            let output = self.run_command(iteration, command, &mut log).await;
+            outputs.insert(command.name.clone(), output);
+            if self.interrupts.stop_now.is_some() {
+                log.flush();
+                return Ok(StateDecision::Continue);
+            }
+        }
+
+        let prompt = self.prompt(iteration, &outputs);
+        let (exit, findings) = self.run_agent(iteration, prompt, &mut log).await?;
+
+        let state = ralph_marker::last_state(&findings).cloned();
+        let mut markers = Vec::new();
+        let mut malformed = Vec::new();
+        for finding in findings {
+            match finding {
+                Finding::Marker(m) => markers.push(MarkerRecord {
+                    kind: m.kind,
+                    name: m.name,
+                    attrs: m.attrs,
+                }),
+                Finding::Diagnostic(d) => malformed.push(d),
+            }
+        }
+        for d in &malformed {
+            tracing::warn!(
+                "iteration {iteration}: malformed marker at byte {}: {}",
+                d.offset,
+                d.message
+            );
+        }
+        let state_name = state.as_ref().map(|m| m.name.clone());
+        log.section(&format!(
+            "end: exit {}, state {}, {} ms",
+            exit.exit_code.map_or_else(
+                || format!("signal {}", exit.signal.unwrap_or(0)),
+                |c| c.to_string()
+            ),
+            state_name.as_deref().unwrap_or("none"),
+            exit.duration.as_millis()
+        ));
+        log.flush();
+        if state_name.as_deref() == Some("idle") {
+            self.idle_iterations += 1;
+        }
+        self.emit(EventKind::IterationEnded {
+            iteration,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_ms: millis(exit.duration),
+            timed_out: exit.timed_out(),
+            termination: exit.termination,
+            state: state_name,
+            markers,
+            log_file: log.path().map(|p| p.display().to_string()),
+        });
+
+        if exit.termination == Termination::Interrupted {
+            return Ok(StateDecision::Stop(EndReason::Interrupted));
+        }
+        let mut events = Vec::new();
+        let elapsed = self.started.elapsed();
+        let decision = self
+            .handlers
+            .decide(iteration, state.as_ref(), elapsed, &mut events);
+        for event in events {
+            if let EventKind::IterationIdle {
+                consecutive_idle, ..
+            } = event
+            {
+                self.consecutive_idle = consecutive_idle;
+            }
+            self.emit(event);
+        }
+        if self.options.stop_on_error && !exit.success() && decision == StateDecision::Continue {
+            return Ok(StateDecision::Stop(EndReason::AgentFailed));
+        }
+        Ok(decision)
+    }
+
+    fn cwd_for(&self, command: &str) -> PathBuf {
+        // As in ralphify: `./script` is relative to the RALPH.md, anything else to the cwd.
+        if command.trim_start().starts_with("./") {
+            ralph_dir(&self.options.ralph_file)
+        } else {
+            self.options.cwd.clone()
+        }
+    }
+
+    fn env(&self, iteration: u64) -> Vec<(String, String)> {
+        vec![
+            ("RALPH_ITERATION".to_owned(), iteration.to_string()),
+            ("RALPH_RUN_ID".to_owned(), self.options.run_id.clone()),
+            (
+                "RALPH_FILE".to_owned(),
+                self.options.ralph_file.display().to_string(),
+            ),
+        ]
+    }
+
+    async fn run_command(
+        &mut self,
+        iteration: u64,
+        command: &CommandSpec,
+        log: &mut IterationLog,
+    ) -> String {
+        let args = &self.options.args;
+        // User values are shell-quoted: an argument can never inject shell code.
+        let run = ralph_frontmatter::render(&command.run, |p| match p.namespace {
+            "args" => Some(quote(args.get(p.name).map_or("", String::as_str))),
+            _ => None,
+        });
+        let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
+        spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
+        spec.env = self.env(iteration);
+        log.section(&format!("command {}: {run}", command.name));
+
+        let mut collector = Collector {
+            iteration,
+            output: Vec::new(),
+            log,
+            sinks: None,
+            scanners: None,
+            interrupts: &mut self.interrupts,
+            pending: Vec::new(),
+        };
+        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let Collector {
+            output, pending, ..
+        } = collector;
+        for kind in pending {
+            self.emit(kind);
+        }
+        let (exit_code, duration, timed_out) = match result {
+            Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
+            Err(err) => {
+                tracing::warn!("command {} could not start: {err}", command.name);
+                (None, Duration::ZERO, false)
+            }
+        };
+        self.emit(EventKind::CommandFinished {
+            iteration,
+            name: command.name.clone(),
+            exit_code,
+            duration_ms: millis(duration),
+            timed_out,
+        });
+        String::from_utf8_lossy(&output).into_owned()
+    }
+
+    fn prompt(&self, iteration: u64, outputs: &BTreeMap<String, String>) -> String {
+        let options = &self.options;
+        ralph_frontmatter::render(&options.file.body, |p| match (p.namespace, p.name) {
+            ("commands", name) => outputs
+                .get(name)
+                .map(|o| o.trim_end_matches(['\n', '\r']).to_owned()),
+            ("args", name) => Some(options.args.get(name).cloned().unwrap_or_default()),
+            ("ralph", "iteration") => Some(iteration.to_string()),
+            ("ralph", "max_iterations") => Some(
+                options
+                    .max_iterations
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+            ),
+            ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
+            _ => None,
+        })
+    }
+
+    async fn run_agent(
+        &mut self,
+        iteration: u64,
+        prompt: String,
+        log: &mut IterationLog,
+    ) -> Result<(ProcessExit, Vec<Finding>), EngineError> {
+        let argv = &self.options.file.config.agent_argv;
+        let mut uses_argv = false;
+        let mut prompt_file = None;
+        let mut words = Vec::with_capacity(argv.len());
+        for word in argv {
+            let mut word = word.clone();
+            if word.contains("{prompt_file}") {
+                let path = match &prompt_file {
+                    Some(path) => path,
+                    None => prompt_file.insert(self.write_prompt_file(iteration, &prompt)),
+                };
+                word = word.replace("{prompt_file}", &path.display().to_string());
+                uses_argv = true;
+            }
+            if word.contains("{prompt}") {
+                word = word.replace("{prompt}", &prompt);
+                uses_argv = true;
+            }
+            words.push(word);
+        }
+        let Some((program, args)) = words.split_first() else {
+            return Err(EngineError::EmptyAgent);
+        };
+        let spec = ProcessSpec {
+            program: program.clone(),
+            args: args.to_vec(),
+            cwd: self.options.cwd.clone(),
+            env: self.env(iteration),
+            stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
+            timeout: self.options.timeout,
+            kill_grace: self.options.kill_grace,
+        };
+        log.section("agent");
+        let mut scanners = [MarkerScanner::new(), MarkerScanner::new()];
+        let mut collector = Collector {
+            iteration,
+            output: Vec::new(),
+            log,
+            sinks: Some(&mut self.sinks),
+            scanners: Some((&mut scanners, Vec::new())),
+            interrupts: &mut self.interrupts,
+            pending: Vec::new(),
+        };
+        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let Collector {
+            scanners: found,
+            pending,
+            ..
+        } = collector;
+        let mut findings = found.map(|(_, f)| f).unwrap_or_default();
+        for scanner in &mut scanners {
+            scanner.finish(&mut findings);
+        }
+        for kind in pending {
+            self.emit(kind);
+        }
+        if let Some(path) = prompt_file {
+            if self.options.log_dir.is_none() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let exit = result.map_err(|source| EngineError::AgentSpawn {
+            program: program.clone(),
+            source,
+        })?;
+        Ok((exit, findings))
+    }
+
+    fn write_prompt_file(&self, iteration: u64, prompt: &str) -> PathBuf {
+        let path = match &self.options.log_dir {
+            Some(dir) => dir.join(format!("prompt-{iteration:03}.md")),
+            None => std::env::temp_dir().join(format!("ralph-{}-prompt.md", self.options.run_id)),
+        };
+        if let Err(err) = logs::write_atomic(&path, prompt.as_bytes()) {
+            tracing::warn!("cannot write the prompt file {}: {err}", path.display());
+        }
+        std::fs::canonicalize(&path).unwrap_or(path)
+    }
+
+    /// Waits `delay`, counting down. Ctrl+C skips the wait; a second one within a second, or
+    /// SIGTERM, stops the loop. Returns whether the loop goes on.
+    async fn wait(&mut self, iteration: u64, reason: WaitReason, delay: Duration) -> bool {
+        self.emit(EventKind::WaitStarted {
+            iteration,
+            reason,
+            delay_ms: millis(delay),
+        });
+        let consecutive_idle = if reason == WaitReason::Idle {
+            self.consecutive_idle
+        } else {
+            0
+        };
+        let start = Instant::now();
+        let deadline = start + delay;
+        let mut go_on = true;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            let progress = WaitProgress {
+                reason,
+                consecutive_idle,
+                total: delay,
+                remaining: deadline - now,
+            };
+            for sink in &mut self.sinks {
+                sink.wait_progress(&progress);
+            }
+            let tick = (now + COUNTDOWN_TICK).min(deadline);
+            tokio::select! {
+                () = tokio::time::sleep_until(tick) => {}
+                signal = self.signals.recv() => match signal {
+                    Some(InterruptSignal::Term) => {
+                        self.interrupts.stop_now = Some(InterruptSignal::Term);
+                        go_on = false;
+                        break;
+                    }
+                    Some(InterruptSignal::Int) => {
+                        let now = Instant::now();
+                        if self.interrupts.within_double_press(now) {
+                            self.interrupts.stop_now = Some(InterruptSignal::Int);
+                            go_on = false;
+                        } else {
+                            self.interrupts.last_int = Some(now);
+                            self.emit(EventKind::WaitSkipped { iteration });
+                        }
+                        break;
+                    }
+                    None => {
+                        // No more interrupts can come: finish the wait plainly.
+                        tokio::time::sleep_until(deadline).await;
+                        break;
+                    }
+                },
+            }
+        }
+        for sink in &mut self.sinks {
+            sink.wait_finished();
+        }
+        if reason == WaitReason::Idle {
+            self.idle_time += start.elapsed();
+        }
+        go_on
+    }
+}
+
+fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKind) {
+    let event = Event {
+        ts: SystemTime::now(),
+        run_id: run_id.to_owned(),
+        kind,
+    };
+    for sink in sinks {
+        sink.event(&event);
+    }
+}
+
+/// Handles a running process's output and the interrupts that arrive meanwhile.
+struct Collector<'a> {
+    iteration: u64,
+    /// Whole output, for commands (their output goes into the prompt).
+    output: Vec<u8>,
+    log: &'a mut IterationLog,
+    /// Sinks that see the output live (the agent's, not the commands').
+    sinks: Option<&'a mut Vec<Box<dyn EventSink>>>,
+    /// One scanner per stream, and what they found, for the agent.
+    scanners: Option<(&'a mut [MarkerScanner; 2], Vec<Finding>)>,
+    interrupts: &'a mut Interrupts,
+    /// Events raised while the process runs, emitted after it.
+    pending: Vec<EventKind>,
+}
+
+impl Supervision for Collector<'_> {
+    fn output(&mut self, stream: Stream, bytes: &[u8]) {
+        self.log.write(bytes);
+        match (&mut self.scanners, &mut self.sinks) {
+            (Some((scanners, found)), Some(sinks)) => {
+                let i = match stream {
+                    Stream::Stdout => 0,
+                    Stream::Stderr => 1,
+                };
+                scanners[i].feed(bytes, found);
+                for sink in sinks.iter_mut() {
+                    sink.output(self.iteration, stream, bytes);
+                }
+            }
+            _ => self.output.extend_from_slice(bytes),
+        }
+    }
+
+    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Term => {
+                self.interrupts.stop_now = Some(InterruptSignal::Term);
+                true
+            }
+            InterruptSignal::Int
+                if self.interrupts.stop_requested || self.interrupts.within_double_press(now) =>
+            {
+                self.interrupts.stop_now = Some(InterruptSignal::Int);
+                true
+            }
+            InterruptSignal::Int => {
+                self.interrupts.stop_requested = true;
+                self.interrupts.last_int = Some(now);
+                self.pending.push(EventKind::StopRequested {
+                    iteration: self.iteration,
+                });
+                false
+            }
+        }
+    }
+}
+
+fn quote(value: &str) -> String {
+    // try_quote fails only on NUL bytes, which no shell can take; drop them.
+    shlex::try_quote(value)
+        .map(|q| q.into_owned())
+        .unwrap_or_else(|_| {
+            shlex::try_quote(&value.replace('\0', ""))
+                .unwrap_or_default()
+                .into_owned()
+        })
+}
+
+/// The folder holding the RALPH.md.
+fn ralph_dir(ralph_file: &Path) -> PathBuf {
+    match ralph_file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `{{ ralph.name }}`: the name of the folder holding the RALPH.md, as in ralphify.
+fn ralph_name(ralph_file: &Path) -> String {
+    let dir = ralph_dir(ralph_file);
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

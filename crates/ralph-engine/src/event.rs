@@ -1,0 +1,266 @@
+//! Events: everything the engine has to say, as typed values handed to [`EventSink`]s.
+//!
+//! The engine never prints. A terminal renderer, the JSON Lines writer and an embedder's own
+//! sink all see the same events.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::outcome::EndReason;
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// When it happened (RFC 3339 UTC with milliseconds when serialized).
+    #[serde(serialize_with = "serialize_ts")]
+    pub ts: SystemTime,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_millis(*ts))
+}
+
+/// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EventKind {
+    /// The loop is about to run its first iteration.
+    RunStarted {
+        /// The RALPH.md path as given.
+        ralph_file: String,
+        /// The agent command line.
+        agent: String,
+        /// The iteration cap, if any.
+        max_iterations: Option<u64>,
+        /// The idle policy, if idle handling is on.
+        idle: Option<IdleSummary>,
+    },
+    /// An iteration begins.
+    IterationStarted {
+        /// 1-based iteration number.
+        iteration: u64,
+    },
+    /// One of `commands` finished.
+    CommandFinished {
+        /// The iteration it ran in.
+        iteration: u64,
+        /// The command's name.
+        name: String,
+        /// Its exit code; `None` when killed by a signal.
+        exit_code: Option<i32>,
+        /// How long it ran.
+        duration_ms: u64,
+        /// Whether it was killed for running past its timeout.
+        timed_out: bool,
+    },
+    /// The agent finished an iteration.
+    IterationEnded {
+        /// The iteration.
+        iteration: u64,
+        /// The agent's exit code; `None` when it ended by a signal.
+        exit_code: Option<i32>,
+        /// The signal that ended the agent, if any.
+        signal: Option<i32>,
+        /// How long the agent ran.
+        duration_ms: u64,
+        /// Whether the agent was killed for running past its timeout.
+        timed_out: bool,
+        /// How the agent ended.
+        termination: Termination,
+        /// The iteration's state: the name of the last state marker, if any.
+        state: Option<String>,
+        /// Every marker found, in order.
+        markers: Vec<MarkerRecord>,
+        /// The iteration's log file, if logs are being written.
+        log_file: Option<String>,
+    },
+    /// An idle iteration: the loop will wait before the next one.
+    IterationIdle {
+        /// The iteration.
+        iteration: u64,
+        /// Consecutive idle iterations, this one included.
+        consecutive_idle: u64,
+        /// Idle time of the current streak.
+        idle_elapsed_ms: u64,
+        /// The wait before the next iteration; `None` when the idle limit stops the loop.
+        next_delay_ms: Option<u64>,
+    },
+    /// The loop starts waiting.
+    WaitStarted {
+        /// The iteration just finished.
+        iteration: u64,
+        /// Why it waits.
+        reason: WaitReason,
+        /// How long it means to wait.
+        delay_ms: u64,
+    },
+    /// A wait was cut short by Ctrl+C.
+    WaitSkipped {
+        /// The iteration just finished.
+        iteration: u64,
+    },
+    /// Ctrl+C while the agent runs: the loop stops after this iteration.
+    StopRequested {
+        /// The running iteration.
+        iteration: u64,
+    },
+    /// The run is over.
+    RunEnded {
+        /// Why it ended.
+        reason: EndReason,
+        /// Iterations run.
+        iterations: u64,
+        /// Idle iterations among them.
+        idle_iterations: u64,
+        /// Total time spent waiting because of idleness.
+        idle_ms: u64,
+        /// ralph's exit code.
+        exit_code: i32,
+    },
+}
+
+/// The idle policy as reported in [`EventKind::RunStarted`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct IdleSummary {
+    /// First wait.
+    pub delay_ms: u64,
+    /// Multiplier per consecutive idle iteration.
+    pub backoff: f64,
+    /// Cap on a wait.
+    pub max_delay_ms: u64,
+    /// Cumulative idle limit.
+    pub max_ms: Option<u64>,
+}
+
+/// Why the loop waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReason {
+    /// The agent reported idle (or another state asked for a wait).
+    Idle,
+    /// The frontmatter's `delay` between iterations.
+    Delay,
+    /// A state handler other than idle asked for a wait.
+    State,
+}
+
+/// How an agent run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    /// It exited by itself.
+    Natural,
+    /// ralph killed it for running past `timeout`.
+    Timeout,
+    /// ralph stopped it on the user's request.
+    Interrupted,
+    /// It was killed by a signal ralph did not send.
+    Killed,
+}
+
+/// A marker as reported in [`EventKind::IterationEnded`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MarkerRecord {
+    /// Marker kind (`state`).
+    pub kind: String,
+    /// Marker name (`idle`).
+    pub name: String,
+    /// Attributes, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attrs: Vec<(String, String)>,
+}
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// A wait in progress, reported about once a second so a terminal can count down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitProgress {
+    /// Why the loop waits.
+    pub reason: WaitReason,
+    /// Consecutive idle iterations (0 for other waits).
+    pub consecutive_idle: u64,
+    /// The whole wait.
+    pub total: std::time::Duration,
+    /// What is left of it.
+    pub remaining: std::time::Duration,
+}
+
+/// Receives a run's events. The terminal renderer, the JSON Lines writer and an embedder's own
+/// sinks are peers.
+pub trait EventSink: Send {
+    /// Called for every event, in order.
+    fn event(&mut self, event: &Event);
+
+    /// Called with the agent's output as it arrives. Most sinks ignore it.
+    fn output(&mut self, iteration: u64, stream: Stream, bytes: &[u8]) {
+        let _ = (iteration, stream, bytes);
+    }
+
+    /// Called when a wait starts and about once a second during it.
+    fn wait_progress(&mut self, progress: &WaitProgress) {
+        let _ = progress;
+    }
+
+    /// Called once a wait is over (elapsed or skipped), so a countdown can be erased.
+    fn wait_finished(&mut self) {}
+}
+
+/// Writes events as JSON Lines: one object per line, each line written whole and flushed at once,
+/// so a reader (or a crash) never sees half an event except possibly the last.
+pub struct JsonLinesSink<W: std::io::Write + Send> {
+    out: W,
+    line: Vec<u8>,
+    failed: bool,
+}
+
+impl<W: std::io::Write + Send> JsonLinesSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            line: Vec::with_capacity(512),
+            failed: false,
+        }
+    }
+
+    /// Whether a write has failed; later events are dropped rather than interleaved half-written.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
+    fn event(&mut self, event: &Event) {
+        if self.failed {
+            return;
+        }
+        self.line.clear();
+        if serde_json::to_writer(&mut self.line, event).is_err() {
+            return;
+        }
+        self.line.push(b'\n');
+        if self
+            .out
+            .write_all(&self.line)
+            .and_then(|()| self.out.flush())
+            .is_err()
+        {
+            tracing::warn!("writing events failed; further events are dropped for this sink");
+            self.failed = true;
+        }
+    }
+}

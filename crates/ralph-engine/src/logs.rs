@@ -1,0 +1,100 @@
+//! The run's log folder: `events.jsonl`, one `iteration-NNN.log` per iteration, prompt files.
+//!
+//! Logs never stop a loop: when the folder cannot be created or written, the engine warns once
+//! (through `tracing`) and goes on without logs.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Creates `dir` (and parents). When `dir` lies inside a `.ralph` folder, that folder gets a
+/// `.gitignore` of `*` so run logs never dirty the user's repository.
+pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if let Some(ralph_dir) = dir
+        .ancestors()
+        .find(|a| a.file_name() == Some(".ralph".as_ref()))
+    {
+        let ignore = ralph_dir.join(".gitignore");
+        if !ignore.exists() {
+            write_atomic(&ignore, b"*\n")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// One iteration's log. Writes go straight through a buffer; a failed write disables the log.
+pub(crate) struct IterationLog {
+    path: Option<PathBuf>,
+    out: Option<BufWriter<File>>,
+}
+
+impl IterationLog {
+    /// No log.
+    pub(crate) fn disabled() -> Self {
+        Self {
+            path: None,
+            out: None,
+        }
+    }
+
+    /// `iteration-NNN.log` in `dir`.
+    pub(crate) fn create(dir: &Path, iteration: u64) -> Self {
+        let path = dir.join(format!("iteration-{iteration:03}.log"));
+        match File::create(&path) {
+            Ok(f) => Self {
+                out: Some(BufWriter::with_capacity(64 * 1024, f)),
+                path: Some(path),
+            },
+            Err(err) => {
+                tracing::warn!(
+                    "cannot write {}: {err}; going on without it",
+                    path.display()
+                );
+                Self::disabled()
+            }
+        }
+    }
+
+    pub(crate) fn path(&self) -> Option<&Path> {
+        self.path.as_deref().filter(|_| self.out.is_some())
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        if let Some(out) = &mut self.out {
+            if let Err(err) = out.write_all(bytes) {
+                tracing::warn!("writing the iteration log failed: {err}; going on without it");
+                self.out = None;
+            }
+        }
+    }
+
+    pub(crate) fn section(&mut self, title: &str) {
+        self.write(format!("\n===== {title} =====\n").as_bytes());
+    }
+
+    pub(crate) fn flush(&mut self) {
+        if let Some(out) = &mut self.out {
+            if out.flush().is_err() {
+                self.out = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! How a run ends: its reason and exit code, computed from the loop's state in one place.
+
+use serde::Serialize;
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndReason {
+    /// `max_iterations` iterations ran.
+    MaxIterations,
+    /// The idle streak would have passed `idle.max`.
+    IdleLimit,
+    /// The user stopped the loop (Ctrl+C or SIGTERM).
+    Interrupted,
+    /// The agent failed or timed out and `--stop-on-error` was given.
+    AgentFailed,
+    /// A state handler stopped the loop with its own reason.
+    State {
+        /// The reason as it appears in `RUN_ENDED`.
+        reason: String,
+        /// Whether the stop counts as a failure (exit 1) or a normal end (exit 0).
+        failure: bool,
+    },
+}
+
+impl EndReason {
+    /// The reason as written in events: `max_iterations`, `idle_limit`, ...
+    pub fn as_str(&self) -> &str {
+        match self {
+            EndReason::MaxIterations => "max_iterations",
+            EndReason::IdleLimit => "idle_limit",
+            EndReason::Interrupted => "interrupted",
+            EndReason::AgentFailed => "agent_failed",
+            EndReason::State { reason, .. } => reason,
+        }
+    }
+}
+
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EndReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Which signal interrupted the run, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptSignal {
+    /// SIGINT (Ctrl+C).
+    Int,
+    /// SIGTERM.
+    Term,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// Why it ended.
+    pub reason: EndReason,
+    /// The exit code a CLI should use.
+    pub exit_code: i32,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Idle iterations among them.
+    pub idle_iterations: u64,
+    /// Total time spent in idle waits.
+    pub idle_time: std::time::Duration,
+}
+
+/// The exit code for an ending: 0 a normal end, 1 a failure, 130 SIGINT, 143 SIGTERM.
+///
+/// This is the one place that maps endings to exit codes.
+pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
+    match (reason, signal) {
+        (EndReason::Interrupted, Some(InterruptSignal::Term)) => 143,
+        (EndReason::Interrupted, _) => 130,
+        (EndReason::AgentFailed, _) => 1,
+        (EndReason::State { failure: true, .. }, _) => 1,
+        (EndReason::MaxIterations | EndReason::IdleLimit | EndReason::State { .. }, _) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_iterations_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::MaxIterations, None), 0);
+    }
+
+    #[test]
+    fn idle_limit_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::IdleLimit, None), 0);
+    }
+
+    #[test]
+    fn interrupted_by_ctrl_c_exits_130() {
+        assert_eq!(
+            exit_code(&EndReason::Interrupted, Some(InterruptSignal::Int)),
+            130
+        );
+    }
+
+    #[test]
+    fn interrupted_by_sigterm_exits_143() {
+        assert_eq!(
+            exit_code(&EndReason::Interrupted, Some(InterruptSignal::Term)),
+            143
+        );
+    }
+
+    #[test]
+    fn agent_failed_exits_1() {
+        assert_eq!(exit_code(&EndReason::AgentFailed, None), 1);
+    }
+
+    #[test]
+    fn state_stop_exit_follows_its_failure_flag() {
+        let ok = EndReason::State {
+            reason: "reviewed".into(),
+            failure: false,
+        };
+        let bad = EndReason::State {
+            reason: "blocked".into(),
+            failure: true,
+        };
+        assert_eq!(exit_code(&ok, None), 0);
+        assert_eq!(exit_code(&bad, None), 1);
+        assert_eq!(bad.as_str(), "blocked");
+    }
+}

@@ -1,0 +1,235 @@
+//! The one place that spawns processes: the agent, the per-iteration commands and the checks.
+//!
+//! Every child runs in its own process group, so a timeout or a stop reaches its children too,
+//! and whatever is left in the group when the child exits is killed: no orphans. Output is read
+//! from both pipes concurrently and handed over chunk by chunk; nothing here keeps it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::event::{Stream, Termination};
+use crate::outcome::InterruptSignal;
+
+/// How long to keep reading pipes after the child exited and its group was killed. A process
+/// that left the group (setsid) can hold a pipe open forever; ralph does not wait for it.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// Size of each read from a pipe.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A process to run.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessSpec {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) env: Vec<(String, String)>,
+    /// Bytes written to standard input, which is then closed; `None` gives it /dev/null.
+    pub(crate) stdin: Option<Arc<[u8]>>,
+    pub(crate) timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL when ralph stops the process.
+    pub(crate) kill_grace: Duration,
+}
+
+impl ProcessSpec {
+    /// `sh -c COMMAND`.
+    pub(crate) fn shell(command: &str, cwd: PathBuf, kill_grace: Duration) -> Self {
+        Self {
+            program: "sh".to_owned(),
+            args: vec!["-c".to_owned(), command.to_owned()],
+            cwd,
+            env: Vec::new(),
+            stdin: None,
+            timeout: None,
+            kill_grace,
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcessExit {
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+    pub(crate) duration: Duration,
+    pub(crate) termination: Termination,
+}
+
+impl ProcessExit {
+    pub(crate) fn timed_out(&self) -> bool {
+        self.termination == Termination::Timeout
+    }
+
+    pub(crate) fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// What the caller does with a running process's output and with interrupts that arrive
+/// meanwhile.
+pub(crate) trait Supervision {
+    /// A chunk of output, in arrival order.
+    fn output(&mut self, stream: Stream, bytes: &[u8]);
+
+    /// An interrupt arrived; return `true` to stop the process now.
+    fn interrupt(&mut self, signal: InterruptSignal) -> bool;
+}
+
+/// Runs `spec` to its end, feeding output to `supervision` and interrupts from `signals`.
+pub(crate) async fn run(
+    spec: &ProcessSpec,
+    supervision: &mut dyn Supervision,
+    signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
+) -> std::io::Result<ProcessExit> {
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let pgid = child.id().map(|id| id as i32);
+
+    if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+        // Written from its own task so a large prompt never deadlocks an agent that writes
+        // before it reads; an agent that never reads gets EPIPE here, which is fine.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out_buf = vec![0u8; READ_CHUNK];
+    let mut err_buf = vec![0u8; READ_CHUNK];
+
+    let deadline = spec.timeout.map(|t| started + t);
+    let mut stopping: Option<Termination> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut status = None;
+    let mut drain_until: Option<Instant> = None;
+    let mut signals_open = true;
+
+    loop {
+        if status.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        tokio::select! {
+            read = read_some(&mut stdout, &mut out_buf) => {
+                match read {
+                    Some(n) => supervision.output(Stream::Stdout, &out_buf[..n]),
+                    None => stdout = None,
+                }
+            }
+            read = read_some(&mut stderr, &mut err_buf) => {
+                match read {
+                    Some(n) => supervision.output(Stream::Stderr, &err_buf[..n]),
+                    None => stderr = None,
+                }
+            }
+            exit = child.wait(), if status.is_none() => {
+                status = Some(exit?);
+                // Whatever the agent left behind in its group goes with it.
+                if let Some(pgid) = pgid {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            () = sleep_until_opt(deadline), if stopping.is_none() && status.is_none() => {
+                stopping = Some(Termination::Timeout);
+                kill_at = Some(begin_stop(pgid, spec.kill_grace));
+            }
+            () = sleep_until_opt(kill_at), if status.is_none() => {
+                if let Some(pgid) = pgid {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+                kill_at = None;
+            }
+            () = sleep_until_opt(drain_until) => {
+                // Pipes still held open by a process that escaped the group: stop reading.
+                stdout = None;
+                stderr = None;
+            }
+            signal = signals.recv(), if signals_open && stopping.is_none() && status.is_none() => {
+                match signal {
+                    Some(signal) => {
+                        if supervision.interrupt(signal) {
+                            stopping = Some(Termination::Interrupted);
+                            kill_at = Some(begin_stop(pgid, spec.kill_grace));
+                        }
+                    }
+                    None => signals_open = false,
+                }
+            }
+        }
+    }
+
+    let status = status.expect("loop ends only after the child was reaped");
+    use std::os::unix::process::ExitStatusExt;
+    let signal = status.signal();
+    let termination = match (stopping, signal) {
+        (Some(reason), _) => reason,
+        (None, Some(_)) => Termination::Killed,
+        (None, None) => Termination::Natural,
+    };
+    Ok(ProcessExit {
+        exit_code: status.code(),
+        signal,
+        duration: started.elapsed(),
+        termination,
+    })
+}
+
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    match pipe {
+        Some(reader) => match reader.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGTERM to the group now; returns when SIGKILL is due.
+fn begin_stop(pgid: Option<i32>, grace: Duration) -> Instant {
+    if let Some(pgid) = pgid {
+        signal_group(pgid, libc::SIGTERM);
+    }
+    Instant::now() + grace
+}
+
+/// Sends `signal` to every process of group `pgid`.
+pub(crate) fn signal_group(pgid: i32, signal: i32) {
+    // SAFETY: kill(2) with a negative pid only sends a signal; it touches no memory of ours.
+    // ESRCH (the group is already gone) is the expected outcome and needs no handling.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
