@@ -1,0 +1,166 @@
+//! Shared test support: a temporary project with a RALPH.md, the real `ralph` binary, and the
+//! run's events read back from JSON Lines.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// The fake agent script, as an absolute path usable in `agent:`.
+pub fn fake_agent() -> String {
+    fixtures()
+        .join("agents/fake-agent")
+        .canonicalize()
+        .expect("fixtures/agents/fake-agent exists")
+        .display()
+        .to_string()
+}
+
+/// A temporary project folder holding one RALPH.md.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// A project whose RALPH.md has `frontmatter` (without the `---` lines) and `body`.
+    pub fn new(frontmatter: &str, body: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("RALPH.md"),
+            format!("---\n{frontmatter}\n---\n{body}"),
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn events_path(&self) -> PathBuf {
+        self.path().join("events.jsonl")
+    }
+
+    /// `ralph ARGS` in the project folder, with events written to `events.jsonl`.
+    pub fn ralph(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ralph"));
+        cmd.current_dir(self.path()).env_remove("NO_COLOR");
+        if args.first() == Some(&"run") {
+            cmd.arg("run")
+                .arg("--events")
+                .arg(self.events_path())
+                .args(&args[1..]);
+        } else {
+            cmd.args(args);
+        }
+        cmd
+    }
+
+    /// Runs `ralph ARGS` to the end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.ralph(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("ralph runs")
+    }
+
+    /// Starts `ralph ARGS` in the background.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.ralph(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ralph starts")
+    }
+
+    /// Every event written so far.
+    pub fn events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.events_path()).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("each events line is whole JSON"))
+            .collect()
+    }
+
+    /// Events of one type.
+    pub fn events_of(&self, kind: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
+    }
+
+    /// Waits until `count` events of `kind` were written.
+    pub fn wait_for(&self, kind: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.events_of(kind).len() < count {
+            assert!(
+                Instant::now() < deadline,
+                "no {count}×{kind} within 20s; events: {:#?}",
+                self.events()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The `RUN_ENDED` event.
+    pub fn run_ended(&self) -> Value {
+        let ended = self.events_of("RUN_ENDED");
+        assert_eq!(ended.len(), 1, "one RUN_ENDED; events: {:#?}", self.events());
+        ended.into_iter().next().unwrap()
+    }
+}
+
+/// The event types in order.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Sends `signal` to process `pid`.
+pub fn send_signal(pid: u32, signal: i32) {
+    // SAFETY: kill(2) only sends a signal.
+    let rc = unsafe { libc::kill(pid as i32, signal) };
+    assert_eq!(rc, 0, "kill({pid}, {signal})");
+}
+
+/// Whether any process's command line contains `needle`.
+pub fn process_running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let cmdline = String::from_utf8_lossy(&c).replace('\0', " ");
+            cmdline.contains(needle) && !cmdline.contains("cmdline")
+        })
+    })
+}
+
+/// The exit code, or a panic with the output when it ended by a signal.
+pub fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or_else(|| {
+        panic!(
+            "ralph ended by a signal; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

@@ -1,0 +1,114 @@
+//! Ctrl+C and SIGTERM: skip a wait, stop after the iteration, stop now; no process left behind.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Project, fake_agent, send_signal};
+
+fn wait_exit(child: &mut std::process::Child) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().expect("ralph exits with a code");
+        }
+        assert!(Instant::now() < deadline, "ralph did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_wait_skips_it() {
+    let p = Project::new(
+        &format!("agent: '{} --marker idle'\nidle: {{delay: 30s}}", fake_agent()),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run", "-n", "2"]);
+    p.wait_for("WAIT_STARTED", 1);
+    let asked = Instant::now();
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 0);
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    assert_eq!(p.events_of("WAIT_SKIPPED").len(), 1);
+    assert_eq!(p.run_ended()["reason"], "max_iterations");
+    assert_eq!(p.events_of("ITERATION_ENDED").len(), 2);
+}
+
+#[test]
+fn two_ctrl_c_within_a_second_during_a_wait_stop_the_loop() {
+    let p = Project::new(
+        &format!("agent: '{} --marker idle --sleep 2'\nidle: {{delay: 30s}}", fake_agent()),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("WAIT_STARTED", 1);
+    send_signal(child.id(), libc::SIGINT);
+    p.wait_for("WAIT_SKIPPED", 1);
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 130);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "interrupted");
+    assert_eq!(ended["exit_code"], 130);
+}
+
+#[test]
+fn ctrl_c_while_the_agent_runs_stops_after_the_iteration() {
+    let p = Project::new(&format!("agent: '{} --sleep 0.5 --out finished'", fake_agent()), "x\n");
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(100));
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 130);
+    assert_eq!(p.events_of("STOP_REQUESTED").len(), 1);
+    let ended = p.events_of("ITERATION_ENDED");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["termination"], "natural");
+    assert_eq!(ended[0]["exit_code"], 0);
+    assert_eq!(p.run_ended()["reason"], "interrupted");
+}
+
+#[test]
+fn second_ctrl_c_stops_the_agent_now() {
+    let marker = "31.4159";
+    let p = Project::new(
+        &format!("agent: '{} --grandchild {marker} --sleep 30'", fake_agent()),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(child.id(), libc::SIGINT);
+    p.wait_for("STOP_REQUESTED", 1);
+    let asked = Instant::now();
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 130);
+    assert!(asked.elapsed() < Duration::from_secs(5));
+    assert_eq!(p.events_of("ITERATION_ENDED")[0]["termination"], "interrupted");
+    assert!(!common::process_running(&format!("sleep {marker}")), "grandchild left behind");
+}
+
+#[test]
+fn sigterm_stops_now_with_exit_143() {
+    let p = Project::new(&format!("agent: '{} --sleep 30'", fake_agent()), "x\n");
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(100));
+    send_signal(child.id(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child), 143);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "interrupted");
+    assert_eq!(ended["exit_code"], 143);
+}
+
+#[test]
+fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let p = Project::new(&format!("agent: '{} --ignore-term --sleep 30'", fake_agent()), "x\n");
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(200));
+    let asked = Instant::now();
+    send_signal(child.id(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child), 143);
+    let took = asked.elapsed();
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(8), "{took:?}");
+}
