@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::time::Duration;
 
-use ralph_engine::{Event, EventKind, EventSink, Stream, Termination, WaitProgress, WaitReason};
+use ralph_engine::{
+    Event, EventKind, EventSink, Outcome, Stream, Termination, WaitProgress, WaitReason,
+};
 
 /// How the renderer writes.
 #[derive(Debug, Clone, Copy)]
@@ -149,6 +151,41 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     human_duration(Duration::from_millis(*idle_elapsed_ms))
                 ),
             },
+            EventKind::AttemptEnded {
+                attempt,
+                max_attempts,
+                ok,
+                results,
+                ..
+            } => {
+                if *ok {
+                    let n = results.len();
+                    format!(
+                        "attempt {attempt}/{max_attempts} {} {n} of {n} check{} passed",
+                        self.paint("32", "✓"),
+                        if n == 1 { "" } else { "s" }
+                    )
+                } else {
+                    let failed: Vec<_> = results.iter().filter(|r| !r.passed()).collect();
+                    let names = failed
+                        .iter()
+                        .map(|r| {
+                            let status = r
+                                .exit_code
+                                .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
+                            format!("{} ({status})", r.command)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    format!(
+                        "attempt {attempt}/{max_attempts} {} {} of {} check{} failed: {names}",
+                        self.paint("31", "✗"),
+                        failed.len(),
+                        results.len(),
+                        if results.len() == 1 { "" } else { "s" }
+                    )
+                }
+            }
             EventKind::WaitSkipped { .. } if !quiet => {
                 "  wait skipped (Ctrl+C): running now · Ctrl+C again within 1s stops".to_owned()
             }
@@ -162,6 +199,8 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 idle_iterations,
                 idle_ms,
                 exit_code,
+                outcome,
+                flake_retries,
             } => {
                 let why = match reason.as_str() {
                     "max_iterations" => "reached max_iterations".to_owned(),
@@ -170,6 +209,16 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     }
                     "interrupted" => "interrupted".to_owned(),
                     "agent_failed" => "the agent failed (--stop-on-error)".to_owned(),
+                    "converged" => match (outcome, flake_retries) {
+                        (Some(Outcome::CleanWithFlake), Some(n)) => {
+                            format!(
+                                "converged: every check passes (after {n} flaky attempt{})",
+                                if *n == 1 { "" } else { "s" }
+                            )
+                        }
+                        _ => "converged: every check passes".to_owned(),
+                    },
+                    "max_attempts_reached" => "not converged: max_attempts reached".to_owned(),
                     other => other.to_owned(),
                 };
                 let color = if *exit_code == 0 { "1;32" } else { "1;31" };
@@ -214,6 +263,7 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Idle => format!("idle ×{}", progress.consecutive_idle),
             WaitReason::Delay => "delay".to_owned(),
             WaitReason::State => "waiting".to_owned(),
+            WaitReason::Retry => "retry".to_owned(),
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.
@@ -360,6 +410,8 @@ mod tests {
                 idle_iterations: 3,
                 idle_ms: 72_000,
                 exit_code,
+                outcome: None,
+                flake_retries: None,
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));

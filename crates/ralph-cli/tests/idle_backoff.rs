@@ -50,27 +50,44 @@ fn idle_wait_doubles_until_the_cap_then_the_limit_stops() {
 #[test]
 fn idle_events_count_the_streak() {
     let p = Project::new(
-        &format!("{}\nidle: {{delay: 10ms, max_delay: 40ms}}", scripted_agent(&[1, 2, 3])),
+        &format!(
+            "{}\nidle: {{delay: 10ms, max_delay: 40ms}}",
+            scripted_agent(&[1, 2, 3])
+        ),
         "x\n",
     );
     assert_eq!(code(&p.run(&["run", "-n", "3"])), 0);
     let idle = p.events_of("ITERATION_IDLE");
-    let counts: Vec<_> = idle.iter().map(|e| e["consecutive_idle"].as_u64().unwrap()).collect();
+    let counts: Vec<_> = idle
+        .iter()
+        .map(|e| e["consecutive_idle"].as_u64().unwrap())
+        .collect();
     assert_eq!(counts, [1, 2, 3]);
     assert_eq!(idle[0]["idle_elapsed_ms"], 0);
-    assert!(idle[2]["idle_elapsed_ms"].as_u64().unwrap() >= 30, "{:?}", idle[2]);
+    assert!(
+        idle[2]["idle_elapsed_ms"].as_u64().unwrap() >= 30,
+        "{:?}",
+        idle[2]
+    );
 }
 
 #[test]
 fn idle_wait_resets_after_activity() {
     let p = Project::new(
-        &format!("{}\nidle: {{delay: 20ms, backoff: 3, max_delay: 1s}}", scripted_agent(&[1, 2, 4])),
+        &format!(
+            "{}\nidle: {{delay: 20ms, backoff: 3, max_delay: 1s}}",
+            scripted_agent(&[1, 2, 4])
+        ),
         "x\n",
     );
     assert_eq!(code(&p.run(&["run", "-n", "5"])), 0);
     assert_eq!(
         delays(&p),
-        [serde_json::json!(20), serde_json::json!(60), serde_json::json!(20)]
+        [
+            serde_json::json!(20),
+            serde_json::json!(60),
+            serde_json::json!(20)
+        ]
     );
     let counts: Vec<_> = p
         .events_of("ITERATION_IDLE")
@@ -92,9 +109,7 @@ fn actual_waits_match_the_schedule() {
     assert_eq!(code(&p.run(&["run", "-n", "3"])), 0);
     let events = p.events();
     // Each wait runs from WAIT_STARTED to the next ITERATION_STARTED.
-    let ts = |e: &serde_json::Value| {
-        humantime::parse_rfc3339(e["ts"].as_str().unwrap()).unwrap()
-    };
+    let ts = |e: &serde_json::Value| humantime::parse_rfc3339(e["ts"].as_str().unwrap()).unwrap();
     let mut measured = Vec::new();
     for (i, e) in events.iter().enumerate() {
         if e["type"] == "WAIT_STARTED" {
@@ -146,13 +161,23 @@ fn commands_run_on_idle_iterations_too() {
 #[test]
 fn without_a_terminal_each_wait_is_one_plain_line() {
     let p = Project::new(
-        &format!("agent: '{} --marker idle'\nidle: {{delay: 1100ms}}", fake_agent()),
+        &format!(
+            "agent: '{} --marker idle'\nidle: {{delay: 1100ms}}",
+            fake_agent()
+        ),
         "x\n",
     );
     let out = p.run(&["run", "-n", "2", "--no-color"]);
     assert_eq!(code(&out), 0);
     let stdout = common::stdout(&out);
-    let waits: Vec<_> = stdout.lines().filter(|l| l.contains("before the next run")).collect();
-    assert_eq!(waits, ["idle ×1 — waiting 1.1s before the next run"], "{stdout}");
+    let waits: Vec<_> = stdout
+        .lines()
+        .filter(|l| l.contains("before the next run"))
+        .collect();
+    assert_eq!(
+        waits,
+        ["idle ×1 — waiting 1.1s before the next run"],
+        "{stdout}"
+    );
     assert!(!stdout.contains('\r'));
 }

@@ -9,12 +9,22 @@ use common::{Project, code, fake_agent};
 #[test]
 fn a_grandchild_holding_stdout_does_not_hang_the_loop() {
     let marker = "27.1828";
-    let p = Project::new(&format!("agent: '{} --grandchild {marker} --out done'", fake_agent()), "x\n");
+    let p = Project::new(
+        &format!("agent: '{} --grandchild {marker} --out done'", fake_agent()),
+        "x\n",
+    );
     let started = Instant::now();
     let out = p.run(&["run", "-n", "1"]);
     assert_eq!(code(&out), 0);
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    assert!(!common::process_running(&format!("sleep {marker}")), "grandchild left behind");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        !common::process_running(&format!("sleep {marker}")),
+        "grandchild left behind"
+    );
 }
 
 #[test]
@@ -28,7 +38,10 @@ fn a_prompt_larger_than_the_pipe_never_deadlocks_an_agent_that_does_not_read() {
 
 #[test]
 fn an_agent_killed_by_a_signal_is_reported() {
-    let p = Project::new(&format!("agent: '{} --kill-self KILL'", fake_agent()), "x\n");
+    let p = Project::new(
+        &format!("agent: '{} --kill-self KILL'", fake_agent()),
+        "x\n",
+    );
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["signal"], 9);
@@ -59,12 +72,24 @@ fn markers_split_across_reads_are_found_and_the_last_state_wins() {
 
 #[test]
 fn agent_output_streams_to_the_terminal_and_the_log() {
-    let p = Project::new(&format!("agent: '{} --out to-stdout --err to-stderr'", fake_agent()), "x\n");
+    let p = Project::new(
+        &format!("agent: '{} --out to-stdout --err to-stderr'", fake_agent()),
+        "x\n",
+    );
     let out = p.run(&["run", "-n", "1"]);
     assert_eq!(code(&out), 0);
     let shown = common::stdout(&out);
-    assert!(shown.contains("to-stdout") && shown.contains("to-stderr"), "{shown}");
-    let log = p.events_of("ITERATION_ENDED")[0]["log_file"].as_str().unwrap().to_owned();
+    assert!(
+        shown.contains("to-stdout") && shown.contains("to-stderr"),
+        "{shown}"
+    );
+    let log = p.events_of("ITERATION_ENDED")[0]["log_file"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let log = std::fs::read_to_string(p.path().join(log)).unwrap();
-    assert!(log.contains("to-stdout") && log.contains("to-stderr"), "{log}");
+    assert!(
+        log.contains("to-stdout") && log.contains("to-stderr"),
+        "{log}"
+    );
 }

@@ -31,7 +31,10 @@ fn max_iterations_from_the_frontmatter_is_honoured() {
 #[test]
 fn event_sequence_of_a_plain_iteration() {
     let p = Project::new(
-        &format!("{}\ncommands:\n  - name: greet\n    run: echo hi", agent("--out x")),
+        &format!(
+            "{}\ncommands:\n  - name: greet\n    run: echo hi",
+            agent("--out x")
+        ),
         "{{ commands.greet }}\n",
     );
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
@@ -80,7 +83,10 @@ fn a_user_argument_never_injects_shell_code() {
     assert!(!p.path().join("pwned").exists());
     assert!(!p.path().join("pwned2").exists());
     let prompt = std::fs::read_to_string(p.path().join("prompt.txt")).unwrap();
-    assert!(prompt.starts_with("x; touch pwned $(touch pwned2)\n"), "{prompt}");
+    assert!(
+        prompt.starts_with("x; touch pwned $(touch pwned2)\n"),
+        "{prompt}"
+    );
 }
 
 #[test]
@@ -111,7 +117,10 @@ fn dot_slash_commands_run_from_the_ralph_folder() {
 
 #[test]
 fn prompt_file_placeholder_passes_a_path() {
-    let p = Project::new("agent: sh -c 'cat \"$0\" > seen.txt' {prompt_file}", "The prompt.\n");
+    let p = Project::new(
+        "agent: sh -c 'cat \"$0\" > seen.txt' {prompt_file}",
+        "The prompt.\n",
+    );
     let out = p.run(&["run", "-n", "1"]);
     assert_eq!(code(&out), 0, "{}", common::stderr(&out));
     assert_eq!(
@@ -205,15 +214,29 @@ fn logs_go_to_dot_ralph_which_ignores_itself() {
     let copy = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert_eq!(copy, std::fs::read_to_string(p.events_path()).unwrap());
     let ended = &p.events_of("ITERATION_ENDED")[0];
-    assert!(ended["log_file"].as_str().unwrap().ends_with("iteration-001.log"));
+    assert!(
+        ended["log_file"]
+            .as_str()
+            .unwrap()
+            .ends_with("iteration-001.log")
+    );
 }
 
 #[test]
 fn log_dir_flag_moves_the_logs() {
     let p = Project::new(&agent("--out x"), "x\n");
-    assert_eq!(code(&p.run(&["run", "-n", "1", "--log-dir", "elsewhere"])), 0);
+    assert_eq!(
+        code(&p.run(&["run", "-n", "1", "--log-dir", "elsewhere"])),
+        0
+    );
     let run_id = p.run_ended()["run_id"].as_str().unwrap().to_owned();
-    assert!(p.path().join("elsewhere").join(run_id).join("iteration-001.log").exists());
+    assert!(
+        p.path()
+            .join("elsewhere")
+            .join(run_id)
+            .join("iteration-001.log")
+            .exists()
+    );
     assert!(!p.path().join(".ralph").exists());
 }
 
@@ -228,7 +251,8 @@ fn events_to_stdout_moves_human_output_to_stderr() {
     assert_eq!(code(&out), 0);
     let stdout = common::stdout(&out);
     for line in stdout.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).expect("stdout holds only events");
+        let event: serde_json::Value =
+            serde_json::from_str(line).expect("stdout holds only events");
         assert!(event["type"].is_string());
     }
     assert!(common::stderr(&out).contains("agent-says"));

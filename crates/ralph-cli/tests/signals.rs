@@ -20,7 +20,10 @@ fn wait_exit(child: &mut std::process::Child) -> i32 {
 #[test]
 fn ctrl_c_during_a_wait_skips_it() {
     let p = Project::new(
-        &format!("agent: '{} --marker idle'\nidle: {{delay: 30s}}", fake_agent()),
+        &format!(
+            "agent: '{} --marker idle'\nidle: {{delay: 30s}}",
+            fake_agent()
+        ),
         "x\n",
     );
     let mut child = p.spawn(&["run", "-n", "2"]);
@@ -37,7 +40,10 @@ fn ctrl_c_during_a_wait_skips_it() {
 #[test]
 fn two_ctrl_c_within_a_second_during_a_wait_stop_the_loop() {
     let p = Project::new(
-        &format!("agent: '{} --marker idle --sleep 2'\nidle: {{delay: 30s}}", fake_agent()),
+        &format!(
+            "agent: '{} --marker idle --sleep 2'\nidle: {{delay: 30s}}",
+            fake_agent()
+        ),
         "x\n",
     );
     let mut child = p.spawn(&["run", "-n", "5"]);
@@ -53,7 +59,10 @@ fn two_ctrl_c_within_a_second_during_a_wait_stop_the_loop() {
 
 #[test]
 fn ctrl_c_while_the_agent_runs_stops_after_the_iteration() {
-    let p = Project::new(&format!("agent: '{} --sleep 0.5 --out finished'", fake_agent()), "x\n");
+    let p = Project::new(
+        &format!("agent: '{} --sleep 0.5 --out finished'", fake_agent()),
+        "x\n",
+    );
     let mut child = p.spawn(&["run", "-n", "5"]);
     p.wait_for("ITERATION_STARTED", 1);
     std::thread::sleep(Duration::from_millis(100));
@@ -83,8 +92,14 @@ fn second_ctrl_c_stops_the_agent_now() {
     send_signal(child.id(), libc::SIGINT);
     assert_eq!(wait_exit(&mut child), 130);
     assert!(asked.elapsed() < Duration::from_secs(5));
-    assert_eq!(p.events_of("ITERATION_ENDED")[0]["termination"], "interrupted");
-    assert!(!common::process_running(&format!("sleep {marker}")), "grandchild left behind");
+    assert_eq!(
+        p.events_of("ITERATION_ENDED")[0]["termination"],
+        "interrupted"
+    );
+    assert!(
+        !common::process_running(&format!("sleep {marker}")),
+        "grandchild left behind"
+    );
 }
 
 #[test]
@@ -102,7 +117,10 @@ fn sigterm_stops_now_with_exit_143() {
 
 #[test]
 fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
-    let p = Project::new(&format!("agent: '{} --ignore-term --sleep 30'", fake_agent()), "x\n");
+    let p = Project::new(
+        &format!("agent: '{} --ignore-term --sleep 30'", fake_agent()),
+        "x\n",
+    );
     let mut child = p.spawn(&["run", "-n", "5"]);
     p.wait_for("ITERATION_STARTED", 1);
     std::thread::sleep(Duration::from_millis(200));
@@ -110,5 +128,8 @@ fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
     send_signal(child.id(), libc::SIGTERM);
     assert_eq!(wait_exit(&mut child), 143);
     let took = asked.elapsed();
-    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(8), "{took:?}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
 }

@@ -10,14 +10,16 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::convergence::{self, Attempts, Verdict};
 use crate::event::{
-    Event, EventKind, EventSink, IdleSummary, MarkerRecord, Stream, Termination, WaitProgress,
-    WaitReason,
+    CheckResult, Event, EventKind, EventSink, IdleSummary, MarkerRecord, Stream, Termination,
+    WaitProgress, WaitReason,
 };
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::{self, ProcessExit, ProcessSpec, Supervision};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
+use crate::tail::Tail;
 
 /// Two Ctrl+C within this window stop the loop.
 const DOUBLE_PRESS: Duration = Duration::from_secs(1);
@@ -153,6 +155,14 @@ impl Engine {
     }
 }
 
+/// What the loop does after an iteration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Next {
+    Continue,
+    Wait(Duration, WaitReason),
+    Stop(EndReason),
+}
+
 /// Ctrl+C bookkeeping shared by waits and running processes.
 #[derive(Debug, Default)]
 struct Interrupts {
@@ -182,12 +192,13 @@ struct Run {
     idle_time: Duration,
     /// From the last ITERATION_IDLE, for the countdown.
     consecutive_idle: u64,
+    /// Convergence bookkeeping, when the file has `done_when`.
+    attempts: Option<Attempts>,
 }
 
 impl Run {
     fn new(engine: Engine) -> Self {
         Self {
-            options: engine.options,
             sinks: engine.sinks,
             handlers: engine.handlers,
             signals: engine.signals,
@@ -198,6 +209,9 @@ impl Run {
             idle_iterations: 0,
             idle_time: Duration::ZERO,
             consecutive_idle: 0,
+            attempts: (!engine.options.file.config.done_when.is_empty())
+                .then(|| Attempts::new(engine.options.file.config.convergence.clone())),
+            options: engine.options,
         }
     }
 
@@ -248,9 +262,9 @@ impl Run {
                 break EndReason::Interrupted;
             }
             let (delay, reason) = match decision {
-                StateDecision::Stop(reason) => break reason,
-                StateDecision::Wait(delay) => (delay, WaitReason::Idle),
-                StateDecision::Continue => (self.options.delay, WaitReason::Delay),
+                Next::Stop(reason) => break reason,
+                Next::Wait(delay, reason) => (delay, reason),
+                Next::Continue => (self.options.delay, WaitReason::Delay),
             };
             if self.options.max_iterations == Some(iteration) {
                 break EndReason::MaxIterations;
@@ -272,12 +286,15 @@ impl Run {
                     .then_some(InterruptSignal::Int),
             ),
         );
+        let converged = reason == EndReason::Converged;
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
             iterations: self.iterations,
             idle_iterations: self.idle_iterations,
             idle_ms: millis(self.idle_time),
             exit_code,
+            outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
+            flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
         });
         RunOutcome {
             reason,
@@ -289,7 +306,7 @@ impl Run {
     }
 
     /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
-    async fn iteration(&mut self, iteration: u64) -> Result<StateDecision, EngineError> {
+    async fn iteration(&mut self, iteration: u64) -> Result<Next, EngineError> {
         self.emit(EventKind::IterationStarted { iteration });
         let mut log = match &self.options.log_dir {
             Some(dir) => IterationLog::create(dir, iteration),
@@ -303,7 +320,7 @@ impl Run {
             outputs.insert(command.name.clone(), output);
             if self.interrupts.stop_now.is_some() {
                 log.flush();
-                return Ok(StateDecision::Continue);
+                return Ok(Next::Continue);
             }
         }
 
@@ -357,8 +374,16 @@ impl Run {
         });
 
         if exit.termination == Termination::Interrupted {
-            return Ok(StateDecision::Stop(EndReason::Interrupted));
+            return Ok(Next::Stop(EndReason::Interrupted));
         }
+        // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
+        let handled = state
+            .as_ref()
+            .is_some_and(|m| self.handlers.handles(&m.name));
+        let verdict = match self.attempts.is_some() && !handled {
+            true => Some(self.attempt(iteration, &exit, &log).await),
+            false => None,
+        };
         let mut events = Vec::new();
         let elapsed = self.started.elapsed();
         let decision = self
@@ -373,10 +398,140 @@ impl Run {
             }
             self.emit(event);
         }
-        if self.options.stop_on_error && !exit.success() && decision == StateDecision::Continue {
-            return Ok(StateDecision::Stop(EndReason::AgentFailed));
+        Ok(match (verdict, decision) {
+            (_, StateDecision::Stop(reason)) => Next::Stop(reason),
+            (Some(Verdict::Converged), _) => Next::Stop(EndReason::Converged),
+            (Some(Verdict::Exhausted), _) => Next::Stop(EndReason::MaxAttemptsReached),
+            (_, _) if self.interrupts.stop_now.is_some() => Next::Stop(EndReason::Interrupted),
+            // With done_when the checks judge the work; the agent's exit code is only logged.
+            (None, StateDecision::Continue) if self.options.stop_on_error && !exit.success() => {
+                Next::Stop(EndReason::AgentFailed)
+            }
+            (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
+            (None, StateDecision::Wait(wait)) => {
+                let reason = match state.as_ref().map(|m| m.name.as_str()) {
+                    Some("idle") => WaitReason::Idle,
+                    _ => WaitReason::State,
+                };
+                Next::Wait(wait, reason)
+            }
+            (None, StateDecision::Continue) => Next::Continue,
+        })
+    }
+
+    /// Runs the `done_when` checks after an agent run and records the attempt.
+    async fn attempt(
+        &mut self,
+        iteration: u64,
+        agent: &ProcessExit,
+        log: &IterationLog,
+    ) -> Verdict {
+        let started = Instant::now();
+        let checks = self.options.file.config.done_when.clone();
+        let mut results = Vec::with_capacity(checks.len());
+        for check in &checks {
+            results.push(self.run_check(iteration, check).await);
+            if self.interrupts.stop_now.is_some() {
+                break;
+            }
         }
-        Ok(decision)
+        let attempts = self
+            .attempts
+            .as_mut()
+            .expect("attempt runs only with done_when");
+        let attempt = attempts.next_attempt();
+        let backoff = attempts.backoff_before_next();
+        let verdict = attempts.record(&results);
+        let ok = verdict == Verdict::Converged;
+        let max_attempts = attempts.max_attempts();
+        self.write_attempt_log(agent, log, &results, ok, attempt, max_attempts);
+        self.emit(EventKind::AttemptEnded {
+            attempt,
+            max_attempts,
+            iteration,
+            duration_ms: millis(agent.duration + started.elapsed()),
+            ok,
+            results,
+            backoff_ms: backoff.map(millis),
+        });
+        verdict
+    }
+
+    async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
+        let mut spec = ProcessSpec::shell(check, self.options.cwd.clone(), self.options.kill_grace);
+        spec.env = self.env(iteration);
+        let mut collector = TailCollector {
+            tail: Tail::new(convergence::TAIL_BYTES),
+            interrupts: &mut self.interrupts,
+        };
+        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let (tail, truncated) = collector.tail.into_text();
+        let (exit_code, duration) = match result {
+            Ok(exit) => (exit.exit_code, exit.duration),
+            Err(err) => {
+                tracing::warn!("check `{check}` could not start: {err}");
+                (None, Duration::ZERO)
+            }
+        };
+        let passed = exit_code == Some(0);
+        CheckResult {
+            command: check.to_owned(),
+            exit_code,
+            duration_ms: millis(duration),
+            tail: (!passed).then_some(tail),
+            truncated: !passed && truncated,
+        }
+    }
+
+    /// `<log folder>/main.log`: the latest attempt, replaced whole (temp file, then rename).
+    fn write_attempt_log(
+        &self,
+        agent: &ProcessExit,
+        log: &IterationLog,
+        results: &[CheckResult],
+        ok: bool,
+        attempt: u64,
+        max_attempts: u64,
+    ) {
+        let Some(dir) = &self.options.log_dir else {
+            return;
+        };
+        let path = dir.join("main.log");
+        let mut text = format!(
+            "attempt {attempt}/{max_attempts}\nagent exit: {}\n",
+            agent.exit_code.map_or_else(
+                || format!("signal {}", agent.signal.unwrap_or(0)),
+                |c| c.to_string()
+            )
+        );
+        if let Some(iteration_log) = log.path() {
+            text.push_str(&format!(
+                "agent output (stdout and stderr): {}\n",
+                iteration_log.display()
+            ));
+        }
+        for r in results {
+            text.push_str(&format!(
+                "\ncheck `{}`: {}\n",
+                r.command,
+                r.exit_code
+                    .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
+            ));
+            if let Some(tail) = &r.tail {
+                text.push_str(tail);
+                if !tail.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        text.push_str(if ok {
+            "\nverdict: converged\n"
+        } else {
+            "\nverdict: not converged\n"
+        });
+        if let Err(err) = logs::write_atomic(&path, text.as_bytes()) {
+            tracing::warn!("cannot write {}: {err}", path.display());
+        }
     }
 
     fn cwd_for(&self, command: &str) -> PathBuf {
@@ -451,21 +606,38 @@ impl Run {
 
     fn prompt(&self, iteration: u64, outputs: &BTreeMap<String, String>) -> String {
         let options = &self.options;
-        ralph_frontmatter::render(&options.file.body, |p| match (p.namespace, p.name) {
-            ("commands", name) => outputs
-                .get(name)
-                .map(|o| o.trim_end_matches(['\n', '\r']).to_owned()),
-            ("args", name) => Some(options.args.get(name).cloned().unwrap_or_default()),
-            ("ralph", "iteration") => Some(iteration.to_string()),
-            ("ralph", "max_iterations") => Some(
-                options
-                    .max_iterations
-                    .map(|n| n.to_string())
-                    .unwrap_or_default(),
-            ),
-            ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
-            _ => None,
-        })
+        let failures = self.attempts.as_ref().and_then(Attempts::feedback);
+        let mut prompt =
+            ralph_frontmatter::render(&options.file.body, |p| match (p.namespace, p.name) {
+                ("commands", name) => outputs
+                    .get(name)
+                    .map(|o| o.trim_end_matches(['\n', '\r']).to_owned()),
+                ("args", name) => Some(options.args.get(name).cloned().unwrap_or_default()),
+                ("ralph", "iteration") => Some(iteration.to_string()),
+                ("ralph", "max_iterations") => Some(
+                    options
+                        .max_iterations
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
+                ),
+                ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
+                ("ralph", "failures") => Some(failures.unwrap_or_default().to_owned()),
+                _ => None,
+            });
+        // Feedback goes at the end when the body has no place for it.
+        if let Some(failures) = failures {
+            let placed = ralph_frontmatter::placeholders(&options.file.body)
+                .iter()
+                .any(|p| p.namespace == "ralph" && p.name == "failures");
+            if !placed {
+                if !prompt.ends_with('\n') {
+                    prompt.push('\n');
+                }
+                prompt.push('\n');
+                prompt.push_str(failures);
+            }
+        }
+        prompt
     }
 
     async fn run_agent(
@@ -687,6 +859,24 @@ impl Supervision for Collector<'_> {
                 false
             }
         }
+    }
+}
+
+/// Keeps a check's output tail and handles interrupts while it runs.
+struct TailCollector<'a> {
+    tail: Tail,
+    interrupts: &'a mut Interrupts,
+}
+
+impl Supervision for TailCollector<'_> {
+    fn output(&mut self, _stream: Stream, bytes: &[u8]) {
+        self.tail.push(bytes);
+    }
+
+    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
+        // Checks are short; any interrupt while one runs stops it and the loop.
+        self.interrupts.stop_now = Some(signal);
+        true
     }
 }
 

@@ -91,6 +91,23 @@ pub enum EventKind {
         /// The wait before the next iteration; `None` when the idle limit stops the loop.
         next_delay_ms: Option<u64>,
     },
+    /// The `done_when` checks ran after an agent run: one convergence attempt.
+    AttemptEnded {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// The attempt cap (`convergence.max_attempts`).
+        max_attempts: u64,
+        /// The iteration the attempt ran in.
+        iteration: u64,
+        /// Agent run and checks together.
+        duration_ms: u64,
+        /// Whether every check passed.
+        ok: bool,
+        /// Each check, in `done_when` order.
+        results: Vec<CheckResult>,
+        /// The wait before this attempt; `None` for the first.
+        backoff_ms: Option<u64>,
+    },
     /// The loop starts waiting.
     WaitStarted {
         /// The iteration just finished.
@@ -122,7 +139,47 @@ pub enum EventKind {
         idle_ms: u64,
         /// ralph's exit code.
         exit_code: i32,
+        /// With `done_when`: `clean`, `clean_with_flake` or `failed`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<Outcome>,
+        /// With `done_when`: attempts that converged after an earlier attempt failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        flake_retries: Option<u64>,
     },
+}
+
+/// One `done_when` check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckResult {
+    /// The shell command.
+    pub command: String,
+    /// Its exit code; `None` when killed by a signal or not started.
+    pub exit_code: Option<i32>,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// For a failure: the last 4096 bytes of its output, stdout and stderr in the order written.
+    pub tail: Option<String>,
+    /// Whether more output came before the tail.
+    pub truncated: bool,
+}
+
+impl CheckResult {
+    /// Whether the check passed (exit code 0).
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// How a converging run went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Converged on the first attempt.
+    Clean,
+    /// Converged after an earlier attempt failed.
+    CleanWithFlake,
+    /// Did not converge.
+    Failed,
 }
 
 /// The idle policy as reported in [`EventKind::RunStarted`].
@@ -148,6 +205,8 @@ pub enum WaitReason {
     Delay,
     /// A state handler other than idle asked for a wait.
     State,
+    /// Backoff before the next convergence attempt.
+    Retry,
 }
 
 /// How an agent run ended.

@@ -7,17 +7,19 @@
 //! reporting are [`EventSink`]s. It never parses RALPH.md itself (`ralph-frontmatter` does) and
 //! knows nothing of git or prd.json (`ralph-escalation` plugs in from above).
 
+mod convergence;
 mod engine;
 mod event;
 mod logs;
 mod outcome;
 mod process;
 mod state;
+mod tail;
 
 pub use engine::{Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
-    Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Stream, Termination,
-    WaitProgress, WaitReason,
+    CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
+    Stream, Termination, WaitProgress, WaitReason,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use state::{IdleHandler, StateContext, StateDecision, StateHandler, StateHandlers};

@@ -13,6 +13,10 @@ pub enum EndReason {
     Interrupted,
     /// The agent failed or timed out and `--stop-on-error` was given.
     AgentFailed,
+    /// Every `done_when` check passed.
+    Converged,
+    /// `convergence.max_attempts` attempts ran and the checks still fail.
+    MaxAttemptsReached,
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -30,6 +34,8 @@ impl EndReason {
             EndReason::IdleLimit => "idle_limit",
             EndReason::Interrupted => "interrupted",
             EndReason::AgentFailed => "agent_failed",
+            EndReason::Converged => "converged",
+            EndReason::MaxAttemptsReached => "max_attempts_reached",
             EndReason::State { reason, .. } => reason,
         }
     }
@@ -78,9 +84,15 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
     match (reason, signal) {
         (EndReason::Interrupted, Some(InterruptSignal::Term)) => 143,
         (EndReason::Interrupted, _) => 130,
-        (EndReason::AgentFailed, _) => 1,
+        (EndReason::AgentFailed | EndReason::MaxAttemptsReached, _) => 1,
         (EndReason::State { failure: true, .. }, _) => 1,
-        (EndReason::MaxIterations | EndReason::IdleLimit | EndReason::State { .. }, _) => 0,
+        (
+            EndReason::MaxIterations
+            | EndReason::IdleLimit
+            | EndReason::Converged
+            | EndReason::State { .. },
+            _,
+        ) => 0,
     }
 }
 
@@ -117,6 +129,16 @@ mod tests {
     #[test]
     fn agent_failed_exits_1() {
         assert_eq!(exit_code(&EndReason::AgentFailed, None), 1);
+    }
+
+    #[test]
+    fn converged_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::Converged, None), 0);
+    }
+
+    #[test]
+    fn max_attempts_reached_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxAttemptsReached, None), 1);
     }
 
     #[test]

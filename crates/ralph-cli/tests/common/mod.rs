@@ -114,7 +114,12 @@ impl Project {
     /// The `RUN_ENDED` event.
     pub fn run_ended(&self) -> Value {
         let ended = self.events_of("RUN_ENDED");
-        assert_eq!(ended.len(), 1, "one RUN_ENDED; events: {:#?}", self.events());
+        assert_eq!(
+            ended.len(),
+            1,
+            "one RUN_ENDED; events: {:#?}",
+            self.events()
+        );
         ended.into_iter().next().unwrap()
     }
 }
