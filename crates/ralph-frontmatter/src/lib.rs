@@ -1,10 +1,24 @@
 //! RALPH.md: a markdown prompt with YAML frontmatter that configures a ralph loop.
 //!
 //! This crate owns the file format, its strict validation and the `{{ placeholder }}` template
-//! syntax of the prompt body. It does no I/O: callers read the file and pass its text in.
+//! syntax of the prompt body. It must never do I/O, spawn anything, read the clock or start an
+//! async runtime: callers read the file and pass its text in, and get back either a [`Config`]
+//! and a prompt body, or every problem of the file located by line and column. The reference for
+//! users is `docs/config.md`.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use serde_norway::{Mapping, Value};
+
+mod body;
+mod document;
+mod locate;
+mod suggest;
+mod template;
+mod validate;
+
+use locate::{Locator, Pos};
 
 pub use ralph_backoff::{IdlePolicy, RetryPolicy};
 
@@ -158,12 +172,202 @@ pub struct Parsed {
 }
 
 /// Parses and validates a RALPH.md. `file` names it in messages.
+///
+/// The text may start with a UTF-8 byte order mark and use CRLF line endings. On success the
+/// body has its author comments removed (ralph markers stay) and its leading blank lines and
+/// trailing whitespace trimmed; placeholders that name nothing known come back as warnings. On
+/// failure every problem of the file is returned at once, sorted by position.
+///
+/// ```
+/// let text = "---\nagent: claude -p\nidle: {delay: 1m}\n---\n\nFix the next failing test.\n\
+///             <!-- note to self: keep it short -->\n";
+/// let parsed = ralph_frontmatter::parse("RALPH.md", text).unwrap();
+/// assert_eq!(parsed.file.config.agent_argv, ["claude", "-p"]);
+/// assert_eq!(parsed.file.body, "Fix the next failing test.");
+/// assert_eq!(parsed.file.config.idle.unwrap().delay.as_secs(), 60);
+///
+/// let errors = ralph_frontmatter::parse("RALPH.md", "---\nagent: x\nidle: {backoff: fast}\n---\n")
+///     .unwrap_err();
+/// assert_eq!(
+///     errors.errors[0].to_string(),
+///     "RALPH.md:3:17: idle.backoff: expected a number >= 1.0, got \"fast\""
+/// );
+/// ```
 pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
-    let _ = text;
-    Err(ConfigErrors {
+    let text = document::normalize(text);
+    let fail = |errors: Vec<ConfigError>| ConfigErrors {
         file: file.to_owned(),
-        errors: Vec::new(),
+        errors,
+    };
+    let located = |pos: Pos, path: &str, message: String| ConfigError {
+        file: file.to_owned(),
+        line: pos.line,
+        column: pos.column,
+        path: path.to_owned(),
+        message,
+    };
+    let doc = document::split(&text)
+        .map_err(|problem| fail(vec![located(problem.pos, "frontmatter", problem.message)]))?;
+
+    let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
+    let value: Value = serde_norway::from_str(doc.frontmatter).map_err(|error| {
+        fail(vec![match duplicate_key(&locator, &error) {
+            Some(duplicate) => located(
+                duplicate.again,
+                &duplicate.path.to_string(),
+                format!("key written twice; first on line {}", duplicate.first.line),
+            ),
+            None => {
+                let (pos, message) = document::yaml_error(&doc, &error);
+                located(pos, "frontmatter", message)
+            }
+        }])
+    })?;
+    let root = match value {
+        Value::Mapping(mapping) => mapping,
+        // `---` directly followed by `---`, or only comments: no keys at all.
+        Value::Null => Mapping::new(),
+        other => {
+            let kind = match other {
+                Value::Sequence(_) => "a list".to_owned(),
+                Value::String(text) => format!("{text:?}"),
+                _ => "a single value".to_owned(),
+            };
+            return Err(fail(vec![located(
+                locator.root(),
+                "frontmatter",
+                format!("expected a mapping of `key: value` lines, got {kind}"),
+            )]));
+        }
+    };
+
+    let mut checker = validate::Checker::new(file, &locator);
+    let config = validate::config(&mut checker, &root, document::OPENING);
+    let mut errors = checker.errors;
+    errors.sort_by_key(|e| (e.line, e.column));
+    let config = match config {
+        Some(config) if errors.is_empty() => config,
+        _ => return Err(fail(errors)),
+    };
+
+    let stripped = body::strip_comments(doc.body);
+    let mut warnings = placeholder_warnings(file, &doc, &stripped.removed, &config);
+    if let Some(offset) = stripped.unclosed {
+        warnings.push(located(
+            doc.body_pos(offset),
+            "body",
+            "this HTML comment is never closed (no `-->`), so it and all text after it stay in \
+             the prompt"
+                .to_owned(),
+        ));
+    }
+    warnings.sort_by_key(|w| (w.line, w.column));
+    Ok(Parsed {
+        file: RalphFile {
+            config,
+            body: body::trim_prompt(&stripped.text),
+        },
+        warnings,
     })
+}
+
+/// The repeated key serde_norway complains about, located by the scanner: serde_norway itself
+/// only points at the start of the mapping that holds it.
+fn duplicate_key<'l>(
+    locator: &'l Locator,
+    error: &serde_norway::Error,
+) -> Option<&'l locate::Duplicate> {
+    let message = error.to_string();
+    // serde_norway prefixes the message with the enclosing path (`idle: duplicate entry ...`).
+    let (_, key) = message.split_once("duplicate entry with key ")?;
+    locator.duplicates().iter().find(|duplicate| {
+        matches!(duplicate.path.0.last(), Some(locate::Seg::Key(name))
+            if key.starts_with(&format!("{name:?}")))
+    })
+}
+
+/// Names the engine resolves under `ralph.`.
+const RALPH_NAMES: &[&str] = &["name", "iteration", "max_iterations", "failures"];
+/// Names the engine resolves under `story.` in story mode.
+const STORY_NAMES: &[&str] = &["id", "title", "description", "acceptance_criteria", "json"];
+const NAMESPACES: &[&str] = &["commands", "args", "ralph", "story"];
+
+/// Warnings for body placeholders that name nothing the engine can fill in.
+fn placeholder_warnings(
+    file: &str,
+    doc: &document::Document<'_>,
+    removed: &[std::ops::Range<usize>],
+    config: &Config,
+) -> Vec<ConfigError> {
+    let commands: Vec<&str> = config.commands.iter().map(|c| c.name.as_str()).collect();
+    let args: Vec<&str> = config.args.iter().map(String::as_str).collect();
+    let mut warnings = Vec::new();
+    for found in template::scan(doc.body) {
+        let in_comment = removed
+            .iter()
+            .any(|r| r.start < found.span.end && found.span.start < r.end);
+        if in_comment {
+            continue;
+        }
+        let Placeholder { namespace, name } = found.placeholder;
+        let message = match namespace {
+            "commands" => unknown_name(
+                name,
+                &commands,
+                "no command of that name is declared",
+                "declared",
+            ),
+            "args" => unknown_name(
+                name,
+                &args,
+                "no argument of that name is declared in `args`",
+                "declared",
+            ),
+            "ralph" => unknown_name(name, RALPH_NAMES, "`ralph` has no such value", "known"),
+            "story" => unknown_name(name, STORY_NAMES, "`story` has no such value", "known"),
+            _ => Some(with_suggestion(
+                format!(
+                    "unknown placeholder namespace `{namespace}`; known: {}",
+                    NAMESPACES.join(", ")
+                ),
+                suggest::nearest(namespace, NAMESPACES),
+            )),
+        };
+        if let Some(message) = message {
+            let pos = doc.body_pos(found.span.start);
+            warnings.push(ConfigError {
+                file: file.to_owned(),
+                line: pos.line,
+                column: pos.column,
+                path: format!("{namespace}.{name}"),
+                message,
+            });
+        }
+    }
+    warnings
+}
+
+/// `None` when `name` is known, else `problem` with a suggestion and the known names.
+fn unknown_name(name: &str, known: &[&str], problem: &str, label: &str) -> Option<String> {
+    if known.contains(&name) {
+        return None;
+    }
+    let listed = if known.is_empty() {
+        format!("none are {label}")
+    } else {
+        format!("{label}: {}", known.join(", "))
+    };
+    Some(with_suggestion(
+        format!("{problem} ({listed})"),
+        suggest::nearest(name, known),
+    ))
+}
+
+fn with_suggestion(message: String, suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(suggestion) => format!("{message}; did you mean `{suggestion}`?"),
+        None => message,
+    }
 }
 
 /// A `{{ namespace.name }}` placeholder in a template.
@@ -177,16 +381,44 @@ pub struct Placeholder<'a> {
 
 /// Replaces every `{{ namespace.name }}` in `template` in one pass. `resolve` returns the text for
 /// a placeholder, or `None` to leave it as written. Inserted text is never scanned again.
+///
+/// Spaces inside the braces are optional; both names are made of letters, digits, `-` and `_`.
+///
+/// ```
+/// use ralph_frontmatter::render;
+///
+/// let prompt = render("Tests:\n{{ commands.tests }}\nIteration {{ralph.iteration}} {{ x.y }}", |p| {
+///     match (p.namespace, p.name) {
+///         ("commands", "tests") => Some("ok {{ ralph.iteration }}".to_owned()),
+///         ("ralph", "iteration") => Some("3".to_owned()),
+///         _ => None,
+///     }
+/// });
+/// // The inserted command output is not scanned again; the unresolved placeholder stays.
+/// assert_eq!(prompt, "Tests:\nok {{ ralph.iteration }}\nIteration 3 {{ x.y }}");
+/// ```
 pub fn render<'t>(
     template: &'t str,
     mut resolve: impl FnMut(&Placeholder<'t>) -> Option<String>,
 ) -> String {
-    let _ = &mut resolve;
-    template.to_owned()
+    let mut out = String::with_capacity(template.len());
+    let mut copied_up_to = 0;
+    for found in template::scan(template) {
+        out.push_str(&template[copied_up_to..found.span.start]);
+        match resolve(&found.placeholder) {
+            Some(text) => out.push_str(&text),
+            None => out.push_str(&template[found.span.clone()]),
+        }
+        copied_up_to = found.span.end;
+    }
+    out.push_str(&template[copied_up_to..]);
+    out
 }
 
 /// Every placeholder in `template`, in order.
 pub fn placeholders(template: &str) -> Vec<Placeholder<'_>> {
-    let _ = template;
-    Vec::new()
+    template::scan(template)
+        .into_iter()
+        .map(|found| found.placeholder)
+        .collect()
 }
