@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// Run an AI coding agent in a loop on one prompt file until the work is done.
 #[derive(Debug, Parser)]
@@ -66,15 +66,70 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) no_color: bool,
 
-    /// User arguments declared in `args`: `--name value`, `--name=value`, or values after `--`
-    /// in declaration order.
-    #[arg(
-        value_name = "ARGS",
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        num_args = 0..
-    )]
-    pub(crate) user_args: Vec<String>,
+    /// Values for the RALPH.md's `args`, in declaration order (after PATH, or after `--`).
+    /// Named values are given as `--name value` or `--name=value` anywhere after `run`.
+    #[arg(value_name = "ARGS", trailing_var_arg = true, num_args = 0..)]
+    pub(crate) positional_args: Vec<String>,
+
+    /// `--name value` pairs for the RALPH.md's `args`, taken out before clap parses the rest.
+    #[arg(skip)]
+    pub(crate) named_args: Vec<(String, String)>,
+}
+
+impl Cli {
+    /// Parses the command line. For `ralph run`, long options that are not ralph's own are the
+    /// RALPH.md's user arguments (`--dir src`); they are set aside first, since only the file
+    /// knows which names are valid.
+    pub(crate) fn parse_with_user_args() -> Self {
+        let (argv, named) = split_user_args(std::env::args().collect());
+        let mut cli = Cli::parse_from(argv);
+        if let Command::Run(run) = &mut cli.command {
+            run.named_args = named;
+        }
+        cli
+    }
+}
+
+/// Splits `--name value` / `--name=value` pairs whose name is not a `ralph run` option out of
+/// `argv`. Everything after a bare `--` is left alone.
+fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let Some(run_at) = argv.iter().position(|a| a == "run") else {
+        return (argv, Vec::new());
+    };
+    let command = Cli::command();
+    let run = command
+        .find_subcommand("run")
+        .expect("the run subcommand exists");
+    let known: Vec<&str> = run
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .chain(["help", "version"])
+        .collect();
+    let mut kept: Vec<String> = argv[..=run_at].to_vec();
+    let mut named = Vec::new();
+    let mut rest = argv[run_at + 1..].iter();
+    while let Some(word) = rest.next() {
+        if word == "--" {
+            kept.push(word.clone());
+            kept.extend(rest.by_ref().cloned());
+            break;
+        }
+        let Some(flag) = word.strip_prefix("--") else {
+            kept.push(word.clone());
+            continue;
+        };
+        let name = flag.split_once('=').map_or(flag, |(n, _)| n);
+        if known.contains(&name) {
+            kept.push(word.clone());
+            continue;
+        }
+        match flag.split_once('=') {
+            Some((name, value)) => named.push((name.to_owned(), value.to_owned())),
+            // A missing value is reported when the names are checked against the file.
+            None => named.push((name.to_owned(), rest.next().cloned().unwrap_or_default())),
+        }
+    }
+    (kept, named)
 }
 
 /// A humantime duration (`250ms`, `30s`, `5m`) or a bare number of seconds.
@@ -86,4 +141,46 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|err| format!("expected a duration like 250ms, 30s or 5m, got \"{text}\" ({err})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &str) -> Vec<String> {
+        words.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn user_flags_are_set_aside_and_ralph_flags_kept() {
+        let (kept, named) =
+            split_user_args(argv("ralph run dir -n 3 --dir src --focus=tests --quiet"));
+        assert_eq!(kept, argv("ralph run dir -n 3 --quiet"));
+        assert_eq!(
+            named,
+            [
+                ("dir".to_owned(), "src".to_owned()),
+                ("focus".to_owned(), "tests".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn words_after_double_dash_are_left_alone() {
+        let (kept, named) = split_user_args(argv("ralph run dir -- --not-a-flag x"));
+        assert_eq!(kept, argv("ralph run dir -- --not-a-flag x"));
+        assert!(named.is_empty());
+    }
+
+    #[test]
+    fn other_subcommands_are_untouched() {
+        let (kept, named) = split_user_args(argv("ralph check --weird"));
+        assert_eq!(kept, argv("ralph check --weird"));
+        assert!(named.is_empty());
+    }
+
+    #[test]
+    fn the_cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
 }

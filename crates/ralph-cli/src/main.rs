@@ -14,13 +14,11 @@ mod run;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_with_user_args();
     init_tracing();
     let result = match cli.command {
         Command::Check(args) => check(&args.path),

@@ -210,12 +210,9 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     "interrupted" => "interrupted".to_owned(),
                     "agent_failed" => "the agent failed (--stop-on-error)".to_owned(),
                     "converged" => match (outcome, flake_retries) {
-                        (Some(Outcome::CleanWithFlake), Some(n)) => {
-                            format!(
-                                "converged: every check passes (after {n} flaky attempt{})",
-                                if *n == 1 { "" } else { "s" }
-                            )
-                        }
+                        (Some(Outcome::CleanWithFlake), Some(n)) => format!(
+                            "converged: every check passes, after a failed attempt (flake_retries {n})"
+                        ),
                         _ => "converged: every check passes".to_owned(),
                     },
                     "max_attempts_reached" => "not converged: max_attempts reached".to_owned(),
@@ -397,24 +394,62 @@ mod tests {
     #[test]
     fn run_summary_by_reason() {
         let reasons = [
-            (EndReason::MaxIterations, 0),
-            (EndReason::IdleLimit, 0),
-            (EndReason::Interrupted, 130),
-            (EndReason::AgentFailed, 1),
+            (EndReason::MaxIterations, 0, None),
+            (EndReason::IdleLimit, 0, None),
+            (EndReason::Interrupted, 130, None),
+            (EndReason::AgentFailed, 1, None),
+            (EndReason::Converged, 0, Some((Outcome::Clean, 0))),
+            (EndReason::Converged, 0, Some((Outcome::CleanWithFlake, 1))),
+            (EndReason::MaxAttemptsReached, 1, Some((Outcome::Failed, 0))),
         ];
         let kinds: Vec<_> = reasons
             .into_iter()
-            .map(|(reason, exit_code)| EventKind::RunEnded {
+            .map(|(reason, exit_code, convergence)| EventKind::RunEnded {
                 reason,
                 iterations: 5,
                 idle_iterations: 3,
                 idle_ms: 72_000,
                 exit_code,
-                outcome: None,
-                flake_retries: None,
+                outcome: convergence.map(|c| c.0),
+                flake_retries: convergence.map(|c| c.1),
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn attempt_verdict_lines() {
+        let check = |command: &str, exit_code: i32| ralph_engine::CheckResult {
+            command: command.into(),
+            exit_code: Some(exit_code),
+            duration_ms: 10,
+            tail: None,
+            truncated: false,
+        };
+        let attempt = |attempt, results: Vec<ralph_engine::CheckResult>| EventKind::AttemptEnded {
+            attempt,
+            max_attempts: 6,
+            iteration: attempt,
+            duration_ms: 100,
+            ok: results.iter().all(ralph_engine::CheckResult::passed),
+            results,
+            backoff_ms: None,
+        };
+        let text = render(
+            &[
+                attempt(
+                    2,
+                    vec![
+                        check("cargo build", 0),
+                        check("cargo test", 101),
+                        check("cargo clippy", 0),
+                    ],
+                ),
+                attempt(3, vec![check("cargo build", 0), check("cargo test", 0)]),
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
     }
 
     #[test]

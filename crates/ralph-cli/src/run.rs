@@ -20,7 +20,7 @@ pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
         tracing::warn!("{warning}");
     }
     let file = parsed.file;
-    let user_args = user_args(&file.config.args, &args.user_args)?;
+    let user_args = user_args(&file.config.args, &args.named_args, &args.positional_args)?;
 
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
@@ -122,11 +122,12 @@ fn forward_signals() -> mpsc::UnboundedReceiver<InterruptSignal> {
     rx
 }
 
-/// Matches `--name value`, `--name=value` and `-- value...` against the declared `args`.
-fn user_args(declared: &[String], given: &[String]) -> Result<BTreeMap<String, String>, CliError> {
-    let mut values = BTreeMap::new();
-    let mut positional = Vec::new();
-    let mut it = given.iter();
+/// Matches named values and positional values (in declaration order) against the declared `args`.
+fn user_args(
+    declared: &[String],
+    named: &[(String, String)],
+    positional: &[String],
+) -> Result<BTreeMap<String, String>, CliError> {
     let allowed = || {
         if declared.is_empty() {
             "this RALPH.md declares no args".to_owned()
@@ -141,31 +142,15 @@ fn user_args(declared: &[String], given: &[String]) -> Result<BTreeMap<String, S
             )
         }
     };
-    while let Some(word) = it.next() {
-        if word == "--" {
-            positional.extend(it.by_ref().cloned());
-            break;
-        }
-        let Some(flag) = word.strip_prefix("--") else {
-            positional.push(word.clone());
-            continue;
-        };
-        let (name, value) = match flag.split_once('=') {
-            Some((name, value)) => (name.to_owned(), value.to_owned()),
-            None => {
-                let value = it.next().ok_or_else(|| {
-                    CliError::Usage(format!("--{flag}: expected a value after it"))
-                })?;
-                (flag.to_owned(), value.clone())
-            }
-        };
-        if !declared.contains(&name) {
+    let mut values = BTreeMap::new();
+    for (name, value) in named {
+        if !declared.contains(name) {
             return Err(CliError::Usage(format!(
                 "unknown argument --{name} ({})",
                 allowed()
             )));
         }
-        values.insert(name, value);
+        values.insert(name.clone(), value.clone());
     }
     let free: Vec<&String> = declared
         .iter()
@@ -179,7 +164,7 @@ fn user_args(declared: &[String], given: &[String]) -> Result<BTreeMap<String, S
                 allowed()
             )));
         };
-        values.insert(name.clone(), value);
+        values.insert(name.clone(), value.clone());
     }
     Ok(values)
 }
@@ -196,23 +181,35 @@ mod tests {
         words.iter().map(|w| (*w).to_owned()).collect()
     }
 
+    fn named(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
     #[test]
-    fn named_args_in_both_spellings() {
-        let got = user_args(&declared(), &strings(&["--dir", "src", "--focus=tests"])).unwrap();
+    fn named_args_are_matched_by_name() {
+        let got = user_args(
+            &declared(),
+            &named(&[("focus", "tests"), ("dir", "src")]),
+            &[],
+        )
+        .unwrap();
         assert_eq!(got["dir"], "src");
         assert_eq!(got["focus"], "tests");
     }
 
     #[test]
-    fn positional_args_fill_declared_order() {
-        let got = user_args(&declared(), &strings(&["--", "src", "tests"])).unwrap();
+    fn positional_args_fill_the_declared_order_after_named_ones() {
+        let got = user_args(&declared(), &named(&[("dir", "src")]), &strings(&["tests"])).unwrap();
         assert_eq!(got["dir"], "src");
         assert_eq!(got["focus"], "tests");
     }
 
     #[test]
     fn unknown_arg_names_the_declared_ones() {
-        let err = user_args(&declared(), &strings(&["--nope", "x"])).unwrap_err();
+        let err = user_args(&declared(), &named(&[("nope", "x")]), &[]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "unknown argument --nope (declared args: --dir, --focus)"
@@ -221,7 +218,7 @@ mod tests {
 
     #[test]
     fn too_many_positional_values_is_an_error() {
-        let err = user_args(&declared(), &strings(&["a", "b", "c"])).unwrap_err();
+        let err = user_args(&declared(), &[], &strings(&["a", "b", "c"])).unwrap_err();
         assert!(err.to_string().starts_with("too many values: \"c\""));
     }
 }

@@ -125,7 +125,7 @@ fn prompt_file_placeholder_passes_a_path() {
     assert_eq!(code(&out), 0, "{}", common::stderr(&out));
     assert_eq!(
         std::fs::read_to_string(p.path().join("seen.txt")).unwrap(),
-        "The prompt.\n"
+        "The prompt."
     );
 }
 
@@ -138,7 +138,7 @@ fn prompt_placeholder_passes_the_text() {
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
     assert_eq!(
         std::fs::read_to_string(p.path().join("seen.txt")).unwrap(),
-        "Inline prompt.\n"
+        "Inline prompt."
     );
 }
 

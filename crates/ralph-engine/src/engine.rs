@@ -575,18 +575,13 @@ impl Run {
             iteration,
             output: Vec::new(),
             log,
-            sinks: None,
+            sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
             scanners: None,
             interrupts: &mut self.interrupts,
-            pending: Vec::new(),
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let Collector {
-            output, pending, ..
-        } = collector;
-        for kind in pending {
-            self.emit(kind);
-        }
+        let output = collector.output;
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
@@ -684,23 +679,15 @@ impl Run {
             iteration,
             output: Vec::new(),
             log,
-            sinks: Some(&mut self.sinks),
+            sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
             scanners: Some((&mut scanners, Vec::new())),
             interrupts: &mut self.interrupts,
-            pending: Vec::new(),
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let Collector {
-            scanners: found,
-            pending,
-            ..
-        } = collector;
-        let mut findings = found.map(|(_, f)| f).unwrap_or_default();
+        let mut findings = collector.scanners.map(|(_, f)| f).unwrap_or_default();
         for scanner in &mut scanners {
             scanner.finish(&mut findings);
-        }
-        for kind in pending {
-            self.emit(kind);
         }
         if let Some(path) = prompt_file {
             if self.options.log_dir.is_none() {
@@ -741,6 +728,7 @@ impl Run {
         let start = Instant::now();
         let deadline = start + delay;
         let mut go_on = true;
+        let mut first_tick = true;
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -750,8 +738,10 @@ impl Run {
                 reason,
                 consecutive_idle,
                 total: delay,
-                remaining: deadline - now,
+                // The first report is the whole wait, so a renderer can tell it from the rest.
+                remaining: if first_tick { delay } else { deadline - now },
             };
+            first_tick = false;
             for sink in &mut self.sinks {
                 sink.wait_progress(&progress);
             }
@@ -810,30 +800,29 @@ struct Collector<'a> {
     /// Whole output, for commands (their output goes into the prompt).
     output: Vec<u8>,
     log: &'a mut IterationLog,
-    /// Sinks that see the output live (the agent's, not the commands').
-    sinks: Option<&'a mut Vec<Box<dyn EventSink>>>,
-    /// One scanner per stream, and what they found, for the agent.
+    sinks: &'a mut Vec<Box<dyn EventSink>>,
+    run_id: &'a str,
+    /// For the agent: one scanner per stream and what they found; its output also streams to
+    /// the sinks. `None` for commands, whose output is kept whole instead.
     scanners: Option<(&'a mut [MarkerScanner; 2], Vec<Finding>)>,
     interrupts: &'a mut Interrupts,
-    /// Events raised while the process runs, emitted after it.
-    pending: Vec<EventKind>,
 }
 
 impl Supervision for Collector<'_> {
     fn output(&mut self, stream: Stream, bytes: &[u8]) {
         self.log.write(bytes);
-        match (&mut self.scanners, &mut self.sinks) {
-            (Some((scanners, found)), Some(sinks)) => {
+        match &mut self.scanners {
+            Some((scanners, found)) => {
                 let i = match stream {
                     Stream::Stdout => 0,
                     Stream::Stderr => 1,
                 };
                 scanners[i].feed(bytes, found);
-                for sink in sinks.iter_mut() {
+                for sink in self.sinks.iter_mut() {
                     sink.output(self.iteration, stream, bytes);
                 }
             }
-            _ => self.output.extend_from_slice(bytes),
+            None => self.output.extend_from_slice(bytes),
         }
     }
 
@@ -853,9 +842,13 @@ impl Supervision for Collector<'_> {
             InterruptSignal::Int => {
                 self.interrupts.stop_requested = true;
                 self.interrupts.last_int = Some(now);
-                self.pending.push(EventKind::StopRequested {
-                    iteration: self.iteration,
-                });
+                emit(
+                    self.sinks,
+                    self.run_id,
+                    EventKind::StopRequested {
+                        iteration: self.iteration,
+                    },
+                );
                 false
             }
         }
