@@ -1,0 +1,110 @@
+//! `ralph check`, `--version` and `--help`: what a user sees, pinned as snapshots.
+
+mod common;
+
+use std::process::Command;
+
+use common::{code, fixtures, stderr, stdout};
+
+fn ralph(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ralph"))
+        .args(args)
+        .current_dir(fixtures().join(".."))
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("ralph runs")
+}
+
+#[test]
+fn check_summarises_a_valid_file() {
+    let out = ralph(&["check", "fixtures/ralph-md/valid-every-field.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    insta::assert_snapshot!(stdout(&out));
+}
+
+#[test]
+fn check_accepts_a_directory_holding_ralph_md() {
+    let out = ralph(&["check", "fixtures/demo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("fixtures/demo/RALPH.md: ok\n"));
+}
+
+#[test]
+fn check_runs_ralphify_files_unchanged() {
+    let out = ralph(&["check", "fixtures/ralph-md/valid-ralphify-template.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn check_reports_every_error_with_its_position_and_exits_2() {
+    let out = ralph(&["check", "fixtures/ralph-md/err-several-errors.md"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "", "nothing on stdout for an invalid file");
+    insta::assert_snapshot!(stderr(&out));
+}
+
+#[test]
+fn check_suggests_the_nearest_key() {
+    let out = ralph(&["check", "fixtures/ralph-md/err-unknown-key-suggestion.md"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("did you mean"), "{}", stderr(&out));
+}
+
+#[test]
+fn check_prints_warnings_and_still_passes() {
+    let out = ralph(&["check", "fixtures/ralph-md/valid-placeholder-warnings.md"]);
+    assert_eq!(code(&out), 0);
+    insta::assert_snapshot!(stderr(&out));
+}
+
+#[test]
+fn check_of_a_missing_file_is_a_clear_error() {
+    let out = ralph(&["check", "fixtures/no-such-dir/RALPH.md"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        "ralph: fixtures/no-such-dir/RALPH.md: no such file (give a RALPH.md or a directory holding one)\n"
+    );
+}
+
+#[test]
+fn run_with_an_invalid_file_runs_nothing_and_exits_2() {
+    let out = ralph(&["run", "fixtures/ralph-md/err-missing-agent.md"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).starts_with("error: fixtures/ralph-md/err-missing-agent.md:1:1: agent:"));
+}
+
+#[test]
+fn version_names_the_crate_version() {
+    let out = ralph(&["--version"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out),
+        format!("ralph {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn help_documents_every_run_flag() {
+    let out = ralph(&["run", "--help"]);
+    assert_eq!(code(&out), 0);
+    let help = stdout(&out);
+    for flag in [
+        "--max-iterations",
+        "--delay",
+        "--timeout",
+        "--stop-on-error",
+        "--log-dir",
+        "--events",
+        "--quiet",
+        "--no-color",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let out = ralph(&["run", "-n", "0"]);
+    assert_eq!(code(&out), 2);
+}
