@@ -186,6 +186,21 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     )
                 }
             }
+            EventKind::ConfigReloaded { .. } if !quiet => self.paint(
+                "36",
+                "RALPH.md changed: this iteration uses the new version",
+            ),
+            EventKind::ConfigRejected { errors, .. } => {
+                let mut text = self.paint(
+                    "33",
+                    "RALPH.md changed but is invalid; the loop goes on with the previous version:",
+                );
+                for e in errors {
+                    text.push_str("\n  ");
+                    text.push_str(e);
+                }
+                text
+            }
             EventKind::WaitSkipped { .. } if !quiet => {
                 "  wait skipped (Ctrl+C): running now · Ctrl+C again within 1s stops".to_owned()
             }

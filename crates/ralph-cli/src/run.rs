@@ -34,6 +34,7 @@ pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
         options.timeout = Some(t);
     }
     options.stop_on_error = args.stop_on_error;
+    options.reload = true;
     let log_root = args
         .log_dir
         .clone()

@@ -54,6 +54,11 @@ pub struct EngineOptions {
     pub command_timeout: Duration,
     /// Time between SIGTERM and SIGKILL when ralph stops a process.
     pub kill_grace: Duration,
+    /// Re-read `ralph_file` before every iteration after the first, so edits made while the
+    /// loop runs take effect: the prompt, agent, commands and checks are reloaded; limits set
+    /// at start (iterations, delay, timeout, idle) stay. An invalid edit is reported and the
+    /// previous version kept.
+    pub reload: bool,
 }
 
 impl EngineOptions {
@@ -74,6 +79,7 @@ impl EngineOptions {
             run_id: new_run_id(),
             command_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(3),
+            reload: false,
         }
     }
 }
@@ -194,6 +200,8 @@ struct Run {
     consecutive_idle: u64,
     /// Convergence bookkeeping, when the file has `done_when`.
     attempts: Option<Attempts>,
+    /// The RALPH.md text the current config came from, when reloading.
+    source: Option<String>,
 }
 
 impl Run {
@@ -209,6 +217,11 @@ impl Run {
             idle_iterations: 0,
             idle_time: Duration::ZERO,
             consecutive_idle: 0,
+            source: engine
+                .options
+                .reload
+                .then(|| std::fs::read_to_string(&engine.options.ralph_file).ok())
+                .flatten(),
             attempts: (!engine.options.file.config.done_when.is_empty())
                 .then(|| Attempts::new(engine.options.file.config.convergence.clone())),
             options: engine.options,
@@ -251,6 +264,9 @@ impl Run {
             }
             self.iterations += 1;
             let iteration = self.iterations;
+            if self.options.reload && iteration > 1 {
+                self.reload(iteration);
+            }
             let decision = match self.iteration(iteration).await {
                 Ok(decision) => decision,
                 Err(err) => {
@@ -274,6 +290,40 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
+    }
+
+    /// Picks up edits to the RALPH.md made since the last iteration.
+    fn reload(&mut self, iteration: u64) {
+        let Ok(text) = std::fs::read_to_string(&self.options.ralph_file) else {
+            // A file being replaced (editors write then rename) can be missing for a moment;
+            // the previous version stays.
+            return;
+        };
+        if self.source.as_deref() == Some(text.as_str()) {
+            return;
+        }
+        let name = self.options.ralph_file.display().to_string();
+        let kind = match ralph_frontmatter::parse(&name, &text) {
+            Ok(parsed) => {
+                let config = &parsed.file.config;
+                // Convergence follows the file; an attempt count already under way is kept.
+                match (&self.attempts, config.done_when.is_empty()) {
+                    (_, true) => self.attempts = None,
+                    (None, false) => {
+                        self.attempts = Some(Attempts::new(config.convergence.clone()))
+                    }
+                    (Some(_), false) => {}
+                }
+                self.options.file = parsed.file;
+                EventKind::ConfigReloaded { iteration }
+            }
+            Err(errors) => EventKind::ConfigRejected {
+                iteration,
+                errors: errors.errors.iter().map(ToString::to_string).collect(),
+            },
+        };
+        self.source = Some(text);
+        self.emit(kind);
     }
 
     fn finish(&mut self, reason: EndReason) -> RunOutcome {

@@ -108,6 +108,18 @@ pub enum EventKind {
         /// The wait before this attempt; `None` for the first.
         backoff_ms: Option<u64>,
     },
+    /// The RALPH.md changed while the loop ran; this iteration uses the new version.
+    ConfigReloaded {
+        /// The iteration about to run.
+        iteration: u64,
+    },
+    /// The RALPH.md changed but is invalid; the loop goes on with the previous version.
+    ConfigRejected {
+        /// The iteration about to run.
+        iteration: u64,
+        /// Every error, rendered `FILE:LINE:COL: FIELD: MESSAGE`.
+        errors: Vec<String>,
+    },
     /// The loop starts waiting.
     WaitStarted {
         /// The iteration just finished.
