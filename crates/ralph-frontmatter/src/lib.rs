@@ -14,6 +14,7 @@ use serde_norway::{Mapping, Value};
 mod body;
 mod document;
 mod locate;
+pub mod schema;
 mod suggest;
 mod template;
 mod validate;

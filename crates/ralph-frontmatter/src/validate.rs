@@ -9,34 +9,17 @@ use std::time::Duration;
 use serde_norway::{Mapping, Value};
 
 use crate::locate::{FieldPath, Locator, Pos};
+use crate::schema::{self, OUTPUT_FORMATS, PTY_MODES};
 use crate::suggest::nearest;
 use crate::{
     CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, IdlePolicy,
     OutputFormat, PtyConfig, PtyMode, RetryPolicy,
 };
 
-const TOP_KEYS: &[&str] = &[
-    "agent",
-    "commands",
-    "args",
-    "credit",
-    "max_iterations",
-    "timeout",
-    "delay",
-    "idle",
-    "done_when",
-    "convergence",
-    "escalation",
-    "pty",
-    "output",
-];
-const COMMAND_KEYS: &[&str] = &["name", "run", "timeout"];
-const IDLE_KEYS: &[&str] = &["delay", "backoff", "max_delay", "max"];
-const CONVERGENCE_KEYS: &[&str] = &["max_attempts", "backoff", "max_backoff", "feedback"];
-const ESCALATION_KEYS: &[&str] = &["prd", "progress", "same_error_limit", "revert"];
-const PTY_KEYS: &[&str] = &["mode", "idle_timeout"];
-const PTY_MODES: &[&str] = &["autonomous", "interactive"];
-const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
+/// The keys of a block, from the field table `cargo xtask schema` also reads.
+fn keys(block: &str) -> Vec<&'static str> {
+    schema::names(schema::nested(block))
+}
 
 const DURATION_SYNTAX: &str =
     "a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare number is seconds)";
@@ -293,7 +276,7 @@ fn present<'v>(mapping: &'v Mapping, key: &str) -> Option<&'v Value> {
 /// Validates the frontmatter mapping. Returns the config when no error was found.
 pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) -> Option<Config> {
     let top = FieldPath::default();
-    checker.unknown_keys(&top, root, TOP_KEYS);
+    checker.unknown_keys(&top, root, &schema::names(schema::FIELDS));
 
     let agent_path = top.key("agent");
     let agent = match root.get("agent") {
@@ -408,7 +391,7 @@ fn commands(
             ok = false;
             continue;
         };
-        checker.unknown_keys(&item_path, entry, COMMAND_KEYS);
+        checker.unknown_keys(&item_path, entry, &keys("commands"));
         let name_path = item_path.key("name");
         let name = match entry.get("name") {
             Some(name) => checker.name(&name_path, name),
@@ -546,7 +529,7 @@ fn block<'v>(
 
 fn idle(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<IdlePolicy> {
     let defaults = IdlePolicy::default();
-    let Some(mapping) = block(checker, path, value, IDLE_KEYS)? else {
+    let Some(mapping) = block(checker, path, value, &keys("idle"))? else {
         return Some(defaults);
     };
     let delay = present(mapping, "delay")
@@ -615,7 +598,7 @@ fn convergence(
     value: &Value,
 ) -> Option<ConvergenceConfig> {
     let defaults = ConvergenceConfig::default();
-    let Some(mapping) = block(checker, path, value, CONVERGENCE_KEYS)? else {
+    let Some(mapping) = block(checker, path, value, &keys("convergence"))? else {
         return Some(defaults);
     };
     let max_attempts = present(mapping, "max_attempts")
@@ -665,7 +648,7 @@ fn escalation(
         same_error_limit: 3,
         revert: true,
     };
-    let Some(mapping) = block(checker, path, value, ESCALATION_KEYS)? else {
+    let Some(mapping) = block(checker, path, value, &keys("escalation"))? else {
         return Some(config);
     };
     let mut ok = true;
@@ -701,7 +684,7 @@ fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Pty
         mode: PtyMode::Autonomous,
         idle_timeout: Duration::from_secs(30),
     };
-    let Some(mapping) = block(checker, path, value, PTY_KEYS)? else {
+    let Some(mapping) = block(checker, path, value, &keys("pty"))? else {
         return Some(config);
     };
     let mut ok = true;

@@ -1,0 +1,449 @@
+//! A description of every frontmatter field: its type, default, allowed values and a one-line
+//! summary.
+//!
+//! Validation takes its key lists and allowed values from these tables, a test checks the
+//! defaults against what validation fills in, and `cargo xtask schema` turns them into
+//! `docs/ralph.schema.json`. One table, three users: the JSON Schema an editor checks against
+//! cannot drift from what `ralph check` accepts. Plain data, so this crate stays free of I/O and
+//! of a JSON dependency.
+
+/// One key of the frontmatter or of one of its blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Field {
+    /// The key as written in YAML.
+    pub name: &'static str,
+    /// What the value may be.
+    pub kind: Kind,
+    /// Whether the key must be present.
+    pub required: bool,
+    /// The value used when the key is absent, if there is a fixed one.
+    pub default: Option<DefaultValue>,
+    /// A one-line summary for users (the schema's `description`).
+    pub doc: &'static str,
+}
+
+/// The type of a field's value, with the bounds validation enforces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// A non-empty string.
+    String,
+    /// A non-empty string naming a file.
+    Path,
+    /// A name usable in a placeholder: letters, digits, `-` and `_`.
+    Name,
+    /// `true` or `false`.
+    Bool,
+    /// An integer of at least `min`.
+    Integer {
+        /// The smallest allowed value.
+        min: u64,
+    },
+    /// A finite number of at least `min`.
+    Number {
+        /// The smallest allowed value.
+        min: f64,
+    },
+    /// A humantime string (`30s`, `1h 30m`) or a bare number of seconds.
+    Duration {
+        /// Whether zero is rejected.
+        positive: bool,
+    },
+    /// One of a fixed set of strings.
+    Choice(&'static [&'static str]),
+    /// A list of values of one kind.
+    List {
+        /// The kind of each item.
+        item: &'static Kind,
+        /// Whether items must be distinct.
+        unique: bool,
+    },
+    /// A list of mappings with these keys (`commands`).
+    Table(&'static [Field]),
+    /// A mapping with these keys; written with no value, it means "on, with the defaults".
+    Block(&'static [Field]),
+}
+
+/// A field's default value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DefaultValue {
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Integer(u64),
+    /// A number.
+    Number(f64),
+    /// A duration in humantime syntax.
+    Duration(&'static str),
+    /// A string (a path).
+    Text(&'static str),
+    /// One of a [`Kind::Choice`]'s values.
+    Choice(&'static str),
+    /// The empty list.
+    EmptyList,
+}
+
+/// The values of `pty.mode`.
+pub const PTY_MODES: &[&str] = &["autonomous", "interactive"];
+/// The values of `output`.
+pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
+
+/// The keys of one `commands` entry.
+pub const COMMAND_FIELDS: &[Field] = &[
+    required(
+        "name",
+        Kind::Name,
+        "The name used in `{{ commands.NAME }}`; unique.",
+    ),
+    required(
+        "run",
+        Kind::String,
+        "The shell command, run through `sh -c`.",
+    ),
+    optional(
+        "timeout",
+        Kind::Duration { positive: true },
+        None,
+        "Kill the command after this long (default 60s).",
+    ),
+];
+
+/// The keys of the `idle` block.
+pub const IDLE_FIELDS: &[Field] = &[
+    optional(
+        "delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("30s")),
+        "Wait after the first idle iteration.",
+    ),
+    optional(
+        "backoff",
+        Kind::Number { min: 1.0 },
+        Some(DefaultValue::Number(2.0)),
+        "Multiplier for each further idle iteration.",
+    ),
+    optional(
+        "max_delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("5m")),
+        "Cap on one wait; raised to `delay` when `delay` is longer; must be >= `delay`.",
+    ),
+    optional(
+        "max",
+        Kind::Duration { positive: true },
+        None,
+        "Stop the loop once a streak of idle time would pass this.",
+    ),
+];
+
+/// The keys of the `convergence` block.
+pub const CONVERGENCE_FIELDS: &[Field] = &[
+    optional(
+        "max_attempts",
+        Kind::Integer { min: 1 },
+        Some(DefaultValue::Integer(6)),
+        "Attempts before the loop gives up.",
+    ),
+    optional(
+        "backoff",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("1s")),
+        "Base wait before a retry, doubled each attempt.",
+    ),
+    optional(
+        "max_backoff",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("1m")),
+        "Cap on one retry wait; must be >= `backoff`.",
+    ),
+    optional(
+        "feedback",
+        Kind::Bool,
+        Some(DefaultValue::Bool(true)),
+        "Whether the next prompt carries what failed.",
+    ),
+];
+
+/// The keys of the `escalation` block.
+pub const ESCALATION_FIELDS: &[Field] = &[
+    optional(
+        "prd",
+        Kind::Path,
+        None,
+        "A prd.json path; turns story mode on.",
+    ),
+    optional(
+        "progress",
+        Kind::Path,
+        Some(DefaultValue::Text("progress.txt")),
+        "The progress file.",
+    ),
+    optional(
+        "same_error_limit",
+        Kind::Integer { min: 1 },
+        Some(DefaultValue::Integer(3)),
+        "Trip after this many consecutive failures with the same error.",
+    ),
+    optional(
+        "revert",
+        Kind::Bool,
+        Some(DefaultValue::Bool(true)),
+        "Revert to the last checkpoint when the breaker trips.",
+    ),
+];
+
+/// The keys of the `pty` block.
+pub const PTY_FIELDS: &[Field] = &[
+    optional(
+        "mode",
+        Kind::Choice(PTY_MODES),
+        Some(DefaultValue::Choice("autonomous")),
+        "`autonomous`: silence is a safety stop; `interactive`: silence ends the iteration.",
+    ),
+    optional(
+        "idle_timeout",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("30s")),
+        "End the agent after this long without output.",
+    ),
+];
+
+/// The top-level keys of the frontmatter.
+pub const FIELDS: &[Field] = &[
+    required(
+        "agent",
+        Kind::String,
+        "The agent's command line, split like a shell would; `{prompt_file}` or `{prompt}` \
+         place the prompt, else it goes to stdin.",
+    ),
+    optional(
+        "commands",
+        Kind::Table(COMMAND_FIELDS),
+        Some(DefaultValue::EmptyList),
+        "Commands run at the start of every iteration; their output fills \
+         `{{ commands.NAME }}`.",
+    ),
+    optional(
+        "args",
+        Kind::List {
+            item: &Kind::Name,
+            unique: true,
+        },
+        Some(DefaultValue::EmptyList),
+        "Names of user arguments, in positional order; each fills `{{ args.NAME }}`.",
+    ),
+    optional(
+        "credit",
+        Kind::Bool,
+        None,
+        "Accepted for ralphify compatibility.",
+    ),
+    optional(
+        "max_iterations",
+        Kind::Integer { min: 1 },
+        None,
+        "Stop after this many iterations (unlimited when absent).",
+    ),
+    optional(
+        "timeout",
+        Kind::Duration { positive: true },
+        None,
+        "Kill an agent run that takes longer.",
+    ),
+    optional(
+        "delay",
+        Kind::Duration { positive: false },
+        Some(DefaultValue::Duration("0s")),
+        "Wait between iterations.",
+    ),
+    optional(
+        "idle",
+        Kind::Block(IDLE_FIELDS),
+        None,
+        "Backoff when the agent reports `<!-- ralph:state idle -->`; off when absent.",
+    ),
+    optional(
+        "done_when",
+        Kind::List {
+            item: &Kind::String,
+            unique: false,
+        },
+        Some(DefaultValue::EmptyList),
+        "Shell commands that must all exit 0 for the work to count as done.",
+    ),
+    optional(
+        "convergence",
+        Kind::Block(CONVERGENCE_FIELDS),
+        None,
+        "Attempts and backoff for `done_when`; always on.",
+    ),
+    optional(
+        "escalation",
+        Kind::Block(ESCALATION_FIELDS),
+        None,
+        "Stories, circuit breaker and revert; off when absent.",
+    ),
+    optional(
+        "pty",
+        Kind::Block(PTY_FIELDS),
+        None,
+        "Run the agent in a pseudo-terminal; off when absent.",
+    ),
+    optional(
+        "output",
+        Kind::Choice(OUTPUT_FORMATS),
+        None,
+        "How the agent's output is read; chosen from the agent command when absent.",
+    ),
+];
+
+const fn required(name: &'static str, kind: Kind, doc: &'static str) -> Field {
+    Field {
+        name,
+        kind,
+        required: true,
+        default: None,
+        doc,
+    }
+}
+
+const fn optional(
+    name: &'static str,
+    kind: Kind,
+    default: Option<DefaultValue>,
+    doc: &'static str,
+) -> Field {
+    Field {
+        name,
+        kind,
+        required: false,
+        default,
+        doc,
+    }
+}
+
+/// The keys of `fields`, in table order.
+pub fn names(fields: &[Field]) -> Vec<&'static str> {
+    fields.iter().map(|f| f.name).collect()
+}
+
+/// The fields of the block or table `name` at the top level.
+pub(crate) fn nested(name: &str) -> &'static [Field] {
+    match FIELDS.iter().find(|f| f.name == name).map(|f| f.kind) {
+        Some(Kind::Block(fields) | Kind::Table(fields)) => fields,
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn field<'a>(fields: &'a [Field], name: &str) -> &'a Field {
+        fields.iter().find(|f| f.name == name).unwrap()
+    }
+
+    fn duration(fields: &[Field], name: &str) -> Duration {
+        match field(fields, name).default {
+            Some(DefaultValue::Duration(text)) => humantime::parse_duration(text).unwrap(),
+            other => panic!("{name}: not a duration default: {other:?}"),
+        }
+    }
+
+    fn integer(fields: &[Field], name: &str) -> u64 {
+        match field(fields, name).default {
+            Some(DefaultValue::Integer(n)) => n,
+            other => panic!("{name}: not an integer default: {other:?}"),
+        }
+    }
+
+    fn boolean(fields: &[Field], name: &str) -> bool {
+        match field(fields, name).default {
+            Some(DefaultValue::Bool(b)) => b,
+            other => panic!("{name}: not a bool default: {other:?}"),
+        }
+    }
+
+    /// The table's defaults are the ones validation fills in.
+    #[test]
+    fn defaults_match_what_validation_fills_in() {
+        let text = "---\nagent: x\nidle:\nescalation:\npty:\n---\n";
+        let config = crate::parse("RALPH.md", text).unwrap().file.config;
+        assert!(config.commands.is_empty() && config.args.is_empty());
+        assert!(config.done_when.is_empty());
+        assert_eq!(config.delay, duration(FIELDS, "delay"));
+
+        let idle = config.idle.unwrap();
+        assert_eq!(idle.delay, duration(IDLE_FIELDS, "delay"));
+        assert_eq!(idle.max_delay, duration(IDLE_FIELDS, "max_delay"));
+        assert_eq!(
+            field(IDLE_FIELDS, "backoff").default,
+            Some(DefaultValue::Number(idle.backoff))
+        );
+
+        let c = &config.convergence;
+        assert_eq!(c.max_attempts, integer(CONVERGENCE_FIELDS, "max_attempts"));
+        assert_eq!(c.retry.backoff, duration(CONVERGENCE_FIELDS, "backoff"));
+        assert_eq!(
+            c.retry.max_backoff,
+            duration(CONVERGENCE_FIELDS, "max_backoff")
+        );
+        assert_eq!(c.feedback, boolean(CONVERGENCE_FIELDS, "feedback"));
+
+        let e = config.escalation.unwrap();
+        match field(ESCALATION_FIELDS, "progress").default {
+            Some(DefaultValue::Text(path)) => assert_eq!(e.progress, std::path::Path::new(path)),
+            other => panic!("progress: not a path default: {other:?}"),
+        }
+        assert_eq!(
+            e.same_error_limit,
+            integer(ESCALATION_FIELDS, "same_error_limit")
+        );
+        assert_eq!(e.revert, boolean(ESCALATION_FIELDS, "revert"));
+
+        let pty = config.pty.unwrap();
+        assert_eq!(pty.idle_timeout, duration(PTY_FIELDS, "idle_timeout"));
+        assert_eq!(
+            field(PTY_FIELDS, "mode").default,
+            Some(DefaultValue::Choice("autonomous"))
+        );
+        assert_eq!(pty.mode, crate::PtyMode::Autonomous);
+    }
+
+    /// Every key the table lists is accepted, so a file the schema allows is not rejected for
+    /// its keys.
+    #[test]
+    fn every_listed_key_is_accepted() {
+        for (block, fields) in [
+            ("idle", IDLE_FIELDS),
+            ("convergence", CONVERGENCE_FIELDS),
+            ("escalation", ESCALATION_FIELDS),
+            ("pty", PTY_FIELDS),
+        ] {
+            for f in fields {
+                let text = format!("---\nagent: x\n{block}:\n  {}:\n---\n", f.name);
+                assert!(
+                    crate::parse("RALPH.md", &text).is_ok(),
+                    "{block}.{}",
+                    f.name
+                );
+            }
+        }
+        for f in FIELDS.iter().filter(|f| !f.required) {
+            let text = format!("---\nagent: x\n{}:\n---\n", f.name);
+            assert!(crate::parse("RALPH.md", &text).is_ok(), "{}", f.name);
+        }
+    }
+
+    /// A default of a choice is one of its values.
+    #[test]
+    fn choice_defaults_are_allowed_values() {
+        for f in FIELDS.iter().chain(PTY_FIELDS) {
+            if let (Kind::Choice(allowed), Some(DefaultValue::Choice(value))) = (f.kind, f.default)
+            {
+                assert!(allowed.contains(&value), "{}", f.name);
+            }
+        }
+    }
+}
