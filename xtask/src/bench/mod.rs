@@ -1,0 +1,119 @@
+//! `cargo xtask bench`: builds ralph in release mode, drives the real binary through each
+//! measurement, prints the table and writes it to `docs/benchmarks.md`.
+//!
+//! One module per measurement; each returns its rows and turns anything that keeps it from
+//! running into a "skipped: why" row, so one missing tool never hides the other figures.
+
+mod harness;
+mod machine;
+mod marker;
+mod memory;
+mod overhead;
+mod signals;
+mod startup;
+mod table;
+mod waits;
+
+use std::fs;
+use std::path::Path;
+use std::time::Instant;
+
+use harness::{Ctx, Result};
+
+/// The command that produces the report, as the report quotes it.
+const COMMAND: &str = "cargo xtask bench";
+const REPORT: &str = "docs/benchmarks.md";
+
+/// How each row is measured: the part of the report that does not change between runs.
+const METHOD: &str = "\
+## How each row is measured
+
+All figures come from one run of `cargo xtask bench`, which builds ralph with
+`cargo build --release -p ralph-cli` and drives `target/release/ralph` as a user would, each
+contender's runs interleaved with the others'.
+
+- **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
+  whose agent is `true` and whose one command (`echo hi`) feeds the body through
+  `{{ commands.x }}`, divided by 200 (start-up included). The shell loop makes the same spawns per
+  iteration: `sh -c 'echo hi'` captured, then `true` fed the prompt on stdin. ralphify 0.3.0 is
+  installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
+  One warm-up run each, then the median of 3.
+- **Start-up**: median wall time of 50 runs (after 3 warm-ups) of `ralph --version` and of
+  `ralph check` on the README's example RALPH.md.
+- **Peak RSS and throughput**: the agent is a shell script printing 1 GiB (`yes` with 80-byte
+  lines, or `head -c 1073741824 /dev/zero | tr '\\0' x`); ralph runs it with
+  `run -n 1 --quiet` and writes it all to its iteration log (checked to hold 1 GiB). Peak RSS is
+  ralph's own `VmHWM` from `/proc/<pid>/status`, sampled every 10 ms: `wait4`'s `ru_maxrss` would
+  include the agent. Throughput is 1 GiB over ralph's wall time, against the same script piped
+  through `cat` into a file in the same directory. Median of 3 runs; the highest peak.
+- **Marker scanning**: `cargo run --release -p ralph-marker --example throughput`, which feeds the
+  scanner in 64 KiB chunks from a 32 MiB buffer.
+- **Idle wait accuracy**: an agent that always prints `<!-- ralph:state idle -->`, run with
+  `-n 5 --events <file>`; each wait runs from its `WAIT_STARTED` event to the next
+  `ITERATION_STARTED` (ralph's millisecond timestamps), its error is that minus `delay_ms`.
+- **CPU during a wait**: the CPU time the scheduler charged to ralph's threads
+  (`/proc/<pid>/task/*/schedstat`, in ns), read when the `WAIT_STARTED` event of a 5 s idle wait
+  appears in the events file and again at the next `ITERATION_STARTED`. It includes the
+  countdown's once-a-second wake-ups and the start of the next iteration up to that read.
+- **Second Ctrl+C**: SIGINT to ralph once the agent runs, SIGINT again once `STOP_REQUESTED` is in
+  the events file, then the time until ralph has exited and `/proc` holds no live process of the
+  agent's group. 5 runs.
+";
+
+/// Runs every measurement, prints the report and writes it to `docs/benchmarks.md`.
+pub(crate) fn run(root: &Path) -> Result<()> {
+    let started = Instant::now();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let ctx = Ctx {
+        ralph: root.join("target").join("release").join("ralph"),
+        root: root.to_path_buf(),
+        cargo,
+    };
+    let machine = machine::describe(root);
+    eprintln!("bench: cargo build --release -p ralph-cli");
+    let status = ctx
+        .cargo()
+        .args(["build", "--release", "-p", "ralph-cli"])
+        .status()
+        .map_err(|err| format!("cannot run cargo: {err}"))?;
+    if !status.success() {
+        return Err(format!("cargo build --release -p ralph-cli: {status}"));
+    }
+
+    let mut rows = Vec::new();
+    rows.extend(overhead::measure(&ctx));
+    rows.extend(startup::measure(&ctx));
+    rows.extend(memory::measure(&ctx));
+    rows.extend(marker::measure(&ctx));
+    rows.extend(waits::measure(&ctx));
+    rows.extend(signals::measure(&ctx));
+
+    let header = format!(
+        "Measured with `{COMMAND}` on {date}.\n\n\
+         - Machine: {cpu}, {cores} cores, {memory} memory, {kernel}; load average {load} \
+         at the start\n\
+         - Build: ralph at {commit}, {rustc}, release profile\n",
+        date = machine.date,
+        cpu = machine.cpu,
+        cores = machine.cores,
+        memory = machine.memory,
+        kernel = machine.kernel,
+        load = machine.load,
+        commit = machine.commit,
+        rustc = machine.rustc,
+    );
+    let table = table::render(&rows);
+    println!("{header}\n{table}");
+
+    let report = format!("# Benchmarks\n\n{header}\n{table}\n{METHOD}");
+    let path = root.join(REPORT);
+    // Written aside and renamed, so an interrupted bench never leaves half a report.
+    let partial = path.with_extension("md.tmp");
+    harness::write(&partial, &report)?;
+    fs::rename(&partial, &path).map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    eprintln!(
+        "bench: wrote {REPORT} in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
