@@ -3,10 +3,15 @@
 //! Tasks:
 //! - `bench`: build ralph in release mode, measure it against its baselines, print the table and
 //!   write it to `docs/benchmarks.md`.
+//! - `schema [--check]`: write the RALPH.md frontmatter's JSON Schema to `docs/ralph.schema.json`
+//!   (or fail when it is out of date).
+//! - `man [DIR]`: write man pages for `ralph` and its subcommands (default `target/man/`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod man;
+mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,7 +20,10 @@ const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   bench    build ralph in release mode, run the benchmarks, print the table and
-           write it to docs/benchmarks.md";
+           write it to docs/benchmarks.md
+  schema   write docs/ralph.schema.json from the frontmatter's field table
+           (--check: exit 1 when the file is out of date)
+  man      write man pages to target/man/ (or the DIR given)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +40,27 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        ["schema", rest @ ..] if rest.is_empty() || rest == ["--check"] => {
+            match schema::run(&workspace_root(), !rest.is_empty()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("xtask schema: {err}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        ["man", rest @ ..] if rest.len() <= 1 => {
+            match man::run(&workspace_root(), rest.first().map(PathBuf::from)) {
+                Ok(dir) => {
+                    println!("wrote man pages to {}", dir.display());
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("xtask man: {err}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -19,6 +19,32 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Validate a RALPH.md and print its effective configuration.
     Check(CheckArgs),
+    /// Write a commented RALPH.md template to start from.
+    Init(InitArgs),
+    /// Print a shell completion script, e.g. `ralph completions bash`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    /// The folder to write RALPH.md in (created when missing).
+    #[arg(default_value = ".")]
+    pub(crate) dir: PathBuf,
+
+    /// Replace existing files.
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    /// Story mode: also write prd.json and progress.txt, and a RALPH.md that works through them.
+    #[arg(long)]
+    pub(crate) prd: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -49,6 +75,11 @@ pub(crate) struct RunArgs {
     /// End the loop with exit code 1 when the agent fails or times out.
     #[arg(long)]
     pub(crate) stop_on_error: bool,
+
+    /// Run the commands, print the next iteration's prompt and agent command line, and stop
+    /// without running the agent.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
 
     /// Write the run's logs under DIR/<run id>/ instead of .ralph/runs/<run id>/.
     #[arg(long, value_name = "DIR")]

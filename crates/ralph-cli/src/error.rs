@@ -14,6 +14,15 @@ pub(crate) enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `ralph init` would replace a file.
+    #[error("{}: already exists (use --force to replace it)", .0.display())]
+    Exists(PathBuf),
+    /// A file ralph writes for the user could not be written.
+    #[error("{}: cannot write: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The RALPH.md is invalid; every error is listed.
     #[error("{0}")]
     Config(ralph_frontmatter::ConfigErrors),

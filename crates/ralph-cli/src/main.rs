@@ -7,7 +7,10 @@
 
 mod check;
 mod cli;
+mod dry_run;
 mod error;
+mod init;
+mod lint;
 mod ralph_file;
 mod render;
 mod run;
@@ -22,7 +25,13 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         Command::Check(args) => check(&args.path),
-        Command::Run(args) => run::run(args).map(|outcome| outcome.exit_code),
+        Command::Run(args) => run::run(args),
+        Command::Init(args) => init(&args),
+        Command::Completions(args) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut command, "ralph", &mut std::io::stdout());
+            Ok(0)
+        }
     };
     match result {
         Ok(code) => exit(code),
@@ -36,10 +45,24 @@ fn main() -> ExitCode {
 fn check(path: &std::path::Path) -> Result<i32, CliError> {
     let loaded = ralph_file::load(path)?;
     let shown = ralph_file::display_path(&loaded.path);
-    for warning in &loaded.parsed.warnings {
+    let text = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut warnings = loaded.parsed.warnings.clone();
+    warnings.extend(lint::warnings(&shown, &text, &loaded.parsed.file, &cwd));
+    warnings.sort_by_key(|w| (w.line, w.column));
+    for warning in &warnings {
         eprintln!("warning: {warning}");
     }
     print!("{}", check::summary(&shown, &loaded.parsed.file));
+    Ok(0)
+}
+
+fn init(args: &cli::InitArgs) -> Result<i32, CliError> {
+    for path in init::init(args)? {
+        println!("wrote {}", ralph_file::display_path(&path));
+    }
+    let dir = ralph_file::display_path(&args.dir);
+    println!("next: edit RALPH.md, then `ralph check {dir}` and `ralph run {dir}`");
     Ok(0)
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use ralph_engine::{Engine, EngineOptions, InterruptSignal, JsonLinesSink, RunOutcome};
+use ralph_engine::{Engine, EngineOptions, InterruptSignal, JsonLinesSink};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -13,8 +13,8 @@ use crate::error::CliError;
 use crate::ralph_file::{self, Loaded};
 use crate::render::{Style, TerminalRenderer};
 
-/// Runs the loop; returns its outcome.
-pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
+/// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
+pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let Loaded { path, parsed } = ralph_file::load(&args.path)?;
     for warning in &parsed.warnings {
         tracing::warn!("{warning}");
@@ -40,6 +40,10 @@ pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(".ralph").join("runs"));
     options.log_dir = Some(log_root.join(&options.run_id));
+
+    if args.dry_run {
+        return crate::dry_run::dry_run(options);
+    }
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -95,7 +99,7 @@ pub(crate) fn run(args: RunArgs) -> Result<RunOutcome, CliError> {
             }
         }
         engine.interrupts(forward_signals());
-        Ok(engine.run().await?)
+        Ok(engine.run().await?.exit_code)
     })
 }
 

@@ -107,6 +107,28 @@ pub enum EngineError {
     EmptyAgent,
 }
 
+/// What iteration 1 would do, from [`Engine::dry_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRun {
+    /// The exact prompt the agent would receive.
+    pub prompt: String,
+    /// The agent's command line, placeholders substituted.
+    pub argv: Vec<String>,
+    /// Whether the prompt would go to the agent's stdin (no `{prompt}` or `{prompt_file}`).
+    pub stdin: bool,
+    /// The `commands` that ran, in order, with their output.
+    pub commands: Vec<DryRunCommand>,
+}
+
+/// One of `commands`, run by [`Engine::dry_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRunCommand {
+    /// The command's name.
+    pub name: String,
+    /// Its output (stdout and stderr, in the order written).
+    pub output: String,
+}
+
 /// The ralph loop. Build it from [`EngineOptions`], add sinks and state handlers, then
 /// [`Engine::run`] it.
 pub struct Engine {
@@ -158,6 +180,14 @@ impl Engine {
     /// Runs the loop to its end.
     pub async fn run(self) -> Result<RunOutcome, EngineError> {
         Run::new(self).run().await
+    }
+
+    /// Prepares iteration 1 without running the agent: runs `commands` exactly as the iteration
+    /// would, renders the prompt and substitutes the agent's command line. Writes no logs and
+    /// no prompt file (`{prompt_file}` shows the path it would have); `COMMAND_FINISHED` events
+    /// still go to the sinks.
+    pub async fn dry_run(self) -> Result<DryRun, EngineError> {
+        Run::new(self).dry_run().await
     }
 }
 
@@ -290,6 +320,36 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
+    }
+
+    async fn dry_run(mut self) -> Result<DryRun, EngineError> {
+        self.options.log_dir = None;
+        let iteration = 1;
+        let mut log = IterationLog::disabled();
+        let mut commands = Vec::new();
+        let mut outputs = BTreeMap::new();
+        for command in self.options.file.config.commands.clone() {
+            let output = self.run_command(iteration, &command, &mut log).await;
+            outputs.insert(command.name.clone(), output.clone());
+            commands.push(DryRunCommand {
+                name: command.name,
+                output,
+            });
+        }
+        let prompt = self.prompt(iteration, &outputs);
+        let prompt_file = self.prompt_file_path(iteration);
+        let (argv, uses_argv) = agent_words(&self.options.file.config.agent_argv, &prompt, || {
+            prompt_file.clone()
+        });
+        if argv.is_empty() {
+            return Err(EngineError::EmptyAgent);
+        }
+        Ok(DryRun {
+            prompt,
+            argv,
+            stdin: !uses_argv,
+            commands,
+        })
     }
 
     /// Picks up edits to the RALPH.md made since the last iteration.
@@ -691,26 +751,12 @@ impl Run {
         prompt: String,
         log: &mut IterationLog,
     ) -> Result<(ProcessExit, Vec<Finding>), EngineError> {
-        let argv = &self.options.file.config.agent_argv;
-        let mut uses_argv = false;
         let mut prompt_file = None;
-        let mut words = Vec::with_capacity(argv.len());
-        for word in argv {
-            let mut word = word.clone();
-            if word.contains("{prompt_file}") {
-                let path = match &prompt_file {
-                    Some(path) => path,
-                    None => prompt_file.insert(self.write_prompt_file(iteration, &prompt)),
-                };
-                word = word.replace("{prompt_file}", &path.display().to_string());
-                uses_argv = true;
-            }
-            if word.contains("{prompt}") {
-                word = word.replace("{prompt}", &prompt);
-                uses_argv = true;
-            }
-            words.push(word);
-        }
+        let (words, uses_argv) = agent_words(&self.options.file.config.agent_argv, &prompt, || {
+            prompt_file
+                .insert(self.write_prompt_file(iteration, &prompt))
+                .clone()
+        });
         let Some((program, args)) = words.split_first() else {
             return Err(EngineError::EmptyAgent);
         };
@@ -751,11 +797,15 @@ impl Run {
         Ok((exit, findings))
     }
 
-    fn write_prompt_file(&self, iteration: u64, prompt: &str) -> PathBuf {
-        let path = match &self.options.log_dir {
+    fn prompt_file_path(&self, iteration: u64) -> PathBuf {
+        match &self.options.log_dir {
             Some(dir) => dir.join(format!("prompt-{iteration:03}.md")),
             None => std::env::temp_dir().join(format!("ralph-{}-prompt.md", self.options.run_id)),
-        };
+        }
+    }
+
+    fn write_prompt_file(&self, iteration: u64, prompt: &str) -> PathBuf {
+        let path = self.prompt_file_path(iteration);
         if let Err(err) = logs::write_atomic(&path, prompt.as_bytes()) {
             tracing::warn!("cannot write the prompt file {}: {err}", path.display());
         }
@@ -831,6 +881,37 @@ impl Run {
         }
         go_on
     }
+}
+
+/// The agent's words with `{prompt_file}` and `{prompt}` substituted, and whether the prompt
+/// went into them (else it goes to stdin). `prompt_file` is called once, at the first
+/// `{prompt_file}`: the real run writes the file there, a dry run only names it.
+fn agent_words(
+    argv: &[String],
+    prompt: &str,
+    prompt_file: impl FnOnce() -> PathBuf,
+) -> (Vec<String>, bool) {
+    let mut prompt_file = Some(prompt_file);
+    let mut path = None::<String>;
+    let mut uses_argv = false;
+    let mut words = Vec::with_capacity(argv.len());
+    for word in argv {
+        let mut word = word.clone();
+        if word.contains("{prompt_file}") {
+            let path = path.get_or_insert_with(|| {
+                let make = prompt_file.take().expect("called once");
+                make().display().to_string()
+            });
+            word = word.replace("{prompt_file}", path);
+            uses_argv = true;
+        }
+        if word.contains("{prompt}") {
+            word = word.replace("{prompt}", prompt);
+            uses_argv = true;
+        }
+        words.push(word);
+    }
+    (words, uses_argv)
 }
 
 fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKind) {

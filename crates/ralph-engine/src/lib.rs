@@ -6,6 +6,39 @@
 //! and the run's log folder. It never prints: terminal output, JSON Lines and an embedder's own
 //! reporting are [`EventSink`]s. It never parses RALPH.md itself (`ralph-frontmatter` does) and
 //! knows nothing of git or prd.json (`ralph-escalation` plugs in from above).
+//!
+//! # Embedding
+//!
+//! Build [`EngineOptions`] from a parsed RALPH.md, add sinks and state handlers, run. A state
+//! of your own is registered exactly as the built-in `idle` is (`docs/embedding.md` has the
+//! whole guide; `examples/custom_state.rs` a runnable version):
+//!
+//! ```
+//! use std::time::Duration;
+//! use ralph_engine::{Engine, EngineOptions, StateContext, StateDecision, StateHandler};
+//!
+//! /// `<!-- ralph:state waiting_for_review pr=42 -->`: poll again in a second.
+//! struct WaitingForReview;
+//!
+//! impl StateHandler for WaitingForReview {
+//!     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+//!         assert_eq!(cx.marker.attr("pr"), Some("42"));
+//!         StateDecision::Wait(Duration::from_millis(10))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = "---\nagent: sh -c 'cat >/dev/null; echo \"<!-- ralph:state waiting_for_review pr=42 -->\"'\n\
+//!             max_iterations: 2\n---\nOpen a pull request.\n";
+//! let parsed = ralph_engine::frontmatter::parse("RALPH.md", text)?;
+//! let mut engine = Engine::new(EngineOptions::new("RALPH.md", parsed.file));
+//! engine.state_handlers().register("waiting_for_review", WaitingForReview);
+//! let outcome = engine.run().await?;
+//! assert_eq!((outcome.iterations, outcome.exit_code), (2, 0));
+//! # Ok(())
+//! # }
+//! ```
 
 mod convergence;
 mod engine;
@@ -16,7 +49,7 @@ mod process;
 mod state;
 mod tail;
 
-pub use engine::{Engine, EngineError, EngineOptions, new_run_id};
+pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
     Stream, Termination, WaitProgress, WaitReason,

@@ -1,0 +1,75 @@
+//! `ralph run --dry-run`: the engine prepares iteration 1 without running the agent; this
+//! prints what it would do. The prompt goes to stdout, exactly (so it can be piped or diffed);
+//! the agent's command line and the commands that ran go to stderr.
+
+use std::io::Write as _;
+
+use ralph_engine::{DryRun, Engine, EngineOptions};
+
+use crate::error::CliError;
+
+/// Runs the commands, then prints the prompt and the agent command line.
+pub(crate) fn dry_run(options: EngineOptions) -> Result<i32, CliError> {
+    let ralph_file = options.ralph_file.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::Read {
+            path: ralph_file,
+            source,
+        })?;
+    let dry = runtime.block_on(Engine::new(options).dry_run())?;
+    eprint!("{}", summary(&dry));
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth reporting.
+    let _ = stdout.write_all(dry.prompt.as_bytes());
+    let _ = stdout.write_all(b"\n");
+    let _ = stdout.flush();
+    Ok(0)
+}
+
+/// What would run: the agent's command line, shell-quoted, and where its prompt would go.
+fn summary(dry: &DryRun) -> String {
+    let mut s = String::new();
+    for command in &dry.commands {
+        s.push_str(&format!(
+            "dry run: command {} ran ({} bytes of output)\n",
+            command.name,
+            command.output.len()
+        ));
+    }
+    s.push_str(&format!("dry run: agent: {}\n", shell_line(&dry.argv)));
+    s.push_str(&format!(
+        "dry run: the prompt ({} bytes) would go {}; it follows on stdout\n",
+        dry.prompt.len(),
+        if dry.stdin {
+            "to the agent's stdin"
+        } else {
+            "in the command line"
+        }
+    ));
+    s
+}
+
+/// `argv` as one line a POSIX shell would split back into the same words.
+fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            shlex::try_quote(word)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| format!("{:?}", word.replace('\0', "")))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_line_is_shell_quoted() {
+        let argv = ["my-agent", "--label", "nightly run", "it's"].map(str::to_owned);
+        assert_eq!(shell_line(&argv), "my-agent --label 'nightly run' \"it's\"");
+    }
+}

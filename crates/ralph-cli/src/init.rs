@@ -1,0 +1,89 @@
+//! `ralph init`: write a commented RALPH.md template (and, for story mode, prd.json and
+//! progress.txt) without ever replacing a file unasked.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::cli::InitArgs;
+use crate::error::CliError;
+
+/// The plain template: agent, a command, idle, done_when examples.
+const RALPH_MD: &str = include_str!("../templates/RALPH.md");
+/// The story-mode template, working through prd.json.
+const RALPH_PRD_MD: &str = include_str!("../templates/RALPH-prd.md");
+/// A one-story prd.json in the shell-script Ralph's format.
+const PRD_JSON: &str = include_str!("../templates/prd.json");
+/// An empty progress log.
+const PROGRESS_TXT: &str = include_str!("../templates/progress.txt");
+
+/// Writes the template files into `args.dir`; returns the paths written.
+pub(crate) fn init(args: &InitArgs) -> Result<Vec<PathBuf>, CliError> {
+    let files: &[(&str, &str)] = if args.prd {
+        &[
+            ("RALPH.md", RALPH_PRD_MD),
+            ("prd.json", PRD_JSON),
+            ("progress.txt", PROGRESS_TXT),
+        ]
+    } else {
+        &[("RALPH.md", RALPH_MD)]
+    };
+    // Refuse before writing anything, so a refusal never leaves half a set behind.
+    if !args.force {
+        if let Some((name, _)) = files.iter().find(|(name, _)| args.dir.join(name).exists()) {
+            return Err(CliError::Exists(args.dir.join(name)));
+        }
+    }
+    std::fs::create_dir_all(&args.dir).map_err(|source| CliError::Write {
+        path: args.dir.clone(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = args.dir.join(name);
+        write_atomic(&path, text, args.force)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it into place: a reader never
+/// sees half a file. Without `replace`, the rename fails if `path` appeared meanwhile.
+fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> {
+    let fail = |source: std::io::Error| CliError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    temp.write_all(text.as_bytes()).map_err(fail)?;
+    temp.as_file().sync_all().map_err(fail)?;
+    let persisted = if replace {
+        temp.persist(path)
+    } else {
+        temp.persist_noclobber(path)
+    };
+    match persisted {
+        Ok(_) => Ok(()),
+        Err(err) if err.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(CliError::Exists(path.to_path_buf()))
+        }
+        Err(err) => Err(fail(err.error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The templates are valid RALPH.md files with no warnings.
+    #[test]
+    fn templates_parse_without_warnings() {
+        for (name, text) in [("RALPH.md", RALPH_MD), ("RALPH-prd.md", RALPH_PRD_MD)] {
+            let parsed = ralph_frontmatter::parse(name, text).unwrap();
+            assert!(parsed.warnings.is_empty(), "{name}: {:?}", parsed.warnings);
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! `ralph check`'s warnings that need the machine: the PATH, the file system, git. The parser's
+//! own warnings (placeholders that name nothing) come from `ralph_frontmatter::parse`, which
+//! stays free of I/O; these are added beside them, in the same located format.
+
+use std::path::Path;
+
+use ralph_engine::marker::{self, Finding};
+use ralph_frontmatter::{ConfigError, RalphFile};
+
+/// Words a POSIX shell runs itself (builtins and keywords): never looked up on PATH.
+const SHELL_WORDS: &[&str] = &[
+    "!", ".", ":", "[", "[[", "{", "alias", "bg", "break", "case", "cd", "command", "continue",
+    "echo", "eval", "exec", "exit", "export", "false", "fc", "fg", "for", "getopts", "hash", "if",
+    "jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift",
+    "source", "test", "time", "times", "trap", "true", "type", "ulimit", "umask", "unalias",
+    "unset", "until", "wait", "while",
+];
+
+/// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
+/// loop would run: the `idle` block without the idle marker in the prompt, `done_when` programs
+/// that cannot be found, `revert` outside a git repository.
+pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
+    let config = &file.config;
+    let at = |needle: &str, after: Option<&str>, path: String, message: String| {
+        let (line, column) = locate(text, needle, after);
+        ConfigError {
+            file: shown.to_owned(),
+            line,
+            column,
+            path,
+            message,
+        }
+    };
+    let mut warnings = Vec::new();
+
+    if config.idle.is_some() && !mentions_idle_marker(&file.body) {
+        warnings.push(at(
+            "idle:",
+            None,
+            "idle".to_owned(),
+            "idle handling is on, but the prompt never shows the agent the idle marker; add a \
+             line such as `When nothing is left to do, end with <!-- ralph:state idle -->`"
+                .to_owned(),
+        ));
+    }
+
+    for (index, check) in config.done_when.iter().enumerate() {
+        if let Some(problem) = missing_program(check, cwd) {
+            warnings.push(at(
+                check,
+                Some("done_when:"),
+                format!("done_when[{index}]"),
+                format!("{problem}; this check would fail on every attempt"),
+            ));
+        }
+    }
+
+    if let Some(escalation) = &config.escalation {
+        if escalation.revert && !in_git_repo(cwd) {
+            warnings.push(at(
+                "revert:",
+                Some("escalation:"),
+                "escalation.revert".to_owned(),
+                format!(
+                    "revert is on, but {} is not inside a git repository, so there is no \
+                     checkpoint to revert to; run from a git checkout or set `revert: false`",
+                    cwd.display()
+                ),
+            ));
+        }
+    }
+    warnings
+}
+
+/// Whether the prompt holds a `<!-- ralph:state idle -->` marker for the agent to copy.
+fn mentions_idle_marker(body: &str) -> bool {
+    marker::scan(body.as_bytes()).iter().any(|finding| {
+        matches!(finding, Finding::Marker(m) if m.is_state() && m.name.eq_ignore_ascii_case("idle"))
+    })
+}
+
+/// Why the program of shell command `command` cannot run, if it clearly cannot: a name not on
+/// PATH, or a path that does not exist. Builtins, keywords, and words the shell would expand
+/// (`$TOOL`, `~/bin/x`) are given the benefit of the doubt.
+fn missing_program(command: &str, cwd: &Path) -> Option<String> {
+    let words = shlex::split(command)?;
+    // `VAR=value cmd`: the program is the first word that is not an assignment.
+    let program = words.iter().find(|w| !is_assignment(w))?;
+    let expands = program.starts_with('~')
+        || program.chars().any(|c| {
+            matches!(
+                c,
+                '$' | '`' | '(' | ')' | '*' | '?' | '<' | '>' | '|' | '&' | ';'
+            )
+        });
+    if program.is_empty() || expands || SHELL_WORDS.contains(&program.as_str()) {
+        return None;
+    }
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return (!path.exists()).then(|| {
+            format!(
+                "`{program}` does not exist (checks run from {})",
+                cwd.display()
+            )
+        });
+    }
+    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Whether an executable file named `program` is in one of PATH's folders.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Whether `dir` or a folder above it is a git work tree (`.git` folder, or file for worktrees
+/// and submodules).
+fn in_git_repo(dir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return true;
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors().any(|d| d.join(".git").exists())
+}
+
+/// The 1-based line and column of the first frontmatter line holding `needle` (after the line
+/// holding `after`, when given). A key left out (`revert` at its default) points at `after`;
+/// with neither found, the opening `---`.
+fn locate(text: &str, needle: &str, after: Option<&str>) -> (usize, usize) {
+    let frontmatter: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .skip(1)
+        .take_while(|(_, line)| line.trim_end() != "---")
+        .collect();
+    let find = |lines: &[(usize, &str)], what: &str| {
+        lines.iter().find_map(|(index, line)| {
+            line.find(what)
+                .map(|column| (*index, line[..column].chars().count()))
+        })
+    };
+    let (start, anchor) = match after {
+        None => (0, None),
+        Some(after) => match find(&frontmatter, after) {
+            Some((index, column)) => (index - 1, Some((index, column))),
+            None => (0, None),
+        },
+    };
+    // The anchor's own line may hold the value too: `done_when: ["make check"]`.
+    match find(&frontmatter[start.min(frontmatter.len())..], needle).or(anchor) {
+        Some((index, column)) => (index + 1, column + 1),
+        None => (1, 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_assignments_and_expansions_are_not_looked_up() {
+        let cwd = Path::new("/");
+        for command in [
+            "test -z \"$(git status --porcelain)\"",
+            "[ -f done ]",
+            "true",
+            "FOO=1 BAR=2 true",
+            "$CHECKER run",
+            "~/bin/check",
+            "cd sub && make",
+        ] {
+            assert_eq!(missing_program(command, cwd), None, "{command}");
+        }
+    }
+
+    #[test]
+    fn unknown_programs_and_missing_paths_are_reported() {
+        let cwd = Path::new("/");
+        assert_eq!(
+            missing_program("no-such-tool-xyz --check", cwd).as_deref(),
+            Some("`no-such-tool-xyz` is not found on PATH")
+        );
+        assert!(
+            missing_program("./no/such/script.sh", cwd)
+                .unwrap()
+                .starts_with("`./no/such/script.sh` does not exist")
+        );
+        assert_eq!(missing_program("sh -c 'exit 0'", cwd), None);
+    }
+
+    #[test]
+    fn locate_finds_a_key_after_its_block() {
+        let text = "---\nagent: x\ndone_when:\n  - make check\nescalation:\n  revert: true\n---\n";
+        assert_eq!(locate(text, "make check", Some("done_when:")), (4, 5));
+        assert_eq!(locate(text, "revert:", Some("escalation:")), (6, 3));
+        assert_eq!(locate(text, "idle:", None), (1, 1));
+        let defaults = "---\nagent: x\nescalation:\n  prd: prd.json\n---\n";
+        assert_eq!(locate(defaults, "revert:", Some("escalation:")), (3, 1));
+        let flow = "---\nagent: x\ndone_when: [\"make check\"]\n---\n";
+        assert_eq!(locate(flow, "make check", Some("done_when:")), (3, 14));
+    }
+
+    #[test]
+    fn the_idle_marker_is_recognised_in_the_prompt() {
+        assert!(mentions_idle_marker("end with <!-- ralph:state idle -->"));
+        assert!(mentions_idle_marker("end with <!--ralph:state IDLE-->"));
+        assert!(!mentions_idle_marker("say you are idle"));
+    }
+}

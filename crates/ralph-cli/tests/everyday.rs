@@ -1,0 +1,285 @@
+//! Everyday use: `ralph init`, `ralph run --dry-run`, `ralph check`'s warnings, shell
+//! completions, and the documentation's example files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Project, code, stderr, stdout};
+
+fn ralph(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ralph"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("ralph runs")
+}
+
+fn docs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs")
+}
+
+/// `ralph check` warning lines.
+fn warnings(output: &std::process::Output) -> Vec<String> {
+    stderr(output)
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn init_writes_a_valid_template_with_no_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ralph(dir.path(), &["init", "project"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("wrote project/RALPH.md"));
+    let text = std::fs::read_to_string(dir.path().join("project/RALPH.md")).unwrap();
+    assert!(text.contains("<!-- ralph:state idle -->"));
+    assert!(text.contains("done_when"));
+
+    let check = ralph(dir.path(), &["check", "project"]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    assert_eq!(warnings(&check), Vec::<String>::new());
+}
+
+#[test]
+fn init_refuses_to_overwrite_and_force_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let ralph_md = dir.path().join("RALPH.md");
+    std::fs::write(&ralph_md, "mine").unwrap();
+
+    let out = ralph(dir.path(), &["init"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("RALPH.md: already exists (use --force to replace it)"));
+    assert_eq!(std::fs::read_to_string(&ralph_md).unwrap(), "mine");
+
+    let out = ralph(dir.path(), &["init", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&ralph_md)
+            .unwrap()
+            .starts_with("---\n")
+    );
+    // Nothing but the file itself is left behind (the temporary file was renamed).
+    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(entries.len(), 1);
+}
+
+#[test]
+fn init_prd_writes_story_mode_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ralph(dir.path(), &["init", "--prd"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let prd = std::fs::read_to_string(dir.path().join("prd.json")).unwrap();
+    let prd: serde_json::Value = serde_json::from_str(&prd).expect("prd.json is JSON");
+    assert_eq!(prd["userStories"][0]["passes"], false);
+    assert!(dir.path().join("progress.txt").is_file());
+    let text = std::fs::read_to_string(dir.path().join("RALPH.md")).unwrap();
+    assert!(text.contains("prd: prd.json"));
+
+    let check = ralph(dir.path(), &["check"]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    assert!(stdout(&check).contains("prd prd.json"));
+
+    // A second run refuses before writing anything.
+    std::fs::remove_file(dir.path().join("RALPH.md")).unwrap();
+    let again = ralph(dir.path(), &["init", "--prd"]);
+    assert_eq!(code(&again), 2);
+    assert!(!dir.path().join("RALPH.md").exists());
+}
+
+#[test]
+fn dry_run_prints_the_prompt_and_the_agent_line_and_runs_no_agent() {
+    let project = Project::new(
+        "agent: sh -c 'touch agent-ran' --label 'nightly run'\n\
+         commands:\n  - name: greeting\n    run: echo hello from a command\n\
+         args: [focus]",
+        "Focus: {{ args.focus }}\nIteration {{ ralph.iteration }}.\n{{ commands.greeting }}\n",
+    );
+    let out = project.run(&["run", "--dry-run", ".", "--focus", "parser"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Focus: parser\nIteration 1.\nhello from a command\n"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("dry run: agent: sh -c 'touch agent-ran' --label 'nightly run'\n"),
+        "{err}"
+    );
+    assert!(err.contains("to the agent's stdin"), "{err}");
+    assert!(err.contains("command greeting ran"), "{err}");
+    assert!(!project.path().join("agent-ran").exists(), "the agent ran");
+    assert!(!project.path().join(".ralph").exists(), "logs were written");
+}
+
+#[test]
+fn dry_run_shows_the_prompt_placed_in_the_command_line() {
+    let project = Project::new("agent: my-agent --prompt {prompt}", "Do the thing.");
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dry run: agent: my-agent --prompt 'Do the thing.'\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("in the command line"));
+}
+
+#[test]
+fn check_warns_about_a_placeholder_that_names_nothing() {
+    let project = Project::new("agent: cat", "{{ commands.tsts }}");
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0);
+    let w = warnings(&out);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("warning: RALPH.md:4:1: commands.tsts:"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn check_warns_when_idle_is_on_but_the_prompt_never_shows_the_marker() {
+    let project = Project::new("agent: cat\nidle:\n  delay: 5s", "Say when you are done.");
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0);
+    let w = warnings(&out);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("warning: RALPH.md:3:1: idle: idle handling is on, but the prompt"),
+        "{w:?}"
+    );
+
+    let fixed = Project::new(
+        "agent: cat\nidle:\n  delay: 5s",
+        "When done, end with <!-- ralph:state idle -->",
+    );
+    assert_eq!(warnings(&fixed.run(&["check"])), Vec::<String>::new());
+}
+
+#[test]
+fn check_warns_about_done_when_programs_that_cannot_be_found() {
+    let project = Project::new(
+        "agent: cat\ndone_when:\n  - no-such-checker-xyz --all\n  - ./missing.sh\n  \
+         - test -f done\n  - FOO=1 sh -c 'exit 0'",
+        "Work.",
+    );
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0);
+    let w = warnings(&out);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].starts_with(
+            "warning: RALPH.md:4:5: done_when[0]: `no-such-checker-xyz` is not found on PATH"
+        ),
+        "{w:?}"
+    );
+    assert!(
+        w[1].starts_with("warning: RALPH.md:5:5: done_when[1]: `./missing.sh` does not exist"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn check_warns_about_revert_outside_a_git_repository() {
+    let project = Project::new("agent: cat\nescalation:\n  revert: true", "Work.");
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0);
+    let w = warnings(&out);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("warning: RALPH.md:4:3: escalation.revert: revert is on, but"),
+        "{w:?}"
+    );
+    assert!(w[0].contains("not inside a git repository"), "{w:?}");
+
+    let off = Project::new("agent: cat\nescalation:\n  revert: false", "Work.");
+    assert_eq!(warnings(&off.run(&["check"])), Vec::<String>::new());
+
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    assert_eq!(warnings(&project.run(&["check"])), Vec::<String>::new());
+}
+
+#[test]
+fn completions_are_printed_for_every_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = ralph(dir.path(), &["completions", shell]);
+        assert_eq!(code(&out), 0, "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains("ralph"), "{shell}");
+        assert!(script.contains("dry-run"), "{shell}");
+    }
+    // The `init` lines of the fish script: they pin the format without changing each time
+    // another subcommand gains a flag.
+    let fish = stdout(&ralph(dir.path(), &["completions", "fish"]));
+    let init: String = fish
+        .lines()
+        .filter(|l| l.contains("__fish_ralph_using_subcommand init\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!("fish_init_completions", init);
+}
+
+#[test]
+fn every_docs_example_passes_check() {
+    let examples = docs().join("examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        // From a git checkout, as a reader would run them (story mode reverts through git).
+        let checkout = tempfile::tempdir().unwrap();
+        std::fs::create_dir(checkout.path().join(".git")).unwrap();
+        let out = ralph(checkout.path(), &["check", path.to_str().unwrap()]);
+        assert_eq!(code(&out), 0, "{}: {}", path.display(), stderr(&out));
+        // A missing tool on this machine (cargo, uv) is the machine's business, not the file's.
+        let w: Vec<String> = warnings(&out)
+            .into_iter()
+            .filter(|w| !w.contains("is not found on PATH"))
+            .collect();
+        assert!(w.is_empty(), "{}: {w:?}", path.display());
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} examples found");
+}
+
+/// A RALPH.md shown in a guide is one of the example files, verbatim, so what the guides show
+/// is what the test above checks.
+#[test]
+fn ralph_md_blocks_in_the_guides_are_example_files() {
+    let examples: Vec<String> = std::fs::read_dir(docs().join("examples"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    for guide in ["getting-started.md", "comparison.md", "embedding.md"] {
+        let text = std::fs::read_to_string(docs().join(guide)).unwrap();
+        let mut blocks = Vec::new();
+        let mut current: Option<String> = None;
+        for line in text.lines() {
+            match &mut current {
+                None if line == "```markdown" => current = Some(String::new()),
+                Some(block) if line == "```" => {
+                    blocks.push(std::mem::take(block));
+                    current = None;
+                }
+                Some(block) => {
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                None => {}
+            }
+        }
+        for block in blocks.iter().filter(|b| b.starts_with("---\n")) {
+            assert!(
+                examples.contains(block),
+                "{guide}: this RALPH.md is not a file of docs/examples:\n{block}"
+            );
+        }
+    }
+}
