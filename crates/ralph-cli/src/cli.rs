@@ -97,6 +97,19 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) no_color: bool,
 
+    /// Run the agent on a pseudo-terminal, for agents that need one (`pty` in RALPH.md).
+    #[arg(long)]
+    pub(crate) pty: bool,
+
+    /// PTY interactive mode: your keyboard drives the agent and silence ends the iteration;
+    /// Ctrl+C goes to the agent, twice within a second stops the loop (implies --pty).
+    #[arg(short, long)]
+    pub(crate) interactive: bool,
+
+    /// PTY mode: end the agent after this long without output, e.g. `30s` (implies --pty).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) idle_timeout: Option<Duration>,
+
     /// Values for the RALPH.md's `args`, in declaration order (after PATH, or after `--`).
     /// Named values are given as `--name value` or `--name=value` anywhere after `run`.
     #[arg(value_name = "ARGS", trailing_var_arg = true, num_args = 0..)]

@@ -14,6 +14,7 @@ mod lint;
 mod ralph_file;
 mod render;
 mod run;
+mod terminal;
 
 use std::process::ExitCode;
 

@@ -121,6 +121,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 let status = match (termination, exit_code, signal) {
                     (Termination::Timeout, _, _) => self.paint("31", "timed out"),
                     (Termination::Interrupted, _, _) => self.paint("33", "stopped"),
+                    (Termination::IdleTimeout, _, _) => self.paint("33", "idle timeout"),
                     (_, Some(0), _) => self.paint("32", "exit 0"),
                     (_, Some(code), _) => self.paint("31", &format!("exit {code}")),
                     (_, None, Some(sig)) => self.paint("31", &format!("killed by signal {sig}")),
@@ -224,6 +225,9 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     }
                     "interrupted" => "interrupted".to_owned(),
                     "agent_failed" => "the agent failed (--stop-on-error)".to_owned(),
+                    "pty_idle_timeout" => {
+                        "the agent printed nothing for pty.idle_timeout (a safety stop)".to_owned()
+                    }
                     "converged" => match (outcome, flake_retries) {
                         (Some(Outcome::CleanWithFlake), Some(n)) => format!(
                             "converged: every check passes, after a failed attempt (flake_retries {n})"

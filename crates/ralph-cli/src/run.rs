@@ -35,6 +35,10 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     }
     options.stop_on_error = args.stop_on_error;
     options.reload = true;
+    options.pty =
+        crate::terminal::pty_config(options.pty, args.pty, args.interactive, args.idle_timeout)
+            .map_err(CliError::Usage)?;
+    let pty = options.pty;
     let log_root = args
         .log_dir
         .clone()
@@ -98,14 +102,22 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
                 }
             }
         }
-        engine.interrupts(forward_signals());
+        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
+        // Held until the run is over: dropping it puts ralph's terminal back.
+        let _raw_mode = pty.and_then(|pty| {
+            let interactive = pty.mode == ralph_engine::frontmatter::PtyMode::Interactive;
+            let (terminal, raw_mode) = crate::terminal::connect(interactive, interrupt_tx.clone());
+            engine.pty_terminal(terminal);
+            raw_mode
+        });
+        forward_signals(&interrupt_tx);
+        engine.interrupts(interrupts);
         Ok(engine.run().await?.exit_code)
     })
 }
 
 /// SIGINT and SIGTERM, delivered to the engine instead of killing ralph.
-fn forward_signals() -> mpsc::UnboundedReceiver<InterruptSignal> {
-    let (tx, rx) = mpsc::unbounded_channel();
+fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
     for (kind, what) in [
         (SignalKind::interrupt(), InterruptSignal::Int),
         (SignalKind::terminate(), InterruptSignal::Term),
@@ -124,7 +136,6 @@ fn forward_signals() -> mpsc::UnboundedReceiver<InterruptSignal> {
             Err(err) => tracing::warn!("cannot watch for {what:?}: {err}"),
         }
     }
-    rx
 }
 
 /// Matches named values and positional values (in declaration order) against the declared `args`.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ralph_frontmatter::{CommandSpec, RalphFile};
+use ralph_frontmatter::{CommandSpec, PtyConfig, PtyMode, RalphFile};
 use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -17,6 +17,7 @@ use crate::event::{
 };
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
+use crate::process::pty::{self, PtyTerminal};
 use crate::process::{self, ProcessExit, ProcessSpec, Supervision};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
 use crate::tail::Tail;
@@ -59,6 +60,8 @@ pub struct EngineOptions {
     /// at start (iterations, delay, timeout, idle) stay. An invalid edit is reported and the
     /// previous version kept.
     pub reload: bool,
+    /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
+    pub pty: Option<PtyConfig>,
 }
 
 impl EngineOptions {
@@ -71,6 +74,7 @@ impl EngineOptions {
             max_iterations: config.max_iterations,
             delay: config.delay,
             timeout: config.timeout,
+            pty: config.pty,
             file,
             cwd: PathBuf::from("."),
             args: BTreeMap::new(),
@@ -138,6 +142,7 @@ pub struct Engine {
     signals: mpsc::UnboundedReceiver<InterruptSignal>,
     /// Kept so `signals` never closes when the embedder gives no sender.
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
+    terminal: PtyTerminal,
 }
 
 impl Engine {
@@ -155,7 +160,15 @@ impl Engine {
             handlers,
             signals: rx,
             _signals_tx: Some(tx),
+            terminal: PtyTerminal::detached(),
         }
+    }
+
+    /// In PTY mode, the user's terminal: its input (forwarded to the agent in interactive
+    /// mode) and its size. Without it the agent gets no input and an 80x24 terminal.
+    pub fn pty_terminal(&mut self, terminal: PtyTerminal) -> &mut Self {
+        self.terminal = terminal;
+        self
     }
 
     /// Adds a sink; every event goes to every sink in the order they were added.
@@ -221,6 +234,7 @@ struct Run {
     handlers: StateHandlers,
     signals: mpsc::UnboundedReceiver<InterruptSignal>,
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
+    terminal: PtyTerminal,
     started: Instant,
     interrupts: Interrupts,
     iterations: u64,
@@ -241,6 +255,7 @@ impl Run {
             handlers: engine.handlers,
             signals: engine.signals,
             _signals_tx: engine._signals_tx,
+            terminal: engine.terminal,
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -486,6 +501,13 @@ impl Run {
         if exit.termination == Termination::Interrupted {
             return Ok(Next::Stop(EndReason::Interrupted));
         }
+        if let Some(reason) = self
+            .options
+            .pty
+            .and_then(|pty| pty_stop(pty, exit.termination))
+        {
+            return Ok(Next::Stop(reason));
+        }
         // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
         let handled = state
             .as_ref()
@@ -514,7 +536,12 @@ impl Run {
             (Some(Verdict::Exhausted), _) => Next::Stop(EndReason::MaxAttemptsReached),
             (_, _) if self.interrupts.stop_now.is_some() => Next::Stop(EndReason::Interrupted),
             // With done_when the checks judge the work; the agent's exit code is only logged.
-            (None, StateDecision::Continue) if self.options.stop_on_error && !exit.success() => {
+            // Silence ending an interactive iteration is its normal end, not a failure.
+            (None, StateDecision::Continue)
+                if self.options.stop_on_error
+                    && !exit.success()
+                    && exit.termination != Termination::IdleTimeout =>
+            {
                 Next::Stop(EndReason::AgentFailed)
             }
             (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
@@ -770,7 +797,15 @@ impl Run {
             kill_grace: self.options.kill_grace,
         };
         log.section("agent");
-        let mut scanners = [MarkerScanner::new(), MarkerScanner::new()];
+        let pty = self.options.pty;
+        // On a terminal, colours or cursor moves inside a marker must not hide it.
+        let mut scanners = match pty {
+            Some(_) => [
+                MarkerScanner::skipping_ansi(),
+                MarkerScanner::skipping_ansi(),
+            ],
+            None => [MarkerScanner::new(), MarkerScanner::new()],
+        };
         let mut collector = Collector {
             iteration,
             output: Vec::new(),
@@ -780,7 +815,13 @@ impl Run {
             scanners: Some((&mut scanners, Vec::new())),
             interrupts: &mut self.interrupts,
         };
-        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let result = match pty {
+            Some(pty) => {
+                let signals = &mut self.signals;
+                pty::run(&spec, pty, &mut self.terminal, &mut collector, signals).await
+            }
+            None => process::run(&spec, &mut collector, &mut self.signals).await,
+        };
         let mut findings = collector.scanners.map(|(_, f)| f).unwrap_or_default();
         for scanner in &mut scanners {
             scanner.finish(&mut findings);
@@ -914,6 +955,17 @@ fn agent_words(
     (words, uses_argv)
 }
 
+/// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
+/// one is at the keyboard and the end of the iteration when someone is; an agent killed by a
+/// signal ralph did not send (the user's `kill`) stops the loop as an interrupt.
+fn pty_stop(pty: PtyConfig, termination: Termination) -> Option<EndReason> {
+    match (pty.mode, termination) {
+        (PtyMode::Autonomous, Termination::IdleTimeout) => Some(EndReason::PtyIdleTimeout),
+        (_, Termination::Killed | Termination::Interrupted) => Some(EndReason::Interrupted),
+        _ => None,
+    }
+}
+
 fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKind) {
     let event = Event {
         ts: SystemTime::now(),
@@ -981,6 +1033,22 @@ impl Supervision for Collector<'_> {
                     },
                 );
                 false
+            }
+        }
+    }
+
+    fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
+        // The user drives the agent: one Ctrl+C is theirs to give it, two within a second stop
+        // the loop now.
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Int if !self.interrupts.within_double_press(now) => {
+                self.interrupts.last_int = Some(now);
+                false
+            }
+            signal => {
+                self.interrupts.stop_now = Some(signal);
+                true
             }
         }
     }

@@ -229,6 +229,8 @@ pub enum Termination {
     Natural,
     /// ralph killed it for running past `timeout`.
     Timeout,
+    /// PTY mode: ralph ended it after `idle_timeout` without output.
+    IdleTimeout,
     /// ralph stopped it on the user's request.
     Interrupted,
     /// It was killed by a signal ralph did not send.

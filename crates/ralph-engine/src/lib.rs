@@ -55,6 +55,7 @@ pub use event::{
     Stream, Termination, WaitProgress, WaitReason,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
+pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{IdleHandler, StateContext, StateDecision, StateHandler, StateHandlers};
 
 pub use ralph_frontmatter as frontmatter;

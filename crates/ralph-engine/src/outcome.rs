@@ -17,6 +17,8 @@ pub enum EndReason {
     Converged,
     /// `convergence.max_attempts` attempts ran and the checks still fail.
     MaxAttemptsReached,
+    /// PTY autonomous mode: the agent printed nothing for `idle_timeout`, a safety stop.
+    PtyIdleTimeout,
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -36,6 +38,7 @@ impl EndReason {
             EndReason::AgentFailed => "agent_failed",
             EndReason::Converged => "converged",
             EndReason::MaxAttemptsReached => "max_attempts_reached",
+            EndReason::PtyIdleTimeout => "pty_idle_timeout",
             EndReason::State { reason, .. } => reason,
         }
     }
@@ -84,7 +87,9 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
     match (reason, signal) {
         (EndReason::Interrupted, Some(InterruptSignal::Term)) => 143,
         (EndReason::Interrupted, _) => 130,
-        (EndReason::AgentFailed | EndReason::MaxAttemptsReached, _) => 1,
+        (EndReason::AgentFailed | EndReason::MaxAttemptsReached | EndReason::PtyIdleTimeout, _) => {
+            1
+        }
         (EndReason::State { failure: true, .. }, _) => 1,
         (
             EndReason::MaxIterations
@@ -139,6 +144,12 @@ mod tests {
     #[test]
     fn max_attempts_reached_exits_1() {
         assert_eq!(exit_code(&EndReason::MaxAttemptsReached, None), 1);
+    }
+
+    #[test]
+    fn pty_idle_timeout_is_a_safety_stop_exiting_1() {
+        assert_eq!(exit_code(&EndReason::PtyIdleTimeout, None), 1);
+        assert_eq!(EndReason::PtyIdleTimeout.as_str(), "pty_idle_timeout");
     }
 
     #[test]

@@ -16,6 +16,8 @@ use tokio::time::Instant;
 use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
+pub(crate) mod pty;
+
 /// How long to keep reading pipes after the child exited and its group was killed. A process
 /// that left the group (setsid) can hold a pipe open forever; ralph does not wait for it.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
@@ -79,6 +81,12 @@ pub(crate) trait Supervision {
 
     /// An interrupt arrived; return `true` to stop the process now.
     fn interrupt(&mut self, signal: InterruptSignal) -> bool;
+
+    /// PTY interactive mode: an interrupt arrived while the user drives the agent. Return
+    /// `true` to stop the process now; `false` hands a Ctrl+C to the agent instead.
+    fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
+        self.interrupt(signal)
+    }
 }
 
 /// Runs `spec` to its end, feeding output to `supervision` and interrupts from `signals`.

@@ -1,0 +1,284 @@
+//! PTY mode on ralph's side: the flags merged with the frontmatter, ralph's own terminal in raw
+//! mode (and always put back), its size, and its input forwarded to the engine.
+//!
+//! Ctrl+C in interactive mode: with the terminal in raw mode the key arrives as the byte 0x03 on
+//! standard input instead of SIGINT. ralph turns that byte into the interrupt SIGINT would have
+//! been (sent straight to the engine: two signals in a row could merge into one), so a keyboard
+//! Ctrl+C and `kill -INT` mean the same: the engine hands a single one to the agent (as 0x03 on
+//! its terminal) and stops the loop on a second within a second.
+
+use std::io::{IsTerminal, Read};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ralph_engine::frontmatter::{PtyConfig, PtyMode};
+use ralph_engine::{InterruptSignal, PtySize, PtyTerminal};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+
+/// The `idle_timeout` when neither the frontmatter nor `--idle-timeout` gives one.
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The terminal settings found before raw mode, for the panic hook and the fatal-signal handler,
+/// which cannot reach the guard.
+static SAVED: OnceLock<libc::termios> = OnceLock::new();
+
+/// The PTY settings of a run: the frontmatter's `pty` block with the command line's `--pty`,
+/// `-i` and `--idle-timeout` over it (each of them turns PTY mode on).
+pub(crate) fn pty_config(
+    file: Option<PtyConfig>,
+    pty: bool,
+    interactive: bool,
+    idle_timeout: Option<Duration>,
+) -> Result<Option<PtyConfig>, String> {
+    if idle_timeout == Some(Duration::ZERO) {
+        return Err("--idle-timeout: expected a duration > 0, got 0".to_owned());
+    }
+    if file.is_none() && !pty && !interactive && idle_timeout.is_none() {
+        return Ok(None);
+    }
+    let mut config = file.unwrap_or(PtyConfig {
+        mode: PtyMode::Autonomous,
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+    });
+    if interactive {
+        config.mode = PtyMode::Interactive;
+    }
+    if let Some(t) = idle_timeout {
+        config.idle_timeout = t;
+    }
+    Ok(Some(config))
+}
+
+/// Connects ralph's terminal to the engine for a PTY run: the size (80x24 without a terminal),
+/// followed on SIGWINCH, and in interactive mode standard input, with a terminal on it put in
+/// raw mode until the returned guard is dropped; a Ctrl+C typed there goes to `interrupts`.
+/// Must run inside the tokio runtime.
+pub(crate) fn connect(
+    interactive: bool,
+    interrupts: mpsc::UnboundedSender<InterruptSignal>,
+) -> (PtyTerminal, Option<RawMode>) {
+    let (size_tx, size_rx) = watch::channel(terminal_size().unwrap_or_default());
+    match signal(SignalKind::window_change()) {
+        Ok(mut resized) => {
+            tokio::spawn(async move {
+                while resized.recv().await.is_some() {
+                    if let Some(size) = terminal_size() {
+                        if size_tx.send(size).is_err() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+        Err(err) => tracing::warn!("cannot watch for terminal resizes: {err}"),
+    }
+    let (input_tx, input_rx) = mpsc::unbounded_channel();
+    let mut raw = None;
+    if interactive {
+        if std::io::stdin().is_terminal() {
+            raw = RawMode::enable(libc::STDIN_FILENO);
+        }
+        let raw_input = raw.is_some();
+        // A plain thread: standard input has no readiness to wait on when it is a file, and
+        // a blocked read must not hold the runtime. It ends with ralph.
+        std::thread::spawn(move || {
+            let interrupts = raw_input.then_some(interrupts);
+            forward_input(&input_tx, interrupts.as_ref());
+        });
+    }
+    (PtyTerminal::new(input_rx, size_rx), raw)
+}
+
+/// Copies standard input to the engine until EOF. With `interrupts`, the bytes come from a
+/// keyboard in raw mode, where Ctrl+C is 0x03: it goes to `interrupts` instead.
+fn forward_input(
+    input: &mpsc::UnboundedSender<Vec<u8>>,
+    interrupts: Option<&mpsc::UnboundedSender<InterruptSignal>>,
+) {
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let ctrl_c_at = interrupts.and_then(|_| rest.iter().position(|&b| b == 0x03));
+            let (before, ctrl_c) = match ctrl_c_at {
+                Some(at) => (&rest[..at], true),
+                None => (rest, false),
+            };
+            if !before.is_empty() && input.send(before.to_vec()).is_err() {
+                return;
+            }
+            rest = &rest[before.len()..];
+            if let (true, Some(interrupts)) = (ctrl_c, interrupts) {
+                if interrupts.send(InterruptSignal::Int).is_err() {
+                    return;
+                }
+                rest = &rest[1..];
+            }
+        }
+    }
+}
+
+/// The size of ralph's terminal: standard output's, else standard input's or error's.
+fn terminal_size() -> Option<PtySize> {
+    [libc::STDOUT_FILENO, libc::STDIN_FILENO, libc::STDERR_FILENO]
+        .into_iter()
+        .find_map(|fd| {
+            // SAFETY: `winsize` is plain data; TIOCGWINSZ only writes into it, and fails on a
+            // descriptor that is not a terminal.
+            let ws = unsafe {
+                let mut ws: libc::winsize = std::mem::zeroed();
+                (libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) == 0).then_some(ws)
+            }?;
+            (ws.ws_row > 0 && ws.ws_col > 0).then_some(PtySize {
+                rows: ws.ws_row,
+                cols: ws.ws_col,
+            })
+        })
+}
+
+/// ralph's terminal in raw mode: keys go to the agent as typed (Ctrl+C included), nothing is
+/// echoed twice. Output processing stays on so ralph's own lines still start at the left.
+/// Dropping the guard restores the settings; a panic or a fatal signal restores them too.
+#[derive(Debug)]
+pub(crate) struct RawMode {
+    fd: i32,
+    saved: libc::termios,
+}
+
+impl RawMode {
+    /// Puts the terminal on `fd` in raw mode; `None` if it is not a terminal.
+    fn enable(fd: i32) -> Option<Self> {
+        // SAFETY: `termios` is plain data that tcgetattr fills in whole before it is read;
+        // cfmakeraw and tcsetattr only read or write that struct and the terminal on `fd`.
+        let saved = unsafe {
+            let mut saved: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(fd, &mut saved) != 0 {
+                return None;
+            }
+            let mut raw = saved;
+            libc::cfmakeraw(&mut raw);
+            raw.c_oflag = saved.c_oflag;
+            if libc::tcsetattr(fd, libc::TCSANOW, &raw) != 0 {
+                return None;
+            }
+            saved
+        };
+        let _ = SAVED.set(saved);
+        install_restorers();
+        Some(Self { fd, saved })
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore(self.fd, &self.saved);
+    }
+}
+
+fn restore(fd: i32, saved: &libc::termios) {
+    // SAFETY: tcsetattr only reads `saved`, a valid termios from tcgetattr.
+    unsafe {
+        libc::tcsetattr(fd, libc::TCSANOW, saved);
+    }
+}
+
+/// A panic hook and handlers for the fatal signals ralph does not otherwise handle (SIGHUP,
+/// SIGQUIT), each putting the terminal back first. SIGINT and SIGTERM go through the engine
+/// and end ralph normally, dropping the guard.
+fn install_restorers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(saved) = SAVED.get() {
+                restore(libc::STDIN_FILENO, saved);
+            }
+            previous(info);
+        }));
+        for sig in [libc::SIGHUP, libc::SIGQUIT] {
+            // SAFETY: `action` is zeroed plain data with a handler that only calls
+            // async-signal-safe functions (tcsetattr, raise); SA_RESETHAND puts the default
+            // action back first, so the re-raised signal ends ralph as it would have.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = restore_and_reraise as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESETHAND;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(sig, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+extern "C" fn restore_and_reraise(sig: libc::c_int) {
+    // OnceLock::get is an atomic load: safe in a signal handler.
+    if let Some(saved) = SAVED.get() {
+        restore(libc::STDIN_FILENO, saved);
+    }
+    // SAFETY: raise(3) is async-signal-safe; the default action is back (SA_RESETHAND), and the
+    // signal is delivered once this handler returns.
+    unsafe {
+        libc::raise(sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: PtyConfig = PtyConfig {
+        mode: PtyMode::Autonomous,
+        idle_timeout: Duration::from_secs(45),
+    };
+
+    #[test]
+    fn no_pty_without_the_block_or_a_flag() {
+        assert_eq!(pty_config(None, false, false, None), Ok(None));
+    }
+
+    #[test]
+    fn the_frontmatter_block_is_kept_without_flags() {
+        assert_eq!(pty_config(Some(FILE), false, false, None), Ok(Some(FILE)));
+    }
+
+    #[test]
+    fn pty_flag_turns_autonomous_mode_on_with_the_default_idle_timeout() {
+        let got = pty_config(None, true, false, None).unwrap().unwrap();
+        assert_eq!(got.mode, PtyMode::Autonomous);
+        assert_eq!(got.idle_timeout, DEFAULT_IDLE_TIMEOUT);
+    }
+
+    #[test]
+    fn interactive_implies_pty_and_overrides_the_mode() {
+        let got = pty_config(Some(FILE), false, true, None).unwrap().unwrap();
+        assert_eq!(got.mode, PtyMode::Interactive);
+        assert_eq!(got.idle_timeout, FILE.idle_timeout);
+        assert!(pty_config(None, false, true, None).unwrap().is_some());
+    }
+
+    #[test]
+    fn idle_timeout_flag_overrides_the_frontmatter_and_implies_pty() {
+        let t = Duration::from_millis(200);
+        assert_eq!(
+            pty_config(Some(FILE), false, false, Some(t))
+                .unwrap()
+                .unwrap()
+                .idle_timeout,
+            t
+        );
+        assert!(pty_config(None, false, false, Some(t)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_zero_idle_timeout_is_refused() {
+        assert!(pty_config(None, true, false, Some(Duration::ZERO)).is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! PTY mode: the agent runs on a pseudo-terminal, for agents that only behave on one
+//! (interactive TUIs, tools that buffer or change their output when piped).
+//!
+//! Still the process layer: the same [`Supervision`], the same group kill and timeout as
+//! [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
+//! process group is its pid. Output (stdout and stderr are one stream on a terminal) is handed
+//! over chunk by chunk as [`Stream::Stdout`], raw, escape sequences included.
+//!
+//! Ctrl+C in interactive mode belongs to the agent: a single one is written to its terminal as
+//! the byte 0x03, so the agent's own terminal settings decide what it means (SIGINT for a
+//! line-mode tool, a key for a TUI in raw mode); [`Supervision::interrupt_interactive`] decides
+//! when it is ralph's instead (a second one within a second).
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use ralph_frontmatter::{PtyConfig, PtyMode};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::{
+    DRAIN_AFTER_EXIT, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some, signal_group,
+    sleep_until_opt,
+};
+use crate::event::{Stream, Termination};
+use crate::outcome::InterruptSignal;
+
+/// The byte a terminal sends for Ctrl+C.
+const CTRL_C: u8 = 0x03;
+
+/// The byte a terminal sends for Ctrl+D: end of file on a line-mode terminal.
+const CTRL_D: u8 = 0x04;
+
+/// A terminal size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtySize {
+    /// Lines.
+    pub rows: u16,
+    /// Columns.
+    pub cols: u16,
+}
+
+impl Default for PtySize {
+    /// 80x24, the size an agent gets when ralph has no terminal.
+    fn default() -> Self {
+        Self { rows: 24, cols: 80 }
+    }
+}
+
+/// The user's side of PTY mode, given to the engine by its embedder: what the user types (sent
+/// to the agent in interactive mode) and the size of the user's terminal (the agent's terminal
+/// follows it). The engine never reads its own standard input nor asks the OS for a size.
+#[derive(Debug)]
+pub struct PtyTerminal {
+    input: mpsc::UnboundedReceiver<Vec<u8>>,
+    input_open: bool,
+    size: watch::Receiver<PtySize>,
+    size_open: bool,
+}
+
+impl PtyTerminal {
+    /// Input bytes from `input`, the size from `size` (a change resizes the running agent's
+    /// terminal).
+    pub fn new(input: mpsc::UnboundedReceiver<Vec<u8>>, size: watch::Receiver<PtySize>) -> Self {
+        Self {
+            input,
+            input_open: true,
+            size,
+            size_open: true,
+        }
+    }
+
+    /// No input and a fixed 80x24 size: an embedder without a terminal.
+    pub fn detached() -> Self {
+        let (_, input) = mpsc::unbounded_channel();
+        let (_, size) = watch::channel(PtySize::default());
+        Self {
+            input,
+            input_open: false,
+            size,
+            size_open: false,
+        }
+    }
+
+    fn current_size(&self) -> PtySize {
+        *self.size.borrow()
+    }
+}
+
+/// What the writer task does to the agent's terminal, in order.
+enum PtyWrite {
+    Bytes(Vec<u8>),
+    Resize(PtySize),
+}
+
+/// Runs `spec` on a pseudo-terminal to its end. `spec.stdin`, when set, is typed into the
+/// terminal (echo off, so it does not come back as output), followed in autonomous mode by
+/// Ctrl+D (end of input).
+pub(crate) async fn run(
+    spec: &ProcessSpec,
+    config: PtyConfig,
+    terminal: &mut PtyTerminal,
+    supervision: &mut dyn Supervision,
+    signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
+) -> io::Result<ProcessExit> {
+    let interactive = config.mode == PtyMode::Interactive;
+    let (pty, pts) = pty_process::open().map_err(io_error)?;
+    pty.resize(to_size(terminal.current_size()))
+        .map_err(io_error)?;
+    if spec.stdin.is_some() {
+        // A prompt typed into the terminal would otherwise be echoed back into the output, the
+        // log and the marker scanner (prompts often describe the markers).
+        echo_off(&pts);
+    }
+    let command = pty_process::Command::new(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .kill_on_drop(true);
+
+    let started = Instant::now();
+    let mut child = command.spawn(pts).map_err(io_error)?;
+    // The agent is the session leader of its terminal: its process group is its pid.
+    let pgid = child.id().map(|id| id as i32);
+
+    let (reader, writer) = pty.into_split();
+    let mut reader = Some(reader);
+    let (to_pty, writes) = mpsc::unbounded_channel();
+    // Writes go through their own task so an agent that does not read its input never stalls
+    // the reading of its output (or the idle clock).
+    let writer_task = tokio::spawn(write_pty(writer, writes));
+    if let Some(prompt) = &spec.stdin {
+        let mut bytes = prompt.to_vec();
+        if !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        if !interactive {
+            bytes.push(CTRL_D);
+        }
+        let _ = to_pty.send(PtyWrite::Bytes(bytes));
+    }
+
+    let mut buf = vec![0u8; READ_CHUNK];
+    let deadline = spec.timeout.map(|t| started + t);
+    let mut last_output = started;
+    let mut stopping: Option<Termination> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut status = None;
+    let mut drain_until: Option<Instant> = None;
+    let mut signals_open = true;
+
+    loop {
+        if status.is_some() && reader.is_none() {
+            break;
+        }
+        let running = stopping.is_none() && status.is_none();
+        let idle_at = running.then(|| last_output + config.idle_timeout);
+        tokio::select! {
+            read = read_some(&mut reader, &mut buf) => {
+                match read {
+                    Some(n) => {
+                        last_output = Instant::now();
+                        supervision.output(Stream::Stdout, &buf[..n]);
+                    }
+                    // EIO once every holder of the terminal's other side is gone.
+                    None => reader = None,
+                }
+            }
+            exit = child.wait(), if status.is_none() => {
+                status = Some(exit?);
+                // Whatever the agent left behind in its group goes with it.
+                if let Some(pgid) = pgid {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            () = sleep_until_opt(deadline), if running => {
+                stopping = Some(Termination::Timeout);
+                kill_at = Some(hang_up(pgid, spec.kill_grace));
+            }
+            () = sleep_until_opt(idle_at), if running => {
+                stopping = Some(Termination::IdleTimeout);
+                kill_at = Some(hang_up(pgid, spec.kill_grace));
+            }
+            () = sleep_until_opt(kill_at), if status.is_none() => {
+                if let Some(pgid) = pgid {
+                    signal_group(pgid, libc::SIGKILL);
+                }
+                kill_at = None;
+            }
+            () = sleep_until_opt(drain_until) => {
+                // The terminal is still held open by a process that escaped the group.
+                reader = None;
+            }
+            signal = signals.recv(), if signals_open && running => {
+                match signal {
+                    Some(signal) if interactive => {
+                        if supervision.interrupt_interactive(signal) {
+                            stopping = Some(Termination::Interrupted);
+                            kill_at = Some(hang_up(pgid, spec.kill_grace));
+                        } else {
+                            let _ = to_pty.send(PtyWrite::Bytes(vec![CTRL_C]));
+                        }
+                    }
+                    Some(signal) => {
+                        if supervision.interrupt(signal) {
+                            stopping = Some(Termination::Interrupted);
+                            kill_at = Some(hang_up(pgid, spec.kill_grace));
+                        }
+                    }
+                    None => signals_open = false,
+                }
+            }
+            input = terminal.input.recv(), if interactive && terminal.input_open && running => {
+                match input {
+                    Some(bytes) => {
+                        let _ = to_pty.send(PtyWrite::Bytes(bytes));
+                    }
+                    None => terminal.input_open = false,
+                }
+            }
+            changed = terminal.size.changed(), if terminal.size_open && status.is_none() => {
+                match changed {
+                    Ok(()) => {
+                        let _ = to_pty.send(PtyWrite::Resize(terminal.current_size()));
+                    }
+                    Err(_) => terminal.size_open = false,
+                }
+            }
+        }
+    }
+    writer_task.abort();
+
+    let status = status.expect("loop ends only after the child was reaped");
+    use std::os::unix::process::ExitStatusExt;
+    let signal = status.signal();
+    let termination = match (stopping, signal) {
+        (Some(reason), _) => reason,
+        (None, Some(_)) => Termination::Killed,
+        (None, None) => Termination::Natural,
+    };
+    Ok(ProcessExit {
+        exit_code: status.code(),
+        signal,
+        duration: started.elapsed(),
+        termination,
+    })
+}
+
+async fn write_pty(
+    mut pty: pty_process::OwnedWritePty,
+    mut writes: mpsc::UnboundedReceiver<PtyWrite>,
+) {
+    while let Some(write) = writes.recv().await {
+        match write {
+            PtyWrite::Bytes(bytes) => {
+                // EIO: the agent's side is closed; nothing more can be delivered.
+                if pty.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            PtyWrite::Resize(size) => {
+                let _ = pty.resize(to_size(size));
+            }
+        }
+    }
+}
+
+/// What a terminal closing does: SIGHUP, then SIGTERM to the group now; returns when SIGKILL
+/// is due.
+fn hang_up(pgid: Option<i32>, grace: Duration) -> Instant {
+    if let Some(pgid) = pgid {
+        signal_group(pgid, libc::SIGHUP);
+        signal_group(pgid, libc::SIGTERM);
+    }
+    Instant::now() + grace
+}
+
+fn to_size(size: PtySize) -> pty_process::Size {
+    pty_process::Size::new(size.rows, size.cols)
+}
+
+fn io_error(err: pty_process::Error) -> io::Error {
+    match err {
+        pty_process::Error::Io(err) => err,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// Turns echo off on the agent's terminal (the agent may turn it back on, as TUIs do).
+fn echo_off(pts: &impl AsRawFd) {
+    let fd = pts.as_raw_fd();
+    // SAFETY: `termios` is plain data that tcgetattr fills in whole before it is read; both
+    // calls only read or write that struct and the terminal behind `fd`, which `pts` keeps open
+    // for the duration of the calls.
+    unsafe {
+        let mut termios: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut termios) == 0 {
+            termios.c_lflag &= !(libc::ECHO | libc::ECHONL);
+            libc::tcsetattr(fd, libc::TCSANOW, &termios);
+        }
+    }
+}
