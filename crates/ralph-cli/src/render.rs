@@ -217,6 +217,8 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 exit_code,
                 outcome,
                 flake_retries,
+                cost_usd,
+                num_turns,
             } => {
                 let why = match reason.as_str() {
                     "max_iterations" => "reached max_iterations".to_owned(),
@@ -238,8 +240,17 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     other => other.to_owned(),
                 };
                 let color = if *exit_code == 0 { "1;32" } else { "1;31" };
+                // Only agents whose adapter reports them (Claude's stream-json) have these.
+                let mut spent = String::new();
+                if let Some(cost) = cost_usd {
+                    spent.push_str(&format!(" · ${cost:.2}"));
+                }
+                if let Some(turns) = num_turns {
+                    let s = if *turns == 1 { "" } else { "s" };
+                    spent.push_str(&format!(" · {turns} turn{s}"));
+                }
                 format!(
-                    "{} {why} · {iterations} iteration{} ({idle_iterations} idle) · idle {} · exit {exit_code}",
+                    "{} {why} · {iterations} iteration{} ({idle_iterations} idle) · idle {}{spent} · exit {exit_code}",
                     self.paint(color, "■ done:"),
                     if *iterations == 1 { "" } else { "s" },
                     human_duration(Duration::from_millis(*idle_ms)),
@@ -397,6 +408,7 @@ mod tests {
                     state: Some("idle".into()),
                     markers: Vec::new(),
                     log_file: None,
+                    usage: None,
                 },
                 EventKind::IterationIdle {
                     iteration: 3,
@@ -431,8 +443,31 @@ mod tests {
                 exit_code,
                 outcome: convergence.map(|c| c.0),
                 flake_retries: convergence.map(|c| c.1),
+                cost_usd: None,
+                num_turns: None,
             })
             .collect();
+        insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn run_summary_with_the_agents_cost_and_turns() {
+        let ended = |cost_usd, num_turns| EventKind::RunEnded {
+            reason: EndReason::IdleLimit,
+            iterations: 3,
+            idle_iterations: 1,
+            idle_ms: 30_000,
+            exit_code: 0,
+            outcome: None,
+            flake_retries: None,
+            cost_usd,
+            num_turns,
+        };
+        let kinds = [
+            ended(Some(0.3018245), Some(13)),
+            ended(Some(0.0214), Some(1)),
+            ended(None, Some(2)),
+        ];
         insta::assert_snapshot!(render(&kinds, PLAIN));
     }
 

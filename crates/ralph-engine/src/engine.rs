@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ralph_frontmatter::{CommandSpec, PtyConfig, PtyMode, RalphFile};
+use ralph_frontmatter::{CommandSpec, OutputFormat, PtyConfig, PtyMode, RalphFile};
 use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::adapter::{self, AdapterOutput, OutputAdapter, Usage};
 use crate::convergence::{self, Attempts, Verdict};
 use crate::event::{
     CheckResult, Event, EventKind, EventSink, IdleSummary, MarkerRecord, Stream, Termination,
@@ -143,7 +144,12 @@ pub struct Engine {
     /// Kept so `signals` never closes when the embedder gives no sender.
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
     terminal: PtyTerminal,
+    /// The embedder's adapter maker; `None` lets [`adapter::choose_output`] pick a built-in.
+    adapter: Option<AdapterFactory>,
 }
+
+/// Makes a fresh [`OutputAdapter`] for each agent run.
+type AdapterFactory = Box<dyn FnMut() -> Box<dyn OutputAdapter> + Send>;
 
 impl Engine {
     /// An engine with the built-in state handlers (`idle` when the file has an `idle` block) and
@@ -161,7 +167,19 @@ impl Engine {
             signals: rx,
             _signals_tx: Some(tx),
             terminal: PtyTerminal::detached(),
+            adapter: None,
         }
+    }
+
+    /// Reads the agent's output with adapters made by `make`, one per agent run, instead of
+    /// the built-in choice (text, or Claude's stream-json for `claude -p`). The agent command
+    /// line is then run as written: no flags are added.
+    pub fn set_adapter(
+        &mut self,
+        make: impl FnMut() -> Box<dyn OutputAdapter> + Send + 'static,
+    ) -> &mut Self {
+        self.adapter = Some(Box::new(make));
+        self
     }
 
     /// In PTY mode, the user's terminal: its input (forwarded to the agent in interactive
@@ -246,6 +264,10 @@ struct Run {
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
     source: Option<String>,
+    adapter: Option<AdapterFactory>,
+    /// Sums over the iterations whose agent reported them, for RUN_ENDED.
+    cost_usd: Option<f64>,
+    num_turns: Option<u64>,
 }
 
 impl Run {
@@ -256,6 +278,9 @@ impl Run {
             signals: engine.signals,
             _signals_tx: engine._signals_tx,
             terminal: engine.terminal,
+            adapter: engine.adapter,
+            cost_usd: None,
+            num_turns: None,
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -420,6 +445,8 @@ impl Run {
             exit_code,
             outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
             flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
+            cost_usd: self.cost_usd,
+            num_turns: self.num_turns,
         });
         RunOutcome {
             reason,
@@ -450,7 +477,16 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        let (exit, findings) = self.run_agent(iteration, prompt, &mut log).await?;
+        let (exit, findings, usage) = self.run_agent(iteration, prompt, &mut log).await?;
+        if let Some(usage) = &usage {
+            if let Some(cost) = usage.cost_usd {
+                *self.cost_usd.get_or_insert(0.0) += cost;
+            }
+            if let Some(turns) = usage.num_turns {
+                let total = self.num_turns.get_or_insert(0);
+                *total = total.saturating_add(turns);
+            }
+        }
 
         let state = ralph_marker::last_state(&findings).cloned();
         let mut markers = Vec::new();
@@ -496,6 +532,7 @@ impl Run {
             state: state_name,
             markers,
             log_file: log.path().map(|p| p.display().to_string()),
+            usage,
         });
 
         if exit.termination == Termination::Interrupted {
@@ -714,7 +751,7 @@ impl Run {
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
-            scanners: None,
+            agent: None,
             interrupts: &mut self.interrupts,
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;
@@ -777,13 +814,26 @@ impl Run {
         iteration: u64,
         prompt: String,
         log: &mut IterationLog,
-    ) -> Result<(ProcessExit, Vec<Finding>), EngineError> {
+    ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>), EngineError> {
+        let (mut adapter, extra_args) = match &mut self.adapter {
+            Some(make) => (make(), Vec::new()),
+            None => {
+                let config = &self.options.file.config;
+                // A PTY agent is interactive: read as text unless the file says otherwise.
+                let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
+                let choice =
+                    adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty));
+                (choice.adapter(), choice.extra_args)
+            }
+        };
         let mut prompt_file = None;
-        let (words, uses_argv) = agent_words(&self.options.file.config.agent_argv, &prompt, || {
-            prompt_file
-                .insert(self.write_prompt_file(iteration, &prompt))
-                .clone()
-        });
+        let (mut words, uses_argv) =
+            agent_words(&self.options.file.config.agent_argv, &prompt, || {
+                prompt_file
+                    .insert(self.write_prompt_file(iteration, &prompt))
+                    .clone()
+            });
+        words.extend(extra_args);
         let Some((program, args)) = words.split_first() else {
             return Err(EngineError::EmptyAgent);
         };
@@ -812,7 +862,11 @@ impl Run {
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
-            scanners: Some((&mut scanners, Vec::new())),
+            agent: Some(AgentReader {
+                adapter: &mut *adapter,
+                scanners: &mut scanners,
+                findings: Vec::new(),
+            }),
             interrupts: &mut self.interrupts,
         };
         let result = match pty {
@@ -822,7 +876,13 @@ impl Run {
             }
             None => process::run(&spec, &mut collector, &mut self.signals).await,
         };
-        let mut findings = collector.scanners.map(|(_, f)| f).unwrap_or_default();
+        let mut findings = collector.agent.map(|a| a.findings).unwrap_or_default();
+        let usage = adapter.finish(&mut AgentOutput {
+            iteration,
+            sinks: &mut self.sinks,
+            scanners: &mut scanners,
+            findings: &mut findings,
+        });
         for scanner in &mut scanners {
             scanner.finish(&mut findings);
         }
@@ -835,7 +895,7 @@ impl Run {
             program: program.clone(),
             source,
         })?;
-        Ok((exit, findings))
+        Ok((exit, findings, usage))
     }
 
     fn prompt_file_path(&self, iteration: u64) -> PathBuf {
@@ -985,26 +1045,58 @@ struct Collector<'a> {
     log: &'a mut IterationLog,
     sinks: &'a mut Vec<Box<dyn EventSink>>,
     run_id: &'a str,
-    /// For the agent: one scanner per stream and what they found; its output also streams to
-    /// the sinks. `None` for commands, whose output is kept whole instead.
-    scanners: Option<(&'a mut [MarkerScanner; 2], Vec<Finding>)>,
+    /// For the agent: its output goes through an adapter to the sinks and the marker scanners.
+    /// `None` for commands, whose output is kept whole instead.
+    agent: Option<AgentReader<'a>>,
     interrupts: &'a mut Interrupts,
+}
+
+/// The agent's output on its way through an adapter: one marker scanner per stream and what
+/// they found.
+struct AgentReader<'a> {
+    adapter: &'a mut dyn OutputAdapter,
+    scanners: &'a mut [MarkerScanner; 2],
+    findings: Vec<Finding>,
+}
+
+/// Where an adapter's display goes (the sinks) and its result text (the scanners).
+struct AgentOutput<'a> {
+    iteration: u64,
+    sinks: &'a mut Vec<Box<dyn EventSink>>,
+    scanners: &'a mut [MarkerScanner; 2],
+    findings: &'a mut Vec<Finding>,
+}
+
+impl AdapterOutput for AgentOutput<'_> {
+    fn show(&mut self, stream: Stream, bytes: &[u8]) {
+        for sink in self.sinks.iter_mut() {
+            sink.output(self.iteration, stream, bytes);
+        }
+    }
+
+    fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
+        let i = match stream {
+            Stream::Stdout => 0,
+            Stream::Stderr => 1,
+        };
+        self.scanners[i].feed(bytes, self.findings);
+    }
 }
 
 impl Supervision for Collector<'_> {
     fn output(&mut self, stream: Stream, bytes: &[u8]) {
         self.log.write(bytes);
-        match &mut self.scanners {
-            Some((scanners, found)) => {
-                let i = match stream {
-                    Stream::Stdout => 0,
-                    Stream::Stderr => 1,
-                };
-                scanners[i].feed(bytes, found);
-                for sink in self.sinks.iter_mut() {
-                    sink.output(self.iteration, stream, bytes);
-                }
-            }
+        match &mut self.agent {
+            Some(agent) => agent.adapter.feed(
+                stream,
+                bytes,
+                &mut AgentOutput {
+                    iteration: self.iteration,
+                    sinks: self.sinks,
+                    scanners: agent.scanners,
+                    findings: &mut agent.findings,
+                },
+            ),
             None => self.output.extend_from_slice(bytes),
         }
     }

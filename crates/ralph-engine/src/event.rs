@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use crate::adapter::Usage;
 use crate::outcome::EndReason;
 
 /// One event of a run.
@@ -79,6 +80,9 @@ pub enum EventKind {
         markers: Vec<MarkerRecord>,
         /// The iteration's log file, if logs are being written.
         log_file: Option<String>,
+        /// Cost, turns and tokens, when the agent's adapter reports them (Claude's stream-json).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// An idle iteration: the loop will wait before the next one.
     IterationIdle {
@@ -157,6 +161,12 @@ pub enum EventKind {
         /// With `done_when`: attempts that converged after an earlier attempt failed.
         #[serde(skip_serializing_if = "Option::is_none")]
         flake_retries: Option<u64>,
+        /// Total cost in US dollars of the iterations whose agent reported one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+        /// Total agent turns of the iterations whose agent reported them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        num_turns: Option<u64>,
     },
 }
 

@@ -40,6 +40,7 @@
 //! # }
 //! ```
 
+mod adapter;
 mod convergence;
 mod engine;
 mod event;
@@ -49,6 +50,10 @@ mod process;
 mod state;
 mod tail;
 
+pub use adapter::{
+    AdapterOutput, ClaudeStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OutputAdapter,
+    OutputChoice, TextAdapter, Usage, choose_output,
+};
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
