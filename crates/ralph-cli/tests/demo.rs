@@ -23,7 +23,10 @@ fn the_bundled_demo_ends_by_idle_limit_in_under_20_seconds() {
     assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
     let stdout = common::stdout(&out);
     assert!(stdout.contains("Task 1 done."), "{stdout}");
-    assert!(stdout.contains("idle ×3 — waiting 4s before the next run"), "{stdout}");
+    assert!(
+        stdout.contains("idle ×3 — waiting 4s before the next run"),
+        "{stdout}"
+    );
     assert!(stdout.contains("idle limit reached"), "{stdout}");
     let text = std::fs::read_to_string(events.path()).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
