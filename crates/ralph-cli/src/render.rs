@@ -209,6 +209,52 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 "33",
                 "Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now",
             ),
+            EventKind::CircuitTripped {
+                story_id,
+                reason,
+                count,
+                signature,
+            } => {
+                let on = story_id
+                    .as_deref()
+                    .map(|id| format!(" on {id}"))
+                    .unwrap_or_default();
+                let sig = signature
+                    .as_deref()
+                    .map(|s| format!(" · error {s}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{on}: {reason} ×{count}{sig}",
+                    self.paint("1;33", "circuit breaker tripped")
+                )
+            }
+            EventKind::Reverted {
+                checkpoint,
+                saved_ref,
+                ..
+            } => format!(
+                "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
+                &checkpoint[..checkpoint.len().min(12)]
+            ),
+            EventKind::StoryBlocked { story_id, reason } => format!(
+                "{} {story_id}: {reason}",
+                self.paint("1;31", "story blocked")
+            ),
+            EventKind::StoryPassed {
+                story_id,
+                attempts,
+                checkpoint,
+            } => {
+                let at = checkpoint
+                    .as_deref()
+                    .map(|c| format!(" · checkpoint {}", &c[..c.len().min(12)]))
+                    .unwrap_or_default();
+                let s = if *attempts == 1 { "" } else { "s" };
+                format!(
+                    "{} {story_id} ({attempts} attempt{s}){at}",
+                    self.paint("1;32", "story passes")
+                )
+            }
             EventKind::RunEnded {
                 reason,
                 iterations,
@@ -219,6 +265,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 flake_retries,
                 cost_usd,
                 num_turns,
+                stories,
             } => {
                 let why = match reason.as_str() {
                     "max_iterations" => "reached max_iterations".to_owned(),
@@ -237,7 +284,19 @@ impl<W: Write + Send> TerminalRenderer<W> {
                         _ => "converged: every check passes".to_owned(),
                     },
                     "max_attempts_reached" => "not converged: max_attempts reached".to_owned(),
+                    "circuit_open" => {
+                        "circuit breaker open: the work was logged and reverted".to_owned()
+                    }
+                    "stories_done" => "every story passes".to_owned(),
+                    "stories_blocked" => "no story left to do; some are blocked".to_owned(),
                     other => other.to_owned(),
+                };
+                let why = match stories {
+                    Some(s) => format!(
+                        "{why} · stories: {} passed, {} blocked, {} left",
+                        s.passed, s.blocked, s.remaining
+                    ),
+                    None => why,
                 };
                 let color = if *exit_code == 0 { "1;32" } else { "1;31" };
                 // Only agents whose adapter reports them (Claude's stream-json) have these.
@@ -445,6 +504,7 @@ mod tests {
                 flake_retries: convergence.map(|c| c.1),
                 cost_usd: None,
                 num_turns: None,
+                stories: None,
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));
@@ -462,11 +522,76 @@ mod tests {
             flake_retries: None,
             cost_usd,
             num_turns,
+            stories: None,
         };
         let kinds = [
             ended(Some(0.3018245), Some(13)),
             ended(Some(0.0214), Some(1)),
             ended(None, Some(2)),
+        ];
+        insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn escalation_lines() {
+        let ended = |reason, exit_code, passed, blocked, remaining| EventKind::RunEnded {
+            reason,
+            iterations: 7,
+            idle_iterations: 0,
+            idle_ms: 0,
+            exit_code,
+            outcome: None,
+            flake_retries: None,
+            cost_usd: None,
+            num_turns: None,
+            stories: Some(ralph_engine::StoriesSummary {
+                passed,
+                blocked,
+                remaining,
+            }),
+        };
+        let kinds = [
+            EventKind::StoryPassed {
+                story_id: "US-001".into(),
+                attempts: 1,
+                checkpoint: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            },
+            EventKind::CircuitTripped {
+                story_id: Some("US-002".into()),
+                reason: "same_error".into(),
+                count: 3,
+                signature: Some("3f2a9c0d1e2b4a5c".into()),
+            },
+            EventKind::Reverted {
+                story_id: Some("US-002".into()),
+                checkpoint: "0123456789abcdef0123456789abcdef01234567".into(),
+                saved_ref: "refs/ralph/attempts/US-002/1".into(),
+            },
+            EventKind::StoryBlocked {
+                story_id: "US-002".into(),
+                reason: "the same error 3 times in a row (signature 3f2a9c0d1e2b4a5c)".into(),
+            },
+            EventKind::CircuitTripped {
+                story_id: None,
+                reason: "blocked".into(),
+                count: 1,
+                signature: None,
+            },
+            ended(EndReason::StoriesDone, 0, 3, 0, 0),
+            ended(EndReason::StoriesBlocked, 1, 2, 1, 0),
+            ended(EndReason::MaxIterationsWorkLeft, 1, 1, 0, 2),
+            EventKind::RunEnded {
+                reason: EndReason::CircuitOpen,
+                iterations: 3,
+                idle_iterations: 0,
+                idle_ms: 0,
+                exit_code: 1,
+                outcome: Some(Outcome::Failed),
+                flake_retries: Some(0),
+                cost_usd: None,
+                num_turns: None,
+                stories: None,
+            },
         ];
         insta::assert_snapshot!(render(&kinds, PLAIN));
     }

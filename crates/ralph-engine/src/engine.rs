@@ -22,6 +22,7 @@ use crate::process::pty::{self, PtyTerminal};
 use crate::process::{self, ProcessExit, ProcessSpec, Supervision};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
 use crate::tail::Tail;
+use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 /// Two Ctrl+C within this window stop the loop.
 const DOUBLE_PRESS: Duration = Duration::from_secs(1);
@@ -146,6 +147,8 @@ pub struct Engine {
     terminal: PtyTerminal,
     /// The embedder's adapter maker; `None` lets [`adapter::choose_output`] pick a built-in.
     adapter: Option<AdapterFactory>,
+    /// Picks each iteration's task and judges its result (ralph-escalation's stories).
+    tasks: Option<Box<dyn TaskSource>>,
 }
 
 /// Makes a fresh [`OutputAdapter`] for each agent run.
@@ -168,7 +171,14 @@ impl Engine {
             _signals_tx: Some(tx),
             terminal: PtyTerminal::detached(),
             adapter: None,
+            tasks: None,
         }
+    }
+
+    /// Lets `source` pick the task of every iteration and judge its result (see [`TaskSource`]).
+    pub fn set_task_source(&mut self, source: impl TaskSource + 'static) -> &mut Self {
+        self.tasks = Some(Box::new(source));
+        self
     }
 
     /// Reads the agent's output with adapters made by `make`, one per agent run, instead of
@@ -268,6 +278,7 @@ struct Run {
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
+    tasks: Tasks,
 }
 
 impl Run {
@@ -279,6 +290,7 @@ impl Run {
             _signals_tx: engine._signals_tx,
             terminal: engine.terminal,
             adapter: engine.adapter,
+            tasks: Tasks::new(engine.tasks),
             cost_usd: None,
             num_turns: None,
             started: Instant::now(),
@@ -331,6 +343,12 @@ impl Run {
                 if self.iterations >= max {
                     break EndReason::MaxIterations;
                 }
+            }
+            let mut events = Vec::new();
+            let task_end = self.tasks.begin(&mut events);
+            events.into_iter().for_each(|e| self.emit(e));
+            if let Some(reason) = task_end {
+                break reason;
             }
             self.iterations += 1;
             let iteration = self.iterations;
@@ -427,6 +445,10 @@ impl Run {
     }
 
     fn finish(&mut self, reason: EndReason) -> RunOutcome {
+        let reason = match reason {
+            EndReason::MaxIterations => self.tasks.limit_reached(),
+            other => other,
+        };
         let exit_code = outcome::exit_code(
             &reason,
             self.interrupts.stop_now.or(
@@ -436,7 +458,7 @@ impl Run {
                     .then_some(InterruptSignal::Int),
             ),
         );
-        let converged = reason == EndReason::Converged;
+        let converged = matches!(reason, EndReason::Converged | EndReason::StoriesDone);
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
             iterations: self.iterations,
@@ -445,6 +467,7 @@ impl Run {
             exit_code,
             outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
             flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
+            stories: self.tasks.summary(),
             cost_usd: self.cost_usd,
             num_turns: self.num_turns,
         });
@@ -549,10 +572,11 @@ impl Run {
         let handled = state
             .as_ref()
             .is_some_and(|m| self.handlers.handles(&m.name));
-        let verdict = match self.attempts.is_some() && !handled {
+        let attempt = match self.attempts.is_some() && !handled {
             true => Some(self.attempt(iteration, &exit, &log).await),
             false => None,
         };
+        let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
         let mut events = Vec::new();
         let elapsed = self.started.elapsed();
         let decision = self
@@ -566,6 +590,33 @@ impl Run {
                 self.consecutive_idle = consecutive_idle;
             }
             self.emit(event);
+        }
+        if self.interrupts.stop_now.is_none() && !matches!(decision, StateDecision::Stop(_)) {
+            let report = attempt.as_ref().map(|(verdict, results)| AttemptReport {
+                results,
+                converged: *verdict == Verdict::Converged,
+                exhausted: *verdict == Verdict::Exhausted,
+            });
+            let mut events = Vec::new();
+            let task = self.tasks.ended(
+                iteration,
+                exit.exit_code,
+                state.as_ref(),
+                report,
+                &mut events,
+            );
+            events.into_iter().for_each(|e| self.emit(e));
+            match task {
+                TaskDecision::Continue => {}
+                TaskDecision::NextTask => {
+                    // A new task starts with fresh attempts.
+                    let config = &self.options.file.config;
+                    self.attempts = (!config.done_when.is_empty())
+                        .then(|| Attempts::new(config.convergence.clone()));
+                    return Ok(Next::Continue);
+                }
+                TaskDecision::Stop(reason) => return Ok(Next::Stop(reason)),
+            }
         }
         Ok(match (verdict, decision) {
             (_, StateDecision::Stop(reason)) => Next::Stop(reason),
@@ -599,7 +650,7 @@ impl Run {
         iteration: u64,
         agent: &ProcessExit,
         log: &IterationLog,
-    ) -> Verdict {
+    ) -> (Verdict, Vec<CheckResult>) {
         let started = Instant::now();
         let checks = self.options.file.config.done_when.clone();
         let mut results = Vec::with_capacity(checks.len());
@@ -625,10 +676,10 @@ impl Run {
             iteration,
             duration_ms: millis(agent.duration + started.elapsed()),
             ok,
-            results,
+            results: results.clone(),
             backoff_ms: backoff.map(millis),
         });
-        verdict
+        (verdict, results)
     }
 
     async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
@@ -670,7 +721,7 @@ impl Run {
         let Some(dir) = &self.options.log_dir else {
             return;
         };
-        let path = dir.join("main.log");
+        let path = dir.join(format!("{}.log", self.tasks.log_name()));
         let mut text = format!(
             "attempt {attempt}/{max_attempts}\nagent exit: {}\n",
             agent.exit_code.map_or_else(
@@ -791,7 +842,7 @@ impl Run {
                 ),
                 ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
                 ("ralph", "failures") => Some(failures.unwrap_or_default().to_owned()),
-                _ => None,
+                (namespace, name) => self.tasks.placeholder(namespace, name),
             });
         // Feedback goes at the end when the body has no place for it.
         if let Some(failures) = failures {

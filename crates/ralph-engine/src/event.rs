@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::adapter::Usage;
 use crate::outcome::EndReason;
+use crate::task::StoriesSummary;
 
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -143,6 +144,42 @@ pub enum EventKind {
         /// The running iteration.
         iteration: u64,
     },
+    /// Escalation: the circuit breaker tripped on a task.
+    CircuitTripped {
+        /// The story; `None` without stories (`escalation.prd`).
+        story_id: Option<String>,
+        /// `same_error`, `max_attempts` or `blocked` (the agent's marker).
+        reason: String,
+        /// Failed attempts that tripped it: same-error streak, attempts, or attempts so far.
+        count: u64,
+        /// The persistent error's signature (16 hex digits), when checks failed.
+        signature: Option<String>,
+    },
+    /// Escalation: the work since the checkpoint was saved under a ref, then reverted.
+    Reverted {
+        /// The story; `None` without stories.
+        story_id: Option<String>,
+        /// The commit the tree went back to.
+        checkpoint: String,
+        /// The ref holding the abandoned work (`git checkout <ref>` gets it back).
+        saved_ref: String,
+    },
+    /// Escalation: a story was marked `"blocked"` in prd.json.
+    StoryBlocked {
+        /// The story.
+        story_id: String,
+        /// Why, as written in its `notes`.
+        reason: String,
+    },
+    /// A story passed; the loop goes on with the next one.
+    StoryPassed {
+        /// The story.
+        story_id: String,
+        /// Attempts it took.
+        attempts: u64,
+        /// The checkpoint recorded for it (HEAD, after committing its work); `None` without git.
+        checkpoint: Option<String>,
+    },
     /// The run is over.
     RunEnded {
         /// Why it ended.
@@ -161,6 +198,9 @@ pub enum EventKind {
         /// With `done_when`: attempts that converged after an earlier attempt failed.
         #[serde(skip_serializing_if = "Option::is_none")]
         flake_retries: Option<u64>,
+        /// In story mode (`escalation.prd`): how many stories passed, are blocked, remain.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stories: Option<StoriesSummary>,
         /// Total cost in US dollars of the iterations whose agent reported one.
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,

@@ -49,6 +49,7 @@ mod outcome;
 mod process;
 mod state;
 mod tail;
+mod task;
 
 pub use adapter::{
     AdapterOutput, ClaudeStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OutputAdapter,
@@ -62,6 +63,10 @@ pub use event::{
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{IdleHandler, StateContext, StateDecision, StateHandler, StateHandlers};
+pub use task::{
+    AttemptReport, IterationReport, NextTask, StoriesSummary, Task, TaskContext, TaskDecision,
+    TaskSource,
+};
 
 pub use ralph_frontmatter as frontmatter;
 pub use ralph_marker as marker;

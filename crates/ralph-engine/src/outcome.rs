@@ -19,6 +19,16 @@ pub enum EndReason {
     MaxAttemptsReached,
     /// PTY autonomous mode: the agent printed nothing for `idle_timeout`, a safety stop.
     PtyIdleTimeout,
+    /// Escalation without stories: the circuit breaker tripped (the work was logged and
+    /// reverted).
+    CircuitOpen,
+    /// Story mode: every story passed.
+    StoriesDone,
+    /// Story mode: no story is left to do, and some are blocked.
+    StoriesBlocked,
+    /// Story mode: `max_iterations` ran out with stories still to do. Reported as
+    /// `max_iterations`, but a failure: the work is not done.
+    MaxIterationsWorkLeft,
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -32,7 +42,10 @@ impl EndReason {
     /// The reason as written in events: `max_iterations`, `idle_limit`, ...
     pub fn as_str(&self) -> &str {
         match self {
-            EndReason::MaxIterations => "max_iterations",
+            EndReason::MaxIterations | EndReason::MaxIterationsWorkLeft => "max_iterations",
+            EndReason::CircuitOpen => "circuit_open",
+            EndReason::StoriesDone => "stories_done",
+            EndReason::StoriesBlocked => "stories_blocked",
             EndReason::IdleLimit => "idle_limit",
             EndReason::Interrupted => "interrupted",
             EndReason::AgentFailed => "agent_failed",
@@ -90,11 +103,16 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
         (EndReason::AgentFailed | EndReason::MaxAttemptsReached | EndReason::PtyIdleTimeout, _) => {
             1
         }
+        (
+            EndReason::CircuitOpen | EndReason::StoriesBlocked | EndReason::MaxIterationsWorkLeft,
+            _,
+        ) => 1,
         (EndReason::State { failure: true, .. }, _) => 1,
         (
             EndReason::MaxIterations
             | EndReason::IdleLimit
             | EndReason::Converged
+            | EndReason::StoriesDone
             | EndReason::State { .. },
             _,
         ) => 0,
@@ -150,6 +168,30 @@ mod tests {
     fn pty_idle_timeout_is_a_safety_stop_exiting_1() {
         assert_eq!(exit_code(&EndReason::PtyIdleTimeout, None), 1);
         assert_eq!(EndReason::PtyIdleTimeout.as_str(), "pty_idle_timeout");
+    }
+
+    #[test]
+    fn circuit_open_exits_1() {
+        assert_eq!(exit_code(&EndReason::CircuitOpen, None), 1);
+        assert_eq!(EndReason::CircuitOpen.as_str(), "circuit_open");
+    }
+
+    #[test]
+    fn stories_done_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::StoriesDone, None), 0);
+        assert_eq!(EndReason::StoriesDone.as_str(), "stories_done");
+    }
+
+    #[test]
+    fn stories_blocked_exits_1() {
+        assert_eq!(exit_code(&EndReason::StoriesBlocked, None), 1);
+        assert_eq!(EndReason::StoriesBlocked.as_str(), "stories_blocked");
+    }
+
+    #[test]
+    fn max_iterations_with_work_left_is_reported_as_max_iterations_and_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxIterationsWorkLeft, None), 1);
+        assert_eq!(EndReason::MaxIterationsWorkLeft.as_str(), "max_iterations");
     }
 
     #[test]
