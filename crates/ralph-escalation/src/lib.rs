@@ -1,1 +1,551 @@
-//! Escalation for ralph loops.
+//! Escalation for ralph loops: the layered defence against a loop stuck on one problem.
+//!
+//! This crate owns prd.json story mode (which story is next, its placeholders, marking it
+//! passed or blocked), the same-error circuit breaker (error [`signature`]s and the
+//! [`Breaker`]), and the escalation that follows a trip: a progress.txt entry, a git revert to
+//! the last checkpoint that first saves everything under `refs/ralph/attempts/<story>/<n>`, the
+//! story blocked, the next one started. It plugs into the engine as a
+//! [`TaskSource`](ralph_engine::TaskSource); the engine knows nothing of git or prd.json.
+//!
+//! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
+//! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder
+//! protects, and every file it writes is replaced atomically. All git commands go through
+//! [`git`], the one module here that starts processes.
+
+pub mod breaker;
+pub mod git;
+pub mod prd;
+pub mod progress;
+pub mod signature;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ralph_engine::frontmatter::Config;
+use ralph_engine::{
+    CheckResult, EndReason, EventKind, IterationReport, NextTask, StoriesSummary, Task,
+    TaskContext, TaskDecision, TaskSource,
+};
+
+pub use breaker::{Breaker, Trip};
+pub use git::{Git, GitError};
+pub use prd::{Passes, Prd, PrdError, Story};
+pub use progress::ProgressError;
+pub use signature::{Signature, signature};
+
+/// `max_iterations` in story mode when neither the file nor the command line sets one: the
+/// loop's last safety net.
+pub const STORY_MODE_MAX_ITERATIONS: u64 = 10;
+
+/// The `RUN_ENDED` reason when escalation itself fails mid-run (git or a file refused).
+pub const ESCALATION_FAILED: &str = "escalation_failed";
+
+/// How many lines of a failing check's tail go into a progress.txt entry.
+const PROGRESS_TAIL_LINES: usize = 60;
+
+/// Why escalation cannot start, or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EscalationError {
+    /// prd.json is missing or malformed.
+    #[error(transparent)]
+    Prd(#[from] PrdError),
+    /// Git refused, or this is no place for a revert.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// progress.txt could not be written.
+    #[error(transparent)]
+    Progress(#[from] ProgressError),
+    /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
+    #[error(
+        "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty to save them under refs/ralph/attempts/preexisting/<n> first",
+        .dir.display(),
+        .paths.join(", ")
+    )]
+    DirtyTree {
+        /// The repository.
+        dir: PathBuf,
+        /// The changed or untracked paths.
+        paths: Vec<String>,
+    },
+}
+
+/// How to open an escalation.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The agent's working folder; relative `prd`, `progress` and `protect` paths start here.
+    pub cwd: PathBuf,
+    /// With `revert`, save uncommitted changes under `refs/ralph/attempts/preexisting/<n>`
+    /// instead of refusing to start.
+    pub allow_dirty: bool,
+    /// More paths a revert must leave alone (the events file, a custom log folder); `.ralph/`,
+    /// prd.json and progress.txt always are.
+    pub protect: Vec<PathBuf>,
+}
+
+/// The repository side: where to go back to and what to leave alone.
+#[derive(Debug)]
+struct Repo {
+    git: Git,
+    /// The last known-good commit.
+    checkpoint: String,
+    /// Paths (relative to the top folder) a revert never touches.
+    keep: Vec<PathBuf>,
+    /// Paths left out of saved work and checkpoint commits (ralph's logs and events).
+    own: Vec<PathBuf>,
+}
+
+/// The story in progress.
+#[derive(Debug, Clone)]
+struct Current {
+    id: String,
+    title: String,
+    iterations: Vec<u64>,
+    /// The failing checks of its last failed attempt.
+    last_failure: Vec<CheckResult>,
+}
+
+/// Escalation as a [`TaskSource`]: stories, breaker, revert.
+#[derive(Debug)]
+pub struct Escalation {
+    prd: Option<PathBuf>,
+    progress: PathBuf,
+    has_checks: bool,
+    repo: Option<Repo>,
+    breaker: Breaker,
+    current: Option<Current>,
+    counts: Option<StoriesSummary>,
+    preexisting: Option<String>,
+}
+
+impl Escalation {
+    /// Opens the escalation `config` asks for (`None` without an `escalation` block). Story
+    /// mode reads prd.json now; `revert` needs a git repository with a commit and a clean tree
+    /// (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
+    pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
+        let Some(esc) = &config.escalation else {
+            return Ok(None);
+        };
+        // Paths stay as written when ralph runs where the agent does, so errors name them so.
+        let at = |p: &Path| match options.cwd == Path::new(".") {
+            true => p.to_path_buf(),
+            false => options.cwd.join(p),
+        };
+        let prd = esc.prd.as_deref().map(at);
+        let progress = at(&esc.progress);
+        let counts = match &prd {
+            Some(path) => Some(summary(&Prd::load(path)?)),
+            None => None,
+        };
+        let mut this = Self {
+            prd,
+            progress,
+            has_checks: !config.done_when.is_empty(),
+            repo: None,
+            breaker: Breaker::new(esc.same_error_limit, config.convergence.max_attempts),
+            current: None,
+            counts,
+            preexisting: None,
+        };
+        if esc.revert {
+            this.open_repo(&options)?;
+        }
+        Ok(Some(this))
+    }
+
+    fn open_repo(&mut self, options: &Options) -> Result<(), EscalationError> {
+        let git = Git::open(&options.cwd)?;
+        let checkpoint = git.head()?;
+        let rel = |p: &Path| git.relative(&options.cwd, p);
+        let own: Vec<PathBuf> = std::iter::once(Path::new(".ralph"))
+            .chain(options.protect.iter().map(PathBuf::as_path))
+            .filter_map(rel)
+            .collect();
+        let mut keep = own.clone();
+        keep.extend(
+            self.prd
+                .iter()
+                .chain([&self.progress])
+                .filter_map(|p| rel(p)),
+        );
+        let dirty = git.dirty_paths(&keep)?;
+        if !dirty.is_empty() {
+            if !options.allow_dirty {
+                return Err(EscalationError::DirtyTree {
+                    dir: git.top().to_path_buf(),
+                    paths: dirty,
+                });
+            }
+            let refname = git.next_ref("refs/ralph/attempts/preexisting")?;
+            git.save(
+                &refname,
+                "ralph: uncommitted changes found at start-up (--allow-dirty)",
+                &own,
+            )?;
+            self.preexisting = Some(refname);
+        }
+        self.repo = Some(Repo {
+            git,
+            checkpoint,
+            keep,
+            own,
+        });
+        Ok(())
+    }
+
+    /// With `--allow-dirty`: the ref the uncommitted changes were saved under at start-up.
+    pub fn preexisting_ref(&self) -> Option<&str> {
+        self.preexisting.as_deref()
+    }
+
+    /// Whether stories come from a prd.json.
+    pub fn story_mode(&self) -> bool {
+        self.prd.is_some()
+    }
+
+    fn failed(&self, err: &EscalationError) -> EndReason {
+        tracing::error!("escalation failed: {err}");
+        EndReason::State {
+            reason: ESCALATION_FAILED.to_owned(),
+            failure: true,
+        }
+    }
+
+    fn load(&mut self) -> Result<Option<Prd>, EscalationError> {
+        let Some(path) = &self.prd else {
+            return Ok(None);
+        };
+        let prd = Prd::load(path)?;
+        self.counts = Some(summary(&prd));
+        Ok(Some(prd))
+    }
+
+    fn pick(&mut self) -> Result<NextTask, EscalationError> {
+        let Some(prd) = self.load()? else {
+            return Ok(NextTask::Work(Task {
+                id: "main".to_owned(),
+                placeholders: Default::default(),
+            }));
+        };
+        // With checks, the checks judge the story, not a `passes` the agent set itself.
+        let keep_on = |s: &&Story| match self.has_checks {
+            true => s.passes != Passes::Blocked,
+            false => s.passes == Passes::No,
+        };
+        let story = self
+            .current
+            .as_ref()
+            .and_then(|c| prd.story(&c.id))
+            .filter(keep_on)
+            .or_else(|| prd.current());
+        let Some(story) = story else {
+            let (_, blocked, _) = prd.counts();
+            return Ok(NextTask::End(if blocked > 0 {
+                EndReason::StoriesBlocked
+            } else {
+                EndReason::StoriesDone
+            }));
+        };
+        if self.current.as_ref().is_none_or(|c| c.id != story.id) {
+            self.breaker.reset();
+            self.current = Some(Current {
+                id: story.id.clone(),
+                title: story.title.clone(),
+                iterations: Vec::new(),
+                last_failure: Vec::new(),
+            });
+        }
+        let placeholders = [
+            ("story.id", story.id.clone()),
+            ("story.title", story.title.clone()),
+            ("story.description", story.description.clone()),
+            (
+                "story.acceptance_criteria",
+                story
+                    .acceptance_criteria
+                    .iter()
+                    .map(|c| format!("- {c}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            ("story.json", story.json.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        Ok(NextTask::Work(Task {
+            id: story.id.clone(),
+            placeholders,
+        }))
+    }
+
+    fn judge(
+        &mut self,
+        report: &IterationReport<'_>,
+        cx: &mut TaskContext<'_>,
+    ) -> Result<TaskDecision, EscalationError> {
+        if let Some(current) = &mut self.current {
+            current.iterations.push(report.iteration);
+        }
+        let passed = match (report.attempt, self.story_mode()) {
+            (Some(attempt), _) => attempt.converged,
+            // Without checks the agent says when a story is done, in prd.json.
+            (None, true) if !self.has_checks => self
+                .load()?
+                .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
+                .unwrap_or(false),
+            (None, _) => false,
+        };
+        if passed {
+            return match self.story_mode() {
+                true => self.pass(cx),
+                // One task: the engine ends the run as converged.
+                false => Ok(TaskDecision::Continue),
+            };
+        }
+        if let (Some(attempt), Some(current)) = (report.attempt, &mut self.current) {
+            current.last_failure = attempt
+                .results
+                .iter()
+                .filter(|r| !r.passed())
+                .cloned()
+                .collect();
+        }
+        let blocked = report
+            .state
+            .filter(|m| m.name == "blocked")
+            .map(|m| m.attr("reason"));
+        let trip = match (blocked, report.attempt) {
+            (Some(reason), _) => Some(self.breaker.blocked(reason)),
+            (None, Some(attempt)) => {
+                let sig = signature(attempt.results);
+                let trip = self.breaker.failed(sig.as_ref().map(|s| s.hash.as_str()));
+                trip.or_else(|| {
+                    attempt.exhausted.then(|| Trip::MaxAttempts {
+                        count: self.breaker.attempts(),
+                    })
+                })
+            }
+            // A story not done after an iteration without checks is a failed attempt.
+            (None, None) if self.story_mode() && !self.has_checks => self.breaker.failed(None),
+            // A state handler took the iteration (idle): not an attempt.
+            (None, None) => None,
+        };
+        match trip {
+            Some(trip) => self.escalate(&trip, cx),
+            None => Ok(TaskDecision::Continue),
+        }
+    }
+
+    fn pass(&mut self, cx: &mut TaskContext<'_>) -> Result<TaskDecision, EscalationError> {
+        let Some(current) = self.current.take() else {
+            return Ok(TaskDecision::NextTask);
+        };
+        // prd.json first: a crash before the commit leaves the story marked and its work in
+        // the tree, nothing lost.
+        if let Some(mut prd) = self.load()? {
+            if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
+                prd.set(&current.id, Passes::Yes, None)?;
+                prd.save()?;
+                self.counts = Some(summary(&prd));
+            }
+        }
+        let checkpoint = match &mut self.repo {
+            Some(repo) => {
+                let head = repo
+                    .git
+                    .commit_all(&format!("ralph: {} passes", current.id), &repo.own)?;
+                repo.checkpoint = head.clone();
+                Some(head)
+            }
+            None => None,
+        };
+        cx.emit(EventKind::StoryPassed {
+            story_id: current.id,
+            attempts: self.breaker.attempts() + 1,
+            checkpoint,
+        });
+        self.breaker.reset();
+        Ok(TaskDecision::NextTask)
+    }
+
+    /// Log, save and revert, block, move on (or, without stories, end the loop).
+    fn escalate(
+        &mut self,
+        trip: &Trip,
+        cx: &mut TaskContext<'_>,
+    ) -> Result<TaskDecision, EscalationError> {
+        let current = self.current.take();
+        let story_id = current.as_ref().map(|c| c.id.clone());
+        let last_failure = current
+            .as_ref()
+            .map(|c| c.last_failure.clone())
+            .unwrap_or_default();
+        let sig = match trip {
+            Trip::SameError { signature, .. } => Some(signature.clone()),
+            _ => signature(&last_failure).map(|s| s.hash),
+        };
+        cx.emit(EventKind::CircuitTripped {
+            story_id: story_id.clone(),
+            reason: trip.as_str().to_owned(),
+            count: trip.count(),
+            signature: sig,
+        });
+        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let what = story_id.as_deref().unwrap_or("main");
+
+        // Save before anything is logged or reverted: the log never names a missing ref, and
+        // nothing is reset that is not stored.
+        let mut saved = None;
+        if let Some(repo) = &self.repo {
+            let refname = repo
+                .git
+                .next_ref(&format!("refs/ralph/attempts/{}", git::ref_component(what)))?;
+            let commit = repo.git.save(
+                &refname,
+                &format!("ralph: abandoned attempt at {what} ({})", trip.describe()),
+                &repo.own,
+            )?;
+            let commits = repo.git.log(&repo.checkpoint, "HEAD")?;
+            // ralph's own files (prd.json, progress.txt) are not the agent's work.
+            let diffstat = repo.git.diffstat(&repo.checkpoint, &commit, &repo.keep)?;
+            saved = Some((refname, commits, diffstat));
+        }
+
+        let mut entry = String::new();
+        let title = current
+            .as_ref()
+            .filter(|c| !c.title.is_empty())
+            .map(|c| format!(" \"{}\"", c.title))
+            .unwrap_or_default();
+        let _ = writeln!(entry, "## {now} · {what}{title} · circuit breaker tripped");
+        let _ = writeln!(entry, "reason: {}", trip.describe());
+        let iterations = current
+            .as_ref()
+            .map(|c| {
+                c.iterations
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            entry,
+            "attempts: {} (iterations {iterations})",
+            trip.count().max(self.breaker.attempts())
+        );
+        if let (Some(repo), Some((refname, commits, diffstat))) = (&self.repo, &saved) {
+            let _ = writeln!(entry, "checkpoint: {}", repo.checkpoint);
+            let _ = writeln!(
+                entry,
+                "abandoned work saved as {refname} (get it back: git checkout {refname})"
+            );
+            let _ = writeln!(entry, "commits since the checkpoint:");
+            push_indented(&mut entry, commits, "(none)");
+            let _ = writeln!(entry, "diffstat (checkpoint to abandoned work):");
+            push_indented(&mut entry, diffstat, "(no changes)");
+        }
+        let _ = writeln!(entry, "persistent error:");
+        if last_failure.is_empty() {
+            let _ = writeln!(entry, "    (no failing checks)");
+        }
+        for r in &last_failure {
+            let status = r
+                .exit_code
+                .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
+            let _ = writeln!(entry, "  $ {} ({status})", r.command);
+            let tail = r.tail.as_deref().unwrap_or("");
+            let lines: Vec<&str> = tail.lines().collect();
+            let from = lines.len().saturating_sub(PROGRESS_TAIL_LINES);
+            push_indented(&mut entry, &lines[from..].join("\n"), "(no output)");
+        }
+        let line = progress::append(&self.progress, &entry)?;
+
+        if let (Some(repo), Some((refname, _, _))) = (&self.repo, &saved) {
+            repo.git.restore(&repo.checkpoint, &repo.keep)?;
+            cx.emit(EventKind::Reverted {
+                story_id: story_id.clone(),
+                checkpoint: repo.checkpoint.clone(),
+                saved_ref: refname.clone(),
+            });
+        }
+
+        let Some(id) = story_id else {
+            return Ok(TaskDecision::Stop(EndReason::CircuitOpen));
+        };
+        let mut notes = format!(
+            "blocked by ralph at {now}: {}. Details: {}:{line}",
+            trip.describe(),
+            self.progress.file_name().map_or_else(
+                || self.progress.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
+        );
+        if let Some((refname, _, _)) = &saved {
+            let _ = write!(notes, "; abandoned work: git checkout {refname}");
+        }
+        if let Some(mut prd) = self.load()? {
+            prd.set(&id, Passes::Blocked, Some(&notes))?;
+            prd.save()?;
+            self.counts = Some(summary(&prd));
+        }
+        cx.emit(EventKind::StoryBlocked {
+            story_id: id,
+            reason: trip.describe(),
+        });
+        self.breaker.reset();
+        Ok(TaskDecision::NextTask)
+    }
+}
+
+impl TaskSource for Escalation {
+    fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
+        self.pick()
+            .unwrap_or_else(|err| NextTask::End(self.failed(&err)))
+    }
+
+    fn iteration_ended(
+        &mut self,
+        report: &IterationReport<'_>,
+        cx: &mut TaskContext<'_>,
+    ) -> TaskDecision {
+        self.judge(report, cx)
+            .unwrap_or_else(|err| TaskDecision::Stop(self.failed(&err)))
+    }
+
+    fn limit_reached(&mut self) -> EndReason {
+        match self.load() {
+            Ok(Some(prd)) => match prd.counts() {
+                (_, _, remaining) if remaining > 0 => EndReason::MaxIterationsWorkLeft,
+                (_, blocked, _) if blocked > 0 => EndReason::StoriesBlocked,
+                _ => EndReason::StoriesDone,
+            },
+            Ok(None) => EndReason::MaxIterations,
+            Err(err) => self.failed(&err),
+        }
+    }
+
+    fn summary(&self) -> Option<StoriesSummary> {
+        self.counts
+    }
+}
+
+fn summary(prd: &Prd) -> StoriesSummary {
+    let (passed, blocked, remaining) = prd.counts();
+    StoriesSummary {
+        passed,
+        blocked,
+        remaining,
+    }
+}
+
+fn push_indented(out: &mut String, text: &str, empty: &str) {
+    let text = text.trim_end();
+    if text.is_empty() {
+        let _ = writeln!(out, "    {empty}");
+    }
+    for line in text.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+}

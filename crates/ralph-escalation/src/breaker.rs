@@ -1,0 +1,202 @@
+//! The circuit breaker: when one task has failed often enough, in the same way, to stop trying.
+
+/// Why the breaker tripped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trip {
+    /// `same_error_limit` consecutive failures with this signature.
+    SameError {
+        /// The streak.
+        count: u64,
+        /// The signature.
+        signature: String,
+    },
+    /// `convergence.max_attempts` attempts failed.
+    MaxAttempts {
+        /// Attempts made.
+        count: u64,
+    },
+    /// The agent gave up: `<!-- ralph:state blocked reason="..." -->`.
+    Blocked {
+        /// Attempts made, this one included.
+        count: u64,
+        /// The marker's `reason`, if any.
+        reason: Option<String>,
+    },
+}
+
+impl Trip {
+    /// The reason as written in `CIRCUIT_TRIPPED`: `same_error`, `max_attempts` or `blocked`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Trip::SameError { .. } => "same_error",
+            Trip::MaxAttempts { .. } => "max_attempts",
+            Trip::Blocked { .. } => "blocked",
+        }
+    }
+
+    /// The count reported with it.
+    pub fn count(&self) -> u64 {
+        match self {
+            Trip::SameError { count, .. }
+            | Trip::MaxAttempts { count }
+            | Trip::Blocked { count, .. } => *count,
+        }
+    }
+
+    /// One sentence for progress.txt and the story's notes.
+    pub fn describe(&self) -> String {
+        match self {
+            Trip::SameError { count, signature } => {
+                let times = if *count == 1 {
+                    "once"
+                } else {
+                    "times in a row"
+                };
+                let count = if *count == 1 {
+                    String::new()
+                } else {
+                    format!("{count} ")
+                };
+                format!("the same error {count}{times} (signature {signature})")
+            }
+            Trip::MaxAttempts { count } => {
+                format!("{count} failed attempts (convergence.max_attempts)")
+            }
+            Trip::Blocked {
+                reason: Some(reason),
+                ..
+            } => format!("the agent reported it is blocked: {reason}"),
+            Trip::Blocked { reason: None, .. } => "the agent reported it is blocked".to_owned(),
+        }
+    }
+}
+
+/// Failure bookkeeping for the task in progress.
+#[derive(Debug, Clone)]
+pub struct Breaker {
+    same_error_limit: u64,
+    max_attempts: u64,
+    attempts: u64,
+    last: Option<String>,
+    streak: u64,
+}
+
+impl Breaker {
+    /// A breaker tripping after `same_error_limit` equal failures or `max_attempts` failures.
+    pub fn new(same_error_limit: u64, max_attempts: u64) -> Self {
+        Self {
+            same_error_limit: same_error_limit.max(1),
+            max_attempts: max_attempts.max(1),
+            attempts: 0,
+            last: None,
+            streak: 0,
+        }
+    }
+
+    /// Attempts recorded for the current task.
+    pub fn attempts(&self) -> u64 {
+        self.attempts
+    }
+
+    /// Records a failed attempt with its signature (`None`: nothing to compare, such as an
+    /// attempt without checks). A different signature restarts the streak.
+    pub fn failed(&mut self, signature: Option<&str>) -> Option<Trip> {
+        self.attempts += 1;
+        match signature {
+            Some(sig) if self.last.as_deref() == Some(sig) => self.streak += 1,
+            Some(sig) => {
+                self.last = Some(sig.to_owned());
+                self.streak = 1;
+            }
+            None => {
+                self.last = None;
+                self.streak = 0;
+            }
+        }
+        if let Some(signature) = signature.filter(|_| self.streak >= self.same_error_limit) {
+            return Some(Trip::SameError {
+                count: self.streak,
+                signature: signature.to_owned(),
+            });
+        }
+        (self.attempts >= self.max_attempts).then_some(Trip::MaxAttempts {
+            count: self.attempts,
+        })
+    }
+
+    /// The agent wrote a `blocked` marker: trip at once.
+    pub fn blocked(&mut self, reason: Option<&str>) -> Trip {
+        self.attempts += 1;
+        Trip::Blocked {
+            count: self.attempts,
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    /// The task is over: the next one starts from nothing.
+    pub fn reset(&mut self) {
+        self.attempts = 0;
+        self.last = None;
+        self.streak = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trips_after_the_limit_of_equal_failures() {
+        let mut b = Breaker::new(3, 10);
+        assert_eq!(b.failed(Some("a")), None);
+        assert_eq!(b.failed(Some("a")), None);
+        assert_eq!(
+            b.failed(Some("a")),
+            Some(Trip::SameError {
+                count: 3,
+                signature: "a".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_different_error_restarts_the_count() {
+        let mut b = Breaker::new(3, 10);
+        for sig in ["a", "a", "b", "b", "a", "a", "c"] {
+            assert_eq!(b.failed(Some(sig)), None, "{sig}");
+        }
+        assert_eq!(b.failed(Some("c")), None);
+        assert!(matches!(
+            b.failed(Some("c")),
+            Some(Trip::SameError { count: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn max_attempts_trips_whatever_the_errors() {
+        let mut b = Breaker::new(3, 4);
+        for sig in ["a", "b", "c"] {
+            assert_eq!(b.failed(Some(sig)), None);
+        }
+        assert_eq!(b.failed(Some("d")), Some(Trip::MaxAttempts { count: 4 }));
+    }
+
+    #[test]
+    fn reset_forgets_the_streak() {
+        let mut b = Breaker::new(2, 10);
+        b.failed(Some("a"));
+        b.reset();
+        assert_eq!(b.failed(Some("a")), None);
+        assert_eq!(b.attempts(), 1);
+    }
+
+    #[test]
+    fn blocked_trips_at_once_and_counts_the_attempt() {
+        let mut b = Breaker::new(3, 10);
+        b.failed(Some("a"));
+        let trip = b.blocked(Some("needs an API key"));
+        assert_eq!(trip.count(), 2);
+        assert_eq!(trip.as_str(), "blocked");
+        assert!(trip.describe().contains("needs an API key"));
+    }
+}

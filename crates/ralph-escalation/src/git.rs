@@ -1,0 +1,294 @@
+//! Git, through the `git` program: the only module of this crate that starts processes.
+//!
+//! Everything here either adds to the repository (commits, refs) or, in [`Git::restore`],
+//! replaces the working tree with a checkpoint after [`Git::save`] has stored it. Nothing here
+//! touches ignored files, and every operation takes the paths ralph must never touch
+//! (`.ralph/`, prd.json, progress.txt, the events file) as pathspec exclusions.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+/// A git command that failed, or a repository ralph cannot work in.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// `git` could not be started.
+    #[error("cannot run git: {source}")]
+    Spawn {
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The folder is not inside a git work tree.
+    #[error("{}: not a git repository (escalation.revert needs one; set `revert: false` to run without git)", .dir.display())]
+    NotARepository {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The repository has no commit to revert to.
+    #[error("{}: the repository has no commit yet; commit once so ralph has a checkpoint to revert to", .dir.display())]
+    NoCommit {
+        /// The repository.
+        dir: PathBuf,
+    },
+    /// A git command exited with an error.
+    #[error("`git {args}` failed: {stderr}")]
+    Failed {
+        /// The arguments.
+        args: String,
+        /// What git said.
+        stderr: String,
+    },
+}
+
+/// A repository, addressed by its top-level folder.
+#[derive(Debug, Clone)]
+pub struct Git {
+    top: PathBuf,
+}
+
+impl Git {
+    /// The repository holding `dir`.
+    pub fn open(dir: &Path) -> Result<Self, GitError> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["rev-parse", "--show-toplevel"])
+            .output()
+            .map_err(|source| GitError::Spawn { source })?;
+        if !out.status.success() {
+            return Err(GitError::NotARepository {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let top = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        Ok(Self {
+            top: PathBuf::from(top),
+        })
+    }
+
+    /// The top-level folder.
+    pub fn top(&self) -> &Path {
+        &self.top
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(&self.top)
+            .args(["-c", "core.quotepath=off"]);
+        // An index of the user's own (GIT_INDEX_FILE in the environment) must not be used.
+        cmd.env_remove("GIT_INDEX_FILE");
+        cmd
+    }
+
+    fn run_with(&self, args: &[OsString], index: Option<&Path>) -> Result<String, GitError> {
+        let mut cmd = self.command();
+        cmd.args(args);
+        if let Some(index) = index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        let out = cmd.output().map_err(|source| GitError::Spawn { source })?;
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: args
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        self.run_with(&args, None)
+    }
+
+    /// The commit HEAD points at.
+    pub fn head(&self) -> Result<String, GitError> {
+        self.run(&["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+            .map(|s| s.trim().to_owned())
+            .map_err(|_| GitError::NoCommit {
+                dir: self.top.clone(),
+            })
+    }
+
+    /// Pathspecs: the whole tree except `excluded` (paths relative to the top folder).
+    fn pathspec(excluded: &[PathBuf]) -> Vec<OsString> {
+        let mut specs = vec![OsString::from("--"), OsString::from(".")];
+        for path in excluded {
+            let mut spec = OsString::from(":(exclude,literal)");
+            spec.push(path);
+            specs.push(spec);
+        }
+        specs
+    }
+
+    /// Changed, staged and untracked (not ignored) paths, outside `excluded`.
+    pub fn dirty_paths(&self, excluded: &[PathBuf]) -> Result<Vec<String>, GitError> {
+        let mut args: Vec<OsString> = ["status", "--porcelain", "--untracked-files=all"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        args.extend(Self::pathspec(excluded));
+        let out = self.run_with(&args, None)?;
+        Ok(out
+            .lines()
+            .filter(|l| l.len() > 3)
+            .map(|l| l[3..].to_owned())
+            .collect())
+    }
+
+    /// Commits everything outside `excluded` (untracked files too, ignored ones not) with
+    /// `message`, when there is anything to commit. Returns HEAD afterwards.
+    pub fn commit_all(&self, message: &str, excluded: &[PathBuf]) -> Result<String, GitError> {
+        let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
+        add.extend(Self::pathspec(excluded));
+        self.run_with(&add, None)?;
+        let staged = self
+            .command()
+            .args(["diff", "--cached", "--quiet"])
+            .status()
+            .map_err(|source| GitError::Spawn { source })?;
+        if !staged.success() {
+            // ralph's own checkpoint commit: the user's hooks judge the user's commits.
+            self.run(&["commit", "-q", "--no-verify", "-m", message])?;
+        }
+        self.head()
+    }
+
+    /// Stores everything that differs from HEAD (commits since the checkpoint are its history;
+    /// staged, unstaged and untracked non-ignored files outside `excluded` are its tree) as a
+    /// commit under `refname`, without touching the index, the working tree or HEAD. Returns the
+    /// commit.
+    pub fn save(
+        &self,
+        refname: &str,
+        message: &str,
+        excluded: &[PathBuf],
+    ) -> Result<String, GitError> {
+        let git_dir = PathBuf::from(self.run(&["rev-parse", "--absolute-git-dir"])?.trim());
+        let index = git_dir.join(format!("ralph-save-index-{}", std::process::id()));
+        let result = (|| {
+            let head = self.head()?;
+            self.run_with(&["read-tree".into(), head.clone().into()], Some(&index))?;
+            let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
+            add.extend(Self::pathspec(excluded));
+            self.run_with(&add, Some(&index))?;
+            let tree = self.run_with(&["write-tree".into()], Some(&index))?;
+            let commit = self.run(&["commit-tree", tree.trim(), "-p", &head, "-m", message])?;
+            let commit = commit.trim().to_owned();
+            self.run(&["update-ref", refname, &commit])?;
+            Ok(commit)
+        })();
+        let _ = std::fs::remove_file(&index);
+        let _ = std::fs::remove_file(index.with_extension("lock"));
+        result
+    }
+
+    /// The first free `<prefix>/<n>` (n from 1).
+    pub fn next_ref(&self, prefix: &str) -> Result<String, GitError> {
+        let out = self.run(&["for-each-ref", "--format=%(refname)", &format!("{prefix}/")])?;
+        let max = out
+            .lines()
+            .filter_map(|r| {
+                r.strip_prefix(prefix)?
+                    .strip_prefix('/')?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        Ok(format!("{prefix}/{}", max + 1))
+    }
+
+    /// `git log --oneline from..to`.
+    pub fn log(&self, from: &str, to: &str) -> Result<String, GitError> {
+        self.run(&[
+            "log",
+            "--oneline",
+            "--no-decorate",
+            &format!("{from}..{to}"),
+        ])
+    }
+
+    /// `git diff --stat from to`, leaving out `excluded`.
+    pub fn diffstat(&self, from: &str, to: &str, excluded: &[PathBuf]) -> Result<String, GitError> {
+        let mut args: Vec<OsString> = vec!["diff".into(), "--stat".into(), from.into(), to.into()];
+        args.extend(Self::pathspec(excluded));
+        self.run_with(&args, None)
+    }
+
+    /// Puts HEAD, the index and the working tree back to `checkpoint` and removes untracked
+    /// files, leaving alone ignored files and everything under `excluded`. This is
+    /// `git reset --hard` plus `git clean -fd`, done so that the excluded paths keep their
+    /// current content even when they are tracked: a mixed reset (HEAD and index only), a
+    /// checkout of every other tracked path from the index, and a clean of every other
+    /// untracked path. Call [`Git::save`] first.
+    pub fn restore(&self, checkpoint: &str, excluded: &[PathBuf]) -> Result<(), GitError> {
+        self.run(&["reset", "-q", checkpoint])?;
+        let mut checkout: Vec<OsString> = vec!["checkout".into(), "-q".into()];
+        checkout.extend(Self::pathspec(excluded));
+        self.run_with(&checkout, None)?;
+        let mut clean: Vec<OsString> = vec!["clean".into(), "-f".into(), "-d".into(), "-q".into()];
+        clean.extend(Self::pathspec(excluded));
+        self.run_with(&clean, None)?;
+        Ok(())
+    }
+
+    /// `path` (relative to `cwd`, or absolute) relative to the top folder, when inside it.
+    pub fn relative(&self, cwd: &Path, path: &Path) -> Option<PathBuf> {
+        let top = std::fs::canonicalize(&self.top).unwrap_or_else(|_| self.top.clone());
+        let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        let joined = normalize(&cwd.join(path));
+        // The file may not exist yet (progress.txt): resolve its folder instead.
+        let resolved = match (joined.parent(), joined.file_name()) {
+            (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+                .map(|d| d.join(name))
+                .unwrap_or(joined.clone()),
+            _ => joined.clone(),
+        };
+        resolved
+            .strip_prefix(&top)
+            .ok()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+    }
+}
+
+/// Removes `.` and `..` components without touching the filesystem.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A story id made safe for a ref name component: letters, digits, `-` and `_` are kept,
+/// anything else becomes `-`.
+pub fn ref_component(id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        "story".to_owned()
+    } else {
+        safe
+    }
+}
