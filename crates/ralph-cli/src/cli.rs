@@ -76,6 +76,11 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) stop_on_error: bool,
 
+    /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
+    /// under refs/ralph/attempts/preexisting/<n>.
+    #[arg(long)]
+    pub(crate) allow_dirty: bool,
+
     /// Run the commands, print the next iteration's prompt and agent command line, and stop
     /// without running the agent.
     #[arg(long)]

@@ -35,6 +35,9 @@ pub(crate) enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Escalation cannot start: a malformed prd.json, no git repository, a dirty tree.
+    #[error(transparent)]
+    Escalation(#[from] ralph_escalation::EscalationError),
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),

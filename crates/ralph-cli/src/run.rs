@@ -48,6 +48,8 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     if args.dry_run {
         return crate::dry_run::dry_run(options);
     }
+    // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
+    let escalation = open_escalation(&mut options, &args, &log_root)?;
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -110,10 +112,47 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             engine.pty_terminal(terminal);
             raw_mode
         });
+        if let Some(escalation) = escalation {
+            engine.set_task_source(escalation);
+        }
         forward_signals(&interrupt_tx);
         engine.interrupts(interrupts);
         Ok(engine.run().await?.exit_code)
     })
+}
+
+/// The file's escalation, if any; in story mode `max_iterations` defaults to
+/// [`STORY_MODE_MAX_ITERATIONS`](ralph_escalation::STORY_MODE_MAX_ITERATIONS).
+fn open_escalation(
+    options: &mut EngineOptions,
+    args: &RunArgs,
+    log_root: &std::path::Path,
+) -> Result<Option<ralph_escalation::Escalation>, CliError> {
+    // A revert must leave ralph's own output alone.
+    let protect = args
+        .events
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .cloned()
+        .chain([log_root.to_path_buf()])
+        .collect();
+    let escalation = ralph_escalation::Escalation::open(
+        &options.file.config,
+        ralph_escalation::Options {
+            cwd: options.cwd.clone(),
+            allow_dirty: args.allow_dirty,
+            protect,
+        },
+    )?;
+    if let Some(e) = &escalation {
+        if let Some(saved) = e.preexisting_ref() {
+            tracing::warn!("uncommitted changes saved under {saved} (--allow-dirty)");
+        }
+        if e.story_mode() && options.max_iterations.is_none() {
+            options.max_iterations = Some(ralph_escalation::STORY_MODE_MAX_ITERATIONS);
+        }
+    }
+    Ok(escalation)
 }
 
 /// SIGINT and SIGTERM, delivered to the engine instead of killing ralph.
