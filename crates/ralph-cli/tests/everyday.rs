@@ -129,6 +129,18 @@ fn dry_run_shows_the_prompt_placed_in_the_command_line() {
 }
 
 #[test]
+fn dry_run_shows_the_arguments_a_claude_agent_gets() {
+    let project = Project::new("agent: claude -p", "Work.");
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dry run: agent: claude -p --output-format stream-json --verbose\n"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn check_warns_about_a_placeholder_that_names_nothing() {
     let project = Project::new("agent: cat", "{{ commands.tsts }}");
     let out = project.run(&["check"]);

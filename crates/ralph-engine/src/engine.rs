@@ -396,9 +396,13 @@ impl Run {
         }
         let prompt = self.prompt(iteration, &outputs);
         let prompt_file = self.prompt_file_path(iteration);
-        let (argv, uses_argv) = agent_words(&self.options.file.config.agent_argv, &prompt, || {
-            prompt_file.clone()
-        });
+        let (mut argv, uses_argv) =
+            agent_words(&self.options.file.config.agent_argv, &prompt, || {
+                prompt_file.clone()
+            });
+        if self.adapter.is_none() {
+            argv.extend(self.builtin_output().extra_args);
+        }
         if argv.is_empty() {
             return Err(EngineError::EmptyAgent);
         }
@@ -860,6 +864,14 @@ impl Run {
         prompt
     }
 
+    /// The built-in adapter for this agent, and the arguments it adds to the command line.
+    fn builtin_output(&self) -> adapter::OutputChoice {
+        let config = &self.options.file.config;
+        // A PTY agent is interactive: read as text unless the file says otherwise.
+        let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
+        adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
+    }
+
     async fn run_agent(
         &mut self,
         iteration: u64,
@@ -869,11 +881,7 @@ impl Run {
         let (mut adapter, extra_args) = match &mut self.adapter {
             Some(make) => (make(), Vec::new()),
             None => {
-                let config = &self.options.file.config;
-                // A PTY agent is interactive: read as text unless the file says otherwise.
-                let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
-                let choice =
-                    adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty));
+                let choice = self.builtin_output();
                 (choice.adapter(), choice.extra_args)
             }
         };
