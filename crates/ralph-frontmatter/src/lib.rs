@@ -244,7 +244,7 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
 
     let mut checker = validate::Checker::new(file, &locator);
     let config = validate::config(&mut checker, &root, document::OPENING);
-    let mut errors = checker.errors;
+    let (mut errors, config_warnings) = (checker.errors, checker.warnings);
     errors.sort_by_key(|e| (e.line, e.column));
     let config = match config {
         Some(config) if errors.is_empty() => config,
@@ -252,7 +252,8 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
     };
 
     let stripped = body::strip_comments(doc.body);
-    let mut warnings = placeholder_warnings(file, &doc, &stripped.removed, &config);
+    let mut warnings = config_warnings;
+    warnings.extend(placeholder_warnings(file, &doc, &stripped.removed, &config));
     if let Some(offset) = stripped.unclosed {
         warnings.push(located(
             doc.body_pos(offset),

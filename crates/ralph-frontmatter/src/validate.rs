@@ -29,6 +29,7 @@ pub(crate) struct Checker<'a> {
     file: &'a str,
     locator: &'a Locator,
     pub(crate) errors: Vec<ConfigError>,
+    pub(crate) warnings: Vec<ConfigError>,
 }
 
 impl<'a> Checker<'a> {
@@ -37,17 +38,23 @@ impl<'a> Checker<'a> {
             file,
             locator,
             errors: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
-    fn error_at(&mut self, pos: Pos, path: &FieldPath, message: String) {
-        self.errors.push(ConfigError {
+    fn located(&self, pos: Pos, path: &FieldPath, message: String) -> ConfigError {
+        ConfigError {
             file: self.file.to_owned(),
             line: pos.line,
             column: pos.column,
             path: path.to_string(),
             message,
-        });
+        }
+    }
+
+    fn error_at(&mut self, pos: Pos, path: &FieldPath, message: String) {
+        let error = self.located(pos, path, message);
+        self.errors.push(error);
     }
 
     /// An error about the value at `path`.
@@ -84,11 +91,18 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Reports every key of `mapping` that is not in `known`, with a suggestion when one is close.
-    fn unknown_keys(&mut self, path: &FieldPath, mapping: &Mapping, known: &[&str]) {
+    /// Reports every key of `mapping` that is neither in `known` nor in `ignored`, with a
+    /// suggestion from `known` when one is close.
+    fn unknown_keys(
+        &mut self,
+        path: &FieldPath,
+        mapping: &Mapping,
+        known: &[&str],
+        ignored: &[&str],
+    ) {
         for key in mapping.keys() {
             let name = key_text(key);
-            if known.contains(&name.as_str()) {
+            if known.contains(&name.as_str()) || ignored.contains(&name.as_str()) {
                 continue;
             }
             let key_path = path.key(&name);
@@ -276,7 +290,19 @@ fn present<'v>(mapping: &'v Mapping, key: &str) -> Option<&'v Value> {
 /// Validates the frontmatter mapping. Returns the config when no error was found.
 pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) -> Option<Config> {
     let top = FieldPath::default();
-    checker.unknown_keys(&top, root, &schema::names(schema::FIELDS));
+    let known = schema::names(schema::FIELDS);
+    for key in schema::IGNORED_RALPHIFY_KEYS {
+        if root.contains_key(*key) {
+            let path = top.key(key);
+            let warning = checker.located(
+                checker.locator.key(&path),
+                &path,
+                "ignored: a ralphify key ralph has no use for".to_owned(),
+            );
+            checker.warnings.push(warning);
+        }
+    }
+    checker.unknown_keys(&top, root, &known, schema::IGNORED_RALPHIFY_KEYS);
 
     let agent_path = top.key("agent");
     let agent = match root.get("agent") {
@@ -391,7 +417,7 @@ fn commands(
             ok = false;
             continue;
         };
-        checker.unknown_keys(&item_path, entry, &keys("commands"));
+        checker.unknown_keys(&item_path, entry, &keys("commands"), &[]);
         let name_path = item_path.key("name");
         let name = match entry.get("name") {
             Some(name) => checker.name(&name_path, name),
@@ -523,7 +549,7 @@ fn block<'v>(
         );
         return None;
     };
-    checker.unknown_keys(path, mapping, known);
+    checker.unknown_keys(path, mapping, known, &[]);
     Some(Some(mapping))
 }
 

@@ -66,6 +66,31 @@ fn unknown_key_suggests_the_nearest_known_key() {
     );
 }
 
+/// ralphify ignores keys it does not use, and its named ralphs were documented with
+/// `description:` and `enabled:`; such a file runs unchanged here, with a warning per key.
+#[test]
+fn ralphify_description_and_enabled_are_accepted_with_a_warning() {
+    let text =
+        "---\ndescription: Raise test coverage\nenabled: true\nagent: claude -p\n---\nWork.\n";
+    let parsed = parse("RALPH.md", text).expect("a ralphify file parses");
+    assert_eq!(parsed.file.config.agent_argv, ["claude", "-p"]);
+    let warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "RALPH.md:2:1: description: ignored: a ralphify key ralph has no use for",
+            "RALPH.md:3:1: enabled: ignored: a ralphify key ralph has no use for",
+        ]
+    );
+    // Their values are never checked: ralphify did not check them either.
+    assert!(parse("RALPH.md", "---\nagent: a\ndescription: [1, 2]\n---\n").is_ok());
+    // A typo of a real key is still an error.
+    assert_eq!(
+        errors("---\nagent: a\nmax_iteration: 5\n---\n"),
+        ["RALPH.md:3:1: max_iteration: unknown key; did you mean `max_iterations`?"]
+    );
+}
+
 #[test]
 fn missing_agent_points_at_the_opening_delimiter() {
     let found = errors("---\nmax_iterations: 3\n---\n");
