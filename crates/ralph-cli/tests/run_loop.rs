@@ -162,6 +162,20 @@ fn stop_on_error_ends_with_exit_1() {
 }
 
 #[test]
+fn stop_on_error_ends_the_loop_even_when_the_failing_agent_reports_idle() {
+    let p = Project::new(
+        &format!("{}\nidle: {{delay: 50ms}}", agent("--marker idle --exit 3")),
+        "x\n",
+    );
+    let out = p.run(&["run", "-n", "5", "--stop-on-error"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "agent_failed");
+    assert_eq!(ended["iterations"], 1);
+    assert!(p.events_of("WAIT_STARTED").is_empty());
+}
+
+#[test]
 fn agent_timeout_kills_it_and_is_reported() {
     let p = Project::new(&agent("--out started --sleep 30"), "x\n");
     let started = std::time::Instant::now();

@@ -628,8 +628,9 @@ impl Run {
             (Some(Verdict::Exhausted), _) => Next::Stop(EndReason::MaxAttemptsReached),
             (_, _) if self.interrupts.stop_now.is_some() => Next::Stop(EndReason::Interrupted),
             // With done_when the checks judge the work; the agent's exit code is only logged.
-            // Silence ending an interactive iteration is its normal end, not a failure.
-            (None, StateDecision::Continue)
+            // Silence ending an interactive iteration is its normal end, not a failure. A state
+            // the agent reported (idle, say) does not make a failed run a success: no wait.
+            (None, StateDecision::Continue | StateDecision::Wait(_))
                 if self.options.stop_on_error
                     && !exit.success()
                     && exit.termination != Termination::IdleTimeout =>
