@@ -113,14 +113,18 @@ pub(crate) async fn run(
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pgid = child.id().map(|id| id as i32);
+    let mut group = GroupGuard::new(pgid);
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // Written from its own task so a large prompt never deadlocks an agent that writes
         // before it reads; an agent that never reads gets EPIPE here, which is fine.
-        tokio::spawn(async move {
+        let writer = tokio::spawn(async move {
             let _ = stdin.write_all(&bytes).await;
             let _ = stdin.shutdown().await;
         });
+        // A process that escaped the group could hold stdin open without reading: the
+        // write must not outlive the run, holding the prompt.
+        group.abort_on_drop(writer);
     }
 
     let mut stdout = child.stdout.take();
@@ -155,9 +159,7 @@ pub(crate) async fn run(
             exit = child.wait(), if status.is_none() => {
                 status = Some(exit?);
                 // Whatever the agent left behind in its group goes with it.
-                if let Some(pgid) = pgid {
-                    signal_group(pgid, libc::SIGKILL);
-                }
+                group.kill();
                 drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = sleep_until_opt(deadline), if stopping.is_none() && status.is_none() => {
@@ -225,6 +227,45 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// Kills a child's process group when dropped, and aborts the tasks feeding it: whatever way
+/// a run ends (an I/O error, a panic, an embedder dropping the run), nothing of the group
+/// outlives it. `kill_on_drop` alone would reach the child, not its children.
+pub(crate) struct GroupGuard {
+    pgid: Option<i32>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl GroupGuard {
+    pub(crate) fn new(pgid: Option<i32>) -> Self {
+        Self {
+            pgid,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Aborts `task` when the guard is dropped.
+    pub(crate) fn abort_on_drop(&mut self, task: tokio::task::JoinHandle<()>) {
+        self.tasks.push(task);
+    }
+
+    /// SIGKILL to the group now, once the child was reaped; the guard then forgets the group,
+    /// whose id the system may give to another one.
+    pub(crate) fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            signal_group(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
 /// SIGTERM to the group now; returns when SIGKILL is due.
 fn begin_stop(pgid: Option<i32>, grace: Duration) -> Instant {
     if let Some(pgid) = pgid {
@@ -239,5 +280,68 @@ pub(crate) fn signal_group(pgid: i32, signal: i32) {
     // ESRCH (the group is already gone) is the expected outcome and needs no handling.
     unsafe {
         libc::kill(-pgid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ignores output; never stops on an interrupt.
+    struct Discard;
+
+    impl Supervision for Discard {
+        fn output(&mut self, _stream: Stream, _bytes: &[u8]) {}
+
+        fn interrupt(&mut self, _signal: InterruptSignal) -> bool {
+            false
+        }
+    }
+
+    /// Whether `pid` is a live process (a zombie waiting for its reaper is not).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            // The state follows the command name, which is in parentheses.
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            state != Some(Some('Z'))
+        })
+    }
+
+    #[tokio::test]
+    async fn dropping_a_running_process_kills_its_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let spec = ProcessSpec::shell(
+            &format!("sleep 30 & echo $! > {}; wait", pid_file.display()),
+            dir.path().to_path_buf(),
+            Duration::from_secs(3),
+        );
+        let (_tx, mut signals) = mpsc::unbounded_channel();
+        let mut supervision = Discard;
+        let grandchild = {
+            let running = run(&spec, &mut supervision, &mut signals);
+            tokio::pin!(running);
+            loop {
+                tokio::select! {
+                    _ = &mut running => panic!("the process ended by itself"),
+                    () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+                let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+                if let Ok(pid) = pid.trim().parse::<i32>() {
+                    break pid;
+                }
+            }
+            // `running` is dropped here, mid-run: what an error or a cancelled run does.
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while alive(grandchild) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let left = alive(grandchild);
+        if left {
+            // SAFETY: kill(2) only sends a signal.
+            unsafe { libc::kill(grandchild, libc::SIGKILL) };
+        }
+        assert!(!left, "the grandchild outlived the dropped run");
     }
 }

@@ -21,8 +21,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::{
-    DRAIN_AFTER_EXIT, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some, signal_group,
-    sleep_until_opt,
+    DRAIN_AFTER_EXIT, GroupGuard, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some,
+    signal_group, sleep_until_opt,
 };
 use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
@@ -124,13 +124,14 @@ pub(crate) async fn run(
     let mut child = command.spawn(pts).map_err(io_error)?;
     // The agent is the session leader of its terminal: its process group is its pid.
     let pgid = child.id().map(|id| id as i32);
+    let mut group = GroupGuard::new(pgid);
 
     let (reader, writer) = pty.into_split();
     let mut reader = Some(reader);
     let (to_pty, writes) = mpsc::unbounded_channel();
     // Writes go through their own task so an agent that does not read its input never stalls
     // the reading of its output (or the idle clock).
-    let writer_task = tokio::spawn(write_pty(writer, writes));
+    group.abort_on_drop(tokio::spawn(write_pty(writer, writes)));
     if let Some(prompt) = &spec.stdin {
         let mut bytes = prompt.to_vec();
         if !bytes.ends_with(b"\n") {
@@ -171,9 +172,7 @@ pub(crate) async fn run(
             exit = child.wait(), if status.is_none() => {
                 status = Some(exit?);
                 // Whatever the agent left behind in its group goes with it.
-                if let Some(pgid) = pgid {
-                    signal_group(pgid, libc::SIGKILL);
-                }
+                group.kill();
                 drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = sleep_until_opt(deadline), if running => {
@@ -231,7 +230,7 @@ pub(crate) async fn run(
             }
         }
     }
-    writer_task.abort();
+    drop(group);
 
     let status = status.expect("loop ends only after the child was reaped");
     use std::os::unix::process::ExitStatusExt;
