@@ -273,7 +273,8 @@ impl<W: Write + Send> TerminalRenderer<W> {
                         "idle limit reached (idle.max): the agent has nothing to do".to_owned()
                     }
                     "interrupted" => "interrupted".to_owned(),
-                    "agent_failed" => "the agent failed (--stop-on-error)".to_owned(),
+                    // --stop-on-error, or an agent that could not start (its error follows).
+                    "agent_failed" => "the agent failed".to_owned(),
                     "pty_idle_timeout" => {
                         "the agent printed nothing for pty.idle_timeout (a safety stop)".to_owned()
                     }

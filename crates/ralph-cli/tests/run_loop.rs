@@ -291,4 +291,10 @@ fn missing_agent_program_is_a_clear_error() {
         "{}",
         common::stderr(&out)
     );
+    assert_eq!(p.run_ended()["reason"], "agent_failed");
+    let summary = common::stdout(&out);
+    assert!(
+        !summary.contains("--stop-on-error"),
+        "the summary blames a flag that was not given: {summary}"
+    );
 }
