@@ -115,6 +115,24 @@ impl Git {
             })
     }
 
+    /// The branch HEAD is on (`refs/heads/main`), or `None` when HEAD is detached.
+    pub fn head_branch(&self) -> Result<Option<String>, GitError> {
+        let out = self
+            .command()
+            .args(["symbolic-ref", "-q", "HEAD"])
+            .output()
+            .map_err(|source| GitError::Spawn { source })?;
+        match out.status.code() {
+            Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())),
+            // Exit 1: HEAD is detached.
+            Some(1) => Ok(None),
+            _ => Err(GitError::Failed {
+                args: "symbolic-ref -q HEAD".to_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            }),
+        }
+    }
+
     /// Pathspecs: the whole tree except `excluded` (paths relative to the top folder).
     fn pathspec(excluded: &[PathBuf]) -> Vec<OsString> {
         let mut specs = vec![OsString::from("--"), OsString::from(".")];
@@ -227,7 +245,22 @@ impl Git {
     /// current content even when they are tracked: a mixed reset (HEAD and index only), a
     /// checkout of every other tracked path from the index, and a clean of every other
     /// untracked path. Call [`Git::save`] first.
-    pub fn restore(&self, checkpoint: &str, excluded: &[PathBuf]) -> Result<(), GitError> {
+    ///
+    /// `branch` is the branch the checkpoint was taken on ([`Git::head_branch`] then), `None`
+    /// for a detached HEAD. HEAD is put back on it before the reset, so the reset moves that
+    /// branch only: when the agent checked out another branch (one of the user's own, say),
+    /// that branch is left as it is rather than reset to the checkpoint.
+    pub fn restore(
+        &self,
+        checkpoint: &str,
+        branch: Option<&str>,
+        excluded: &[PathBuf],
+    ) -> Result<(), GitError> {
+        match branch {
+            // Only HEAD changes; the reset below sets the index and the tree.
+            Some(branch) => self.run(&["symbolic-ref", "HEAD", branch])?,
+            None => self.run(&["update-ref", "--no-deref", "HEAD", checkpoint])?,
+        };
         self.run(&["reset", "-q", checkpoint])?;
         let mut checkout: Vec<OsString> = vec!["checkout".into(), "-q".into()];
         checkout.extend(Self::pathspec(excluded));

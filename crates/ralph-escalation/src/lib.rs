@@ -89,6 +89,8 @@ struct Repo {
     git: Git,
     /// The last known-good commit.
     checkpoint: String,
+    /// The branch HEAD was on at the checkpoint (`None`: detached); a revert resets this one.
+    branch: Option<String>,
     /// Paths (relative to the top folder) a revert never touches.
     keep: Vec<PathBuf>,
     /// Paths left out of saved work and checkpoint commits (ralph's logs and events).
@@ -156,6 +158,7 @@ impl Escalation {
     fn open_repo(&mut self, options: &Options) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         let checkpoint = git.head()?;
+        let branch = git.head_branch()?;
         let rel = |p: &Path| git.relative(&options.cwd, p);
         let own: Vec<PathBuf> = std::iter::once(Path::new(".ralph"))
             .chain(options.protect.iter().map(PathBuf::as_path))
@@ -187,6 +190,7 @@ impl Escalation {
         self.repo = Some(Repo {
             git,
             checkpoint,
+            branch,
             keep,
             own,
         });
@@ -356,6 +360,7 @@ impl Escalation {
                     .git
                     .commit_all(&format!("ralph: {} passes", current.id), &repo.own)?;
                 repo.checkpoint = head.clone();
+                repo.branch = repo.git.head_branch()?;
                 Some(head)
             }
             None => None,
@@ -463,7 +468,8 @@ impl Escalation {
         let line = progress::append(&self.progress, &entry)?;
 
         if let (Some(repo), Some((refname, _, _))) = (&self.repo, &saved) {
-            repo.git.restore(&repo.checkpoint, &repo.keep)?;
+            repo.git
+                .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep)?;
             cx.emit(EventKind::Reverted {
                 story_id: story_id.clone(),
                 checkpoint: repo.checkpoint.clone(),

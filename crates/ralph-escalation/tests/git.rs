@@ -1,0 +1,127 @@
+//! `Git`'s save and restore in real temporary repositories: a revert never loses work and never
+//! rewrites a branch other than the one the checkpoint is on.
+
+use std::path::Path;
+use std::process::Command;
+
+use ralph_escalation::Git;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn commit_file(dir: &Path, name: &str, text: &str, message: &str) -> String {
+    std::fs::write(dir.join(name), text).unwrap();
+    git(dir, &["add", name]);
+    git(dir, &["commit", "-q", "-m", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    dir
+}
+
+/// The agent checked out one of the user's own branches and committed there: the revert goes
+/// back to the checkpoint on the checkpoint's branch and leaves the user's branch as it was.
+#[test]
+fn a_revert_after_the_agent_switched_branches_leaves_the_other_branch_alone() {
+    let dir = repo();
+    let top = dir.path();
+    let checkpoint = commit_file(top, "a.txt", "a\n", "a");
+    git(top, &["branch", "feature"]);
+    git(top, &["checkout", "-q", "feature"]);
+    let users = commit_file(top, "f.txt", "user work\n", "user's own commit");
+    git(top, &["checkout", "-q", "main"]);
+
+    let repo = Git::open(top).unwrap();
+    let branch = repo.head_branch().unwrap();
+    assert_eq!(branch.as_deref(), Some("refs/heads/main"));
+
+    // The attempt: the agent moves to `feature` and commits on top of the user's work.
+    git(top, &["checkout", "-q", "feature"]);
+    let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit");
+
+    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+
+    assert_eq!(
+        git(top, &["rev-parse", "feature"]),
+        agents,
+        "feature was rewritten"
+    );
+    assert_eq!(git(top, &["rev-parse", &format!("{saved}^")]), agents);
+    assert_eq!(git(top, &["rev-parse", "--verify", "-q", &users]), users);
+    assert_eq!(git(top, &["symbolic-ref", "HEAD"]), "refs/heads/main");
+    assert_eq!(git(top, &["rev-parse", "HEAD"]), checkpoint);
+    assert!(!top.join("f.txt").exists() && !top.join("g.txt").exists());
+    assert_eq!(git(top, &["status", "--porcelain"]), "");
+}
+
+/// A checkpoint taken on a detached HEAD is restored as a detached HEAD: no branch moves.
+#[test]
+fn a_revert_from_a_detached_head_moves_no_branch() {
+    let dir = repo();
+    let top = dir.path();
+    let checkpoint = commit_file(top, "a.txt", "a\n", "a");
+    git(top, &["checkout", "-q", "--detach"]);
+    let repo = Git::open(top).unwrap();
+    let branch = repo.head_branch().unwrap();
+    assert_eq!(branch, None);
+
+    git(top, &["checkout", "-q", "main"]);
+    let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit on main");
+    repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+
+    assert_eq!(
+        git(top, &["rev-parse", "main"]),
+        agents,
+        "main was rewritten"
+    );
+    assert_eq!(git(top, &["rev-parse", "HEAD"]), checkpoint);
+    assert!(
+        Command::new("git")
+            .arg("-C")
+            .arg(top)
+            .args(["symbolic-ref", "-q", "HEAD"])
+            .status()
+            .unwrap()
+            .code()
+            == Some(1),
+        "HEAD is detached again"
+    );
+}
+
+/// The usual case: the agent committed on the checkpoint's own branch; the branch goes back to
+/// the checkpoint and the commits stay reachable from the saved ref.
+#[test]
+fn a_revert_on_the_same_branch_resets_it_and_keeps_the_commits_under_the_ref() {
+    let dir = repo();
+    let top = dir.path();
+    let checkpoint = commit_file(top, "a.txt", "a\n", "a");
+    let repo = Git::open(top).unwrap();
+    let branch = repo.head_branch().unwrap();
+    let agents = commit_file(top, "g.txt", "agent work\n", "agent");
+    std::fs::write(top.join("untracked.txt"), "u\n").unwrap();
+    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+
+    assert_eq!(git(top, &["rev-parse", "main"]), checkpoint);
+    assert_eq!(git(top, &["rev-parse", &format!("{saved}^")]), agents);
+    assert_eq!(git(top, &["show", &format!("{saved}:untracked.txt")]), "u");
+    assert!(!top.join("untracked.txt").exists());
+}
