@@ -180,7 +180,9 @@ impl Git {
     /// Stores everything that differs from HEAD (commits since the checkpoint are its history;
     /// staged, unstaged and untracked non-ignored files outside `excluded` are its tree) as a
     /// commit under `refname`, without touching the index, the working tree or HEAD. Returns the
-    /// commit.
+    /// commit. When the index differs from HEAD, the staged state is kept too, as a second
+    /// parent (as `git stash` does): a file staged in one version and edited again loses
+    /// neither.
     pub fn save(
         &self,
         refname: &str,
@@ -191,12 +193,19 @@ impl Git {
         let index = git_dir.join(format!("ralph-save-index-{}", std::process::id()));
         let result = (|| {
             let head = self.head()?;
+            let mut parents = vec!["-p".to_owned(), head.clone()];
+            if let Some(staged) = self.staged_commit(&head, &index)? {
+                parents.extend(["-p".to_owned(), staged]);
+            }
             self.run_with(&["read-tree".into(), head.clone().into()], Some(&index))?;
             let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
             add.extend(Self::pathspec(excluded));
             self.run_with(&add, Some(&index))?;
             let tree = self.run_with(&["write-tree".into()], Some(&index))?;
-            let commit = self.run(&["commit-tree", tree.trim(), "-p", &head, "-m", message])?;
+            let mut commit_tree = vec!["commit-tree", tree.trim()];
+            commit_tree.extend(parents.iter().map(String::as_str));
+            commit_tree.extend(["-m", message]);
+            let commit = self.run(&commit_tree)?;
             let commit = commit.trim().to_owned();
             self.run(&["update-ref", refname, &commit])?;
             Ok(commit)
@@ -204,6 +213,38 @@ impl Git {
         let _ = std::fs::remove_file(&index);
         let _ = std::fs::remove_file(index.with_extension("lock"));
         result
+    }
+
+    /// The user's index as a commit on `head`, or `None` when nothing is staged. Works on a copy
+    /// (at `scratch`) so the user's index file is never written.
+    fn staged_commit(&self, head: &str, scratch: &Path) -> Result<Option<String>, GitError> {
+        let user_index = PathBuf::from(self.run(&["rev-parse", "--git-path", "index"])?.trim());
+        let user_index = if user_index.is_absolute() {
+            user_index
+        } else {
+            self.top.join(user_index)
+        };
+        if std::fs::copy(&user_index, scratch).is_err() {
+            // No index yet: nothing is staged.
+            return Ok(None);
+        }
+        // An index with conflicts has no tree; the working tree is still saved.
+        let Ok(tree) = self.run_with(&["write-tree".into()], Some(scratch)) else {
+            return Ok(None);
+        };
+        let head_tree = self.run(&["rev-parse", &format!("{head}^{{tree}}")])?;
+        if tree.trim() == head_tree.trim() {
+            return Ok(None);
+        }
+        let commit = self.run(&[
+            "commit-tree",
+            tree.trim(),
+            "-p",
+            head,
+            "-m",
+            "ralph: the index (staged changes) when the work was saved",
+        ])?;
+        Ok(Some(commit.trim().to_owned()))
     }
 
     /// The first free `<prefix>/<n>` (n from 1).

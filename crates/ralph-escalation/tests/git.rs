@@ -125,3 +125,23 @@ fn a_revert_on_the_same_branch_resets_it_and_keeps_the_commits_under_the_ref() {
     assert_eq!(git(top, &["show", &format!("{saved}:untracked.txt")]), "u");
     assert!(!top.join("untracked.txt").exists());
 }
+
+/// A file staged in one version and changed again in the working tree: both versions are saved,
+/// the working tree as the saved commit, the staged one as its second parent (as `git stash`
+/// does), so the revert loses neither.
+#[test]
+fn save_keeps_a_staged_version_that_differs_from_the_working_tree() {
+    let dir = repo();
+    let top = dir.path();
+    commit_file(top, "a.txt", "a\n", "a");
+    let repo = Git::open(top).unwrap();
+    std::fs::write(top.join("a.txt"), "staged\n").unwrap();
+    git(top, &["add", "a.txt"]);
+    std::fs::write(top.join("a.txt"), "working\n").unwrap();
+
+    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    assert_eq!(git(top, &["show", &format!("{saved}:a.txt")]), "working");
+    assert_eq!(git(top, &["show", &format!("{saved}^2:a.txt")]), "staged");
+    // The user's index is as it was.
+    assert_eq!(git(top, &["show", ":a.txt"]), "staged");
+}
