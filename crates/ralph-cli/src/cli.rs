@@ -142,9 +142,12 @@ impl Cli {
 /// Splits `--name value` / `--name=value` pairs whose name is not a `ralph run` option out of
 /// `argv`. Everything after a bare `--` is left alone.
 fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
-    let Some(run_at) = argv.iter().position(|a| a == "run") else {
+    // ralph has no options before its subcommand: `run` is the first word or not there at all
+    // (`ralph init run` names a folder).
+    let run_at = 1;
+    if argv.get(run_at).is_none_or(|a| a != "run") {
         return (argv, Vec::new());
-    };
+    }
     let command = Cli::command();
     let run = command
         .find_subcommand("run")
@@ -225,6 +228,13 @@ mod tests {
     fn other_subcommands_are_untouched() {
         let (kept, named) = split_user_args(argv("ralph check --weird"));
         assert_eq!(kept, argv("ralph check --weird"));
+        assert!(named.is_empty());
+    }
+
+    #[test]
+    fn a_folder_named_run_is_not_the_run_subcommand() {
+        let (kept, named) = split_user_args(argv("ralph init run --force"));
+        assert_eq!(kept, argv("ralph init run --force"));
         assert!(named.is_empty());
     }
 

@@ -68,6 +68,21 @@ fn init_refuses_to_overwrite_and_force_replaces() {
 }
 
 #[test]
+fn init_in_a_folder_named_run_keeps_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    let ralph_md = dir.path().join("run/RALPH.md");
+    std::fs::write(&ralph_md, "mine").unwrap();
+    let out = ralph(dir.path(), &["init", "run", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&ralph_md)
+            .unwrap()
+            .starts_with("---\n")
+    );
+}
+
+#[test]
 fn init_prd_writes_story_mode_files() {
     let dir = tempfile::tempdir().unwrap();
     let out = ralph(dir.path(), &["init", "--prd"]);
