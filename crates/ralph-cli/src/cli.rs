@@ -120,9 +120,10 @@ pub(crate) struct RunArgs {
     #[arg(value_name = "ARGS", trailing_var_arg = true, num_args = 0..)]
     pub(crate) positional_args: Vec<String>,
 
-    /// `--name value` pairs for the RALPH.md's `args`, taken out before clap parses the rest.
+    /// `--name value` pairs for the RALPH.md's `args`, taken out before clap parses the rest;
+    /// `None` for a `--name` given no value.
     #[arg(skip)]
-    pub(crate) named_args: Vec<(String, String)>,
+    pub(crate) named_args: Vec<(String, Option<String>)>,
 }
 
 impl Cli {
@@ -141,7 +142,7 @@ impl Cli {
 
 /// Splits `--name value` / `--name=value` pairs whose name is not a `ralph run` option out of
 /// `argv`. Everything after a bare `--` is left alone.
-fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<String>)>) {
     // ralph has no options before its subcommand: `run` is the first word or not there at all
     // (`ralph init run` names a folder).
     let run_at = 1;
@@ -159,7 +160,7 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
         .collect();
     let mut kept: Vec<String> = argv[..=run_at].to_vec();
     let mut named = Vec::new();
-    let mut rest = argv[run_at + 1..].iter();
+    let mut rest = argv[run_at + 1..].iter().peekable();
     while let Some(word) = rest.next() {
         if word == "--" {
             kept.push(word.clone());
@@ -175,11 +176,13 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
             kept.push(word.clone());
             continue;
         }
-        match flag.split_once('=') {
-            Some((name, value)) => named.push((name.to_owned(), value.to_owned())),
+        let value = match flag.split_once('=') {
+            Some((_, value)) => Some(value.to_owned()),
+            // The next word, unless it is an option itself (`--name=--x` gives such a value).
             // A missing value is reported when the names are checked against the file.
-            None => named.push((name.to_owned(), rest.next().cloned().unwrap_or_default())),
-        }
+            None => rest.next_if(|next| !next.starts_with("--")).cloned(),
+        };
+        named.push((name.to_owned(), value));
     }
     (kept, named)
 }
@@ -211,9 +214,19 @@ mod tests {
         assert_eq!(
             named,
             [
-                ("dir".to_owned(), "src".to_owned()),
-                ("focus".to_owned(), "tests".to_owned())
+                ("dir".to_owned(), Some("src".to_owned())),
+                ("focus".to_owned(), Some("tests".to_owned()))
             ]
+        );
+    }
+
+    #[test]
+    fn a_user_flag_followed_by_an_option_or_nothing_has_no_value() {
+        let (kept, named) = split_user_args(argv("ralph run --dir --quiet --focus"));
+        assert_eq!(kept, argv("ralph run --quiet"));
+        assert_eq!(
+            named,
+            [("dir".to_owned(), None), ("focus".to_owned(), None)]
         );
     }
 

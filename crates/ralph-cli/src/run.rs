@@ -180,7 +180,7 @@ fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
 /// Matches named values and positional values (in declaration order) against the declared `args`.
 fn user_args(
     declared: &[String],
-    named: &[(String, String)],
+    named: &[(String, Option<String>)],
     positional: &[String],
 ) -> Result<BTreeMap<String, String>, CliError> {
     let allowed = || {
@@ -205,6 +205,12 @@ fn user_args(
                 allowed()
             )));
         }
+        let Some(value) = value else {
+            return Err(CliError::Usage(format!(
+                "--{name} needs a value (--{name} VALUE, or --{name}=VALUE for a value that \
+                 starts with --)"
+            )));
+        };
         values.insert(name.clone(), value.clone());
     }
     let free: Vec<&String> = declared
@@ -236,10 +242,10 @@ mod tests {
         words.iter().map(|w| (*w).to_owned()).collect()
     }
 
-    fn named(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    fn named(pairs: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
         pairs
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .map(|(n, v)| ((*n).to_owned(), Some((*v).to_owned())))
             .collect()
     }
 

@@ -282,6 +282,24 @@ fn unknown_user_argument_is_a_usage_error() {
 }
 
 #[test]
+fn a_user_argument_without_a_value_is_a_usage_error() {
+    let p = Project::new(&format!("{}\nargs: [dir]", agent("--out x")), "x\n");
+    for args in [
+        &["run", "-n", "1", "--dir"][..],
+        &["run", "--dir", "--quiet"],
+    ] {
+        let out = p.run(args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(
+            common::stderr(&out).contains("--dir needs a value"),
+            "{args:?}: {}",
+            common::stderr(&out)
+        );
+        assert!(p.events().is_empty(), "nothing ran");
+    }
+}
+
+#[test]
 fn missing_agent_program_is_a_clear_error() {
     let p = Project::new("agent: ralph-no-such-agent-xyz -p", "x\n");
     let out = p.run(&["run", "-n", "1"]);
