@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ralph_frontmatter::schema::{DefaultValue, FIELDS, Field, Kind};
+use ralph_frontmatter::schema::{DefaultValue, FIELDS, Field, IGNORED_RALPHIFY_KEYS, Kind};
 use serde_json::{Map, Value, json};
 
 /// Where the schema lives, relative to the workspace root.
@@ -54,6 +54,19 @@ pub(crate) fn render() -> String {
         ),
     );
     top.extend(fields);
+    // ralphify's own keys that ralph accepts and ignores: allowed, so editors do not flag files
+    // that must run unchanged, and marked deprecated, since they mean nothing to ralph.
+    if let Some(Value::Object(properties)) = top.get_mut("properties") {
+        for key in IGNORED_RALPHIFY_KEYS {
+            properties.insert(
+                (*key).to_owned(),
+                json!({
+                    "description": "ralphify compatibility: accepted and ignored (`ralph check` warns).",
+                    "deprecated": true
+                }),
+            );
+        }
+    }
     root = Value::Object(top);
     let mut text = serde_json::to_string_pretty(&root).expect("a JSON value serializes");
     text.push('\n');

@@ -90,7 +90,7 @@ pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
 /// Top-level keys of ralphify's RALPH.md that ralph accepts, ignores and warns about. ralphify
 /// ignores every key it does not use, and its named ralphs were documented with `description:`
 /// and `enabled:`; rejecting them would break files that must run unchanged. They are not
-/// [`FIELDS`]: ralph gives them no meaning, so the JSON Schema does not offer them.
+/// [`FIELDS`]: ralph gives them no meaning; the JSON Schema allows them, marked deprecated.
 pub const IGNORED_RALPHIFY_KEYS: &[&str] = &["description", "enabled"];
 
 /// The keys of one `commands` entry.
