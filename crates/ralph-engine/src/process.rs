@@ -64,6 +64,28 @@ pub(crate) struct ProcessExit {
 }
 
 impl ProcessExit {
+    /// How a reaped child ended: `stopping` is why ralph stopped it, if it did; a signal ralph
+    /// did not send is `Killed`.
+    pub(crate) fn new(
+        status: std::process::ExitStatus,
+        stopping: Option<Termination>,
+        started: Instant,
+    ) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        let signal = status.signal();
+        let termination = match (stopping, signal) {
+            (Some(reason), _) => reason,
+            (None, Some(_)) => Termination::Killed,
+            (None, None) => Termination::Natural,
+        };
+        Self {
+            exit_code: status.code(),
+            signal,
+            duration: started.elapsed(),
+            termination,
+        }
+    }
+
     pub(crate) fn timed_out(&self) -> bool {
         self.termination == Termination::Timeout
     }
@@ -192,19 +214,7 @@ pub(crate) async fn run(
     }
 
     let status = status.expect("loop ends only after the child was reaped");
-    use std::os::unix::process::ExitStatusExt;
-    let signal = status.signal();
-    let termination = match (stopping, signal) {
-        (Some(reason), _) => reason,
-        (None, Some(_)) => Termination::Killed,
-        (None, None) => Termination::Natural,
-    };
-    Ok(ProcessExit {
-        exit_code: status.code(),
-        signal,
-        duration: started.elapsed(),
-        termination,
-    })
+    Ok(ProcessExit::new(status, stopping, started))
 }
 
 async fn read_some<R: tokio::io::AsyncRead + Unpin>(

@@ -233,19 +233,7 @@ pub(crate) async fn run(
     drop(group);
 
     let status = status.expect("loop ends only after the child was reaped");
-    use std::os::unix::process::ExitStatusExt;
-    let signal = status.signal();
-    let termination = match (stopping, signal) {
-        (Some(reason), _) => reason,
-        (None, Some(_)) => Termination::Killed,
-        (None, None) => Termination::Natural,
-    };
-    Ok(ProcessExit {
-        exit_code: status.code(),
-        signal,
-        duration: started.elapsed(),
-        termination,
-    })
+    Ok(ProcessExit::new(status, stopping, started))
 }
 
 async fn write_pty(
