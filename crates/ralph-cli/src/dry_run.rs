@@ -10,15 +10,7 @@ use crate::error::CliError;
 
 /// Runs the commands, then prints the prompt and the agent command line.
 pub(crate) fn dry_run(options: EngineOptions) -> Result<i32, CliError> {
-    let ralph_file = options.ralph_file.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| CliError::Read {
-            path: ralph_file,
-            source,
-        })?;
-    let dry = runtime.block_on(Engine::new(options).dry_run())?;
+    let dry = crate::run::runtime()?.block_on(Engine::new(options).dry_run())?;
     eprint!("{}", summary(&dry));
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.

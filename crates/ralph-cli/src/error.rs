@@ -38,16 +38,19 @@ pub(crate) enum CliError {
     /// Escalation cannot start: a malformed prd.json, no git repository, a dirty tree.
     #[error(transparent)]
     Escalation(#[from] ralph_escalation::EscalationError),
+    /// The async runtime (threads, timers, signal handling) could not be set up.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
 }
 
 impl CliError {
-    /// 2 for bad usage or config (nothing ran), 1 for a failure while running.
+    /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
-            CliError::Engine(_) => 1,
+            CliError::Engine(_) | CliError::Runtime(_) => 1,
             _ => 2,
         }
     }

@@ -66,14 +66,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         quiet: args.quiet,
     };
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| CliError::Read {
-            path: path.clone(),
-            source,
-        })?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
         if human_to_stderr {
@@ -82,8 +75,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             engine.add_sink(TerminalRenderer::new(std::io::stdout(), style));
         }
         match &args.events {
-            Some(p) if events_to_stdout => {
-                let _ = p;
+            Some(_) if events_to_stdout => {
                 engine.add_sink(JsonLinesSink::new(std::io::stdout()));
             }
             Some(p) => {
@@ -119,6 +111,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         engine.interrupts(interrupts);
         Ok(engine.run().await?.exit_code)
     })
+}
+
+/// The single-threaded tokio runtime a run (or a dry run) is driven by.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)
 }
 
 /// The file's escalation, if any; in story mode `max_iterations` defaults to
