@@ -1,7 +1,7 @@
 //! The loop: commands, prompt, agent, state, wait; again until something ends it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -10,22 +10,25 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::adapter::{self, AdapterOutput, OutputAdapter, Usage};
+use crate::adapter::{self, OutputAdapter, Usage};
 use crate::convergence::{self, Attempts, Verdict};
 use crate::event::{
-    CheckResult, Event, EventKind, EventSink, IdleSummary, MarkerRecord, Stream, Termination,
-    WaitProgress, WaitReason,
+    CheckResult, EventKind, EventSink, IdleSummary, MarkerRecord, Termination, WaitProgress,
+    WaitReason,
 };
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
-use crate::process::{self, ProcessExit, ProcessSpec, Supervision};
+use crate::process::{self, ProcessExit, ProcessSpec};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
 use crate::tail::Tail;
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
-/// Two Ctrl+C within this window stop the loop.
-const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+mod assemble;
+mod supervise;
+
+use assemble::{agent_words, quote, ralph_dir, ralph_name};
+use supervise::{AgentOutput, AgentReader, Collector, Interrupts, TailCollector, emit};
 
 /// How often a countdown is refreshed.
 const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
@@ -238,21 +241,6 @@ enum Next {
     Continue,
     Wait(Duration, WaitReason),
     Stop(EndReason),
-}
-
-/// Ctrl+C bookkeeping shared by waits and running processes.
-#[derive(Debug, Default)]
-struct Interrupts {
-    last_int: Option<Instant>,
-    stop_requested: bool,
-    stop_now: Option<InterruptSignal>,
-}
-
-impl Interrupts {
-    fn within_double_press(&self, now: Instant) -> bool {
-        self.last_int
-            .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
-    }
 }
 
 /// The state of one run.
@@ -1044,37 +1032,6 @@ impl Run {
     }
 }
 
-/// The agent's words with `{prompt_file}` and `{prompt}` substituted, and whether the prompt
-/// went into them (else it goes to stdin). `prompt_file` is called once, at the first
-/// `{prompt_file}`: the real run writes the file there, a dry run only names it.
-fn agent_words(
-    argv: &[String],
-    prompt: &str,
-    prompt_file: impl FnOnce() -> PathBuf,
-) -> (Vec<String>, bool) {
-    let mut prompt_file = Some(prompt_file);
-    let mut path = None::<String>;
-    let mut uses_argv = false;
-    let mut words = Vec::with_capacity(argv.len());
-    for word in argv {
-        let mut word = word.clone();
-        if word.contains("{prompt_file}") {
-            let path = path.get_or_insert_with(|| {
-                let make = prompt_file.take().expect("called once");
-                make().display().to_string()
-            });
-            word = word.replace("{prompt_file}", path);
-            uses_argv = true;
-        }
-        if word.contains("{prompt}") {
-            word = word.replace("{prompt}", prompt);
-            uses_argv = true;
-        }
-        words.push(word);
-    }
-    (words, uses_argv)
-}
-
 /// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
 /// one is at the keyboard and the end of the iteration when someone is; an agent killed by a
 /// signal ralph did not send (the user's `kill`) stops the loop as an interrupt.
@@ -1084,170 +1041,4 @@ fn pty_stop(pty: PtyConfig, termination: Termination) -> Option<EndReason> {
         (_, Termination::Killed | Termination::Interrupted) => Some(EndReason::Interrupted),
         _ => None,
     }
-}
-
-fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKind) {
-    let event = Event {
-        ts: SystemTime::now(),
-        run_id: run_id.to_owned(),
-        kind,
-    };
-    for sink in sinks {
-        sink.event(&event);
-    }
-}
-
-/// Handles a running process's output and the interrupts that arrive meanwhile.
-struct Collector<'a> {
-    iteration: u64,
-    /// Whole output, for commands (their output goes into the prompt).
-    output: Vec<u8>,
-    log: &'a mut IterationLog,
-    sinks: &'a mut Vec<Box<dyn EventSink>>,
-    run_id: &'a str,
-    /// For the agent: its output goes through an adapter to the sinks and the marker scanners.
-    /// `None` for commands, whose output is kept whole instead.
-    agent: Option<AgentReader<'a>>,
-    interrupts: &'a mut Interrupts,
-}
-
-/// The agent's output on its way through an adapter: one marker scanner per stream and what
-/// they found.
-struct AgentReader<'a> {
-    adapter: &'a mut dyn OutputAdapter,
-    scanners: &'a mut [MarkerScanner; 2],
-    findings: Vec<Finding>,
-}
-
-/// Where an adapter's display goes (the sinks) and its result text (the scanners).
-struct AgentOutput<'a> {
-    iteration: u64,
-    sinks: &'a mut Vec<Box<dyn EventSink>>,
-    scanners: &'a mut [MarkerScanner; 2],
-    findings: &'a mut Vec<Finding>,
-}
-
-impl AdapterOutput for AgentOutput<'_> {
-    fn show(&mut self, stream: Stream, bytes: &[u8]) {
-        for sink in self.sinks.iter_mut() {
-            sink.output(self.iteration, stream, bytes);
-        }
-    }
-
-    fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
-        let i = match stream {
-            Stream::Stdout => 0,
-            Stream::Stderr => 1,
-        };
-        self.scanners[i].feed(bytes, self.findings);
-    }
-}
-
-impl Supervision for Collector<'_> {
-    fn output(&mut self, stream: Stream, bytes: &[u8]) {
-        self.log.write(bytes);
-        match &mut self.agent {
-            Some(agent) => agent.adapter.feed(
-                stream,
-                bytes,
-                &mut AgentOutput {
-                    iteration: self.iteration,
-                    sinks: self.sinks,
-                    scanners: agent.scanners,
-                    findings: &mut agent.findings,
-                },
-            ),
-            None => self.output.extend_from_slice(bytes),
-        }
-    }
-
-    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Term => {
-                self.interrupts.stop_now = Some(InterruptSignal::Term);
-                true
-            }
-            InterruptSignal::Int
-                if self.interrupts.stop_requested || self.interrupts.within_double_press(now) =>
-            {
-                self.interrupts.stop_now = Some(InterruptSignal::Int);
-                true
-            }
-            InterruptSignal::Int => {
-                self.interrupts.stop_requested = true;
-                self.interrupts.last_int = Some(now);
-                emit(
-                    self.sinks,
-                    self.run_id,
-                    EventKind::StopRequested {
-                        iteration: self.iteration,
-                    },
-                );
-                false
-            }
-        }
-    }
-
-    fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
-        // The user drives the agent: one Ctrl+C is theirs to give it, two within a second stop
-        // the loop now.
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Int if !self.interrupts.within_double_press(now) => {
-                self.interrupts.last_int = Some(now);
-                false
-            }
-            signal => {
-                self.interrupts.stop_now = Some(signal);
-                true
-            }
-        }
-    }
-}
-
-/// Keeps a check's output tail and handles interrupts while it runs.
-struct TailCollector<'a> {
-    tail: Tail,
-    interrupts: &'a mut Interrupts,
-}
-
-impl Supervision for TailCollector<'_> {
-    fn output(&mut self, _stream: Stream, bytes: &[u8]) {
-        self.tail.push(bytes);
-    }
-
-    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
-        // Checks are short; any interrupt while one runs stops it and the loop.
-        self.interrupts.stop_now = Some(signal);
-        true
-    }
-}
-
-fn quote(value: &str) -> String {
-    // try_quote fails only on NUL bytes, which no shell can take; drop them.
-    shlex::try_quote(value)
-        .map(|q| q.into_owned())
-        .unwrap_or_else(|_| {
-            shlex::try_quote(&value.replace('\0', ""))
-                .unwrap_or_default()
-                .into_owned()
-        })
-}
-
-/// The folder holding the RALPH.md.
-fn ralph_dir(ralph_file: &Path) -> PathBuf {
-    match ralph_file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// `{{ ralph.name }}`: the name of the folder holding the RALPH.md, as in ralphify.
-fn ralph_name(ralph_file: &Path) -> String {
-    let dir = ralph_dir(ralph_file);
-    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

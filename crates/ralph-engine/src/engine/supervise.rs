@@ -1,0 +1,177 @@
+//! Supervision of a running process on the loop's behalf: where its output goes (the log, the
+//! agent's adapter and marker scanners, the sinks, or a buffer for a command's output) and what
+//! Ctrl+C and SIGTERM mean while it runs (stop after this iteration, stop now, or, in PTY
+//! interactive mode, a key for the agent).
+
+use std::time::{Duration, SystemTime};
+
+use ralph_marker::{Finding, MarkerScanner};
+use tokio::time::Instant;
+
+use crate::adapter::{AdapterOutput, OutputAdapter};
+use crate::event::{Event, EventKind, EventSink, Stream};
+use crate::logs::IterationLog;
+use crate::outcome::InterruptSignal;
+use crate::process::Supervision;
+use crate::tail::Tail;
+
+/// Two Ctrl+C within this window stop the loop.
+const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+
+/// Ctrl+C bookkeeping shared by waits and running processes.
+#[derive(Debug, Default)]
+pub(super) struct Interrupts {
+    /// When the last Ctrl+C arrived, for the double press.
+    pub(super) last_int: Option<Instant>,
+    /// A first Ctrl+C while a process ran: the loop stops after this iteration.
+    pub(super) stop_requested: bool,
+    /// The loop stops now, and why.
+    pub(super) stop_now: Option<InterruptSignal>,
+}
+
+impl Interrupts {
+    /// Whether a Ctrl+C at `now` is the second of a double press.
+    pub(super) fn within_double_press(&self, now: Instant) -> bool {
+        self.last_int
+            .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
+    }
+}
+
+/// Sends one event, stamped now, to every sink.
+pub(super) fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKind) {
+    let event = Event {
+        ts: SystemTime::now(),
+        run_id: run_id.to_owned(),
+        kind,
+    };
+    for sink in sinks {
+        sink.event(&event);
+    }
+}
+
+/// Handles a running process's output and the interrupts that arrive meanwhile.
+pub(super) struct Collector<'a> {
+    pub(super) iteration: u64,
+    /// Whole output, for commands (their output goes into the prompt).
+    pub(super) output: Vec<u8>,
+    pub(super) log: &'a mut IterationLog,
+    pub(super) sinks: &'a mut Vec<Box<dyn EventSink>>,
+    pub(super) run_id: &'a str,
+    /// For the agent: its output goes through an adapter to the sinks and the marker scanners.
+    /// `None` for commands, whose output is kept whole instead.
+    pub(super) agent: Option<AgentReader<'a>>,
+    pub(super) interrupts: &'a mut Interrupts,
+}
+
+/// The agent's output on its way through an adapter: one marker scanner per stream and what
+/// they found.
+pub(super) struct AgentReader<'a> {
+    pub(super) adapter: &'a mut dyn OutputAdapter,
+    pub(super) scanners: &'a mut [MarkerScanner; 2],
+    pub(super) findings: Vec<Finding>,
+}
+
+/// Where an adapter's display goes (the sinks) and its result text (the scanners).
+pub(super) struct AgentOutput<'a> {
+    pub(super) iteration: u64,
+    pub(super) sinks: &'a mut Vec<Box<dyn EventSink>>,
+    pub(super) scanners: &'a mut [MarkerScanner; 2],
+    pub(super) findings: &'a mut Vec<Finding>,
+}
+
+impl AdapterOutput for AgentOutput<'_> {
+    fn show(&mut self, stream: Stream, bytes: &[u8]) {
+        for sink in self.sinks.iter_mut() {
+            sink.output(self.iteration, stream, bytes);
+        }
+    }
+
+    fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
+        let i = match stream {
+            Stream::Stdout => 0,
+            Stream::Stderr => 1,
+        };
+        self.scanners[i].feed(bytes, self.findings);
+    }
+}
+
+impl Supervision for Collector<'_> {
+    fn output(&mut self, stream: Stream, bytes: &[u8]) {
+        self.log.write(bytes);
+        match &mut self.agent {
+            Some(agent) => agent.adapter.feed(
+                stream,
+                bytes,
+                &mut AgentOutput {
+                    iteration: self.iteration,
+                    sinks: self.sinks,
+                    scanners: agent.scanners,
+                    findings: &mut agent.findings,
+                },
+            ),
+            None => self.output.extend_from_slice(bytes),
+        }
+    }
+
+    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Term => {
+                self.interrupts.stop_now = Some(InterruptSignal::Term);
+                true
+            }
+            InterruptSignal::Int
+                if self.interrupts.stop_requested || self.interrupts.within_double_press(now) =>
+            {
+                self.interrupts.stop_now = Some(InterruptSignal::Int);
+                true
+            }
+            InterruptSignal::Int => {
+                self.interrupts.stop_requested = true;
+                self.interrupts.last_int = Some(now);
+                emit(
+                    self.sinks,
+                    self.run_id,
+                    EventKind::StopRequested {
+                        iteration: self.iteration,
+                    },
+                );
+                false
+            }
+        }
+    }
+
+    fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
+        // The user drives the agent: one Ctrl+C is theirs to give it, two within a second stop
+        // the loop now.
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Int if !self.interrupts.within_double_press(now) => {
+                self.interrupts.last_int = Some(now);
+                false
+            }
+            signal => {
+                self.interrupts.stop_now = Some(signal);
+                true
+            }
+        }
+    }
+}
+
+/// Keeps a check's output tail and handles interrupts while it runs.
+pub(super) struct TailCollector<'a> {
+    pub(super) tail: Tail,
+    pub(super) interrupts: &'a mut Interrupts,
+}
+
+impl Supervision for TailCollector<'_> {
+    fn output(&mut self, _stream: Stream, bytes: &[u8]) {
+        self.tail.push(bytes);
+    }
+
+    fn interrupt(&mut self, signal: InterruptSignal) -> bool {
+        // Checks are short; any interrupt while one runs stops it and the loop.
+        self.interrupts.stop_now = Some(signal);
+        true
+    }
+}
