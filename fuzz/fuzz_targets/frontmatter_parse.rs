@@ -7,7 +7,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let lines = text.lines().count().max(1) + 1;
+    // Lines as the parser counts them: CRLF, LF and a lone CR each end one.
+    let lines = text.replace("\r\n", "\n").replace('\r', "\n").lines().count().max(1) + 1;
     match ralph_frontmatter::parse("RALPH.md", text) {
         Ok(parsed) => {
             for w in parsed.warnings {
