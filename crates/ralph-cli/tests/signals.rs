@@ -133,3 +133,38 @@ fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
         "{took:?}"
     );
 }
+
+#[test]
+fn ctrl_c_during_the_checks_lets_them_finish_and_records_the_attempt() {
+    let p = Project::new(
+        &format!(
+            "agent: '{} --out work'\ndone_when:\n  - 'sleep 0.5; echo still failing; exit 1'\nconvergence: {{backoff: 10ms}}",
+            fake_agent()
+        ),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run"]);
+    p.wait_for("ITERATION_ENDED", 1);
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 130);
+    assert_eq!(p.events_of("STOP_REQUESTED").len(), 1);
+    let attempts = p.events_of("ATTEMPT_ENDED");
+    assert_eq!(attempts.len(), 1, "the attempt is recorded");
+    assert_eq!(attempts[0]["results"][0]["tail"], "still failing\n");
+    assert_eq!(p.run_ended()["reason"], "interrupted");
+    assert_eq!(p.events_of("ITERATION_STARTED").len(), 1);
+}
+
+#[test]
+fn ctrl_c_in_an_iteration_that_converges_still_reports_convergence() {
+    let p = Project::new(
+        &format!("agent: '{} --sleep 0.5'\ndone_when: ['true']", fake_agent()),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(100));
+    send_signal(child.id(), libc::SIGINT);
+    assert_eq!(wait_exit(&mut child), 0);
+    assert_eq!(p.run_ended()["reason"], "converged");
+}

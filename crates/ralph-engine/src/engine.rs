@@ -350,11 +350,14 @@ impl Run {
                     return Err(err);
                 }
             };
-            if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
+            if self.interrupts.stop_now.is_some() {
                 break EndReason::Interrupted;
             }
             let (delay, reason) = match decision {
+                // An ending the iteration reached (converged, say) stands even when a Ctrl+C
+                // asked to stop after it.
                 Next::Stop(reason) => break reason,
+                _ if self.interrupts.stop_requested => break EndReason::Interrupted,
                 Next::Wait(delay, reason) => (delay, reason),
                 Next::Continue => (self.options.delay, WaitReason::Delay),
             };
@@ -680,6 +683,9 @@ impl Run {
         spec.env = self.env(iteration);
         let mut collector = TailCollector {
             tail: Tail::new(convergence::TAIL_BYTES),
+            iteration,
+            sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
             interrupts: &mut self.interrupts,
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;

@@ -35,6 +35,35 @@ impl Interrupts {
         self.last_int
             .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
     }
+
+    /// An interrupt while a process runs (agent, command or check): SIGTERM, a second Ctrl+C
+    /// or a double press stop now (`true`); a first Ctrl+C asks the loop to stop after this
+    /// iteration and emits `STOP_REQUESTED`.
+    fn while_running(
+        &mut self,
+        signal: InterruptSignal,
+        iteration: u64,
+        sinks: &mut [Box<dyn EventSink>],
+        run_id: &str,
+    ) -> bool {
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Term => {
+                self.stop_now = Some(InterruptSignal::Term);
+                true
+            }
+            InterruptSignal::Int if self.stop_requested || self.within_double_press(now) => {
+                self.stop_now = Some(InterruptSignal::Int);
+                true
+            }
+            InterruptSignal::Int => {
+                self.stop_requested = true;
+                self.last_int = Some(now);
+                emit(sinks, run_id, EventKind::StopRequested { iteration });
+                false
+            }
+        }
+    }
 }
 
 /// Sends one event, stamped now, to every sink.
@@ -114,31 +143,8 @@ impl Supervision for Collector<'_> {
     }
 
     fn interrupt(&mut self, signal: InterruptSignal) -> bool {
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Term => {
-                self.interrupts.stop_now = Some(InterruptSignal::Term);
-                true
-            }
-            InterruptSignal::Int
-                if self.interrupts.stop_requested || self.interrupts.within_double_press(now) =>
-            {
-                self.interrupts.stop_now = Some(InterruptSignal::Int);
-                true
-            }
-            InterruptSignal::Int => {
-                self.interrupts.stop_requested = true;
-                self.interrupts.last_int = Some(now);
-                emit(
-                    self.sinks,
-                    self.run_id,
-                    EventKind::StopRequested {
-                        iteration: self.iteration,
-                    },
-                );
-                false
-            }
-        }
+        self.interrupts
+            .while_running(signal, self.iteration, self.sinks, self.run_id)
     }
 
     fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
@@ -161,6 +167,9 @@ impl Supervision for Collector<'_> {
 /// Keeps a check's output tail and handles interrupts while it runs.
 pub(super) struct TailCollector<'a> {
     pub(super) tail: Tail,
+    pub(super) iteration: u64,
+    pub(super) sinks: &'a mut Vec<Box<dyn EventSink>>,
+    pub(super) run_id: &'a str,
     pub(super) interrupts: &'a mut Interrupts,
 }
 
@@ -170,8 +179,8 @@ impl Supervision for TailCollector<'_> {
     }
 
     fn interrupt(&mut self, signal: InterruptSignal) -> bool {
-        // Checks are short; any interrupt while one runs stops it and the loop.
-        self.interrupts.stop_now = Some(signal);
-        true
+        // As for the agent: a first Ctrl+C lets the checks finish and the verdict be recorded.
+        self.interrupts
+            .while_running(signal, self.iteration, self.sinks, self.run_id)
     }
 }
