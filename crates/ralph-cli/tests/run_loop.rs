@@ -90,6 +90,24 @@ fn a_user_argument_never_injects_shell_code() {
 }
 
 #[test]
+fn a_user_argument_inside_quotes_stays_literal_too() {
+    let p = Project::new(
+        &format!(
+            "{}\nargs: [dir]\ncommands:\n  - name: dq\n    run: echo \"in {{{{ args.dir }}}}\"\n  - name: sq\n    run: echo 'in {{{{ args.dir }}}}'",
+            agent("--save-prompt prompt.txt")
+        ),
+        "{{ commands.dq }}|{{ commands.sq }}",
+    );
+    let value = "$(touch pwned) `touch pwned2` it's \"x\"";
+    let out = p.run(&["run", "-n", "1", "--dir", value]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert!(!p.path().join("pwned").exists());
+    assert!(!p.path().join("pwned2").exists());
+    let prompt = std::fs::read_to_string(p.path().join("prompt.txt")).unwrap();
+    assert_eq!(prompt, format!("in {value}|in {value}\n=== end ===\n"));
+}
+
+#[test]
 fn dot_slash_commands_run_from_the_ralph_folder() {
     let p = Project::new("agent: x", "");
     let sub = p.path().join("sub");

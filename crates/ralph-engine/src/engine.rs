@@ -27,7 +27,7 @@ use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 mod assemble;
 mod supervise;
 
-use assemble::{agent_words, quote, ralph_dir, ralph_name};
+use assemble::{agent_words, ralph_dir, ralph_name, render_command};
 use supervise::{AgentOutput, AgentReader, Collector, Interrupts, TailCollector, emit};
 
 /// How often a countdown is refreshed.
@@ -784,12 +784,8 @@ impl Run {
         command: &CommandSpec,
         log: &mut IterationLog,
     ) -> String {
-        let args = &self.options.args;
-        // User values are shell-quoted: an argument can never inject shell code.
-        let run = ralph_frontmatter::render(&command.run, |p| match p.namespace {
-            "args" => Some(quote(args.get(p.name).map_or("", String::as_str))),
-            _ => None,
-        });
+        // User values are escaped for where they stand: an argument can never inject shell code.
+        let run = render_command(&command.run, &self.options.args);
         let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
         spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
         spec.env = self.env(iteration);

@@ -424,3 +424,19 @@ pub fn placeholders(template: &str) -> Vec<Placeholder<'_>> {
         .map(|found| found.placeholder)
         .collect()
 }
+
+/// Every placeholder in `template` with the byte range of its whole `{{ ... }}` text, in order.
+/// For callers that need the context around a placeholder (the engine quotes user arguments
+/// differently inside and outside shell quotes).
+///
+/// ```
+/// let spans = ralph_frontmatter::placeholder_spans("echo {{ args.dir }}");
+/// assert_eq!(spans[0].0, 5..19);
+/// assert_eq!(spans[0].1.name, "dir");
+/// ```
+pub fn placeholder_spans(template: &str) -> Vec<(std::ops::Range<usize>, Placeholder<'_>)> {
+    template::scan(template)
+        .into_iter()
+        .map(|found| (found.span, found.placeholder))
+        .collect()
+}
