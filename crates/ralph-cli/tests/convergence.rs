@@ -207,6 +207,12 @@ fn the_attempt_log_holds_the_latest_attempt() {
     let log = std::fs::read_to_string(p.path().join(".ralph/runs").join(run_id).join("main.log"))
         .unwrap();
     assert!(log.starts_with("attempt 2/6\nagent exit: 0\n"), "{log}");
+    assert!(log.contains("iteration-002.log"), "{log}");
+    assert!(
+        log.contains("\nwork\n"),
+        "the agent's output is in the attempt log: {log}"
+    );
+    assert!(log.contains("check `"), "{log}");
     assert!(log.ends_with("verdict: converged\n"), "{log}");
 }
 

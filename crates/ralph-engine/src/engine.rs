@@ -1,6 +1,7 @@
 //! The loop: commands, prompt, agent, state, wait; again until something ends it.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -721,39 +722,44 @@ impl Run {
             return;
         };
         let path = dir.join(format!("{}.log", self.tasks.log_name()));
-        let mut text = format!(
+        let text = format!(
             "attempt {attempt}/{max_attempts}\nagent exit: {}\n",
             agent.exit_code.map_or_else(
                 || format!("signal {}", agent.signal.unwrap_or(0)),
                 |c| c.to_string()
             )
         );
-        if let Some(iteration_log) = log.path() {
-            text.push_str(&format!(
-                "agent output (stdout and stderr): {}\n",
-                iteration_log.display()
-            ));
-        }
+        let mut checks = String::new();
         for r in results {
-            text.push_str(&format!(
+            checks.push_str(&format!(
                 "\ncheck `{}`: {}\n",
                 r.command,
                 r.exit_code
                     .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
             ));
             if let Some(tail) = &r.tail {
-                text.push_str(tail);
+                checks.push_str(tail);
                 if !tail.ends_with('\n') {
-                    text.push('\n');
+                    checks.push('\n');
                 }
             }
         }
-        text.push_str(if ok {
+        checks.push_str(if ok {
             "\nverdict: converged\n"
         } else {
             "\nverdict: not converged\n"
         });
-        if let Err(err) = logs::write_atomic(&path, text.as_bytes()) {
+        // The iteration's log (commands, then the agent's stdout and stderr as written) is
+        // copied in, streamed, so the attempt log stands on its own without holding the output.
+        let written = logs::write_atomic_with(&path, |out| {
+            out.write_all(text.as_bytes())?;
+            if let Some(iteration_log) = log.path() {
+                writeln!(out, "iteration log: {}", iteration_log.display())?;
+                std::io::copy(&mut std::fs::File::open(iteration_log)?, out)?;
+            }
+            out.write_all(checks.as_bytes())
+        });
+        if let Err(err) = written {
             tracing::warn!("cannot write {}: {err}", path.display());
         }
     }
