@@ -284,8 +284,12 @@ fn without_position(err: &serde_json::Error) -> String {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, fsynced, then renamed
-/// over `path`; the folder is fsynced too so the rename itself survives a power cut.
+/// over `path`; the folder is fsynced too so the rename itself survives a power cut. A symlink
+/// is followed (its target is replaced, the link stays) and the file keeps its permissions.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = target.as_path();
+    let permissions = fs::metadata(path).ok().map(|m| m.permissions());
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -297,6 +301,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.ralph-tmp-{}", std::process::id()));
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
+        if let Some(permissions) = &permissions {
+            file.set_permissions(permissions.clone())?;
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
@@ -316,6 +323,29 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_atomic_write_keeps_permissions_and_follows_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        fs::write(&real, "{}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("prd.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+
+        write_atomic(&link, b"{\"a\": 1}").unwrap();
+
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
+        let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
 
     const SAMPLE: &str = r#"{
   "project": "Shop",
