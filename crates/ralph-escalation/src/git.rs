@@ -146,17 +146,14 @@ impl Git {
 
     /// Changed, staged and untracked (not ignored) paths, outside `excluded`.
     pub fn dirty_paths(&self, excluded: &[PathBuf]) -> Result<Vec<String>, GitError> {
-        let mut args: Vec<OsString> = ["status", "--porcelain", "--untracked-files=all"]
+        // -z: paths come unquoted, NUL-terminated, and a rename as `R  new\0old\0`.
+        let mut args: Vec<OsString> = ["status", "--porcelain", "-z", "--untracked-files=all"]
             .into_iter()
             .map(OsString::from)
             .collect();
         args.extend(Self::pathspec(excluded));
         let out = self.run_with(&args, None)?;
-        Ok(out
-            .lines()
-            .filter(|l| l.len() > 3)
-            .map(|l| l[3..].to_owned())
-            .collect())
+        Ok(parse_porcelain_z(&out))
     }
 
     /// Commits everything outside `excluded` (untracked files too, ignored ones not) with
@@ -364,5 +361,42 @@ pub fn ref_component(id: &str) -> String {
         "story".to_owned()
     } else {
         safe
+    }
+}
+
+/// The paths of `git status --porcelain -z`: for a rename or copy, the new path only.
+fn parse_porcelain_z(out: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut entries = out.split('\0').filter(|e| !e.is_empty());
+    while let Some(entry) = entries.next() {
+        let (Some(status), Some(path)) = (entry.get(..2), entry.get(3..)) else {
+            continue;
+        };
+        paths.push(path.to_owned());
+        if status.contains(['R', 'C']) {
+            // The source path follows as its own entry.
+            entries.next();
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod porcelain_tests {
+    use super::parse_porcelain_z;
+
+    #[test]
+    fn renames_and_odd_names_come_out_whole() {
+        let out =
+            " M src/lib.rs\0R  new name.rs\0old name.rs\0?? dir/\"quoted\" file\0A  tab\there\0";
+        assert_eq!(
+            parse_porcelain_z(out),
+            [
+                "src/lib.rs",
+                "new name.rs",
+                "dir/\"quoted\" file",
+                "tab\there"
+            ]
+        );
     }
 }
