@@ -334,3 +334,18 @@ fn missing_agent_program_is_a_clear_error() {
         "the summary blames a flag that was not given: {summary}"
     );
 }
+
+#[test]
+fn processes_get_the_iteration_run_id_and_absolute_ralph_file() {
+    let p = Project::new(
+        "agent: sh -c 'echo \"$RALPH_ITERATION|$RALPH_RUN_ID|$RALPH_FILE\" >> env.txt'",
+        "x\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    let run_id = p.run_ended()["run_id"].as_str().unwrap().to_owned();
+    let file = p.path().canonicalize().unwrap().join("RALPH.md");
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("env.txt")).unwrap(),
+        format!("1|{run_id}|{f}\n2|{run_id}|{f}\n", f = file.display())
+    );
+}

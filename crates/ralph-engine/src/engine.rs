@@ -263,6 +263,8 @@ struct Run {
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
     source: Option<String>,
+    /// `RALPH_FILE` for processes: absolute, since `./` commands run from another folder.
+    ralph_file_abs: String,
     adapter: Option<AdapterFactory>,
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
     cost_usd: Option<f64>,
@@ -288,6 +290,10 @@ impl Run {
             idle_iterations: 0,
             idle_time: Duration::ZERO,
             consecutive_idle: 0,
+            ralph_file_abs: std::fs::canonicalize(&engine.options.ralph_file)
+                .unwrap_or_else(|_| engine.options.ralph_file.clone())
+                .display()
+                .to_string(),
             source: engine
                 .options
                 .reload
@@ -777,10 +783,7 @@ impl Run {
         vec![
             ("RALPH_ITERATION".to_owned(), iteration.to_string()),
             ("RALPH_RUN_ID".to_owned(), self.options.run_id.clone()),
-            (
-                "RALPH_FILE".to_owned(),
-                self.options.ralph_file.display().to_string(),
-            ),
+            ("RALPH_FILE".to_owned(), self.ralph_file_abs.clone()),
         ]
     }
 
