@@ -77,7 +77,7 @@ pub(crate) struct RunArgs {
     pub(crate) stop_on_error: bool,
 
     /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
-    /// under refs/ralph/attempts/preexisting/<n>.
+    /// under refs/ralph/attempts/preexisting/N.
     #[arg(long)]
     pub(crate) allow_dirty: bool,
 
@@ -86,7 +86,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) dry_run: bool,
 
-    /// Write the run's logs under DIR/<run id>/ instead of .ralph/runs/<run id>/.
+    /// Write the run's logs under DIR/RUN_ID/ instead of .ralph/runs/RUN_ID/.
     #[arg(long, value_name = "DIR")]
     pub(crate) log_dir: Option<PathBuf>,
 

@@ -1,11 +1,11 @@
 //! Escalation for ralph loops: the layered defence against a loop stuck on one problem.
 //!
 //! This crate owns prd.json story mode (which story is next, its placeholders, marking it
-//! passed or blocked), the same-error circuit breaker (error [`signature`]s and the
+//! passed or blocked), the same-error circuit breaker (error [`signature`](mod@signature)s and the
 //! [`Breaker`]), and the escalation that follows a trip: a progress.txt entry, a git revert to
 //! the last checkpoint that first saves everything under `refs/ralph/attempts/<story>/<n>`, the
 //! story blocked, the next one started. It plugs into the engine as a
-//! [`TaskSource`](ralph_engine::TaskSource); the engine knows nothing of git or prd.json.
+//! [`ralph_engine::TaskSource`]; the engine knows nothing of git or prd.json.
 //!
 //! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
 //! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder

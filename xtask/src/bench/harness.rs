@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// Errors are reasons, shown as "skipped: <reason>" rows or as xtask's own failure.
+/// Errors are reasons, shown as `skipped: <reason>` rows or as xtask's own failure.
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
 /// What every measurement needs.
