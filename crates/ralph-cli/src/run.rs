@@ -59,9 +59,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         std::io::stdout().is_terminal()
     };
     let style = Style {
-        color: terminal
-            && !args.no_color
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        color: wants_color(terminal, args.no_color, std::env::var_os("NO_COLOR")),
         terminal,
         quiet: args.quiet,
     };
@@ -155,6 +153,16 @@ fn open_escalation(
     Ok(escalation)
 }
 
+/// Colour only on a terminal, and never with `--no-color` or a non-empty `NO_COLOR`
+/// (<https://no-color.org>).
+fn wants_color(
+    terminal: bool,
+    no_color_flag: bool,
+    no_color_env: Option<std::ffi::OsString>,
+) -> bool {
+    terminal && !no_color_flag && no_color_env.is_none_or(|v| v.is_empty())
+}
+
 /// SIGINT and SIGTERM, delivered to the engine instead of killing ralph.
 fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
     for (kind, what) in [
@@ -233,6 +241,18 @@ fn user_args(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colour_needs_a_terminal_and_no_opt_out() {
+        assert!(wants_color(true, false, None));
+        assert!(!wants_color(false, false, None), "never when piped");
+        assert!(!wants_color(true, true, None), "--no-color");
+        assert!(!wants_color(true, false, Some("1".into())), "NO_COLOR=1");
+        assert!(
+            wants_color(true, false, Some("".into())),
+            "an empty NO_COLOR is unset"
+        );
+    }
 
     fn declared() -> Vec<String> {
         vec!["dir".into(), "focus".into()]

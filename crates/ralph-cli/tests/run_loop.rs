@@ -349,3 +349,15 @@ fn processes_get_the_iteration_run_id_and_absolute_ralph_file() {
         format!("1|{run_id}|{f}\n2|{run_id}|{f}\n", f = file.display())
     );
 }
+
+#[test]
+fn quiet_shows_only_the_summary() {
+    let p = Project::new(&agent("--out agent-chatter"), "x\n");
+    let out = p.run(&["run", "-n", "2", "--quiet"]);
+    assert_eq!(code(&out), 0);
+    let shown = common::stdout(&out);
+    assert!(!shown.contains("agent-chatter"), "{shown}");
+    assert!(!shown.contains("iteration 1"), "{shown}");
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+    assert!(shown.contains("reached max_iterations"), "{shown}");
+}
