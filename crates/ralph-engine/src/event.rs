@@ -85,7 +85,8 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
-    /// An idle iteration: the loop will wait before the next one.
+    /// An iteration ended idle, with the `idle` handler on: the loop waits before the next one,
+    /// or stops when the wait would pass the idle limit.
     IterationIdle {
         /// The iteration.
         iteration: u64,
@@ -139,7 +140,8 @@ pub enum EventKind {
         /// The iteration just finished.
         iteration: u64,
     },
-    /// Ctrl+C while the agent runs: the loop stops after this iteration.
+    /// Ctrl+C while an iteration runs (a command, the agent or a check): the loop stops after
+    /// this iteration.
     StopRequested {
         /// The running iteration.
         iteration: u64,
@@ -150,7 +152,8 @@ pub enum EventKind {
         story_id: Option<String>,
         /// `same_error`, `max_attempts` or `blocked` (the agent's marker).
         reason: String,
-        /// Failed attempts that tripped it: same-error streak, attempts, or attempts so far.
+        /// `same_error`: the same-error streak; `max_attempts` and `blocked`: the attempts made
+        /// on the task, this one included.
         count: u64,
         /// The persistent error's signature (16 hex digits), when checks failed.
         signature: Option<String>,
@@ -177,7 +180,8 @@ pub enum EventKind {
         story_id: String,
         /// Attempts it took.
         attempts: u64,
-        /// The checkpoint recorded for it (HEAD, after committing its work); `None` without git.
+        /// The checkpoint recorded for it (HEAD, after committing its work); `None` when none is
+        /// kept (ralph-escalation keeps one only with `escalation.revert`).
         checkpoint: Option<String>,
     },
     /// The run is over.
@@ -261,7 +265,7 @@ pub struct IdleSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
-    /// The agent reported idle (or another state asked for a wait).
+    /// The agent reported idle and the `idle` handler asked for a wait.
     Idle,
     /// The frontmatter's `delay` between iterations.
     Delay,
