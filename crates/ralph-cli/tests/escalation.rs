@@ -351,6 +351,52 @@ esac
 }
 
 #[test]
+fn ralphs_own_files_in_gitignore_do_not_break_saving_reverting_or_committing() {
+    // `.ralph/` and the events file ignored, as users often do: `git add` must not trip over
+    // ralph's exclusion of paths it would never add anyway.
+    let agent = r#"story=$(sed -n 's/^STORY=//p')
+case "$story" in
+US-001)
+    echo half-done > half.txt
+    echo '<!-- ralph:state blocked reason="needs an API key" -->'
+    ;;
+US-002)
+    echo done > two.txt
+    ;;
+esac
+"#;
+    let p = repo(
+        "agent: sh agent.sh\ndone_when: ['test -f two.txt']\nescalation:\n  prd: prd.json",
+        STORY_BODY,
+        agent,
+        Some(&prd_json(&[("US-001", 1), ("US-002", 2)])),
+    );
+    std::fs::write(
+        p.path().join(".gitignore"),
+        "ignored.txt\n.ralph/\nevents.jsonl\n",
+    )
+    .unwrap();
+    git(p.path(), &["commit", "-q", "-am", "ignore ralph's files"]);
+
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    assert_eq!(
+        p.run_ended()["reason"],
+        "stories_blocked",
+        "{}",
+        common::stderr(&out)
+    );
+    let saved = p.events_of("REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(show(p.path(), &saved, "half.txt").unwrap(), b"half-done\n");
+    assert!(show(p.path(), &saved, "events.jsonl").is_none());
+    assert_eq!(show(p.path(), "HEAD", "two.txt").unwrap(), b"done\n");
+    assert!(show(p.path(), "HEAD", ".ralph").is_none());
+}
+
+#[test]
 fn every_story_passing_ends_with_stories_done_and_max_iterations_is_the_backstop() {
     let agent = r#"story=$(sed -n 's/^STORY=//p')
 echo "$story" > "$story.txt"

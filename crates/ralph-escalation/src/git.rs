@@ -144,6 +144,48 @@ impl Git {
         specs
     }
 
+    /// `git add -A` of everything outside `excluded`, into `index` (the user's when `None`).
+    ///
+    /// `git add` fails when an exclusion names an ignored, untracked path (a `.ralph/` in
+    /// `.gitignore`), though it would never add that path anyway: such exclusions are left out.
+    fn add_all(&self, excluded: &[PathBuf], index: Option<&Path>) -> Result<(), GitError> {
+        let ignored = self.untracked_ignored(excluded, index)?;
+        let kept: Vec<PathBuf> = excluded
+            .iter()
+            .filter(|path| !ignored.contains(*path))
+            .cloned()
+            .collect();
+        let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
+        add.extend(Self::pathspec(&kept));
+        self.run_with(&add, index)?;
+        Ok(())
+    }
+
+    /// Those of `paths` that are ignored and hold no tracked file (in `index`).
+    fn untracked_ignored(
+        &self,
+        paths: &[PathBuf],
+        index: Option<&Path>,
+    ) -> Result<Vec<PathBuf>, GitError> {
+        let mut ignored = Vec::new();
+        for path in paths {
+            let mut check: Vec<OsString> = vec!["check-ignore".into(), "-q".into(), "--".into()];
+            check.push(path.into());
+            // check-ignore exits 1 for a path that is not ignored, 0 for one that is.
+            if self.run_with(&check, index).is_err() {
+                continue;
+            }
+            let mut tracked: Vec<OsString> = vec!["ls-files".into(), "--".into()];
+            let mut literal = OsString::from(":(literal)");
+            literal.push(path);
+            tracked.push(literal);
+            if self.run_with(&tracked, index)?.is_empty() {
+                ignored.push(path.clone());
+            }
+        }
+        Ok(ignored)
+    }
+
     /// Changed, staged and untracked (not ignored) paths, outside `excluded`.
     pub fn dirty_paths(&self, excluded: &[PathBuf]) -> Result<Vec<String>, GitError> {
         // -z: paths come unquoted, NUL-terminated, and a rename as `R  new\0old\0`.
@@ -159,9 +201,7 @@ impl Git {
     /// Commits everything outside `excluded` (untracked files too, ignored ones not) with
     /// `message`, when there is anything to commit. Returns HEAD afterwards.
     pub fn commit_all(&self, message: &str, excluded: &[PathBuf]) -> Result<String, GitError> {
-        let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
-        add.extend(Self::pathspec(excluded));
-        self.run_with(&add, None)?;
+        self.add_all(excluded, None)?;
         let staged = self
             .command()
             .args(["diff", "--cached", "--quiet"])
@@ -195,9 +235,7 @@ impl Git {
                 parents.extend(["-p".to_owned(), staged]);
             }
             self.run_with(&["read-tree".into(), head.clone().into()], Some(&index))?;
-            let mut add: Vec<OsString> = vec!["add".into(), "-A".into()];
-            add.extend(Self::pathspec(excluded));
-            self.run_with(&add, Some(&index))?;
+            self.add_all(excluded, Some(&index))?;
             let tree = self.run_with(&["write-tree".into()], Some(&index))?;
             let mut commit_tree = vec!["commit-tree", tree.trim()];
             commit_tree.extend(parents.iter().map(String::as_str));
