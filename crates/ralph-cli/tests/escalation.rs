@@ -269,6 +269,7 @@ git add error.txt && git commit -qm "try $RALPH_ITERATION"
     assert_eq!(tripped[0]["reason"], "max_attempts");
     assert_eq!(tripped[0]["count"], 4);
     assert_eq!(tripped[0]["story_id"], Value::Null);
+    assert!(tripped[0]["signature"].is_string(), "{:#?}", tripped[0]);
     let saved = p.events_of("REVERTED")[0]["saved_ref"]
         .as_str()
         .unwrap()
@@ -282,11 +283,17 @@ git add error.txt && git commit -qm "try $RALPH_ITERATION"
     let ended = p.run_ended();
     assert_eq!(ended["reason"], "circuit_open");
     assert_eq!(ended.get("stories"), None);
+    let progress = std::fs::read_to_string(p.path().join("progress.txt")).unwrap();
+    assert!(progress.contains("4 failed attempts"), "{progress}");
     assert!(
-        std::fs::read_to_string(p.path().join("progress.txt"))
-            .unwrap()
-            .contains("4 failed attempts")
+        progress.contains("attempts: 4 (iterations 1, 2, 3, 4)"),
+        "{progress}"
     );
+    assert!(
+        progress.contains("error: delta broke at line 4"),
+        "{progress}"
+    );
+    assert!(!progress.contains("no failing checks"), "{progress}");
 }
 
 #[test]

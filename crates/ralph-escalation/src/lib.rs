@@ -41,6 +41,10 @@ pub const STORY_MODE_MAX_ITERATIONS: u64 = 10;
 /// The `RUN_ENDED` reason when escalation itself fails mid-run (git or a file refused).
 pub const ESCALATION_FAILED: &str = "escalation_failed";
 
+/// The task id without prd.json: the loop's one task, and the folder its abandoned attempts are
+/// saved under (`refs/ralph/attempts/main/<n>`).
+const MAIN_TASK: &str = "main";
+
 /// How many lines of a failing check's tail go into a progress.txt entry.
 const PROGRESS_TAIL_LINES: usize = 60;
 
@@ -226,8 +230,15 @@ impl Escalation {
 
     fn pick(&mut self) -> Result<NextTask, EscalationError> {
         let Some(prd) = self.load()? else {
+            // One task; its attempts are still recorded for the progress.txt entry.
+            let current = self.current.get_or_insert_with(|| Current {
+                id: MAIN_TASK.to_owned(),
+                title: String::new(),
+                iterations: Vec::new(),
+                last_failure: Vec::new(),
+            });
             return Ok(NextTask::Work(Task {
-                id: "main".to_owned(),
+                id: current.id.clone(),
                 placeholders: Default::default(),
             }));
         };
@@ -381,7 +392,10 @@ impl Escalation {
         cx: &mut TaskContext<'_>,
     ) -> Result<TaskDecision, EscalationError> {
         let current = self.current.take();
-        let story_id = current.as_ref().map(|c| c.id.clone());
+        let story_id = current
+            .as_ref()
+            .filter(|_| self.story_mode())
+            .map(|c| c.id.clone());
         let last_failure = current
             .as_ref()
             .map(|c| c.last_failure.clone())
@@ -397,7 +411,7 @@ impl Escalation {
             signature: sig,
         });
         let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        let what = story_id.as_deref().unwrap_or("main");
+        let what = story_id.as_deref().unwrap_or(MAIN_TASK);
 
         // Save before anything is logged or reverted: the log never names a missing ref, and
         // nothing is reset that is not stored.
