@@ -153,7 +153,7 @@ pub const CONVERGENCE_FIELDS: &[Field] = &[
         "backoff",
         Kind::Duration { positive: true },
         Some(DefaultValue::Duration("1s")),
-        "Base wait before a retry, doubled each attempt.",
+        "Base of the retry wait: attempt N (from 2) waits `backoff` x 2^(N-1), so 2s, 4s, 8s... with 1s.",
     ),
     optional(
         "max_backoff",
