@@ -170,12 +170,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     let failed: Vec<_> = results.iter().filter(|r| !r.passed()).collect();
                     let names = failed
                         .iter()
-                        .map(|r| {
-                            let status = r
-                                .exit_code
-                                .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
-                            format!("{} ({status})", r.command)
-                        })
+                        .map(|r| format!("{} ({})", r.command, r.status()))
                         .collect::<Vec<_>>()
                         .join(", ");
                     format!(
@@ -605,6 +600,7 @@ mod tests {
             duration_ms: 10,
             tail: None,
             truncated: false,
+            timed_out: false,
         };
         let attempt = |attempt, results: Vec<ralph_engine::CheckResult>| EventKind::AttemptEnded {
             attempt,

@@ -250,3 +250,39 @@ fn max_iterations_still_caps_a_converging_loop() {
     assert_eq!(ended["reason"], "max_iterations");
     assert_eq!(ended["outcome"], "failed");
 }
+
+#[test]
+fn a_hung_check_is_stopped_at_check_timeout_and_fails_the_attempt() {
+    // The check leaves a grandchild behind and hangs; the whole group goes at the limit.
+    let marker = format!("ralph-hung-check-{}", std::process::id());
+    let hung = format!("'sh -c \"sleep 30; : {marker}\" & echo started; wait'");
+    let p = project(
+        "--out work",
+        &[hung, "'true'".into()],
+        "max_attempts: 2, backoff: 10ms, check_timeout: 200ms",
+        "x\n",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let attempts = p.events_of("ATTEMPT_ENDED");
+    assert_eq!(attempts.len(), 2);
+    let hung = &attempts[0]["results"][0];
+    assert_eq!(hung["timed_out"], true, "{hung:#}");
+    assert_eq!(hung["tail"], "started\n");
+    let ms = hung["duration_ms"].as_u64().unwrap();
+    assert!(
+        (200..5000).contains(&ms),
+        "stopped at the limit, not at 30 s: {ms} ms"
+    );
+    assert_eq!(attempts[0]["results"][1]["timed_out"], false);
+    assert!(
+        !common::process_running(&marker),
+        "the check's grandchild was killed"
+    );
+    assert!(
+        common::stdout(&out).contains("(timed out)"),
+        "{}",
+        common::stdout(&out)
+    );
+    assert_eq!(p.run_ended()["reason"], "max_attempts_reached");
+}

@@ -108,10 +108,7 @@ impl Attempts {
 fn feedback(results: &[CheckResult]) -> String {
     let mut text = String::from("## Checks that failed on the last attempt\n");
     for r in results.iter().filter(|r| !r.passed()) {
-        let status = r
-            .exit_code
-            .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
-        let _ = write!(text, "\n### `{}` ({status})\n\n", r.command);
+        let _ = write!(text, "\n### `{}` ({})\n\n", r.command, r.status());
         let tail = r.tail.as_deref().unwrap_or("").trim_end();
         if r.truncated {
             text.push_str("(output cut to its last 4096 bytes)\n");
@@ -135,6 +132,7 @@ mod tests {
             duration_ms: 1,
             tail: (exit_code != 0).then(|| tail.into()),
             truncated: false,
+            timed_out: false,
         }
     }
 

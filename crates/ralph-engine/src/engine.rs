@@ -687,6 +687,7 @@ impl Run {
 
     async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
         let mut spec = ProcessSpec::shell(check, self.options.cwd.clone(), self.options.kill_grace);
+        spec.timeout = Some(self.options.file.config.convergence.check_timeout);
         spec.env = self.env(iteration);
         let mut collector = TailCollector {
             tail: Tail::new(convergence::TAIL_BYTES),
@@ -697,20 +698,21 @@ impl Run {
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;
         let (tail, truncated) = collector.tail.into_text();
-        let (exit_code, duration) = match result {
-            Ok(exit) => (exit.exit_code, exit.duration),
+        let (exit_code, duration, timed_out) = match result {
+            Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
                 tracing::warn!("check `{check}` could not start: {err}");
-                (None, Duration::ZERO)
+                (None, Duration::ZERO, false)
             }
         };
-        let passed = exit_code == Some(0);
+        let passed = exit_code == Some(0) && !timed_out;
         CheckResult {
             command: check.to_owned(),
             exit_code,
             duration_ms: millis(duration),
             tail: (!passed).then_some(tail),
             truncated: !passed && truncated,
+            timed_out,
         }
     }
 
@@ -737,12 +739,7 @@ impl Run {
         );
         let mut checks = String::new();
         for r in results {
-            checks.push_str(&format!(
-                "\ncheck `{}`: {}\n",
-                r.command,
-                r.exit_code
-                    .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
-            ));
+            checks.push_str(&format!("\ncheck `{}`: {}\n", r.command, r.status()));
             if let Some(tail) = &r.tail {
                 checks.push_str(tail);
                 if !tail.ends_with('\n') {

@@ -227,12 +227,38 @@ pub struct CheckResult {
     pub tail: Option<String>,
     /// Whether more output came before the tail.
     pub truncated: bool,
+    /// Whether it was stopped for running past `convergence.check_timeout`.
+    pub timed_out: bool,
 }
 
 impl CheckResult {
-    /// Whether the check passed (exit code 0).
+    /// Whether the check passed: exit code 0 within its time limit.
     pub fn passed(&self) -> bool {
-        self.exit_code == Some(0)
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    /// How it ended, for people: `exit 101`, `timed out` or `killed`.
+    ///
+    /// ```
+    /// # use ralph_engine::CheckResult;
+    /// let check = CheckResult {
+    ///     command: "cargo test".into(),
+    ///     exit_code: Some(101),
+    ///     duration_ms: 2300,
+    ///     tail: None,
+    ///     truncated: false,
+    ///     timed_out: false,
+    /// };
+    /// assert_eq!(check.status(), "exit 101");
+    /// let hung = CheckResult { exit_code: None, timed_out: true, ..check };
+    /// assert_eq!(hung.status(), "timed out");
+    /// ```
+    pub fn status(&self) -> String {
+        match (self.timed_out, self.exit_code) {
+            (true, _) => "timed out".to_owned(),
+            (false, Some(code)) => format!("exit {code}"),
+            (false, None) => "killed".to_owned(),
+        }
     }
 }
 

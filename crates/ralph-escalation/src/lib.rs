@@ -470,10 +470,7 @@ impl Escalation {
             let _ = writeln!(entry, "    (no failing checks)");
         }
         for r in &last_failure {
-            let status = r
-                .exit_code
-                .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
-            let _ = writeln!(entry, "  $ {} ({status})", r.command);
+            let _ = writeln!(entry, "  $ {} ({})", r.command, r.status());
             let tail = r.tail.as_deref().unwrap_or("");
             let lines: Vec<&str> = tail.lines().collect();
             let from = lines.len().saturating_sub(PROGRESS_TAIL_LINES);

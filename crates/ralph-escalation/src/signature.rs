@@ -55,10 +55,7 @@ pub fn signature(results: &[CheckResult]) -> Option<Signature> {
     failing.sort_by(|a, b| a.command.cmp(&b.command));
     let mut text = String::new();
     for r in failing {
-        let status = r
-            .exit_code
-            .map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
-        let _ = writeln!(text, "$ {} ({status})", r.command);
+        let _ = writeln!(text, "$ {} ({})", r.command, r.status());
         text.push_str(&normalize(r.tail.as_deref().unwrap_or(""), r.truncated));
     }
     Some(Signature {
@@ -449,6 +446,7 @@ mod tests {
             duration_ms: 10,
             tail: Some(tail.into()),
             truncated: false,
+            timed_out: false,
         }
     }
 

@@ -85,6 +85,8 @@ pub struct ConvergenceConfig {
     pub retry: RetryPolicy,
     /// Whether the next prompt carries what failed.
     pub feedback: bool,
+    /// Time limit of one `done_when` check; one running past it is stopped and fails.
+    pub check_timeout: Duration,
 }
 
 impl Default for ConvergenceConfig {
@@ -93,6 +95,7 @@ impl Default for ConvergenceConfig {
             max_attempts: 6,
             retry: RetryPolicy::default(),
             feedback: true,
+            check_timeout: Duration::from_secs(10 * 60),
         }
     }
 }

@@ -167,6 +167,12 @@ pub const CONVERGENCE_FIELDS: &[Field] = &[
         Some(DefaultValue::Bool(true)),
         "Whether the next prompt carries what failed.",
     ),
+    optional(
+        "check_timeout",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("10m")),
+        "Time limit of one `done_when` check; one running past it is stopped (its process group killed) and fails.",
+    ),
 ];
 
 /// The keys of the `escalation` block.
@@ -396,6 +402,10 @@ mod tests {
             duration(CONVERGENCE_FIELDS, "max_backoff")
         );
         assert_eq!(c.feedback, boolean(CONVERGENCE_FIELDS, "feedback"));
+        assert_eq!(
+            c.check_timeout,
+            duration(CONVERGENCE_FIELDS, "check_timeout")
+        );
 
         let e = config.escalation.unwrap();
         match field(ESCALATION_FIELDS, "progress").default {

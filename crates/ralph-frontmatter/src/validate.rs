@@ -643,6 +643,9 @@ fn convergence(
     let feedback = present(mapping, "feedback")
         .map(|v| checker.bool(&path.key("feedback"), v))
         .unwrap_or(Some(defaults.feedback));
+    let check_timeout = present(mapping, "check_timeout")
+        .map(|v| checker.duration(&path.key("check_timeout"), v, true))
+        .unwrap_or(Some(defaults.check_timeout));
     let max_backoff = capped_at_least(
         checker,
         &path.key("max_backoff"),
@@ -651,8 +654,13 @@ fn convergence(
         defaults.retry.max_backoff,
         "convergence.backoff",
     );
-    let (max_attempts, backoff, max_backoff, feedback) =
-        (max_attempts?, backoff?, max_backoff?, feedback?);
+    let (max_attempts, backoff, max_backoff, feedback, check_timeout) = (
+        max_attempts?,
+        backoff?,
+        max_backoff?,
+        feedback?,
+        check_timeout?,
+    );
     Some(ConvergenceConfig {
         max_attempts,
         retry: RetryPolicy {
@@ -660,6 +668,7 @@ fn convergence(
             max_backoff,
         },
         feedback,
+        check_timeout,
     })
 }
 
