@@ -296,10 +296,9 @@ git add error.txt && git commit -qm "try $RALPH_ITERATION"
     assert!(!progress.contains("no failing checks"), "{progress}");
 }
 
-#[test]
-fn a_blocked_marker_escalates_at_once_and_the_agent_can_pass_a_story_itself() {
-    // No done_when: the agent marks a story passed in prd.json.
-    let agent = r#"story=$(sed -n 's/^STORY=//p')
+/// US-001: leaves work behind and says it is blocked. US-002: does its work and, as there is no
+/// `done_when`, marks itself passed in prd.json.
+const BLOCKED_THEN_PASSING_AGENT: &str = r#"story=$(sed -n 's/^STORY=//p')
 case "$story" in
 US-001)
     echo half-done > half.txt
@@ -311,10 +310,13 @@ US-002)
     ;;
 esac
 "#;
+
+#[test]
+fn a_blocked_marker_escalates_at_once_and_the_agent_can_pass_a_story_itself() {
     let p = repo(
         "agent: sh agent.sh\nescalation:\n  prd: prd.json",
         STORY_BODY,
-        agent,
+        BLOCKED_THEN_PASSING_AGENT,
         Some(&prd_json(&[("US-002", 5), ("US-001", 1)])),
     );
     let out = p.run(&["run"]);
@@ -361,21 +363,10 @@ esac
 fn ralphs_own_files_in_gitignore_do_not_break_saving_reverting_or_committing() {
     // `.ralph/` and the events file ignored, as users often do: `git add` must not trip over
     // ralph's exclusion of paths it would never add anyway.
-    let agent = r#"story=$(sed -n 's/^STORY=//p')
-case "$story" in
-US-001)
-    echo half-done > half.txt
-    echo '<!-- ralph:state blocked reason="needs an API key" -->'
-    ;;
-US-002)
-    echo done > two.txt
-    ;;
-esac
-"#;
     let p = repo(
-        "agent: sh agent.sh\ndone_when: ['test -f two.txt']\nescalation:\n  prd: prd.json",
+        "agent: sh agent.sh\nescalation:\n  prd: prd.json",
         STORY_BODY,
-        agent,
+        BLOCKED_THEN_PASSING_AGENT,
         Some(&prd_json(&[("US-001", 1), ("US-002", 2)])),
     );
     std::fs::write(
