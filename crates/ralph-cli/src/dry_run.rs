@@ -4,13 +4,30 @@
 
 use std::io::Write as _;
 
-use ralph_engine::{DryRun, Engine, EngineOptions};
+use ralph_engine::{DryRun, EndReason, Engine, EngineOptions, TaskSource};
 
 use crate::error::CliError;
 
-/// Runs the commands, then prints the prompt and the agent command line.
-pub(crate) fn dry_run(options: EngineOptions) -> Result<i32, CliError> {
-    let dry = crate::run::runtime()?.block_on(Engine::new(options).dry_run())?;
+/// Runs the commands, then prints the prompt and the agent command line. `tasks` (story mode)
+/// picks the story whose placeholders fill the prompt.
+pub(crate) fn dry_run(
+    options: EngineOptions,
+    tasks: Option<impl TaskSource + 'static>,
+) -> Result<i32, CliError> {
+    let mut engine = Engine::new(options);
+    if let Some(tasks) = tasks {
+        engine.set_task_source(tasks);
+    }
+    let dry = crate::run::runtime()?.block_on(engine.dry_run())?;
+    if let Some(end) = &dry.end {
+        let why = match end {
+            EndReason::StoriesDone => "every story passes",
+            EndReason::StoriesBlocked => "no story left to do; the rest are blocked",
+            other => other.as_str(),
+        };
+        eprintln!("dry run: no iteration would run: {why} ({end})");
+        return Ok(0);
+    }
     eprint!("{}", summary(&dry));
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
@@ -23,6 +40,9 @@ pub(crate) fn dry_run(options: EngineOptions) -> Result<i32, CliError> {
 /// What would run: the agent's command line, shell-quoted, and where its prompt would go.
 fn summary(dry: &DryRun) -> String {
     let mut s = String::new();
+    if let Some(task) = &dry.task {
+        s.push_str(&format!("dry run: iteration 1 works on {task}\n"));
+    }
     for command in &dry.commands {
         s.push_str(&format!(
             "dry run: command {} ran ({} bytes of output)\n",

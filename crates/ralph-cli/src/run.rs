@@ -46,7 +46,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     options.log_dir = Some(log_root.join(&options.run_id));
 
     if args.dry_run {
-        return crate::dry_run::dry_run(options);
+        // prd.json is read, never written, and git is not touched.
+        let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
+        if stories.as_ref().is_some_and(|s| s.story_mode()) && options.max_iterations.is_none() {
+            options.max_iterations = Some(ralph_escalation::STORY_MODE_MAX_ITERATIONS);
+        }
+        return crate::dry_run::dry_run(options, stories);
     }
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
     let escalation = open_escalation(&mut options, &args, &log_root)?;

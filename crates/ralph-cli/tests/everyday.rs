@@ -156,6 +156,44 @@ fn dry_run_shows_the_arguments_a_claude_agent_gets() {
 }
 
 #[test]
+fn dry_run_in_story_mode_shows_the_next_story_and_touches_nothing() {
+    // Not a git repository: a dry run needs none, though `revert` is on.
+    let project = Project::new(
+        "agent: my-agent\nescalation:\n  prd: prd.json",
+        "{{ story.id }}: {{ story.title }} ({{ ralph.iteration }}/{{ ralph.max_iterations }})\n",
+    );
+    let prd = r#"{
+  "userStories": [
+    {"id": "US-001", "title": "Sign in", "priority": 1, "passes": true},
+    {"id": "US-002", "title": "Sign out", "priority": 2, "passes": false}
+  ]
+}
+"#;
+    let prd_path = project.path().join("prd.json");
+    std::fs::write(&prd_path, prd).unwrap();
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "US-002: Sign out (1/10)\n");
+    assert!(
+        stderr(&out).contains("dry run: iteration 1 works on US-002\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&prd_path).unwrap(), prd);
+    assert!(!project.path().join("progress.txt").exists());
+
+    std::fs::write(&prd_path, prd.replace("false", "true")).unwrap();
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("no iteration would run: every story passes (stories_done)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn check_warns_about_a_placeholder_that_names_nothing() {
     let project = Project::new("agent: cat", "{{ commands.tsts }}");
     let out = project.run(&["check"]);

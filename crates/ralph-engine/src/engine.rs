@@ -128,6 +128,11 @@ pub struct DryRun {
     pub stdin: bool,
     /// The `commands` that ran, in order, with their output.
     pub commands: Vec<DryRunCommand>,
+    /// The task iteration 1 would work on (a story id), when a [`TaskSource`](crate::TaskSource) is set.
+    pub task: Option<String>,
+    /// Why the loop would end before iteration 1 (every story done, say). Then nothing ran:
+    /// the prompt, the command line and the commands are empty.
+    pub end: Option<EndReason>,
 }
 
 /// One of `commands`, run by [`Engine::dry_run`].
@@ -380,6 +385,17 @@ impl Run {
 
     async fn dry_run(mut self) -> Result<DryRun, EngineError> {
         self.options.log_dir = None;
+        // The task source's events (none are written in a dry run) are dropped.
+        if let Some(end) = self.tasks.begin(&mut Vec::new()) {
+            return Ok(DryRun {
+                prompt: String::new(),
+                argv: Vec::new(),
+                stdin: false,
+                commands: Vec::new(),
+                task: None,
+                end: Some(end),
+            });
+        }
         let iteration = 1;
         let mut log = IterationLog::disabled();
         let mut commands = Vec::new();
@@ -409,6 +425,8 @@ impl Run {
             argv,
             stdin: !uses_argv,
             commands,
+            task: self.tasks.current_id().map(str::to_owned),
+            end: None,
         })
     }
 

@@ -146,6 +146,11 @@ impl Tasks {
         }
     }
 
+    /// The current task's id.
+    pub(crate) fn current_id(&self) -> Option<&str> {
+        self.current.as_ref().map(|task| task.id.as_str())
+    }
+
     /// The current task's value for a placeholder.
     pub(crate) fn placeholder(&self, namespace: &str, name: &str) -> Option<String> {
         self.current

@@ -129,13 +129,26 @@ impl Escalation {
     /// mode reads prd.json now; `revert` needs a git repository with a commit and a clean tree
     /// (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
+        let Some(mut this) = Self::preview(config, &options.cwd)? else {
+            return Ok(None);
+        };
+        if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
+            this.open_repo(&options)?;
+        }
+        Ok(Some(this))
+    }
+
+    /// The escalation `config` asks for, without its repository: it reads prd.json and
+    /// changes nothing, ever, as long as no iteration is reported to it. This is what
+    /// `--dry-run` uses to show the story iteration 1 would work on.
+    pub fn preview(config: &Config, cwd: &Path) -> Result<Option<Self>, EscalationError> {
         let Some(esc) = &config.escalation else {
             return Ok(None);
         };
         // Paths stay as written when ralph runs where the agent does, so errors name them so.
-        let at = |p: &Path| match options.cwd == Path::new(".") {
+        let at = |p: &Path| match cwd == Path::new(".") {
             true => p.to_path_buf(),
-            false => options.cwd.join(p),
+            false => cwd.join(p),
         };
         let prd = esc.prd.as_deref().map(at);
         let progress = at(&esc.progress);
@@ -143,7 +156,7 @@ impl Escalation {
             Some(path) => Some(summary(&Prd::load(path)?)),
             None => None,
         };
-        let mut this = Self {
+        Ok(Some(Self {
             prd,
             progress,
             has_checks: !config.done_when.is_empty(),
@@ -152,11 +165,7 @@ impl Escalation {
             current: None,
             counts,
             preexisting: None,
-        };
-        if esc.revert {
-            this.open_repo(&options)?;
-        }
-        Ok(Some(this))
+        }))
     }
 
     fn open_repo(&mut self, options: &Options) -> Result<(), EscalationError> {
