@@ -1,17 +1,24 @@
 //! `prd.json`: the stories, read with located errors and rewritten atomically.
 //!
-//! The file is kept as a [`serde_json::Value`] (with `preserve_order`), so unknown fields and key
-//! order survive every rewrite; a typed pass over the same text validates the fields ralph reads
-//! and gives serde_json's line and column for a wrong type. Writes go to a temporary file in the
-//! same folder, are fsynced, then renamed over the original: a reader (or a crash) sees the old
-//! file or the new one, never half of one.
+//! A rewrite edits the file's text in place: only the bytes of one story's `passes` and `notes`
+//! values change (a missing `notes` is added after the story's last field, indented like its
+//! other fields), so unknown fields, key order, indentation, number spellings and escapes all
+//! stay as the user wrote them. The spans come from serde_json's [`RawValue`], which borrows
+//! from the text. The file is also kept as a [`serde_json::Value`] (with `preserve_order`), for
+//! `{{ story.json }}`; should an edit in place ever not parse back to what was set, the file is
+//! written from that value instead (2-space indentation, key order kept). A typed pass over the
+//! same text validates the fields ralph reads and gives serde_json's line and column for a
+//! wrong type. Writes go to a temporary file in the same folder, are fsynced, then renamed over
+//! the original: a reader (or a crash) sees the old file or the new one, never half of one.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A story's `passes`: `true`, `false` or `"blocked"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +151,8 @@ pub struct Prd {
     path: PathBuf,
     value: Value,
     stories: Vec<Story>,
-    trailing_newline: bool,
+    /// The file's text, with ralph's edits applied.
+    text: String,
 }
 
 impl Prd {
@@ -190,7 +198,7 @@ impl Prd {
             path: path.to_path_buf(),
             value,
             stories,
-            trailing_newline: text.ends_with('\n'),
+            text: text.to_owned(),
         })
     }
 
@@ -255,16 +263,27 @@ impl Prd {
             story.passes = passes;
             story.json = json;
         }
+        let edited = edit_in_place(&self.text, id, passes, notes).filter(|edited| {
+            // Trust an edit only when it reads back as exactly what was set.
+            serde_json::from_str::<Value>(edited).is_ok_and(|v| v == self.value)
+        });
+        self.text = match edited {
+            Some(edited) => edited,
+            None => {
+                let trailing_newline = self.text.ends_with('\n');
+                let mut text = serde_json::to_string_pretty(&self.value).unwrap_or_default();
+                if trailing_newline {
+                    text.push('\n');
+                }
+                text
+            }
+        };
         Ok(())
     }
 
-    /// The file's text as ralph writes it: 2-space indentation, keys in their original order.
+    /// The file's text as ralph writes it: as read, but for the `passes` and `notes` it set.
     pub fn to_text(&self) -> String {
-        let mut text = serde_json::to_string_pretty(&self.value).unwrap_or_default();
-        if self.trailing_newline {
-            text.push('\n');
-        }
-        text
+        self.text.clone()
     }
 
     /// Writes the file atomically: temporary file, fsync, rename.
@@ -274,6 +293,65 @@ impl Prd {
             source,
         })
     }
+}
+
+/// The top level of a prd.json, borrowing each story's text.
+#[derive(Deserialize)]
+struct RawTop<'a> {
+    #[serde(borrow, rename = "userStories")]
+    user_stories: Vec<&'a RawValue>,
+}
+
+/// `text` with story `id`'s `passes` (and `notes`, when given) replaced in place, every other
+/// byte kept; `None` when the story or its fields cannot be located.
+fn edit_in_place(text: &str, id: &str, passes: Passes, notes: Option<&str>) -> Option<String> {
+    let offset = |raw: &RawValue| (raw.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+    let top: RawTop<'_> = serde_json::from_str(text).ok()?;
+    let (story, fields) = top.user_stories.into_iter().find_map(|raw| {
+        let fields: BTreeMap<String, &RawValue> = serde_json::from_str(raw.get()).ok()?;
+        let story_id: String = serde_json::from_str(fields.get("id")?.get()).ok()?;
+        (story_id == id).then_some((raw, fields))
+    })?;
+    let field = |name: &str| fields.get(name).copied();
+    let passes_raw = field("passes")?;
+    // (start, end, replacement), applied from the end so earlier offsets stay right.
+    let mut edits = Vec::new();
+    let start = offset(passes_raw)?;
+    edits.push((
+        start,
+        start + passes_raw.get().len(),
+        passes.to_value().to_string(),
+    ));
+    if let Some(notes) = notes {
+        let quoted = serde_json::to_string(notes).ok()?;
+        match field("notes") {
+            Some(raw) => {
+                let start = offset(raw)?;
+                edits.push((start, start + raw.get().len(), quoted));
+            }
+            None => {
+                // After the last field's value: just before the story's closing brace and the
+                // whitespace ahead of it.
+                let story_start = offset(story)?;
+                let close = story_start + story.get().len() - 1;
+                let end = story_start + story.get()[..close - story_start].trim_end().len();
+                let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+                let indent = &text[line_start..start];
+                let indent = &indent[..indent.len() - indent.trim_start().len()];
+                let separator = match text[story_start..close].contains('\n') {
+                    true => format!(",\n{indent}"),
+                    false => ", ".to_owned(),
+                };
+                edits.push((end, end, format!("{separator}\"notes\": {quoted}")));
+            }
+        }
+    }
+    edits.sort_by_key(|&(start, _, _)| std::cmp::Reverse(start));
+    let mut edited = text.to_owned();
+    for (start, end, replacement) in edits {
+        edited.replace_range(start..end, &replacement);
+    }
+    Some(edited)
 }
 
 /// serde_json's message without its " at line L column C" suffix (the error prints its own).
@@ -435,6 +513,28 @@ mod tests {
     }
 
     #[test]
+    fn a_rewrite_keeps_the_users_own_formatting() {
+        // 4-space indentation, one-line arrays, number spellings and escapes: all survive.
+        let text = "{\n    \"project\": \"Caf\\u00e9\",\n    \"version\": 1.50,\n    \"userStories\": [\n        {\"id\": \"A\", \"priority\": 1e0, \"acceptanceCriteria\": [\"x\", \"y\"], \"passes\": false},\n        {\n            \"id\": \"B\",\n            \"priority\": 2,\n            \"passes\": false\n        }\n    ]\n}";
+        let mut prd = Prd::parse(Path::new("prd.json"), text).unwrap();
+        prd.set("A", Passes::Yes, Some("done, \"really\"")).unwrap();
+        prd.set("B", Passes::Blocked, Some("stuck")).unwrap();
+        let expected = text
+            .replace(
+                "\"passes\": false},",
+                "\"passes\": true, \"notes\": \"done, \\\"really\\\"\"},",
+            )
+            .replace(
+                "\"passes\": false\n",
+                "\"passes\": \"blocked\",\n            \"notes\": \"stuck\"\n",
+            );
+        assert_eq!(prd.to_text(), expected);
+        let again = Prd::parse(Path::new("prd.json"), &prd.to_text()).unwrap();
+        assert_eq!(again.story("A").unwrap().passes, Passes::Yes);
+        assert_eq!(again.story("B").unwrap().passes, Passes::Blocked);
+    }
+
+    #[test]
     fn story_json_keeps_unknown_fields() {
         let prd = sample();
         let json = &prd.story("US-002").unwrap().json;
@@ -522,12 +622,26 @@ mod tests {
             })
         }
 
+        /// `value` written compact, or pretty with `indent`.
+        fn format(value: &Value, indent: &str) -> String {
+            if indent.is_empty() {
+                return serde_json::to_string(value).unwrap();
+            }
+            let mut out = Vec::new();
+            let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+            let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+            serde::Serialize::serialize(value, &mut ser).unwrap();
+            String::from_utf8(out).unwrap()
+        }
+
         proptest! {
             #[test]
             fn unknown_fields_order_and_indentation_survive_a_rewrite(
                 extra in prop::collection::vec(("[a-z]{1,6}", json()), 0..4),
                 story_extra in prop::collection::vec(("x[a-z]{1,6}", json()), 0..3),
                 passes in prop_oneof![Just(Passes::Yes), Just(Passes::No), Just(Passes::Blocked)],
+                indent in prop_oneof![Just(""), Just("  "), Just("    "), Just("\t")],
+                notes in proptest::option::of("[a-z \"\\\\\n]{0,12}"),
             ) {
                 let mut story = serde_json::Map::new();
                 story.insert("id".into(), "S1".into());
@@ -543,14 +657,29 @@ mod tests {
                     }
                 }
                 root.insert("userStories".into(), Value::Array(vec![Value::Object(story)]));
-                let text = serde_json::to_string_pretty(&Value::Object(root)).unwrap() + "\n";
+                let text = format(&Value::Object(root), indent) + "\n";
                 let mut prd = Prd::parse(Path::new("p.json"), &text).unwrap();
                 prop_assert_eq!(prd.to_text(), text.clone());
-                prd.set("S1", passes, None).unwrap();
-                let expected = text.replace(
-                    "\"passes\": false",
-                    &format!("\"passes\": {}", passes.to_value()),
+                prd.set("S1", passes, notes.as_deref()).unwrap();
+                let colon = if indent.is_empty() { ":" } else { ": " };
+                let mut expected = text.replace(
+                    &format!("\"passes\"{colon}false"),
+                    &format!("\"passes\"{colon}{}", passes.to_value()),
                 );
+                if let Some(notes) = &notes {
+                    // Added after the story's last field (`passes`), indented like it.
+                    let line = expected[..expected.find("\"passes\"").unwrap()]
+                        .rsplit('\n')
+                        .next()
+                        .unwrap()
+                        .to_owned();
+                    let separator = if indent.is_empty() { ", ".to_owned() } else { format!(",\n{line}") };
+                    let passes_text = format!("\"passes\"{colon}{}", passes.to_value());
+                    expected = expected.replace(
+                        &passes_text,
+                        &format!("{passes_text}{separator}\"notes\": {}", Value::from(notes.as_str())),
+                    );
+                }
                 prop_assert_eq!(prd.to_text(), expected);
             }
         }
