@@ -1,0 +1,31 @@
+//! What ralph tells a user who makes the usual mistakes: warnings while running, bad option
+//! values, a file given where a folder is expected. Each message names what is wrong and what
+//! is allowed, in plain text.
+
+mod common;
+
+use common::{Project, code, stderr};
+
+/// Warnings found while `ralph run` loads the file read like `ralph check`'s, with no colour
+/// codes on a stderr that is not a terminal.
+#[test]
+fn run_prints_file_warnings_as_plain_warning_lines() {
+    let project = Project::new(
+        "agent: cat\ndescription: old ralphify key",
+        "{{ commands.nope }}",
+    );
+    let out = project.run(&["run", "-n", "1", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\x1b'), "colour codes in a pipe: {err:?}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings[0].starts_with("warning: RALPH.md:3:1: description: ignored"),
+        "{err}"
+    );
+    assert!(
+        warnings[1].starts_with("warning: RALPH.md:5:1: commands.nope:"),
+        "{err}"
+    );
+}
