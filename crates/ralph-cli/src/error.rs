@@ -17,6 +17,13 @@ pub(crate) enum CliError {
     /// `ralph init` would replace a file.
     #[error("{}: already exists (use --force to replace it)", .0.display())]
     Exists(PathBuf),
+    /// `ralph init` was given a file (or a `.md` path) where it takes a folder.
+    #[error(
+        "{}: `ralph init` takes the folder to write RALPH.md in, not a file; \
+         for this one's folder, run `ralph init {}`",
+        .path.display(), .folder.display()
+    )]
+    NotAFolder { path: PathBuf, folder: PathBuf },
     /// A file ralph writes for the user could not be written.
     #[error("{}: cannot write: {source}", .path.display())]
     Write {

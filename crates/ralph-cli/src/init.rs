@@ -18,6 +18,7 @@ const PROGRESS_TXT: &str = include_str!("../templates/progress.txt");
 
 /// Writes the template files into `args.dir`; returns the paths written.
 pub(crate) fn init(args: &InitArgs) -> Result<Vec<PathBuf>, CliError> {
+    check_folder(&args.dir)?;
     let files: &[(&str, &str)] = if args.prd {
         &[
             ("RALPH.md", RALPH_PRD_MD),
@@ -44,6 +45,28 @@ pub(crate) fn init(args: &InitArgs) -> Result<Vec<PathBuf>, CliError> {
         written.push(path);
     }
     Ok(written)
+}
+
+/// `ralph check` and `ralph run` take a RALPH.md path; `ralph init` takes a folder. A file, or a
+/// path ending in `.md` that does not exist yet, is refused rather than turned into a folder
+/// named `RALPH.md`.
+fn check_folder(dir: &Path) -> Result<(), CliError> {
+    let is_file = dir.exists() && !dir.is_dir();
+    let looks_like_a_file = !dir.exists()
+        && dir
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("md"));
+    if !is_file && !looks_like_a_file {
+        return Ok(());
+    }
+    let folder = match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Err(CliError::NotAFolder {
+        path: dir.to_path_buf(),
+        folder,
+    })
 }
 
 /// Writes `text` to a temporary file beside `path`, then renames it into place: a reader never

@@ -29,3 +29,23 @@ fn run_prints_file_warnings_as_plain_warning_lines() {
         "{err}"
     );
 }
+
+/// `ralph check` and `ralph run` take a RALPH.md path, so users give `ralph init` one too: it
+/// is refused with the command that works, instead of an OS error or a folder named RALPH.md.
+#[test]
+fn init_given_a_file_path_names_the_folder_to_use() {
+    let project = Project::new("agent: cat", "hi");
+    for path in ["RALPH.md", "sub/RALPH.md"] {
+        let out = project.run(&["init", path]);
+        assert_eq!(code(&out), 2, "{path}: {}", stderr(&out));
+        let folder = if path == "RALPH.md" { "." } else { "sub" };
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "ralph: {path}: `ralph init` takes the folder to write RALPH.md in, not a \
+                 file; for this one's folder, run `ralph init {folder}`\n"
+            )
+        );
+    }
+    assert!(!project.path().join("sub").exists(), "nothing is created");
+}
