@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ralph_frontmatter::{Config, RalphFile};
+use ralph_frontmatter::{Config, OutputFormat, RalphFile};
 
 use crate::render::human_duration;
 
@@ -22,6 +22,23 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
         "prompt on stdin"
     };
     row("agent", format!("{} · {delivery}", c.agent));
+    // As the engine chooses: a PTY agent is read as text unless the file says otherwise.
+    let choice = ralph_engine::choose_output(
+        &c.agent_argv,
+        c.output.or(c.pty.map(|_| OutputFormat::Text)),
+    );
+    let format = match choice.format {
+        OutputFormat::Text => "text",
+        OutputFormat::ClaudeStreamJson => "claude-stream-json",
+    };
+    row(
+        "output",
+        if choice.extra_args.is_empty() {
+            format.to_owned()
+        } else {
+            format!("{format} · ralph adds {}", choice.extra_args.join(" "))
+        },
+    );
     row(
         "commands",
         if c.commands.is_empty() {
@@ -55,11 +72,14 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
         match &c.idle {
             None => "off (idle markers are reported, nothing waits)".to_owned(),
             Some(p) => format!(
-                "wait {} ×{} up to {} · stop after {}",
+                "wait {} ×{} up to {} · {}",
                 human_duration(p.delay),
                 p.backoff,
                 human_duration(p.max_delay),
-                p.max.map_or_else(|| "never".to_owned(), human_duration)
+                p.max.map_or_else(
+                    || "never stops (no idle.max)".to_owned(),
+                    |max| format!("stop after {}", human_duration(max))
+                )
             ),
         },
     );

@@ -17,8 +17,8 @@ const SHELL_WORDS: &[&str] = &[
 ];
 
 /// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
-/// loop would run: the `idle` block without the idle marker in the prompt, `done_when` programs
-/// that cannot be found, `revert` outside a git repository.
+/// loop would run: the `idle` block without the idle marker in the prompt, an agent or
+/// `done_when` programs that cannot be found, `revert` outside a git repository.
 pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
     let at = |needle: &str, after: Option<&str>, path: String, message: String| {
@@ -41,6 +41,15 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
             "idle handling is on, but the prompt never shows the agent the idle marker; add a \
              line such as `When nothing is left to do, end with <!-- ralph:state idle -->`"
                 .to_owned(),
+        ));
+    }
+
+    if let Some(problem) = missing_agent(&config.agent_argv, cwd) {
+        warnings.push(at(
+            &config.agent,
+            Some("agent:"),
+            "agent".to_owned(),
+            format!("{problem}; every iteration would fail to start the agent"),
         ));
     }
 
@@ -101,6 +110,24 @@ fn missing_program(command: &str, cwd: &Path) -> Option<String> {
         return (!path.exists()).then(|| {
             format!(
                 "`{program}` does not exist (checks run from {})",
+                cwd.display()
+            )
+        });
+    }
+    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+}
+
+/// Why the agent's program (`argv[0]`, run without a shell) cannot run, if it clearly cannot.
+fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
+    let program = argv.first()?;
+    if program.is_empty() || program.contains('{') {
+        return None;
+    }
+    if program.contains('/') {
+        let path = cwd.join(program);
+        return (!path.exists()).then(|| {
+            format!(
+                "`{program}` does not exist (the agent runs from {})",
                 cwd.display()
             )
         });
