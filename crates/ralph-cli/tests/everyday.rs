@@ -380,3 +380,35 @@ fn ralph_md_blocks_in_the_guides_are_example_files() {
         }
     }
 }
+
+/// The story-mode RALPH.md the guide shows is what `ralph init --prd` writes, without its
+/// comments: the guide cannot drift from the template.
+#[test]
+fn the_guides_story_mode_file_is_the_init_template_without_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ralph(dir.path(), &["init", "--prd"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let template = std::fs::read_to_string(dir.path().join("RALPH.md")).unwrap();
+    let mut stripped = String::new();
+    let mut fences = 0;
+    for line in template.lines() {
+        let trimmed = line.trim();
+        if trimmed == "---" {
+            fences += 1;
+        }
+        let yaml_comment = fences == 1 && (trimmed.is_empty() || trimmed.starts_with('#'));
+        let note = fences == 2
+            && trimmed.starts_with("<!--")
+            && trimmed.ends_with("-->")
+            && !trimmed
+                .trim_start_matches("<!--")
+                .trim()
+                .starts_with("ralph:");
+        if !yaml_comment && !note {
+            stripped.push_str(line);
+            stripped.push('\n');
+        }
+    }
+    let example = std::fs::read_to_string(docs().join("examples/story-mode.md")).unwrap();
+    assert_eq!(example, stripped);
+}
