@@ -44,8 +44,14 @@ fn summary(dry: &DryRun) -> String {
         s.push_str(&format!("dry run: iteration 1 works on {task}\n"));
     }
     for command in &dry.commands {
+        let how = match (command.timed_out, command.exit_code) {
+            (true, _) => "timed out".to_owned(),
+            (false, Some(0)) => "ran".to_owned(),
+            (false, Some(code)) => format!("failed with exit code {code}"),
+            (false, None) => "failed (killed by a signal, or could not start)".to_owned(),
+        };
         s.push_str(&format!(
-            "dry run: command {} ran ({} bytes of output)\n",
+            "dry run: command {} {how} ({} bytes of output)\n",
             command.name,
             command.output.len()
         ));

@@ -412,3 +412,29 @@ fn the_guides_story_mode_file_is_the_init_template_without_comments() {
     let example = std::fs::read_to_string(docs().join("examples/story-mode.md")).unwrap();
     assert_eq!(example, stripped);
 }
+
+/// `--dry-run` says which commands failed or timed out: their output fills the prompt all the
+/// same, and a typo in a command should not pass for a result.
+#[test]
+fn dry_run_says_which_commands_failed_or_timed_out() {
+    let project = Project::new(
+        "agent: cat\ncommands:\n  - name: ok\n    run: echo fine\n  - name: broken\n    \
+         run: echo oops; exit 3\n  - name: slow\n    run: sleep 5\n    timeout: 200ms",
+        "{{ commands.ok }} {{ commands.broken }} {{ commands.slow }}",
+    );
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("dry run: command ok ran (5 bytes of output)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("dry run: command broken failed with exit code 3 (5 bytes of output)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("dry run: command slow timed out (0 bytes of output)\n"),
+        "{err}"
+    );
+}

@@ -142,6 +142,18 @@ pub struct DryRunCommand {
     pub name: String,
     /// Its output (stdout and stderr, in the order written).
     pub output: String,
+    /// Its exit code; `None` when it ended by a signal, was killed at its timeout, or could not
+    /// start.
+    pub exit_code: Option<i32>,
+    /// Whether it was killed for running past its `timeout`.
+    pub timed_out: bool,
+}
+
+/// How one of `commands` ended, as `Engine::run_command` reports it.
+struct CommandRun {
+    output: String,
+    exit_code: Option<i32>,
+    timed_out: bool,
 }
 
 /// The ralph loop. Build it from [`EngineOptions`], add sinks and state handlers, then
@@ -401,11 +413,13 @@ impl Run {
         let mut commands = Vec::new();
         let mut outputs = BTreeMap::new();
         for command in self.options.file.config.commands.clone() {
-            let output = self.run_command(iteration, &command, &mut log).await;
-            outputs.insert(command.name.clone(), output.clone());
+            let ran = self.run_command(iteration, &command, &mut log).await;
+            outputs.insert(command.name.clone(), ran.output.clone());
             commands.push(DryRunCommand {
                 name: command.name,
-                output,
+                output: ran.output,
+                exit_code: ran.exit_code,
+                timed_out: ran.timed_out,
             });
         }
         let prompt = self.prompt(iteration, &outputs);
@@ -511,7 +525,7 @@ impl Run {
         let mut outputs = BTreeMap::new();
         let commands = self.options.file.config.commands.clone();
         for command in &commands {
-            let output = self.run_command(iteration, command, &mut log).await;
+            let output = self.run_command(iteration, command, &mut log).await.output;
             outputs.insert(command.name.clone(), output);
             if self.interrupts.stop_now.is_some() {
                 log.flush();
@@ -807,7 +821,7 @@ impl Run {
         iteration: u64,
         command: &CommandSpec,
         log: &mut IterationLog,
-    ) -> String {
+    ) -> CommandRun {
         // User values are escaped for where they stand: an argument can never inject shell code.
         let run = render_command(&command.run, &self.options.args);
         let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
@@ -840,7 +854,11 @@ impl Run {
             duration_ms: millis(duration),
             timed_out,
         });
-        String::from_utf8_lossy(&output).into_owned()
+        CommandRun {
+            output: String::from_utf8_lossy(&output).into_owned(),
+            exit_code,
+            timed_out,
+        }
     }
 
     fn prompt(&self, iteration: u64, outputs: &BTreeMap<String, String>) -> String {
