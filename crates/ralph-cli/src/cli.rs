@@ -65,15 +65,15 @@ pub(crate) struct RunArgs {
     pub(crate) max_iterations: Option<u64>,
 
     /// Wait between iterations, e.g. `500ms`, `10s` (overrides `delay`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short, long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) delay: Option<Duration>,
 
     /// Kill an agent run after this long, e.g. `30m` (overrides `timeout`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short, long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
 
     /// End the loop with exit code 1 when the agent fails or times out.
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) stop_on_error: bool,
 
     /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
@@ -87,7 +87,7 @@ pub(crate) struct RunArgs {
     pub(crate) dry_run: bool,
 
     /// Write the run's logs under DIR/RUN_ID/ instead of .ralph/runs/RUN_ID/.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub(crate) log_dir: Option<PathBuf>,
 
     /// Also write events as JSON Lines to FILE (`-` for stdout; human output then goes to stderr).
@@ -115,9 +115,10 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) idle_timeout: Option<Duration>,
 
-    /// Values for the RALPH.md's `args`, in declaration order (after PATH, or after `--`).
-    /// Named values are given as `--name value` or `--name=value` anywhere after `run`.
-    #[arg(value_name = "ARGS", trailing_var_arg = true, num_args = 0..)]
+    /// Values for the RALPH.md's `args`, in declaration order (after PATH; after `--` for
+    /// values that start with `-`). Named values are given as `--name value` or
+    /// `--name=value` anywhere after `run`. Options may come before, between or after them.
+    #[arg(value_name = "ARGS", num_args = 0..)]
     pub(crate) positional_args: Vec<String>,
 
     /// `--name value` pairs for the RALPH.md's `args`, taken out before clap parses the rest;

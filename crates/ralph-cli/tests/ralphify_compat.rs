@@ -1,0 +1,39 @@
+//! ralphify compatibility: a RALPH.md written for ralphify 0.3.0, run the way ralphify's
+//! documentation runs it, behaves the same under `ralph run` (docs/comparison.md lists where
+//! ralph deliberately differs).
+
+mod common;
+
+use common::{Project, code, fake_agent, stderr};
+
+fn agent(args: &str) -> String {
+    format!("agent: '{} {args}'", fake_agent())
+}
+
+fn prompts(p: &Project) -> String {
+    std::fs::read_to_string(p.path().join("prompt.txt")).unwrap_or_default()
+}
+
+#[test]
+fn ralph_options_may_follow_the_argument_values() {
+    // `ralph run my-ralph ./src "perf" -n 1`: ralphify reads -n wherever it stands.
+    let p = Project::new(
+        &format!("{}\nargs: [dir, focus]", agent("--save-prompt prompt.txt")),
+        "{{ args.dir }} {{ args.focus }}",
+    );
+    let out = p.run(&["run", ".", "src", "-n", "1", "perf"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prompts(&p), "src perf\n=== end ===\n");
+}
+
+#[test]
+fn ralphify_short_options_work() {
+    // -s --stop-on-error, -t --timeout (seconds), -d --delay (seconds), -l --log-dir.
+    let p = Project::new(&agent("--exit 3"), "x");
+    let out = p.run(&["run", "-n", "3", "-s", "-t", "5", "-d", "0", "-l", "logs"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "agent_failed");
+    assert_eq!(ended["iterations"], 1);
+    assert!(p.path().join("logs").is_dir(), "no logs under logs/");
+}
