@@ -37,3 +37,32 @@ fn ralphify_short_options_work() {
     assert_eq!(ended["iterations"], 1);
     assert!(p.path().join("logs").is_dir(), "no logs under logs/");
 }
+
+#[test]
+fn a_missing_argument_in_a_command_adds_no_word() {
+    // ralphify replaces a value not given with nothing: `ls {{ args.dir }}` lists the cwd.
+    let p = Project::new(
+        &format!(
+            "{}\nargs: [dir]\ncommands:\n  - name: show\n    run: printf '[%s]' {{{{ args.dir }}}} x",
+            agent("--save-prompt prompt.txt")
+        ),
+        "{{ commands.show }}",
+    );
+    let out = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prompts(&p), "[x]\n=== end ===\n");
+}
+
+#[test]
+fn an_empty_argument_in_a_command_is_an_empty_word() {
+    let p = Project::new(
+        &format!(
+            "{}\nargs: [dir]\ncommands:\n  - name: show\n    run: printf '[%s]' {{{{ args.dir }}}} x",
+            agent("--save-prompt prompt.txt")
+        ),
+        "{{ commands.show }}",
+    );
+    let out = p.run(&["run", "-n", "1", "--dir", ""]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prompts(&p), "[][x]\n=== end ===\n");
+}

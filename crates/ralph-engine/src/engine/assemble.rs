@@ -45,7 +45,7 @@ enum ShellContext {
 
 /// Renders a command's `run` string: each `{{ args.NAME }}` becomes the user's value, escaped for
 /// where it stands (bare, inside '...' or inside "..."), so it is always one literal string and
-/// never shell code. Other placeholders are left as written.
+/// never shell code; a value not given becomes nothing. Other placeholders are left as written.
 ///
 /// The quote tracking follows sh's rules for quotes and backslashes; it does not look inside
 /// `$(...)` or here-documents, where a placeholder should not be put.
@@ -62,7 +62,11 @@ pub(super) fn render_command(run: &str, args: &BTreeMap<String, String>) -> Stri
             out.push_str(&run[span]);
             continue;
         }
-        let value = args.get(placeholder.name).map_or("", String::as_str);
+        // A value not given is nothing at all, as in ralphify: `ls {{ args.dir }}` lists the
+        // current folder rather than failing on `ls ''`. A value given empty is an empty word.
+        let Some(value) = args.get(placeholder.name) else {
+            continue;
+        };
         match context {
             ShellContext::Unquoted => out.push_str(&quote(value)),
             // Close the quote, add the value quoted on its own, reopen: '...'\''...'.
@@ -189,7 +193,16 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_argument_is_an_empty_word() {
-        assert_eq!(shell_sees("printf '[%s]' {{ args.dir }}", ""), "[]");
+    fn an_empty_argument_is_an_empty_word() {
+        assert_eq!(shell_sees("printf '[%s]' {{ args.dir }} x", ""), "[][x]");
+    }
+
+    #[test]
+    fn a_missing_argument_is_no_word() {
+        let command = render_command(
+            "printf '[%s]' {{ args.dir }} \"{{ args.dir }}\"",
+            &BTreeMap::new(),
+        );
+        assert_eq!(command, "printf '[%s]'  \"\"");
     }
 }
