@@ -20,7 +20,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         tracing::warn!("{warning}");
     }
     let file = parsed.file;
-    let user_args = user_args(&file.config.args, &args.named_args, &args.positional_args)?;
+    let user_args = user_args(
+        &file.config.args,
+        &used_args(&file),
+        &args.named_args,
+        &args.positional_args,
+    )?;
 
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
@@ -190,9 +195,23 @@ fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
     }
 }
 
+/// The names of the `{{ args.NAME }}` placeholders in the prompt and the commands.
+fn used_args(file: &ralph_frontmatter::RalphFile) -> Vec<String> {
+    std::iter::once(file.body.as_str())
+        .chain(file.config.commands.iter().map(|c| c.run.as_str()))
+        .flat_map(ralph_frontmatter::placeholders)
+        .filter(|p| p.namespace == "args")
+        .map(|p| p.name.to_owned())
+        .collect()
+}
+
 /// Matches named values and positional values (in declaration order) against the declared `args`.
+/// A named value may also go to an undeclared name that a placeholder uses (`used`), as in
+/// ralphify, where `args` is only needed for positional values; a name nothing uses is refused,
+/// so a mistyped `--name` is caught.
 fn user_args(
     declared: &[String],
+    used: &[String],
     named: &[(String, Option<String>)],
     positional: &[String],
 ) -> Result<BTreeMap<String, String>, CliError> {
@@ -212,7 +231,7 @@ fn user_args(
     };
     let mut values = BTreeMap::new();
     for (name, value) in named {
-        if !declared.contains(name) {
+        if !declared.contains(name) && !used.contains(name) {
             return Err(CliError::Usage(format!(
                 "unknown argument --{name} ({})",
                 allowed()
@@ -278,6 +297,7 @@ mod tests {
     fn named_args_are_matched_by_name() {
         let got = user_args(
             &declared(),
+            &[],
             &named(&[("focus", "tests"), ("dir", "src")]),
             &[],
         )
@@ -288,14 +308,20 @@ mod tests {
 
     #[test]
     fn positional_args_fill_the_declared_order_after_named_ones() {
-        let got = user_args(&declared(), &named(&[("dir", "src")]), &strings(&["tests"])).unwrap();
+        let got = user_args(
+            &declared(),
+            &[],
+            &named(&[("dir", "src")]),
+            &strings(&["tests"]),
+        )
+        .unwrap();
         assert_eq!(got["dir"], "src");
         assert_eq!(got["focus"], "tests");
     }
 
     #[test]
     fn unknown_arg_names_the_declared_ones() {
-        let err = user_args(&declared(), &named(&[("nope", "x")]), &[]).unwrap_err();
+        let err = user_args(&declared(), &[], &named(&[("nope", "x")]), &[]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "unknown argument --nope (declared args: --dir, --focus)"
@@ -303,8 +329,15 @@ mod tests {
     }
 
     #[test]
+    fn an_undeclared_name_a_placeholder_uses_takes_a_named_value() {
+        let used = strings(&["extra"]);
+        let got = user_args(&declared(), &used, &named(&[("extra", "x")]), &[]).unwrap();
+        assert_eq!(got["extra"], "x");
+    }
+
+    #[test]
     fn too_many_positional_values_is_an_error() {
-        let err = user_args(&declared(), &[], &strings(&["a", "b", "c"])).unwrap_err();
+        let err = user_args(&declared(), &[], &[], &strings(&["a", "b", "c"])).unwrap_err();
         assert!(err.to_string().starts_with("too many values: \"c\""));
     }
 }

@@ -66,3 +66,34 @@ fn an_empty_argument_in_a_command_is_an_empty_word() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(prompts(&p), "[][x]\n=== end ===\n");
 }
+
+#[test]
+fn an_undeclared_argument_the_file_uses_can_be_given_by_name() {
+    // ralphify needs `args` only for positional values; `--name value` fills `{{ args.name }}`.
+    let p = Project::new(
+        &format!(
+            "{}\ncommands:\n  - name: show\n    run: echo {{{{ args.dir }}}}",
+            agent("--save-prompt prompt.txt")
+        ),
+        "Focus: {{ args.focus }}. {{ commands.show }}",
+    );
+    let out = p.run(&["run", "-n", "1", "--focus", "the parser", "--dir=src"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prompts(&p), "Focus: the parser. src\n=== end ===\n");
+}
+
+#[test]
+fn an_argument_nothing_uses_is_still_refused() {
+    let p = Project::new(
+        &format!("{}\nargs: [focus]", agent("--save-prompt prompt.txt")),
+        "Focus: {{ args.focus }}",
+    );
+    let out = p.run(&["run", "-n", "1", "--fcous", "parser"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("unknown argument --fcous (declared args: --focus)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.path().join("prompt.txt").exists(), "the agent ran");
+}
