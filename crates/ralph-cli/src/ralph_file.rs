@@ -13,13 +13,22 @@ pub(crate) struct Loaded {
     pub(crate) parsed: Parsed,
 }
 
-/// `path` is a RALPH.md or a directory holding one.
+/// `path` is a RALPH.md or a directory holding one; failing both, the name of a ralph that
+/// ralphify's `ralph add` installed under `.ralphify/ralphs/`.
 pub(crate) fn resolve(path: &Path) -> PathBuf {
     if path.is_dir() {
-        path.join("RALPH.md")
-    } else {
-        path.to_path_buf()
+        return path.join("RALPH.md");
     }
+    if !path.exists() {
+        let installed = Path::new(".ralphify")
+            .join("ralphs")
+            .join(path)
+            .join("RALPH.md");
+        if installed.is_file() {
+            return installed;
+        }
+    }
+    path.to_path_buf()
 }
 
 /// Reads and parses the RALPH.md at `path` (a file or a directory holding one).

@@ -97,3 +97,28 @@ fn an_argument_nothing_uses_is_still_refused() {
     );
     assert!(!p.path().join("prompt.txt").exists(), "the agent ran");
 }
+
+#[test]
+fn an_installed_ralph_is_found_by_name() {
+    // `ralph add owner/repo/fix` (ralphify) puts the ralph in .ralphify/ralphs/fix/.
+    let p = Project::new("agent: x", "");
+    let dir = p.path().join(".ralphify/ralphs/fix");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("RALPH.md"),
+        format!(
+            "---\n{}\ncommands:\n  - name: here\n    run: ./here.sh\n---\n{{{{ ralph.name }}}}: {{{{ commands.here }}}}\n",
+            agent("--save-prompt prompt.txt")
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("here.sh"), "#!/bin/sh\necho from-fix\n").unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", ".ralphify/ralphs/fix/here.sh"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    let out = p.run(&["run", "fix", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prompts(&p), "fix: from-fix\n=== end ===\n");
+}
