@@ -122,3 +122,12 @@ fn an_installed_ralph_is_found_by_name() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(prompts(&p), "fix: from-fix\n=== end ===\n");
 }
+
+#[test]
+fn yaml_yes_and_no_are_booleans_as_in_ralphify() {
+    // ralphify reads its frontmatter with PyYAML, where `yes`, `no`, `on` and `off` are
+    // booleans.
+    let p = Project::new(&format!("{}\ncredit: no", agent("--out x")), "x");
+    let out = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

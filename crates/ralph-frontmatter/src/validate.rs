@@ -137,6 +137,18 @@ impl<'a> Checker<'a> {
     fn bool(&mut self, path: &FieldPath, value: &Value) -> Option<bool> {
         match value {
             Value::Bool(flag) => Some(*flag),
+            // YAML 1.1's other spellings, which ralphify's PyYAML reads as booleans when they
+            // are not quoted.
+            Value::String(text) if self.locator.raw(path) == Some(text.as_str()) => {
+                match text.as_str() {
+                    "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+                    "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+                    _ => {
+                        self.expected(path, value, "true or false");
+                        None
+                    }
+                }
+            }
             _ => {
                 self.expected(path, value, "true or false");
                 None
