@@ -54,7 +54,10 @@ pub(crate) struct CheckArgs {
     pub(crate) path: PathBuf,
 }
 
+/// An option given twice takes its last value, as in ralphify (`ralph run x -n 5 "$@"` lets a
+/// caller's own `-n` win).
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 pub(crate) struct RunArgs {
     /// A RALPH.md, or a directory holding one.
     #[arg(default_value = ".")]

@@ -39,6 +39,14 @@ fn ralphify_short_options_work() {
 }
 
 #[test]
+fn an_option_given_twice_takes_its_last_value() {
+    let p = Project::new(&agent("--out x"), "x");
+    let out = p.run(&["run", "-n", "5", "-n", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["iterations"], 2);
+}
+
+#[test]
 fn a_missing_argument_in_a_command_adds_no_word() {
     // ralphify replaces a value not given with nothing: `ls {{ args.dir }}` lists the cwd.
     let p = Project::new(
