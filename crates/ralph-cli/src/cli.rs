@@ -64,7 +64,7 @@ pub(crate) struct RunArgs {
     pub(crate) path: PathBuf,
 
     /// Stop after N iterations (overrides `max_iterations`).
-    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = parse_iterations)]
     pub(crate) max_iterations: Option<u64>,
 
     /// Wait between iterations, e.g. `500ms`, `10s` (overrides `delay`).
@@ -72,7 +72,7 @@ pub(crate) struct RunArgs {
     pub(crate) delay: Option<Duration>,
 
     /// Kill an agent run after this long, e.g. `30m` (overrides `timeout`).
-    #[arg(short, long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short, long, value_name = "DURATION", value_parser = parse_limit)]
     pub(crate) timeout: Option<Duration>,
 
     /// End the loop with exit code 1 when the agent fails or times out.
@@ -115,7 +115,7 @@ pub(crate) struct RunArgs {
     pub(crate) interactive: bool,
 
     /// PTY mode: end the agent after this long without output, e.g. `30s` (implies --pty).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
     pub(crate) idle_timeout: Option<Duration>,
 
     /// Values for the RALPH.md's `args`, in declaration order (after PATH; after `--` for
@@ -191,15 +191,37 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<Strin
     (kept, named)
 }
 
-/// A humantime duration (`250ms`, `30s`, `5m`) or a bare number of seconds.
+/// A humantime duration (`250ms`, `30s`, `5m`) or a bare number of seconds, as in RALPH.md;
+/// the message is the file's too.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    if let Ok(secs) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("expected a duration >= 0, got \"{text}\""));
+    let parsed = match text.parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
+        Err(_) => humantime::parse_duration(text).ok(),
+    };
+    parsed.ok_or_else(|| {
+        format!(
+            "expected a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare \
+             number is seconds), got \"{text}\""
+        )
+    })
+}
+
+/// A duration > 0, for limits: `--timeout 0` would kill every agent run at once.
+pub(crate) fn parse_limit(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("expected a duration > 0, got \"{}\"", text.trim())),
+        d => Ok(d),
     }
-    humantime::parse_duration(text)
-        .map_err(|err| format!("expected a duration like 250ms, 30s or 5m, got \"{text}\" ({err})"))
+}
+
+/// `-n`: an integer >= 1, worded as `max_iterations` is in RALPH.md.
+fn parse_iterations(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("expected an integer >= 1, got \"{text}\""))
 }
 
 #[cfg(test)]

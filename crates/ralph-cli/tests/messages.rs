@@ -49,3 +49,39 @@ fn init_given_a_file_path_names_the_folder_to_use() {
     }
     assert!(!project.path().join("sub").exists(), "nothing is created");
 }
+
+/// Option values are checked like the same settings in RALPH.md: `--timeout 0` is refused as
+/// `timeout: 0` is (it used to kill every agent at once), and the messages say what is allowed
+/// in the file's words, not the parser's.
+#[test]
+fn bad_option_values_are_refused_with_what_is_allowed() {
+    let project = Project::new("agent: cat", "hi");
+    for (args, message) in [
+        (
+            // `-n 1`: before the fix, every iteration timed out at once, without end.
+            &["run", "-n", "1", "--timeout", "0"][..],
+            "error: invalid value '0' for '--timeout <DURATION>': expected a duration > 0, \
+             got \"0\"",
+        ),
+        (
+            &["run", "-n", "0"][..],
+            "error: invalid value '0' for '--max-iterations <N>': expected an integer >= 1, \
+             got \"0\"",
+        ),
+        (
+            &["run", "--delay", "fast"][..],
+            "error: invalid value 'fast' for '--delay <DURATION>': expected a duration such as \
+             \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare number is seconds), got \"fast\"",
+        ),
+    ] {
+        let out = project.run(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out).lines().next(),
+            Some(message),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(project.events().is_empty(), "{args:?}: nothing ran");
+    }
+}
