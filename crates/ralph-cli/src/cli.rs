@@ -144,6 +144,19 @@ impl Cli {
     }
 }
 
+/// The long options of `ralph run` (`dry-run`, `max-iterations`, ...), `help` and `version`.
+pub(crate) fn run_options() -> Vec<String> {
+    let command = Cli::command();
+    let run = command
+        .find_subcommand("run")
+        .expect("the run subcommand exists");
+    run.get_arguments()
+        .filter_map(|a| a.get_long())
+        .chain(["help", "version"])
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Splits `--name value` / `--name=value` pairs whose name is not a `ralph run` option out of
 /// `argv`. Everything after a bare `--` is left alone.
 fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<String>)>) {
@@ -153,15 +166,7 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<Strin
     if argv.get(run_at).is_none_or(|a| a != "run") {
         return (argv, Vec::new());
     }
-    let command = Cli::command();
-    let run = command
-        .find_subcommand("run")
-        .expect("the run subcommand exists");
-    let known: Vec<&str> = run
-        .get_arguments()
-        .filter_map(|a| a.get_long())
-        .chain(["help", "version"])
-        .collect();
+    let known = run_options();
     let mut kept: Vec<String> = argv[..=run_at].to_vec();
     let mut named = Vec::new();
     let mut rest = argv[run_at + 1..].iter().peekable();
@@ -176,7 +181,7 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<Strin
             continue;
         };
         let name = flag.split_once('=').map_or(flag, |(n, _)| n);
-        if known.contains(&name) {
+        if known.iter().any(|k| k == name) {
             kept.push(word.clone());
             continue;
         }

@@ -232,8 +232,19 @@ fn user_args(
     let mut values = BTreeMap::new();
     for (name, value) in named {
         if !declared.contains(name) && !used.contains(name) {
+            // A mistyped ralph option (`--dryrun`) lands here too: suggest the closest name.
+            let options = crate::cli::run_options();
+            let candidates: Vec<&str> = declared
+                .iter()
+                .chain(used)
+                .chain(&options)
+                .map(String::as_str)
+                .collect();
+            let suggestion = ralph_frontmatter::nearest(name, &candidates)
+                .map(|near| format!("; did you mean --{near}?"))
+                .unwrap_or_default();
             return Err(CliError::Usage(format!(
-                "unknown argument --{name} ({})",
+                "unknown argument --{name} ({}){suggestion}",
                 allowed()
             )));
         }

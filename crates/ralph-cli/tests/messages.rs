@@ -85,3 +85,24 @@ fn bad_option_values_are_refused_with_what_is_allowed() {
         assert!(project.events().is_empty(), "{args:?}: nothing ran");
     }
 }
+
+/// Options `ralph run` does not know are taken for the file's user arguments; a mistyped ralph
+/// option is refused with the option it resembles.
+#[test]
+fn a_mistyped_run_option_is_suggested() {
+    let project = Project::new("agent: cat\nargs: [focus]", "{{ args.focus }}");
+    for (typo, meant) in [
+        ("--dryrun", "--dry-run"),
+        ("--max-iteration", "--max-iterations"),
+        ("--focs", "--focus"),
+    ] {
+        let out = project.run(&["run", typo, "x"]);
+        assert_eq!(code(&out), 2, "{typo}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "ralph: unknown argument {typo} (declared args: --focus); did you mean {meant}?\n"
+            )
+        );
+    }
+}

@@ -22,6 +22,7 @@ mod validate;
 use locate::{Locator, Pos};
 
 pub use ralph_backoff::{IdlePolicy, RetryPolicy};
+pub use suggest::nearest;
 
 /// A parsed, validated RALPH.md.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 /// Closeness is the optimal-string-alignment distance (a swap of two neighbours counts once, so
 /// `max_dealy` is one step from `max_delay`), compared case-insensitively, with `-` and `_`
 /// treated as one character. A third of the word's length, at least one, is allowed.
-pub(crate) fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+pub fn nearest<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
     let normal = normalize(word);
     let allowed = (normal.chars().count() / 3).max(1);
     known
