@@ -8,6 +8,13 @@ pub(crate) enum CliError {
     /// The RALPH.md does not exist.
     #[error("{}: no such file (give a RALPH.md or a directory holding one)", .0.display())]
     NotFound(PathBuf),
+    /// No RALPH.md, but a file of that name in other letter case (`ralph.md`) is there.
+    #[error(
+        "{}: no such file; {} is there, but ralph looks for `RALPH.md` in capitals: give its \
+         path, or rename it",
+        .path.display(), .found.display()
+    )]
+    WrongCase { path: PathBuf, found: PathBuf },
     /// The RALPH.md could not be read.
     #[error("{}: cannot read: {source}", .path.display())]
     Read {

@@ -37,13 +37,31 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(CliError::NotFound(path));
+            return Err(match other_case(&path) {
+                Some(found) => CliError::WrongCase { path, found },
+                None => CliError::NotFound(path),
+            });
         }
         Err(source) => return Err(CliError::Read { path, source }),
     };
     let shown = display_path(&path);
     let parsed = ralph_frontmatter::parse(&shown, &text).map_err(CliError::Config)?;
     Ok(Loaded { path, parsed })
+}
+
+/// A file beside the missing `path` whose name is `path`'s in other letter case: `ralph.md` for
+/// a `RALPH.md` that does not exist (on a case-sensitive file system).
+fn other_case(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let other = entry.file_name();
+        let other = other.to_str()?;
+        (other != name && other.eq_ignore_ascii_case(name)).then(|| path.with_file_name(other))
+    })
 }
 
 /// The path without a leading `./`, as a compiler would show it.

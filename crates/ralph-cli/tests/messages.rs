@@ -106,3 +106,27 @@ fn a_mistyped_run_option_is_suggested() {
         );
     }
 }
+
+/// A `ralph.md` in small letters is not found on a case-sensitive file system; the message
+/// points at it instead of only saying that nothing is there.
+#[test]
+fn a_ralph_md_in_other_letter_case_is_pointed_out() {
+    let project = Project::new("agent: cat", "hi");
+    std::fs::create_dir(project.path().join("loop")).unwrap();
+    std::fs::write(
+        project.path().join("loop/ralph.md"),
+        "---\nagent: cat\n---\nhi\n",
+    )
+    .unwrap();
+    for command in ["check", "run"] {
+        let out = project.run(&[command, "loop"]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            "ralph: loop/RALPH.md: no such file; loop/ralph.md is there, but ralph looks for \
+             `RALPH.md` in capitals: give its path, or rename it\n"
+        );
+    }
+    let out = project.run(&["check", "loop/ralph.md"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
