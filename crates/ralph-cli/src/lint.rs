@@ -18,7 +18,8 @@ const SHELL_WORDS: &[&str] = &[
 
 /// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
 /// loop would run: the `idle` block without the idle marker in the prompt, an agent or
-/// `done_when` programs that cannot be found, `revert` outside a git repository.
+/// `done_when` programs that cannot be found, a prd.json that cannot be read, `revert` outside
+/// a git repository.
 pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
     let at = |needle: &str, after: Option<&str>, path: String, message: String| {
@@ -60,6 +61,18 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
                 Some("done_when:"),
                 format!("done_when[{index}]"),
                 format!("{problem}; this check would fail on every attempt"),
+            ));
+        }
+    }
+
+    if config.escalation.as_ref().is_some_and(|e| e.prd.is_some()) {
+        // Read as `ralph run` reads it, never written. Paths are relative to where ralph runs.
+        if let Err(err) = ralph_escalation::Escalation::preview(config, Path::new(".")) {
+            warnings.push(at(
+                "prd:",
+                Some("escalation:"),
+                "escalation.prd".to_owned(),
+                format!("{err}; `ralph run` would refuse to start"),
             ));
         }
     }

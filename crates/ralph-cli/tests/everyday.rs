@@ -333,6 +333,8 @@ fn every_docs_example_passes_check() {
         // From a git checkout, as a reader would run them (story mode reverts through git).
         let checkout = tempfile::tempdir().unwrap();
         std::fs::create_dir(checkout.path().join(".git")).unwrap();
+        // Story mode reads prd.json: the one `ralph init --prd` writes.
+        assert_eq!(code(&ralph(checkout.path(), &["init", "--prd"])), 0);
         let out = ralph(checkout.path(), &["check", path.to_str().unwrap()]);
         assert_eq!(code(&out), 0, "{}: {}", path.display(), stderr(&out));
         // A missing tool on this machine (cargo, uv) is the machine's business, not the file's.

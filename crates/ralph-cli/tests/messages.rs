@@ -130,3 +130,50 @@ fn a_ralph_md_in_other_letter_case_is_pointed_out() {
     let out = project.run(&["check", "loop/ralph.md"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// `ralph check` reads prd.json as `ralph run` does, and warns when run would refuse it.
+#[test]
+fn check_warns_about_a_prd_json_that_run_would_refuse() {
+    let project = Project::new(
+        "agent: cat\nescalation:\n  prd: prd.json\n  revert: false",
+        "{{ story.id }}",
+    );
+    let prd_warnings = |out: &std::process::Output| -> Vec<String> {
+        stderr(out)
+            .lines()
+            .filter(|l| l.contains("escalation.prd"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let w = prd_warnings(&out);
+    assert_eq!(w.len(), 1, "{}", stderr(&out));
+    assert!(
+        w[0].starts_with("warning: RALPH.md:4:3: escalation.prd: prd.json: cannot read"),
+        "{w:?}"
+    );
+    assert!(
+        w[0].ends_with("; `ralph run` would refuse to start"),
+        "{w:?}"
+    );
+
+    std::fs::write(
+        project.path().join("prd.json"),
+        r#"{"userStories": [{"id": "A", "priority": 1, "passes": false}"#,
+    )
+    .unwrap();
+    let w = prd_warnings(&project.run(&["check"]));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("warning: RALPH.md:4:3: escalation.prd: prd.json:1:"),
+        "{w:?}"
+    );
+
+    std::fs::write(
+        project.path().join("prd.json"),
+        r#"{"userStories": [{"id": "A", "priority": 1, "passes": false}]}"#,
+    )
+    .unwrap();
+    assert_eq!(prd_warnings(&project.run(&["check"])), Vec::<String>::new());
+}
