@@ -177,3 +177,39 @@ fn check_warns_about_a_prd_json_that_run_would_refuse() {
     .unwrap();
     assert_eq!(prd_warnings(&project.run(&["check"])), Vec::<String>::new());
 }
+
+/// A prd.json field of the wrong type is named, with what it allows, in prd.json's own words.
+#[test]
+fn a_prd_json_field_of_the_wrong_type_is_named() {
+    let project = Project::new(
+        "agent: cat\nescalation:\n  prd: prd.json\n  revert: false",
+        "{{ story.id }}",
+    );
+    for (story, message) in [
+        (
+            r#"{"id": "A", "priority": "high", "passes": false}"#,
+            r#"priority: expected a number, got "high""#,
+        ),
+        (
+            r#"{"id": 7, "priority": 1, "passes": false}"#,
+            "id: expected a string, got 7",
+        ),
+        (
+            r#"{"id": "A", "acceptanceCriteria": "it works", "priority": 1, "passes": false}"#,
+            r#"acceptanceCriteria: expected a list of strings, got "it works""#,
+        ),
+    ] {
+        std::fs::write(
+            project.path().join("prd.json"),
+            format!(r#"{{"userStories": [{story}]}}"#),
+        )
+        .unwrap();
+        let out = project.run(&["run", "-n", "1"]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("ralph: prd.json:1:") && err.trim_end().ends_with(message),
+            "{story}: {err}"
+        );
+    }
+}

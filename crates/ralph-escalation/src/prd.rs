@@ -85,15 +85,69 @@ struct Shape {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StoryShape {
+    #[serde(deserialize_with = "id")]
     id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "title")]
     title: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "description")]
     description: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "acceptance_criteria")]
     acceptance_criteria: Vec<String>,
+    #[serde(deserialize_with = "priority")]
     priority: f64,
     passes: Passes,
+}
+
+// One function per field, so that a wrong type names the field and what it allows
+// (`priority: expected a number, got "high"`), as `passes` does, instead of serde's
+// `invalid type: string "high", expected f64`.
+fn id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    typed(d, "id", "a string", |v| v.as_str().map(str::to_owned))
+}
+
+fn title<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    typed(d, "title", "a string", |v| v.as_str().map(str::to_owned))
+}
+
+fn description<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    typed(d, "description", "a string", |v| {
+        v.as_str().map(str::to_owned)
+    })
+}
+
+fn acceptance_criteria<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    typed(d, "acceptanceCriteria", "a list of strings", |v| {
+        v.as_array()?
+            .iter()
+            .map(|c| c.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    typed(d, "priority", "a number", Value::as_f64)
+}
+
+/// Reads any JSON value and converts it with `get`; when that fails, an error that names
+/// `field`, what it expects and what the file holds.
+fn typed<'de, D, T>(
+    d: D,
+    field: &str,
+    expected: &str,
+    get: impl Fn(&Value) -> Option<T>,
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = Value::deserialize(d)?;
+    get(&value).ok_or_else(|| {
+        let found = match &value {
+            Value::Array(_) => "a list".to_owned(),
+            Value::Object(_) => "an object".to_owned(),
+            scalar => scalar.to_string(),
+        };
+        serde::de::Error::custom(format!("{field}: expected {expected}, got {found}"))
+    })
 }
 
 /// A prd.json that cannot be used.
