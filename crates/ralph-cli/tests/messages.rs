@@ -213,3 +213,16 @@ fn a_prd_json_field_of_the_wrong_type_is_named() {
         );
     }
 }
+
+/// A number beyond 64 bits is reported at its field, without the YAML parser's Rust types.
+#[test]
+fn a_number_too_large_is_reported_at_its_field() {
+    let project = Project::new("agent: cat\nidle:\n  delay: 99999999999999999999999", "hi");
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        "error: RALPH.md:4:10: idle.delay: expected a number ralph can hold (64 bits), got \
+         99999999999999999999999\nralph: RALPH.md has 1 error\n"
+    );
+}

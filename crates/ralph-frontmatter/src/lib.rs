@@ -24,6 +24,15 @@ use locate::{Locator, Pos};
 pub use ralph_backoff::{IdlePolicy, RetryPolicy};
 pub use suggest::nearest;
 
+/// The field and the number of the YAML parser's error for an integer beyond 64 bits, which
+/// names Rust types rather than the problem: ``idle.delay: invalid type: integer `1` as u128,
+/// expected any YAML value`` (with a longer number).
+fn number_too_large(message: &str) -> Option<(&str, &str)> {
+    let (path, rest) = message.split_once(": invalid type: integer `")?;
+    let (number, rest) = rest.split_once('`')?;
+    (rest.starts_with(" as u128") || rest.starts_with(" as i128")).then_some((path, number))
+}
+
 /// A parsed, validated RALPH.md.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RalphFile {
@@ -224,7 +233,14 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
             ),
             None => {
                 let (pos, message) = document::yaml_error(&doc, &error);
-                located(pos, "frontmatter", message)
+                match number_too_large(&message) {
+                    Some((path, number)) => located(
+                        pos,
+                        path,
+                        format!("expected a number ralph can hold (64 bits), got {number}"),
+                    ),
+                    None => located(pos, "frontmatter", message),
+                }
             }
         }])
     })?;
