@@ -57,7 +57,7 @@ pub(crate) struct CheckArgs {
 /// An option given twice takes its last value, as in ralphify (`ralph run x -n 5 "$@"` lets a
 /// caller's own `-n` win).
 #[derive(Debug, Args)]
-#[command(args_override_self = true)]
+#[command(args_override_self = true, after_help = RUN_EXIT_CODES)]
 pub(crate) struct RunArgs {
     /// A RALPH.md, or a directory holding one.
     #[arg(default_value = ".")]
@@ -129,6 +129,17 @@ pub(crate) struct RunArgs {
     #[arg(skip)]
     pub(crate) named_args: Vec<(String, Option<String>)>,
 }
+
+/// The end of `ralph run --help`: what a script calling ralph can rely on (events.md has the
+/// reason behind each code).
+const RUN_EXIT_CODES: &str = "Exit codes:
+  0    done: converged, every story passed, the idle limit, or max_iterations reached
+  1    the loop failed: max_attempts, the circuit breaker, blocked or unfinished stories, the
+       agent could not start (or failed, with --stop-on-error), escalation failed, a PTY
+       safety stop
+  2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
+       uncommitted changes, an events file that cannot be written
+  130  stopped by Ctrl+C (143: by SIGTERM)";
 
 impl Cli {
     /// Parses the command line. For `ralph run`, long options that are not ralph's own are the

@@ -226,3 +226,19 @@ fn a_number_too_large_is_reported_at_its_field() {
          99999999999999999999999\nralph: RALPH.md has 1 error\n"
     );
 }
+
+/// A script calling `ralph run` learns the exit codes from `--help`, as events.md lists them.
+#[test]
+fn run_help_lists_the_exit_codes() {
+    let project = Project::new("agent: cat", "hi");
+    let out = project.run(&["run", "--help"]);
+    assert_eq!(code(&out), 0);
+    let help = common::stdout(&out);
+    let codes = &help[help.find("Exit codes:\n").expect("an exit code section")..];
+    for code in ["  0 ", "  1 ", "  2 ", "  130 "] {
+        assert!(
+            codes.lines().any(|l| l.starts_with(code)),
+            "{code:?}: {codes}"
+        );
+    }
+}
