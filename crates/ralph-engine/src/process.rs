@@ -4,7 +4,7 @@
 //! and whatever is left in the group when the child exits is killed: no orphans. Output is read
 //! from both pipes concurrently and handed over chunk by chunk; nothing here keeps it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
+mod program;
 pub(crate) mod pty;
 
 /// How long to keep reading pipes after the child exited and its group was killed. A process
@@ -117,23 +118,25 @@ pub(crate) async fn run(
     supervision: &mut dyn Supervision,
     signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> std::io::Result<ProcessExit> {
-    let mut command = tokio::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let spawn = |program: &Path| {
+        tokio::process::Command::new(program)
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(if spec.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+    };
 
     let started = Instant::now();
-    let mut child = command.spawn()?;
+    let mut child = spawn(&program::resolve(&spec.program))?;
     let pgid = child.id().map(|id| id as i32);
     let mut group = GroupGuard::new(pgid);
 

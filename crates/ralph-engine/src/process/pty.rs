@@ -114,14 +114,14 @@ pub(crate) async fn run(
         // log and the marker scanner (prompts often describe the markers).
         echo_off(&pts);
     }
-    let command = pty_process::Command::new(&spec.program)
+    let started = Instant::now();
+    let mut child = pty_process::Command::new(super::program::resolve(&spec.program))
         .args(&spec.args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .kill_on_drop(true);
-
-    let started = Instant::now();
-    let mut child = command.spawn(pts).map_err(io_error)?;
+        .kill_on_drop(true)
+        .spawn(pts)
+        .map_err(io_error)?;
     // The agent is the session leader of its terminal: its process group is its pid.
     let pgid = child.id().map(|id| id as i32);
     let mut group = GroupGuard::new(pgid);

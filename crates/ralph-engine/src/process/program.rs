@@ -1,0 +1,106 @@
+//! Where a program named without a `/` lives, remembered between spawns as a shell's `hash`
+//! does. Spawning `sh` by name makes the C library try every `PATH` entry before the right one
+//! (eight failed `execve`s on a typical developer `PATH`), on every command, agent and check of
+//! every iteration; an absolute path costs one (and a `stat` to check it is still there).
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Found programs, valid for one value of `PATH`.
+struct Found {
+    path_var: Option<OsString>,
+    programs: HashMap<String, PathBuf>,
+}
+
+static FOUND: Mutex<Option<Found>> = Mutex::new(None);
+
+/// What to spawn for `program`: its remembered or newly found absolute path, or `program` as
+/// it is (a name with a `/`, one not found, or one found only through a relative `PATH`
+/// entry, which depends on the child's working folder).
+pub(crate) fn resolve(program: &str) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    let path_var = std::env::var_os("PATH");
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let found = match &mut *found {
+        Some(found) if found.path_var == path_var => found,
+        slot => slot.insert(Found {
+            path_var: path_var.clone(),
+            programs: HashMap::new(),
+        }),
+    };
+    // A program removed or moved since is searched for again.
+    if let Some(path) = found
+        .programs
+        .get(program)
+        .filter(|p| is_executable_file(p))
+    {
+        return path.clone();
+    }
+    match path_var.as_deref().and_then(|dirs| find(program, dirs)) {
+        Some(path) => {
+            found.programs.insert(program.to_owned(), path.clone());
+            path
+        }
+        None => PathBuf::from(program),
+    }
+}
+
+/// The first executable file named `program` in the `PATH` value `dirs`, as `execvp` would
+/// pick it; `None` when a relative entry (`.`, or an empty one) comes first.
+fn find(program: &str, dirs: &OsStr) -> Option<PathBuf> {
+    for dir in std::env::split_paths(dirs) {
+        if !dir.is_absolute() {
+            return None;
+        }
+        let candidate = dir.join(program);
+        if is_executable_file(&candidate) {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(paths: &[&Path]) -> OsString {
+        std::env::join_paths(paths).unwrap()
+    }
+
+    #[test]
+    fn the_first_executable_match_wins_and_relative_entries_stop_the_search() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // Not executable in a, executable in b: execvp would run b's.
+        std::fs::write(a.join("tool"), "").unwrap();
+        std::fs::write(b.join("tool"), "").unwrap();
+        std::fs::set_permissions(b.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(a.join("folder")).unwrap();
+
+        assert_eq!(find("tool", &dirs(&[&a, &b])), Some(b.join("tool")));
+        assert_eq!(find("missing", &dirs(&[&a, &b])), None);
+        assert_eq!(find("folder", &dirs(&[&a])), None);
+        assert_eq!(find("tool", &dirs(&[Path::new("bin"), &b])), None);
+        assert_eq!(find("tool", OsStr::new(&format!(":{}", b.display()))), None);
+    }
+
+    #[test]
+    fn names_with_a_slash_are_spawned_as_written() {
+        assert_eq!(resolve("./agent.sh"), PathBuf::from("./agent.sh"));
+        assert_eq!(resolve("/bin/sh"), PathBuf::from("/bin/sh"));
+    }
+}
