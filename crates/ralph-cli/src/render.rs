@@ -142,10 +142,16 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 next_delay_ms,
                 ..
             } if !quiet => match next_delay_ms {
-                Some(next) => format!(
+                // On a terminal the countdown that follows is erased when it ends, so this line
+                // keeps the wait; elsewhere the wait's own line says it.
+                Some(next) if self.style.terminal => format!(
                     "  idle ×{consecutive_idle} · idle for {} · next run in {}",
                     human_duration(Duration::from_millis(*idle_elapsed_ms)),
                     human_duration(Duration::from_millis(*next))
+                ),
+                Some(_) => format!(
+                    "  idle ×{consecutive_idle} · idle for {}",
+                    human_duration(Duration::from_millis(*idle_elapsed_ms))
                 ),
                 None => format!(
                     "  idle ×{consecutive_idle} · idle for {}: the next wait would pass idle.max",
@@ -475,6 +481,26 @@ mod tests {
             PLAIN,
         );
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_idle_line_names_the_wait_only_where_the_countdown_is_erased() {
+        let idle = [EventKind::IterationIdle {
+            iteration: 3,
+            consecutive_idle: 2,
+            idle_elapsed_ms: 30_000,
+            next_delay_ms: Some(60_000),
+        }];
+        let terminal = Style {
+            terminal: true,
+            ..PLAIN
+        };
+        assert_eq!(
+            render(&idle, terminal),
+            "  idle ×2 · idle for 30s · next run in 1m\n"
+        );
+        // Off a terminal the wait's own line follows: "idle ×2 — waiting 1m before the next run".
+        assert_eq!(render(&idle, PLAIN), "  idle ×2 · idle for 30s\n");
     }
 
     #[test]
