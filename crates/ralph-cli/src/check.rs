@@ -89,12 +89,13 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
             "none (the loop runs until another limit)".to_owned()
         } else {
             format!(
-                "{} check{} · {} attempts, backoff {} up to {}",
+                "{} check{} · {} attempts, backoff {} up to {} · each check stopped after {}",
                 c.done_when.len(),
                 if c.done_when.len() == 1 { "" } else { "s" },
                 c.convergence.max_attempts,
                 human_duration(c.convergence.retry.backoff),
-                human_duration(c.convergence.retry.max_backoff)
+                human_duration(c.convergence.retry.max_backoff),
+                human_duration(c.convergence.check_timeout)
             )
         },
     );

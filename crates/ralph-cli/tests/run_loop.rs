@@ -323,7 +323,9 @@ fn missing_agent_program_is_a_clear_error() {
     let out = p.run(&["run", "-n", "1"]);
     assert_eq!(code(&out), 1);
     assert!(
-        common::stderr(&out).contains("cannot start the agent `ralph-no-such-agent-xyz`"),
+        common::stderr(&out).contains(
+            "cannot start the agent `ralph-no-such-agent-xyz`: not found on PATH (is it installed?)"
+        ),
         "{}",
         common::stderr(&out)
     );

@@ -101,11 +101,28 @@ pub fn new_run_id() -> String {
     format!("{}-{:x}", compact.trim_end_matches('Z'), std::process::id())
 }
 
+/// Why a program did not start, in words that say what to check.
+fn spawn_problem(program: &str, err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::NotFound if program.contains('/') => {
+            "no such file (or its #! interpreter is missing)".to_owned()
+        }
+        std::io::ErrorKind::NotFound => {
+            "not found on PATH (is it installed?), or its #! interpreter is missing".to_owned()
+        }
+        std::io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".to_owned(),
+        _ => err.to_string(),
+    }
+}
+
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// The agent program could not be started.
-    #[error("cannot start the agent `{program}`: {source}")]
+    #[error(
+        "cannot start the agent `{program}`: {}",
+        spawn_problem(program, source)
+    )]
     AgentSpawn {
         /// The program.
         program: String,

@@ -323,6 +323,7 @@ fn placeholder_warnings(
 ) -> Vec<ConfigError> {
     let commands: Vec<&str> = config.commands.iter().map(|c| c.name.as_str()).collect();
     let args: Vec<&str> = config.args.iter().map(String::as_str).collect();
+    let story_mode = config.escalation.as_ref().is_some_and(|e| e.prd.is_some());
     let mut warnings = Vec::new();
     for found in template::scan(doc.body) {
         let in_comment = removed
@@ -346,6 +347,11 @@ fn placeholder_warnings(
                 "declared",
             ),
             "ralph" => unknown_name(name, RALPH_NAMES, "`ralph` has no such value", "known"),
+            "story" if !story_mode => Some(
+                "story placeholders are filled only in story mode (`escalation.prd`); without \
+                 it this stays in the prompt as written"
+                    .to_owned(),
+            ),
             "story" => unknown_name(name, STORY_NAMES, "`story` has no such value", "known"),
             _ => Some(with_suggestion(
                 format!(
