@@ -37,7 +37,7 @@ contender's runs interleaved with the others'.
   `{{ commands.x }}`, divided by 200 (start-up included). The shell loop makes the same spawns per
   iteration: `sh -c 'echo hi'` captured, then `true` fed the prompt on stdin. ralphify 0.3.0 is
   installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
-  One warm-up run each, then the median of 3.
+  One warm-up run each, then the median of 7, the contenders taking turns run by run.
 - **Start-up**: median wall time of 50 runs (after 3 warm-ups) of `ralph --version` and of
   `ralph check` on the README's example RALPH.md.
 - **Peak RSS and throughput**: the agent is a shell script printing 1 GiB (`yes` with 80-byte

@@ -9,7 +9,7 @@ use super::table::Row;
 
 const ITERATIONS: u32 = 200;
 /// Timed runs per contender, after one warm-up run; the median is reported.
-const RUNS: usize = 3;
+const RUNS: usize = 7;
 const RALPHIFY: &str = "ralphify==0.3.0";
 
 const VS_SHELL: &str = "Per-iteration overhead, `-n 200`, agent `true`, 1 command: vs a shell loop";
