@@ -359,7 +359,11 @@ struct RawTop<'a> {
 /// `text` with story `id`'s `passes` (and `notes`, when given) replaced in place, every other
 /// byte kept; `None` when the story or its fields cannot be located.
 fn edit_in_place(text: &str, id: &str, passes: Passes, notes: Option<&str>) -> Option<String> {
-    let offset = |raw: &RawValue| (raw.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+    // Where `raw` starts in `text`: it borrows from it, so the pointers say (checked anyway).
+    let offset = |raw: &RawValue| {
+        let start = (raw.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+        (text.get(start..start + raw.get().len()) == Some(raw.get())).then_some(start)
+    };
     let top: RawTop<'_> = serde_json::from_str(text).ok()?;
     let (story, fields) = top.user_stories.into_iter().find_map(|raw| {
         let fields: BTreeMap<String, &RawValue> = serde_json::from_str(raw.get()).ok()?;
