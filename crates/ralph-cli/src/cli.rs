@@ -139,7 +139,7 @@ const RUN_EXIT_CODES: &str = "Exit codes:
        safety stop
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written
-  130  stopped by Ctrl+C (143: by SIGTERM)";
+  130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)";
 
 impl Cli {
     /// Parses the command line. For `ralph run`, long options that are not ralph's own are the

@@ -105,6 +105,8 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             }
         }
         let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
+        // Before raw mode: from then on a signal must not end ralph with its terminal raw.
+        forward_signals(&interrupt_tx);
         // Held until the run is over: dropping it puts ralph's terminal back.
         let _raw_mode = pty.and_then(|pty| {
             let interactive = pty.mode == ralph_engine::frontmatter::PtyMode::Interactive;
@@ -115,7 +117,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         if let Some(escalation) = escalation {
             engine.set_task_source(escalation);
         }
-        forward_signals(&interrupt_tx);
         engine.interrupts(interrupts);
         Ok(engine.run().await?.exit_code)
     })
@@ -173,11 +174,14 @@ fn wants_color(
     terminal && !no_color_flag && no_color_env.is_none_or(|v| v.is_empty())
 }
 
-/// SIGINT and SIGTERM, delivered to the engine instead of killing ralph.
+/// SIGINT, SIGTERM and SIGHUP, delivered to the engine instead of killing ralph: killed by a
+/// signal, ralph could not stop the agent, which runs in a process group of its own and would be
+/// left running (a closed terminal window or a dropped SSH session sends SIGHUP to ralph only).
 fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
     for (kind, what) in [
         (SignalKind::interrupt(), InterruptSignal::Int),
         (SignalKind::terminate(), InterruptSignal::Term),
+        (SignalKind::hangup(), InterruptSignal::Hup),
     ] {
         match signal(kind) {
             Ok(mut stream) => {

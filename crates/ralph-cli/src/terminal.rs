@@ -190,9 +190,9 @@ fn restore(fd: i32, saved: &libc::termios) {
     }
 }
 
-/// A panic hook and handlers for the fatal signals ralph does not otherwise handle (SIGHUP,
-/// SIGQUIT), each putting the terminal back first. SIGINT and SIGTERM go through the engine
-/// and end ralph normally, dropping the guard.
+/// A panic hook and a handler for the fatal signal ralph does not otherwise handle (SIGQUIT),
+/// putting the terminal back first. SIGINT, SIGTERM and SIGHUP go through the engine and end
+/// ralph normally, dropping the guard.
 fn install_restorers() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -203,7 +203,7 @@ fn install_restorers() {
             }
             previous(info);
         }));
-        for sig in [libc::SIGHUP, libc::SIGQUIT] {
+        for sig in [libc::SIGQUIT] {
             // SAFETY: `action` is zeroed plain data with a handler that only calls
             // async-signal-safe functions (tcsetattr, raise); SA_RESETHAND puts the default
             // action back first, so the re-raised signal ends ralph as it would have.

@@ -116,6 +116,33 @@ fn sigterm_stops_now_with_exit_143() {
 }
 
 #[test]
+fn sighup_stops_now_with_exit_129_and_the_agent_goes_too() {
+    // A closed terminal window or a dropped SSH session: ralph alone gets SIGHUP (the agent
+    // runs in a process group of its own), so ralph must stop the agent before it goes.
+    let marker = "41.3097";
+    let p = Project::new(
+        &format!("agent: '{} --sleep {marker}'", fake_agent()),
+        "x\n",
+    );
+    let mut child = p.spawn(&["run", "-n", "5"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(child.id(), libc::SIGHUP);
+    assert_eq!(wait_exit(&mut child), 129);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "interrupted");
+    assert_eq!(ended["exit_code"], 129);
+    assert_eq!(
+        p.events_of("ITERATION_ENDED")[0]["termination"],
+        "interrupted"
+    );
+    assert!(
+        !common::process_running(&format!("sleep {marker}")),
+        "the agent outlived ralph"
+    );
+}
+
+#[test]
 fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
     let p = Project::new(
         &format!("agent: '{} --ignore-term --sleep 30'", fake_agent()),

@@ -1059,8 +1059,8 @@ impl Run {
             tokio::select! {
                 () = tokio::time::sleep_until(tick) => {}
                 signal = self.signals.recv() => match signal {
-                    Some(InterruptSignal::Term) => {
-                        self.interrupts.stop_now = Some(InterruptSignal::Term);
+                    Some(signal @ (InterruptSignal::Term | InterruptSignal::Hup)) => {
+                        self.interrupts.stop_now = Some(signal);
                         go_on = false;
                         break;
                     }

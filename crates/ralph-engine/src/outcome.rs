@@ -76,6 +76,9 @@ pub enum InterruptSignal {
     Int,
     /// SIGTERM.
     Term,
+    /// SIGHUP: ralph's terminal went away (a closed window, a dropped SSH session). Stops now,
+    /// as SIGTERM does, so the agent does not outlive ralph.
+    Hup,
 }
 
 /// The result of a run.
@@ -93,12 +96,14 @@ pub struct RunOutcome {
     pub idle_time: std::time::Duration,
 }
 
-/// The exit code for an ending: 0 a normal end, 1 a failure, 130 SIGINT, 143 SIGTERM.
+/// The exit code for an ending: 0 a normal end, 1 a failure, 130 SIGINT, 143 SIGTERM, 129
+/// SIGHUP.
 ///
 /// This is the one place that maps endings to exit codes.
 pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
     match (reason, signal) {
         (EndReason::Interrupted, Some(InterruptSignal::Term)) => 143,
+        (EndReason::Interrupted, Some(InterruptSignal::Hup)) => 129,
         (EndReason::Interrupted, _) => 130,
         (EndReason::AgentFailed | EndReason::MaxAttemptsReached | EndReason::PtyIdleTimeout, _) => {
             1
@@ -146,6 +151,14 @@ mod tests {
         assert_eq!(
             exit_code(&EndReason::Interrupted, Some(InterruptSignal::Term)),
             143
+        );
+    }
+
+    #[test]
+    fn interrupted_by_sighup_exits_129() {
+        assert_eq!(
+            exit_code(&EndReason::Interrupted, Some(InterruptSignal::Hup)),
+            129
         );
     }
 

@@ -48,8 +48,8 @@ impl Interrupts {
     ) -> bool {
         let now = Instant::now();
         match signal {
-            InterruptSignal::Term => {
-                self.stop_now = Some(InterruptSignal::Term);
+            InterruptSignal::Term | InterruptSignal::Hup => {
+                self.stop_now = Some(signal);
                 true
             }
             InterruptSignal::Int if self.stop_requested || self.within_double_press(now) => {
