@@ -296,6 +296,35 @@ fn a_typed_prompt_is_not_echoed_back_into_the_output() {
 }
 
 #[test]
+fn a_typed_prompt_reaches_the_agent_as_a_pipe_would_give_it() {
+    // A line longer than a terminal's 4095-byte line buffer, command output with CRLF line
+    // ends, and control bytes the terminal's line editing would act on (Ctrl+C, Ctrl+U, DEL,
+    // Ctrl+D, Ctrl+Z).
+    let long = "A".repeat(10_000);
+    let body = format!(
+        "{long}\n{{{{ commands.crlf }}}}\nkeys \u{3}\u{15}\u{7f}\u{4}\u{1a} end\nlast line\n"
+    );
+    let saved = |pty: &str| {
+        let p = Project::new(
+            &format!(
+                "agent: '{} --save-prompt got.txt'\ncommands:\n  - name: crlf\n    \
+                 run: printf 'dos\\r\\nline\\r\\n'\n{pty}",
+                fake_agent()
+            ),
+            &body,
+        );
+        let out = p.run(&["run", "-n", "1", "--timeout", "20s"]);
+        assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+        String::from_utf8(std::fs::read(p.path().join("got.txt")).unwrap()).unwrap()
+    };
+    let piped = saved("");
+    assert!(piped.starts_with(&format!("{long}\n")), "{piped:?}");
+    assert!(piped.contains("dos\r\nline\n"), "{piped:?}");
+    assert!(piped.contains("keys \u{3}\u{15}\u{7f}\u{4}\u{1a} end\nlast line\n"));
+    assert_eq!(saved("pty: {}"), piped);
+}
+
+#[test]
 fn interactive_mode_forwards_standard_input_that_is_not_a_terminal() {
     let p = Project::new(
         &format!(

@@ -33,6 +33,14 @@ const CTRL_C: u8 = 0x03;
 /// The byte a terminal sends for Ctrl+D: end of file on a line-mode terminal.
 const CTRL_D: u8 = 0x04;
 
+/// The byte that makes a terminal take the next byte literally (VLNEXT, Ctrl+V).
+const LNEXT: u8 = 0x16;
+
+/// Longest stretch of one line typed before it is pushed to the agent with Ctrl+D. A terminal
+/// holds at most 4095 bytes of an unfinished line and drops the rest: a long prompt line (a
+/// command's output, a minified file) would reach the agent cut short.
+const TYPED_STRETCH: usize = 1024;
+
 /// A terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PtySize {
@@ -133,14 +141,7 @@ pub(crate) async fn run(
     // the reading of its output (or the idle clock).
     group.abort_on_drop(tokio::spawn(write_pty(writer, writes)));
     if let Some(prompt) = &spec.stdin {
-        let mut bytes = prompt.to_vec();
-        if !bytes.ends_with(b"\n") {
-            bytes.push(b'\n');
-        }
-        if !interactive {
-            bytes.push(CTRL_D);
-        }
-        let _ = to_pty.send(PtyWrite::Bytes(bytes));
+        let _ = to_pty.send(PtyWrite::Bytes(typed(prompt, !interactive)));
     }
 
     let mut buf = vec![0u8; READ_CHUNK];
@@ -236,6 +237,46 @@ pub(crate) async fn run(
     Ok(ProcessExit::new(status, stopping, started))
 }
 
+/// The keys that type `prompt` into a terminal in its initial (canonical) mode so that the
+/// agent reads the prompt exactly as a pipe would have given it, followed by Ctrl+D (end of
+/// input) when `eof`, else by Enter if the prompt does not end a line.
+///
+/// The terminal's line editing would otherwise act on the prompt: a carriage return becomes a
+/// newline, Ctrl+C, Ctrl+Z or Ctrl+\ signal the agent, DEL and Ctrl+U erase, Ctrl+D ends the
+/// input early, and a line past 4095 bytes is cut. So every control byte but newline goes
+/// after a Ctrl+V (take the next byte literally), and a long line is pushed to the agent in
+/// stretches with Ctrl+D, which on an unfinished line hands it over without ending the input.
+fn typed(prompt: &[u8], eof: bool) -> Vec<u8> {
+    let mut keys = Vec::with_capacity(prompt.len() + prompt.len() / TYPED_STRETCH + 2);
+    let mut stretch = 0;
+    for &byte in prompt {
+        if byte == b'\n' {
+            stretch = 0;
+        } else {
+            if stretch == TYPED_STRETCH {
+                keys.push(CTRL_D);
+                stretch = 0;
+            }
+            stretch += 1;
+            if byte < 0x20 || byte == 0x7f {
+                keys.push(LNEXT);
+            }
+        }
+        keys.push(byte);
+    }
+    if eof {
+        if prompt.last().is_some_and(|&b| b != b'\n') {
+            // Hands over the unfinished last line as it is, as a pipe would.
+            keys.push(CTRL_D);
+        }
+        keys.push(CTRL_D);
+    } else if !prompt.ends_with(b"\n") {
+        // Typed for someone at the keyboard: Enter sends it.
+        keys.push(b'\n');
+    }
+    keys
+}
+
 async fn write_pty(
     mut pty: pty_process::OwnedWritePty,
     mut writes: mpsc::UnboundedReceiver<PtyWrite>,
@@ -288,5 +329,38 @@ fn echo_off(pts: &impl AsRawFd) {
             termios.c_lflag &= !(libc::ECHO | libc::ECHONL);
             libc::tcsetattr(fd, libc::TCSANOW, &termios);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_are_typed_literally_and_the_input_ends() {
+        assert_eq!(
+            typed(b"a\r\n\x03\x7f\x04\tb", true),
+            b"a\x16\r\n\x16\x03\x16\x7f\x16\x04\x16\tb\x04\x04"
+        );
+        assert_eq!(typed(b"done\n", true), b"done\n\x04");
+        assert_eq!(typed(b"", true), b"\x04");
+        // Interactive: no end of input, and Enter after the prompt.
+        assert_eq!(typed(b"done\n", false), b"done\n");
+        assert_eq!(typed(b"go", false), b"go\n");
+    }
+
+    #[test]
+    fn a_long_line_is_pushed_in_stretches_never_as_an_empty_one() {
+        let line = vec![b'x'; 2 * TYPED_STRETCH];
+        let mut want = vec![b'x'; TYPED_STRETCH];
+        want.push(CTRL_D);
+        want.extend(vec![b'x'; TYPED_STRETCH]);
+        want.push(b'\n');
+        assert_eq!(typed(&line, false), want);
+        // A line of exactly one stretch ends with its newline, not with Ctrl+D: Ctrl+D on an
+        // empty line would be the end of the input.
+        let mut exact = vec![b'y'; TYPED_STRETCH];
+        exact.push(b'\n');
+        assert_eq!(typed(&exact, false), exact);
     }
 }
