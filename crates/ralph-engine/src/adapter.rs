@@ -367,34 +367,52 @@ pub fn choose_output(argv: &[String], configured: Option<OutputFormat>) -> Outpu
 
 /// One line of Claude Code's stream-json. Only the fields ralph reads; the rest (tool results'
 /// content, say) is skipped by the parser without being kept.
+///
+/// Every field but `type` is read leniently: a value of an unexpected type (a figure written as
+/// a string or with a fraction, a message whose content is a plain string) is read as well as
+/// it can be or dropped, never makes the event unreadable: a `result` event skipped for its
+/// `duration_ms` would lose the final answer, and its state marker with it.
 #[derive(Debug, Deserialize)]
 struct ClaudeEvent {
     #[serde(rename = "type")]
     kind: String,
+    #[serde(default, deserialize_with = "string_or_none")]
     subtype: Option<String>,
+    #[serde(default, deserialize_with = "object_or_none")]
     message: Option<ClaudeMessage>,
+    #[serde(default, deserialize_with = "string_or_none")]
     result: Option<String>,
+    #[serde(default, deserialize_with = "bool_or_none")]
     is_error: Option<bool>,
+    #[serde(default, deserialize_with = "f64_or_none")]
     total_cost_usd: Option<f64>,
+    #[serde(default, deserialize_with = "f64_or_none")]
     cost_usd: Option<f64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
     num_turns: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
     duration_ms: Option<u64>,
+    #[serde(default, deserialize_with = "string_or_none")]
     session_id: Option<String>,
+    #[serde(default, deserialize_with = "object_or_none")]
     usage: Option<TokenUsage>,
 }
 
 #[derive(Debug, Deserialize)]
 struct ClaudeMessage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "content_blocks")]
     content: Vec<ContentBlock>,
 }
 
 #[derive(Debug, Deserialize)]
 struct ContentBlock {
-    #[serde(rename = "type")]
-    kind: String,
+    #[serde(rename = "type", default, deserialize_with = "string_or_none")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "string_or_none")]
     text: Option<String>,
+    #[serde(default, deserialize_with = "string_or_none")]
     name: Option<String>,
+    #[serde(default, deserialize_with = "object_or_none")]
     input: Option<ToolInput>,
 }
 
@@ -434,29 +452,236 @@ impl ToolInput {
 
 #[derive(Debug, Deserialize)]
 struct TokenUsage {
+    #[serde(default, deserialize_with = "u64_or_none")]
     input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
     output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
     cache_creation_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
     cache_read_input_tokens: Option<u64>,
+}
+
+/// Any JSON value, with the scalars kept and lists and objects skipped (not kept).
+enum Loose {
+    Text(String),
+    Number(f64),
+    Unsigned(u64),
+    Flag(bool),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Loose;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Loose, E> {
+                Ok(Loose::Flag(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Loose, E> {
+                Ok(Loose::Unsigned(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Loose, E> {
+                Ok(Loose::Number(v as f64))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
+                Ok(Loose::Number(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
+                Ok(Loose::Text(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Loose, E> {
+                Ok(Loose::Text(v))
+            }
+            fn visit_unit<E>(self) -> Result<Loose, E> {
+                Ok(Loose::Other)
+            }
+            fn visit_none<E>(self) -> Result<Loose, E> {
+                Ok(Loose::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Loose, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Loose::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Loose, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Loose::Other)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// A string, or `None` for any other JSON value: an MCP tool's `path` may be a list, and that
 /// must not make the whole event unreadable.
 fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Loose {
-        Text(String),
-        Other(serde::de::IgnoredAny),
-    }
     Ok(match Loose::deserialize(d)? {
         Loose::Text(s) => Some(s),
-        Loose::Other(_) => None,
+        _ => None,
     })
 }
 
+/// `true` or `false` (also written as a string), else `None`.
+fn bool_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(match Loose::deserialize(d)? {
+        Loose::Flag(b) => Some(b),
+        Loose::Text(s) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+/// A finite number (also written as a string), else `None`.
+fn f64_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let n = match Loose::deserialize(d)? {
+        Loose::Unsigned(n) => n as f64,
+        Loose::Number(n) => n,
+        Loose::Text(s) => s.trim().parse().ok().unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    };
+    Ok(n.is_finite().then_some(n))
+}
+
+/// A count: a whole number, a number with a fraction (rounded) or either written as a string;
+/// `None` for anything else, negative numbers included.
+fn u64_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = match Loose::deserialize(d)? {
+        Loose::Unsigned(n) => return Ok(Some(n)),
+        Loose::Text(s) => match s.trim().parse::<u64>() {
+            Ok(n) => return Ok(Some(n)),
+            Err(_) => s.trim().parse().ok().unwrap_or(f64::NAN),
+        },
+        Loose::Number(n) => n,
+        _ => f64::NAN,
+    };
+    // `as` saturates; the bound keeps a float past u64 out rather than pinned at the top.
+    Ok((n.is_finite() && n >= 0.0 && n < u64::MAX as f64).then(|| n.round() as u64))
+}
+
+/// A JSON object read as `T` (whose fields are all lenient), or `None` for any other value.
+fn object_or_none<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Visitor<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Option<T>, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(Visitor(std::marker::PhantomData))
+}
+
+/// A message's content: a list of blocks (an entry that is not an object is skipped), or a
+/// plain string, which is one text block.
+fn content_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
+    /// One entry of the list.
+    struct Entry(Option<ContentBlock>);
+    impl<'de> Deserialize<'de> for Entry {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            object_or_none(d).map(Entry)
+        }
+    }
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<ContentBlock>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of content blocks or a string")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<ContentBlock>, A::Error> {
+            let mut blocks = Vec::new();
+            while let Some(Entry(block)) = seq.next_element()? {
+                blocks.extend(block);
+            }
+            Ok(blocks)
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Vec<ContentBlock>, E> {
+            Ok(vec![ContentBlock {
+                kind: Some("text".to_owned()),
+                text: Some(v.to_owned()),
+                name: None,
+                input: None,
+            }])
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Vec<ContentBlock>, A::Error> {
+            while map
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(Vec::new())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Vec<ContentBlock>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Vec<ContentBlock>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Vec<ContentBlock>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Vec<ContentBlock>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_unit<E>(self) -> Result<Vec<ContentBlock>, E> {
+            Ok(Vec::new())
+        }
+    }
+    d.deserialize_any(Visitor)
+}
+
 fn show_block(block: ContentBlock, out: &mut dyn AdapterOutput) {
-    match block.kind.as_str() {
+    match block.kind.as_deref().unwrap_or_default() {
         "text" => {
             let text = block.text.unwrap_or_default();
             let text = text.trim_end();
@@ -623,6 +848,47 @@ mod tests {
         assert!(shown.contains(r#"{"type":"assistant","message":{"model":"claude-sonnet"#));
         assert_eq!(out.state().as_deref(), Some("idle"));
         assert_eq!(out.usage.and_then(|u| u.num_turns), Some(3));
+    }
+
+    #[test]
+    fn a_result_event_with_figures_of_odd_types_keeps_its_final_answer() {
+        // Figures as strings, with fractions, negative or null; a usage that is not an object;
+        // an assistant message whose content is a plain string; a tool call whose input is not
+        // an object; a block that is not an object.
+        let raw = concat!(
+            r#"{"type":"assistant","message":{"content":"Plain answer."},"session_id":7}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[3,{"type":"tool_use","name":"Bash","input":"ls"}]}}"#,
+            "\n",
+            r#"{"type":"result","subtype":"success","is_error":"false","duration_ms":1234.6,"#,
+            r#""num_turns":"3","total_cost_usd":"0.25","cost_usd":null,"session_id":"s1","#,
+            r#""usage":{"input_tokens":-4,"output_tokens":"12","cache_read_input_tokens":[1]},"#,
+            r#""result":"Nothing left.\n<!-- ralph:state idle -->"}"#,
+            "\n",
+            r#"{"type":"result","result":"later","usage":"none","num_turns":{"n":1}}"#,
+            "\n",
+        );
+        let out = read([raw.as_bytes()]);
+        assert_eq!(out.shown(), "Plain answer.\n▸ Bash\n");
+        assert_eq!(String::from_utf8(out.result.clone()).unwrap(), "later");
+        let first = read([raw
+            .lines()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_bytes()]);
+        assert_eq!(first.state().as_deref(), Some("idle"));
+        assert_eq!(
+            first.usage,
+            Some(Usage {
+                cost_usd: Some(0.25),
+                num_turns: Some(3),
+                duration_ms: Some(1235),
+                session_id: Some("s1".into()),
+                output_tokens: Some(12),
+                ..Usage::default()
+            })
+        );
     }
 
     #[test]
