@@ -143,6 +143,30 @@ fn sighup_stops_now_with_exit_129_and_the_agent_goes_too() {
 }
 
 #[test]
+fn a_signal_just_after_the_agent_ended_stops_before_another_iteration() {
+    // The first agent ends soon, leaving behind a process outside its group that holds its
+    // output open, so ralph goes on reading for a moment after the agent ended: a window in
+    // which no process runs and no wait is under way. That process signals ralph within it.
+    for (signal, exit) in [("INT", 130), ("TERM", 143)] {
+        let p = Project::new("agent: sh agent.sh", "x\n");
+        std::fs::write(
+            p.path().join("agent.sh"),
+            format!(
+                "cat >/dev/null\nralph=$PPID\n[ \"$RALPH_ITERATION\" = 1 ] && \
+                 setsid sh -c \"sleep 0.2; kill -{signal} $ralph; sleep 1\" &\nsleep 0.1\n"
+            ),
+        )
+        .unwrap();
+        let mut child = p.spawn(&["run", "-n", "3"]);
+        assert_eq!(wait_exit(&mut child), exit, "SIG{signal}");
+        let ended = p.run_ended();
+        assert_eq!(ended["reason"], "interrupted");
+        assert_eq!(ended["iterations"], 1, "SIG{signal}: {:#?}", p.events());
+        assert_eq!(p.events_of("ITERATION_STARTED").len(), 1);
+    }
+}
+
+#[test]
 fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
     let p = Project::new(
         &format!("agent: '{} --ignore-term --sleep 30'", fake_agent()),

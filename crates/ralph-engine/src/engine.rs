@@ -373,6 +373,19 @@ impl Run {
                     break EndReason::MaxIterations;
                 }
             }
+            // Interrupts that came while nothing could take them (after a process ended, while
+            // its iteration was being wound up): they were meant for the iteration that is over,
+            // not for a new one.
+            let interactive = self
+                .options
+                .pty
+                .is_some_and(|pty| pty.mode == PtyMode::Interactive);
+            while let Ok(signal) = self.signals.try_recv() {
+                self.interrupts.between_iterations(signal, interactive);
+            }
+            if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
+                break EndReason::Interrupted;
+            }
             let mut events = Vec::new();
             let task_end = self.tasks.begin(&mut events);
             events.into_iter().for_each(|e| self.emit(e));

@@ -36,6 +36,22 @@ impl Interrupts {
             .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
     }
 
+    /// An interrupt that arrived between iterations, when no process ran and no wait was under
+    /// way to take it: the loop stops before the next iteration, now for SIGTERM and SIGHUP
+    /// (and a double Ctrl+C), as after this iteration for a single Ctrl+C. In PTY interactive
+    /// mode a single Ctrl+C was a key for the agent that has ended: it only counts towards a
+    /// double press.
+    pub(super) fn between_iterations(&mut self, signal: InterruptSignal, interactive: bool) {
+        let now = Instant::now();
+        match signal {
+            InterruptSignal::Int if !self.within_double_press(now) => {
+                self.stop_requested |= !interactive;
+                self.last_int = Some(now);
+            }
+            signal => self.stop_now = Some(signal),
+        }
+    }
+
     /// An interrupt while a process runs (agent, command or check): SIGTERM, a second Ctrl+C
     /// or a double press stop now (`true`); a first Ctrl+C asks the loop to stop after this
     /// iteration and emits `STOP_REQUESTED`.
