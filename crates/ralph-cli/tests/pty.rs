@@ -387,42 +387,22 @@ fn interactive_ctrl_c_goes_to_the_agent_and_twice_stops_the_loop() {
 }
 
 #[test]
-fn the_terminal_is_restored_when_ralph_is_stopped() {
-    let p = Project::new(
-        &format!(
-            "agent: '{} --sleep 30'\npty: {{mode: interactive}}",
-            fake_agent()
-        ),
-        "x\n",
-    );
-    let mut ralph = RalphInPty::spawn(&p, &["-n", "3"], 24, 80);
-    p.wait_for("ITERATION_STARTED", 1);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(ralph.is_raw());
-    send_signal(ralph.child.id(), libc::SIGTERM);
-    assert_eq!(wait_exit(&mut ralph.child), 143, "{}", ralph.screen());
-    assert_eq!(terminations(&p), [json!("interrupted")]);
-    assert!(ralph.is_cooked(), "ralph's terminal was put back");
-}
-
-#[test]
-fn the_terminal_is_restored_when_ralph_is_hung_up() {
-    let p = Project::new(
-        &format!(
-            "agent: '{} --sleep 30'\npty: {{mode: interactive}}",
-            fake_agent()
-        ),
-        "x\n",
-    );
-    let mut ralph = RalphInPty::spawn(&p, &["-n", "3"], 24, 80);
-    p.wait_for("ITERATION_STARTED", 1);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(ralph.is_raw());
-    send_signal(ralph.child.id(), libc::SIGHUP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ralph.child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "ralph did not end on SIGHUP");
-        std::thread::sleep(Duration::from_millis(10));
+fn the_terminal_is_restored_when_ralph_is_stopped_or_hung_up() {
+    for (signal, exit_code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let p = Project::new(
+            &format!(
+                "agent: '{} --sleep 30'\npty: {{mode: interactive}}",
+                fake_agent()
+            ),
+            "x\n",
+        );
+        let mut ralph = RalphInPty::spawn(&p, &["-n", "3"], 24, 80);
+        p.wait_for("ITERATION_STARTED", 1);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(ralph.is_raw());
+        send_signal(ralph.child.id(), signal);
+        assert_eq!(wait_exit(&mut ralph.child), exit_code, "{}", ralph.screen());
+        assert_eq!(terminations(&p), [json!("interrupted")]);
+        assert!(ralph.is_cooked(), "ralph's terminal was put back");
     }
-    assert!(ralph.is_cooked(), "ralph's terminal was put back");
 }
