@@ -52,6 +52,9 @@ pub(crate) enum CliError {
     /// Escalation cannot start: a malformed prd.json, no git repository, a dirty tree.
     #[error(transparent)]
     Escalation(#[from] ralph_escalation::EscalationError),
+    /// Another run holds this folder or repository.
+    #[error(transparent)]
+    Lock(#[from] ralph_engine::lock::LockError),
     /// The async runtime (threads, timers, signal handling) could not be set up.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),

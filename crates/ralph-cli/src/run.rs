@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
+use ralph_engine::lock::{LockHolder, RunLock};
 use ralph_engine::{Engine, EngineOptions, InterruptSignal, JsonLinesSink};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -58,6 +59,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         }
         return crate::dry_run::dry_run(options, stories);
     }
+    // One loop per folder (per repository when it escalates), held until ralph exits; taken
+    // before escalation opens, which may already save work under a ref.
+    let _locks = lock(&options)?;
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
     let escalation = open_escalation(&mut options, &args, &log_root)?;
 
@@ -120,6 +124,20 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         engine.interrupts(interrupts);
         Ok(engine.run().await?.exit_code)
     })
+}
+
+/// The folder's lock and, inside a git repository, the repository's: a second loop in the same
+/// folder, or beside a loop that reverts, is refused (exit 2) naming the one that runs.
+fn lock(options: &EngineOptions) -> Result<Vec<RunLock>, CliError> {
+    let folder = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
+    let me = LockHolder::this_process(&options.run_id, &folder);
+    let mut locks = vec![RunLock::folder(&options.cwd, &me)?];
+    locks.extend(ralph_escalation::lock_repository(
+        &options.cwd,
+        &options.file.config,
+        &me,
+    )?);
+    Ok(locks)
 }
 
 /// The single-threaded tokio runtime a run (or a dry run) is driven by.

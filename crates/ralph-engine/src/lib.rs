@@ -44,6 +44,7 @@ mod adapter;
 mod convergence;
 mod engine;
 mod event;
+pub mod lock;
 mod logs;
 mod outcome;
 mod process;

@@ -14,6 +14,7 @@
 
 pub mod breaker;
 pub mod git;
+pub mod lock;
 pub mod prd;
 pub mod progress;
 pub mod signature;
@@ -30,6 +31,7 @@ use ralph_engine::{
 
 pub use breaker::{Breaker, Trip};
 pub use git::{Git, GitError};
+pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
 pub use signature::{Signature, signature};

@@ -1,0 +1,261 @@
+//! One loop per folder: an OS file lock (`flock`) held for the whole run.
+//!
+//! Two loops in one folder would both work on the same task, and one's revert would delete the
+//! other's work. A [`RunLock`] is held from before anything runs until the run is over; the
+//! kernel releases it when the process dies, however it dies, so a crash never leaves a stale
+//! lock behind. The holder's pid, start time and run id are written into the lock file so a
+//! second run can name the first.
+//!
+//! Locks come in two modes: a loop takes its folder exclusively
+//! ([`RunLock::folder`]); a caller that guards something larger (escalation guards a whole git
+//! repository) takes a lock file there, exclusively when it changes what others rely on and
+//! shared otherwise, through [`RunLock::acquire`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The lock file of a loop's folder, relative to it.
+pub const FOLDER_LOCK: &str = ".ralph/lock";
+
+/// Who holds a lock: written into the lock file by an exclusive holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LockHolder {
+    /// The holder's process id.
+    pub pid: u32,
+    /// When its run started (RFC 3339, seconds).
+    pub started: String,
+    /// Its run id.
+    pub run_id: String,
+    /// The folder it runs in, as it named it.
+    pub folder: PathBuf,
+}
+
+impl LockHolder {
+    /// This process, starting run `run_id` in `folder` now.
+    pub fn this_process(run_id: &str, folder: &Path) -> Self {
+        Self {
+            pid: std::process::id(),
+            started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            run_id: run_id.to_owned(),
+            folder: folder.to_path_buf(),
+        }
+    }
+}
+
+/// How a lock is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockMode {
+    /// No one else may hold the lock at all.
+    Exclusive,
+    /// Others may hold it shared too, but no one exclusively.
+    Shared,
+}
+
+/// The lock is held elsewhere, or its file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Another run holds the lock.
+    #[error("{}", held_message(.what, .holder.as_deref()))]
+    Held {
+        /// What the lock guards, in words ("this folder", "this git repository").
+        what: String,
+        /// The lock file.
+        path: PathBuf,
+        /// The exclusive holder, when it named itself and is still alive.
+        holder: Option<Box<LockHolder>>,
+    },
+    /// The lock file could not be created, opened or locked.
+    #[error("{}: cannot lock: {source}", .path.display())]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+fn held_message(what: &str, holder: Option<&LockHolder>) -> String {
+    match holder {
+        Some(h) => format!(
+            "another ralph run is already working in {what}: pid {}, started {}, run {} in {}; \
+             wait for it to end, or stop it (kill {}) and run again",
+            h.pid,
+            h.started,
+            h.run_id,
+            h.folder.display(),
+            h.pid
+        ),
+        None => format!(
+            "another ralph run is already working in {what}; wait for it to end, or stop it, and \
+             run again"
+        ),
+    }
+}
+
+/// A held lock; dropping it releases the lock (an exclusive holder first clears its name).
+#[derive(Debug)]
+pub struct RunLock {
+    file: File,
+    mode: LockMode,
+}
+
+impl RunLock {
+    /// Takes `folder`'s lock ([`FOLDER_LOCK`]) exclusively, creating `.ralph/` when needed.
+    pub fn folder(folder: &Path, me: &LockHolder) -> Result<Self, LockError> {
+        let path = folder.join(FOLDER_LOCK);
+        if let Some(dir) = path.parent() {
+            crate::logs::create_run_dir(dir).map_err(|source| LockError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Self::acquire(&path, LockMode::Exclusive, "this folder", me)
+    }
+
+    /// Takes the lock at `path` (created when missing) in `mode`, without waiting. `what` says
+    /// what the lock guards, for the message when another run holds it.
+    pub fn acquire(
+        path: &Path,
+        mode: LockMode,
+        what: &str,
+        me: &LockHolder,
+    ) -> Result<Self, LockError> {
+        let io = |source| LockError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        // Not truncated on open: the file may name the holder a refused run reports.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let op = match mode {
+            LockMode::Exclusive => libc::LOCK_EX,
+            LockMode::Shared => libc::LOCK_SH,
+        };
+        // SAFETY: flock on a file descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(io(err));
+            }
+            return Err(LockError::Held {
+                what: what.to_owned(),
+                path: path.to_path_buf(),
+                holder: read_holder(file).filter(|h| alive(h.pid)).map(Box::new),
+            });
+        }
+        let mut lock = Self { file, mode };
+        if mode == LockMode::Exclusive {
+            lock.name(me).map_err(io)?;
+        }
+        Ok(lock)
+    }
+
+    fn name(&mut self, me: &LockHolder) -> std::io::Result<()> {
+        let json = serde_json::to_vec(me).map_err(std::io::Error::other)?;
+        self.file.set_len(0)?;
+        self.file.rewind()?;
+        self.file.write_all(&json)?;
+        self.file.write_all(b"\n")
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // A name left behind would be read by a later refused run as a holder that is gone;
+        // a crash leaves it, which is why a holder is only named while its pid is alive.
+        if self.mode == LockMode::Exclusive {
+            let _ = self.file.set_len(0);
+        }
+    }
+}
+
+fn read_holder(mut file: File) -> Option<LockHolder> {
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    serde_json::from_str(text.trim()).ok()
+}
+
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me(run: &str) -> LockHolder {
+        LockHolder::this_process(run, Path::new("here"))
+    }
+
+    #[test]
+    fn a_second_exclusive_lock_is_refused_and_names_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::folder(dir.path(), &me("run-1")).unwrap();
+        let err = RunLock::folder(dir.path(), &me("run-2")).unwrap_err();
+        let LockError::Held { holder, .. } = &err else {
+            panic!("expected Held, got {err:?}");
+        };
+        assert_eq!(holder.as_ref().map(|h| h.run_id.as_str()), Some("run-1"));
+        assert!(err.to_string().contains("run run-1"), "{err}");
+        drop(first);
+        RunLock::folder(dir.path(), &me("run-3")).unwrap();
+    }
+
+    #[test]
+    fn shared_locks_coexist_but_exclude_an_exclusive_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("repo.lock");
+        let a = RunLock::acquire(&path, LockMode::Shared, "the repo", &me("a")).unwrap();
+        let b = RunLock::acquire(&path, LockMode::Shared, "the repo", &me("b")).unwrap();
+        let err = RunLock::acquire(&path, LockMode::Exclusive, "the repo", &me("c")).unwrap_err();
+        assert!(
+            matches!(err, LockError::Held { holder: None, .. }),
+            "{err:?}"
+        );
+        drop((a, b));
+        let c = RunLock::acquire(&path, LockMode::Exclusive, "the repo", &me("c")).unwrap();
+        let err = RunLock::acquire(&path, LockMode::Shared, "the repo", &me("d")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LockError::Held {
+                    holder: Some(_),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        drop(c);
+    }
+
+    #[test]
+    fn a_released_lock_no_longer_names_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("repo.lock");
+        drop(RunLock::acquire(&path, LockMode::Exclusive, "x", &me("gone")).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        let _shared = RunLock::acquire(&path, LockMode::Shared, "x", &me("s")).unwrap();
+        let err = RunLock::acquire(&path, LockMode::Exclusive, "x", &me("e")).unwrap_err();
+        assert!(
+            matches!(err, LockError::Held { holder: None, .. }),
+            "{err:?}"
+        );
+    }
+}
