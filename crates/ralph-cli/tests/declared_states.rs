@@ -21,10 +21,7 @@ fn project(marker: &str, frontmatter: &str) -> Project {
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         p.path().join("RALPH.md"),
-        format!(
-            "---\nagent: {}\n{frontmatter}\n---\nx\n",
-            agent.display()
-        ),
+        format!("---\nagent: {}\n{frontmatter}\n---\nx\n", agent.display()),
     )
     .unwrap();
     p
@@ -43,7 +40,10 @@ fn a_stop_state_runs_its_hook_with_quoted_attributes_and_exits_with_its_code() {
         std::fs::read_to_string(p.path().join("hook.out")).unwrap(),
         "12; touch pwned\n12; touch pwned\n"
     );
-    assert!(!p.path().join("pwned").exists(), "an attribute ran as shell code");
+    assert!(
+        !p.path().join("pwned").exists(),
+        "an attribute ran as shell code"
+    );
     let handled = p.events_of("STATE_HANDLED");
     assert_eq!(handled.len(), 1);
     assert_eq!(handled[0]["iteration"], 1);
@@ -88,7 +88,11 @@ fn a_continue_state_reports_a_failing_hook_and_goes_on() {
         .collect();
     assert_eq!(exits, [json!(4), json!(4)]);
     assert_eq!(p.run_ended()["reason"], "max_iterations");
-    assert!(common::stderr(&out).contains("oops"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("oops"),
+        "{}",
+        common::stderr(&out)
+    );
 }
 
 #[test]
@@ -98,7 +102,9 @@ fn an_unknown_state_is_warned_about_once_per_run() {
     assert_eq!(code(&out), 0);
     let stderr = common::stderr(&out);
     assert_eq!(
-        stderr.matches("state `mystery`, which nothing handles").count(),
+        stderr
+            .matches("state `mystery`, which nothing handles")
+            .count(),
         1,
         "{stderr}"
     );
@@ -143,4 +149,21 @@ fn built_in_states_cannot_be_redefined() {
         common::stderr(&out)
     );
     assert!(p.events().is_empty(), "nothing ran");
+}
+
+#[test]
+fn check_summarises_declared_states() {
+    let p = Project::new(
+        "agent: x\nstates:\n  review:\n    run: echo hi\n    then: wait\n    wait: 30m\n  \
+         shipped:\n    then: stop\n    exit_code: 3",
+        "x\n",
+    );
+    let out = p.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert!(
+        common::stdout(&out)
+            .contains("states          review (hook, then wait 30m), shipped (stop (exit 3))"),
+        "{}",
+        common::stdout(&out)
+    );
 }

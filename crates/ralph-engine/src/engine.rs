@@ -975,12 +975,12 @@ impl Run {
                 (choice.adapter(), extra_args)
             }
         };
-        let config = &self.options.file.config;
-        let mut completion = config
-            .completion_signal
-            .as_deref()
-            .filter(|_| config.stop_on_completion_signal)
-            .map(SignalMatcher::for_completion_signal);
+        let mut completion = self
+            .options
+            .file
+            .config
+            .completion_text()
+            .map(|text| SignalMatcher::new(text.as_bytes()));
         let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
         let (mut words, uses_argv) =

@@ -18,18 +18,6 @@ pub(crate) struct SignalMatcher {
 }
 
 impl SignalMatcher {
-    /// A matcher for `completion_signal: TEXT`: `<promise>TEXT</promise>`, as the shell Ralph
-    /// writes it, so a bare word in the agent's prose (`not COMPLETE yet`) does not end the
-    /// work. A value that already holds a tag (`<promise>DONE</promise>`) is looked for as
-    /// written.
-    pub(crate) fn for_completion_signal(text: &str) -> Self {
-        let needle = match text.contains('<') {
-            true => text.to_owned(),
-            false => format!("<promise>{text}</promise>"),
-        };
-        Self::new(needle.as_bytes())
-    }
-
     pub(crate) fn new(needle: &[u8]) -> Self {
         Self {
             finder: memmem::Finder::new(needle).into_owned(),
@@ -191,13 +179,17 @@ mod tests {
 
     #[test]
     fn the_signal_is_wrapped_as_the_shell_ralph_writes_it() {
-        let mut m = SignalMatcher::for_completion_signal("COMPLETE");
+        let text = |signal: &str| {
+            let text = "---\nagent: x\ncompletion_signal: SIGNAL\n---\n";
+            let text = text.replace("SIGNAL", signal);
+            let parsed = ralph_frontmatter::parse("RALPH.md", &text).unwrap();
+            parsed.file.config.completion_text().unwrap()
+        };
+        let mut m = SignalMatcher::new(text("COMPLETE").as_bytes());
         m.feed(b"not COMPLETE yet");
         assert!(!m.found());
         m.feed(b"<promise>COMPLETE</promise>");
         assert!(m.found());
-        let mut raw = SignalMatcher::for_completion_signal("<done/>");
-        raw.feed(b"<done/>");
-        assert!(raw.found());
+        assert_eq!(text("'<done/>'"), "<done/>");
     }
 }

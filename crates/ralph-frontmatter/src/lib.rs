@@ -89,6 +89,23 @@ pub struct Config {
     pub output: Option<OutputFormat>,
 }
 
+impl Config {
+    /// The text that counts as `done` in the agent's final answer: `completion_signal` as the
+    /// shell Ralph writes it, `<promise>TEXT</promise>` (so a bare word in the agent's prose,
+    /// "not COMPLETE yet", does not end the work), or as written when it holds a tag already.
+    /// `None` without a signal or with `stop_on_completion_signal: false`.
+    pub fn completion_text(&self) -> Option<String> {
+        let signal = self
+            .completion_signal
+            .as_deref()
+            .filter(|_| self.stop_on_completion_signal)?;
+        Some(match signal.contains('<') {
+            true => signal.to_owned(),
+            false => format!("<promise>{signal}</promise>"),
+        })
+    }
+}
+
 /// One state of `states`: what an iteration ending in `<!-- ralph:state NAME -->` leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateSpec {
