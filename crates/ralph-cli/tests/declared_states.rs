@@ -167,3 +167,27 @@ fn check_summarises_declared_states() {
         common::stdout(&out)
     );
 }
+
+#[test]
+fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
+    let p = project(
+        "<!-- ralph:state review -->",
+        "states:\n  review:\n    run: sleep 31.4159 & sleep 31.4159\n    timeout: 200ms\n    \
+         then: stop\n    exit_code: 5",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 5, "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("timed out"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(
+        p.events_of("STATE_HANDLED")[0]["hook_exit_code"],
+        Value::Null
+    );
+    assert!(
+        !common::process_running("sleep 31.4159"),
+        "the hook's processes outlived it"
+    );
+}

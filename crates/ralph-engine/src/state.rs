@@ -49,6 +49,8 @@ pub struct StateContext<'a> {
 pub(crate) struct Requests {
     /// A shell command to run now, for the state's handler.
     pub(crate) hook: Option<String>,
+    /// Its time limit; `None`: the command timeout.
+    pub(crate) hook_timeout: Option<Duration>,
     /// Text for the front of the next prompt's feedback.
     pub(crate) feedback: Option<String>,
 }
@@ -86,12 +88,14 @@ impl<'a> StateContext<'a> {
     }
 
     /// Asks the engine to run `command` through `sh -c` before the decision takes effect, as it
-    /// runs one of `commands` (own process group, the command timeout, `RALPH_*` variables).
+    /// runs one of `commands` (own process group, `RALPH_*` variables, killed after `timeout`,
+    /// by default the command timeout).
     /// In `command`, `{{ state.KEY }}` becomes the marker's attribute `KEY`, shell-quoted as
     /// `{{ args.NAME }}` values are (nothing when the marker has no such attribute). Its exit
     /// code comes back through [`StateHandler::on_hook_finished`].
-    pub fn run_hook(&mut self, command: impl Into<String>) {
+    pub fn run_hook(&mut self, command: impl Into<String>, timeout: Option<Duration>) {
         self.requests.hook = Some(command.into());
+        self.requests.hook_timeout = timeout;
     }
 
     /// Puts `text` at the front of what the agent's next prompt says about its failed attempt
@@ -262,7 +266,7 @@ impl DeclaredStateHandler {
 impl StateHandler for DeclaredStateHandler {
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         match &self.spec.run {
-            Some(run) => cx.run_hook(run.clone()),
+            Some(run) => cx.run_hook(run.clone(), self.spec.timeout),
             None => self.handled(cx, None),
         }
         match self.spec.then {
@@ -331,4 +335,105 @@ impl StateHandler for IdleHandler {
 
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(name: &str) -> Marker {
+        Marker {
+            kind: "state".into(),
+            name: name.into(),
+            attrs: vec![("pr".into(), "12".into())],
+            offset: 0,
+        }
+    }
+
+    /// What `handler` decides for `marker`, with its events and requests.
+    fn decide(
+        handler: &mut dyn StateHandler,
+        marker: &Marker,
+        checks_passed: Option<bool>,
+        task: Option<&str>,
+    ) -> (StateDecision, Vec<EventKind>, Requests) {
+        let facts = Facts {
+            iteration: 2,
+            elapsed: Duration::ZERO,
+            checks_passed,
+            task,
+        };
+        let (mut events, mut requests) = (Vec::new(), Requests::default());
+        let mut cx = StateContext::new(facts, marker, &mut events, &mut requests);
+        let decision = handler.on_state(&mut cx);
+        (decision, events, requests)
+    }
+
+    #[test]
+    fn done_without_checks_or_task_ends_the_run() {
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), None, None);
+        assert_eq!(decision, StateDecision::Stop(EndReason::AgentDone));
+        assert!(requests.feedback.is_none());
+    }
+
+    #[test]
+    fn done_leaves_the_verdict_to_the_checks_and_says_so_when_they_fail() {
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), Some(true), None);
+        assert_eq!(decision, StateDecision::Continue);
+        assert!(requests.feedback.is_none());
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), Some(false), None);
+        assert_eq!(decision, StateDecision::Continue);
+        assert_eq!(requests.feedback.as_deref(), Some(DONE_BUT_FAILING));
+    }
+
+    #[test]
+    fn done_with_a_task_leaves_the_task_to_its_source() {
+        let (decision, _, _) = decide(&mut DoneHandler, &marker("done"), None, Some("US-1"));
+        assert_eq!(decision, StateDecision::Continue);
+        assert!(DoneHandler.is_attempt());
+    }
+
+    #[test]
+    fn a_declared_state_with_a_hook_reports_after_the_hook() {
+        let spec = StateSpec {
+            run: Some("echo {{ state.pr }}".into()),
+            timeout: Some(Duration::from_secs(5)),
+            then: StateThen::Stop { exit_code: 7 },
+        };
+        let mut handler = DeclaredStateHandler::new(spec);
+        let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
+        assert_eq!(
+            decision,
+            StateDecision::Stop(EndReason::StateStop {
+                state: "review".into(),
+                exit_code: 7
+            })
+        );
+        assert!(events.is_empty(), "STATE_HANDLED waits for the hook");
+        assert_eq!(requests.hook.as_deref(), Some("echo {{ state.pr }}"));
+        assert_eq!(requests.hook_timeout, Some(Duration::from_secs(5)));
+        assert!(!handler.is_attempt());
+    }
+
+    #[test]
+    fn a_declared_state_without_a_hook_reports_at_once() {
+        let spec = StateSpec {
+            run: None,
+            timeout: None,
+            then: StateThen::Wait(Duration::from_millis(50)),
+        };
+        let mut handler = DeclaredStateHandler::new(spec);
+        let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
+        assert_eq!(decision, StateDecision::Wait(Duration::from_millis(50)));
+        assert!(requests.hook.is_none());
+        assert_eq!(
+            events,
+            [EventKind::StateHandled {
+                iteration: 2,
+                state: "review".into(),
+                then: "wait".into(),
+                hook_exit_code: None
+            }]
+        );
+    }
 }

@@ -112,6 +112,8 @@ pub struct StateSpec {
     /// A shell command run when an iteration ends in the state; `{{ state.KEY }}` are the
     /// marker's attributes, shell-quoted.
     pub run: Option<String>,
+    /// Kill the hook after this long; `None` means the engine's command timeout.
+    pub timeout: Option<Duration>,
     /// What the loop does next.
     pub then: StateThen,
 }

@@ -238,6 +238,12 @@ pub const STATE_FIELDS: &[Field] = &[
          `{{ state.KEY }}` are the marker's attributes, shell-quoted.",
     ),
     optional(
+        "timeout",
+        Kind::Duration { positive: true },
+        None,
+        "With `run`: kill the hook after this long (default 60s).",
+    ),
+    optional(
         "then",
         Kind::Choice(STATE_THEN),
         Some(DefaultValue::Choice("continue")),

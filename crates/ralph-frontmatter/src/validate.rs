@@ -861,11 +861,14 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
     let Some(mapping) = block(checker, path, value, &keys("states"))? else {
         return Some(StateSpec {
             run: None,
+            timeout: None,
             then: StateThen::Continue,
         });
     };
     let run =
         present(mapping, "run").map(|v| checker.string(&path.key("run"), v, "a shell command"));
+    let timeout =
+        present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
     let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
     let wait = present(mapping, "wait").map(|v| checker.duration(&path.key("wait"), v, true));
     let exit_code = present(mapping, "exit_code")
@@ -899,7 +902,8 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
             ok = false;
         }
     }
-    let (run, then, wait, exit_code) = (run?, then?, wait?, exit_code?);
+    let (run, timeout, then, wait, exit_code) =
+        (run?, optional(timeout)?, then?, wait?, exit_code?);
     if !ok {
         return None;
     }
@@ -910,7 +914,7 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
         Some("wait") => StateThen::Wait(wait?),
         _ => StateThen::Continue,
     };
-    Some(StateSpec { run, then })
+    Some(StateSpec { run, timeout, then })
 }
 
 #[cfg(test)]
@@ -940,6 +944,7 @@ mod tests {
                     "noted".to_owned(),
                     StateSpec {
                         run: None,
+                        timeout: None,
                         then: StateThen::Continue
                     }
                 ),
@@ -947,6 +952,7 @@ mod tests {
                     "review".to_owned(),
                     StateSpec {
                         run: Some("echo {{ state.pr }}".to_owned()),
+                        timeout: None,
                         then: StateThen::Wait(Duration::from_secs(1800))
                     }
                 ),
@@ -954,6 +960,7 @@ mod tests {
                     "shipped".to_owned(),
                     StateSpec {
                         run: None,
+                        timeout: None,
                         then: StateThen::Stop { exit_code: 3 }
                     }
                 ),

@@ -1,6 +1,8 @@
 //! What state handlers ask of the engine besides their decision: a hook to run (a declared
 //! state's `run`) and text for the next prompt's feedback (`done` with failing checks).
 
+use std::time::Duration;
+
 use ralph_marker::Marker;
 
 use super::Run;
@@ -26,7 +28,10 @@ impl Run {
         let (Some(hook), Some(marker)) = (requests.hook, marker) else {
             return;
         };
-        let exit_code = self.run_hook(iteration, &hook, marker).await;
+        let timeout = requests
+            .hook_timeout
+            .unwrap_or(self.options.command_timeout);
+        let exit_code = self.run_hook(iteration, &hook, timeout, marker).await;
         let mut events = Vec::new();
         let facts = Facts {
             iteration,
@@ -42,10 +47,16 @@ impl Run {
     /// Runs a state's hook like one of `commands`: the marker's attributes fill
     /// `{{ state.KEY }}`, quoted as user arguments are. A failure is a warning, with the end of
     /// its output.
-    async fn run_hook(&mut self, iteration: u64, hook: &str, marker: &Marker) -> Option<i32> {
+    async fn run_hook(
+        &mut self,
+        iteration: u64,
+        hook: &str,
+        timeout: Duration,
+        marker: &Marker,
+    ) -> Option<i32> {
         let run = render_shell(hook, "state", |key| marker.attr(key));
         let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
-        spec.timeout = Some(self.options.command_timeout);
+        spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
         let mut collector = TailCollector {
             tail: Tail::new(convergence::TAIL_BYTES),
