@@ -31,14 +31,14 @@ fn project(marker: &str, frontmatter: &str) -> Project {
 fn a_stop_state_runs_its_hook_with_quoted_attributes_and_exits_with_its_code() {
     let p = project(
         r#"<!-- ralph:state review pr="12; touch pwned" -->"#,
-        "states:\n  review:\n    run: printf '%s\\n' {{ state.pr }} \"{{ state.pr }}\" > hook.out\n    \
+        "args: [who]\nstates:\n  review:\n    run: printf '%s\\n' {{ state.pr }} \"{{ state.pr }}\" {{ args.who }} > hook.out\n    \
          then: stop\n    exit_code: 3",
     );
-    let out = p.run(&["run"]);
+    let out = p.run(&["run", ".", "--who", "a b"]);
     assert_eq!(code(&out), 3, "{}", common::stderr(&out));
     assert_eq!(
         std::fs::read_to_string(p.path().join("hook.out")).unwrap(),
-        "12; touch pwned\n12; touch pwned\n"
+        "12; touch pwned\n12; touch pwned\na b\n"
     );
     assert!(
         !p.path().join("pwned").exists(),

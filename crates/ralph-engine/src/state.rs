@@ -89,10 +89,10 @@ impl<'a> StateContext<'a> {
 
     /// Asks the engine to run `command` through `sh -c` before the decision takes effect, as it
     /// runs one of `commands` (own process group, `RALPH_*` variables, killed after `timeout`,
-    /// by default the command timeout).
-    /// In `command`, `{{ state.KEY }}` becomes the marker's attribute `KEY`, shell-quoted as
-    /// `{{ args.NAME }}` values are (nothing when the marker has no such attribute). Its exit
-    /// code comes back through [`StateHandler::on_hook_finished`].
+    /// by default the command timeout). In `command`, `{{ state.KEY }}` becomes the marker's
+    /// attribute `KEY` (nothing when it has none), shell-quoted exactly as `{{ args.NAME }}`
+    /// values are, which are filled too. Its exit code comes back through
+    /// [`StateHandler::on_hook_finished`].
     pub fn run_hook(&mut self, command: impl Into<String>, timeout: Option<Duration>) {
         self.requests.hook = Some(command.into());
         self.requests.hook_timeout = timeout;

@@ -64,16 +64,18 @@ enum ShellContext {
 /// The quote tracking follows sh's rules for quotes and backslashes; it does not look inside
 /// `$(...)` or here-documents, where a placeholder should not be put.
 pub(super) fn render_command(run: &str, args: &BTreeMap<String, String>) -> String {
-    render_shell(run, "args", |name| args.get(name).map(String::as_str))
+    render_shell(run, |namespace, name| {
+        (namespace == "args").then(|| args.get(name).map(String::as_str))
+    })
 }
 
-/// Renders a shell command line as [`render_command`] does, for the placeholders of one
-/// `namespace`: `value` gives each name's value (`None`: not given, nothing), quoted for where
-/// it stands. A state hook's `{{ state.KEY }}` are rendered this way.
+/// Renders a shell command line as [`render_command`] does, with `value` saying what each
+/// placeholder holds: `None` leaves it as written, `Some(None)` is a value not given (nothing),
+/// `Some(Some(text))` is `text` quoted for where it stands. A state hook's `{{ state.KEY }}` and
+/// `{{ args.NAME }}` are rendered this way.
 pub(super) fn render_shell<'v>(
     run: &str,
-    namespace: &str,
-    value: impl Fn(&str) -> Option<&'v str>,
+    value: impl Fn(&str, &str) -> Option<Option<&'v str>>,
 ) -> String {
     let mut out = String::with_capacity(run.len());
     let mut context = ShellContext::Unquoted;
@@ -83,13 +85,13 @@ pub(super) fn render_shell<'v>(
         context = advance(context, literal);
         out.push_str(literal);
         copied = span.end;
-        if placeholder.namespace != namespace {
+        let Some(given) = value(placeholder.namespace, placeholder.name) else {
             out.push_str(&run[span]);
             continue;
-        }
+        };
         // A value not given is nothing at all, as in ralphify: `ls {{ args.dir }}` lists the
         // current folder rather than failing on `ls ''`. A value given empty is an empty word.
-        let Some(value) = value(placeholder.name) else {
+        let Some(value) = given else {
             continue;
         };
         match context {

@@ -45,7 +45,7 @@ impl Run {
     }
 
     /// Runs a state's hook like one of `commands`: the marker's attributes fill
-    /// `{{ state.KEY }}`, quoted as user arguments are. A failure is a warning, with the end of
+    /// `{{ state.KEY }}`, quoted as user arguments (`{{ args.NAME }}`, filled too) are. A failure is a warning, with the end of
     /// its output.
     async fn run_hook(
         &mut self,
@@ -54,7 +54,12 @@ impl Run {
         timeout: Duration,
         marker: &Marker,
     ) -> Option<i32> {
-        let run = render_shell(hook, "state", |key| marker.attr(key));
+        let args = &self.options.args;
+        let run = render_shell(hook, |namespace, name| match namespace {
+            "state" => Some(marker.attr(name)),
+            "args" => Some(args.get(name).map(String::as_str)),
+            _ => None,
+        });
         let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
