@@ -127,6 +127,9 @@ fn kind(of: &Kind) -> Value {
         Kind::Name => json!({"type": "string", "pattern": "^[A-Za-z0-9_-]+$"}),
         Kind::Bool => json!({"type": "boolean"}),
         Kind::Integer { min } => json!({"type": "integer", "minimum": min}),
+        Kind::IntegerRange { min, max } => {
+            json!({"type": "integer", "minimum": min, "maximum": max})
+        }
         Kind::Number { min } => json!({"type": "number", "minimum": min}),
         Kind::Duration { positive } => {
             let seconds = if *positive {
@@ -149,6 +152,15 @@ fn kind(of: &Kind) -> Value {
         }
         Kind::Table(fields) => json!({"type": "array", "items": object(fields, false)}),
         Kind::Block(fields) => object(fields, true),
+        Kind::Map {
+            pattern,
+            reserved,
+            fields,
+        } => json!({
+            "type": "object",
+            "propertyNames": {"pattern": pattern, "not": {"enum": reserved}},
+            "additionalProperties": object(fields, true),
+        }),
     }
 }
 

@@ -237,6 +237,17 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
                 &checkpoint[..checkpoint.len().min(12)]
             ),
+            EventKind::StateHandled {
+                state,
+                then,
+                hook_exit_code,
+                ..
+            } if !quiet => {
+                let hook = hook_exit_code
+                    .map(|code| format!(" · hook exit {code}"))
+                    .unwrap_or_default();
+                format!("  {} {state} → {then}{hook}", self.paint("1;36", "state"))
+            }
             EventKind::StoryBlocked { story_id, reason } => format!(
                 "{} {story_id}: {reason}",
                 self.paint("1;31", "story blocked")
@@ -291,6 +302,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     }
                     "stories_done" => "every story passes".to_owned(),
                     "stories_blocked" => "no story left to do; some are blocked".to_owned(),
+                    "agent_done" => "the agent reported done".to_owned(),
                     other => other.to_owned(),
                 };
                 let why = match stories {
@@ -693,5 +705,39 @@ mod tests {
             r.wait_finished();
         }
         insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn declared_state_lines_and_the_agent_done_summary() {
+        let text = render(
+            &[
+                EventKind::StateHandled {
+                    iteration: 4,
+                    state: "review".into(),
+                    then: "wait".into(),
+                    hook_exit_code: Some(0),
+                },
+                EventKind::StateHandled {
+                    iteration: 5,
+                    state: "shipped".into(),
+                    then: "stop".into(),
+                    hook_exit_code: None,
+                },
+                EventKind::RunEnded {
+                    reason: EndReason::AgentDone,
+                    iterations: 5,
+                    idle_iterations: 0,
+                    idle_ms: 0,
+                    exit_code: 0,
+                    outcome: None,
+                    flake_retries: None,
+                    cost_usd: None,
+                    num_turns: None,
+                    stories: None,
+                },
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
     }
 }

@@ -21,14 +21,19 @@ use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
 use crate::process::{self, ProcessExit, ProcessSpec};
-use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
+use crate::signal::{self, SignalMatcher};
+use crate::state::{
+    DeclaredStateHandler, DoneHandler, Facts, IdleHandler, Requests, StateDecision, StateHandlers,
+    millis,
+};
 use crate::tail::Tail;
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
+mod states;
 mod supervise;
 
-use assemble::{agent_words, ralph_dir, ralph_name, render_command};
+use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, render_command};
 use supervise::{AgentOutput, AgentReader, Collector, Interrupts, TailCollector, emit};
 
 /// How often a countdown is refreshed.
@@ -193,12 +198,16 @@ pub struct Engine {
 type AdapterFactory = Box<dyn FnMut() -> Box<dyn OutputAdapter> + Send>;
 
 impl Engine {
-    /// An engine with the built-in state handlers (`idle` when the file has an `idle` block) and
-    /// no sinks.
+    /// An engine with the built-in state handlers (`idle` when the file has an `idle` block,
+    /// `done`, and the file's `states`) and no sinks.
     pub fn new(options: EngineOptions) -> Self {
         let mut handlers = StateHandlers::new();
         if let Some(policy) = options.file.config.idle {
             handlers.register("idle", IdleHandler::new(policy));
+        }
+        handlers.register("done", DoneHandler);
+        for (name, spec) in &options.file.config.states {
+            handlers.register(name.clone(), DeclaredStateHandler::new(spec.clone()));
         }
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
@@ -460,6 +469,7 @@ impl Run {
             });
         if self.adapter.is_none() {
             argv.extend(self.builtin_output().extra_args);
+            argv.extend(self.max_turns_args());
         }
         if argv.is_empty() {
             return Err(EngineError::EmptyAgent);
@@ -635,17 +645,23 @@ impl Run {
         // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
         let handled = state
             .as_ref()
-            .is_some_and(|m| self.handlers.handles(&m.name));
+            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
         let attempt = match self.attempts.is_some() && !handled {
             true => Some(self.attempt(iteration, &exit, &log).await),
             false => None,
         };
         let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
         let mut events = Vec::new();
-        let elapsed = self.started.elapsed();
+        let facts = Facts {
+            iteration,
+            elapsed: self.started.elapsed(),
+            checks_passed: verdict.map(|v| v == Verdict::Converged),
+            task: self.tasks.current_id(),
+        };
+        let mut requests = Requests::default();
         let decision = self
             .handlers
-            .decide(iteration, state.as_ref(), elapsed, &mut events);
+            .decide(facts, state.as_ref(), &mut events, &mut requests);
         for event in events {
             if let EventKind::IterationIdle {
                 consecutive_idle, ..
@@ -655,6 +671,9 @@ impl Run {
             }
             self.emit(event);
         }
+        let checks_passed = verdict.map(|v| v == Verdict::Converged);
+        self.state_requests(iteration, checks_passed, state.as_ref(), requests)
+            .await;
         if self.interrupts.stop_now.is_none() && !matches!(decision, StateDecision::Stop(_)) {
             let report = attempt.as_ref().map(|(verdict, results)| AttemptReport {
                 results,
@@ -927,6 +946,12 @@ impl Run {
         prompt
     }
 
+    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
+    fn max_turns_args(&self) -> Vec<String> {
+        let config = &self.options.file.config;
+        max_turns_args(&config.agent_argv, config.max_turns)
+    }
+
     /// The built-in adapter for this agent, and the arguments it adds to the command line.
     fn builtin_output(&self) -> adapter::OutputChoice {
         let config = &self.options.file.config;
@@ -945,9 +970,18 @@ impl Run {
             Some(make) => (make(), Vec::new()),
             None => {
                 let choice = self.builtin_output();
-                (choice.adapter(), choice.extra_args)
+                let mut extra_args = choice.extra_args.clone();
+                extra_args.extend(self.max_turns_args());
+                (choice.adapter(), extra_args)
             }
         };
+        let mut completion = self
+            .options
+            .file
+            .config
+            .completion_text()
+            .map(|text| SignalMatcher::new(text.as_bytes()));
+        let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
         let (mut words, uses_argv) =
             agent_words(&self.options.file.config.agent_argv, &prompt, || {
@@ -985,7 +1019,7 @@ impl Run {
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
             agent: Some(AgentReader {
-                adapter: &mut *adapter,
+                adapter: &mut watched,
                 scanners: &mut scanners,
                 findings: Vec::new(),
             }),
@@ -999,7 +1033,7 @@ impl Run {
             None => process::run(&spec, &mut collector, &mut self.signals).await,
         };
         let mut findings = collector.agent.map(|a| a.findings).unwrap_or_default();
-        let usage = adapter.finish(&mut AgentOutput {
+        let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.sinks,
             scanners: &mut scanners,
@@ -1007,6 +1041,9 @@ impl Run {
         });
         for scanner in &mut scanners {
             scanner.finish(&mut findings);
+        }
+        if completion.as_ref().is_some_and(SignalMatcher::found) {
+            findings.push(signal::done_finding());
         }
         if let Some(path) = prompt_file {
             if self.options.log_dir.is_none() {

@@ -97,6 +97,19 @@ pub enum EventKind {
         /// The wait before the next iteration; `None` when the idle limit stops the loop.
         next_delay_ms: Option<u64>,
     },
+    /// An iteration ended in a state declared in RALPH.md (`states`): its hook ran, if it has
+    /// one, and the loop does what `then` says.
+    StateHandled {
+        /// The iteration.
+        iteration: u64,
+        /// The state's name.
+        state: String,
+        /// `stop`, `continue` or `wait`.
+        then: String,
+        /// The hook's exit code; `None` without a hook, or when it ended by a signal, timed out
+        /// or could not start.
+        hook_exit_code: Option<i32>,
+    },
     /// The `done_when` checks ran after an agent run: one convergence attempt.
     AttemptEnded {
         /// 1-based attempt number.

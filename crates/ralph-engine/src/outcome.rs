@@ -29,6 +29,17 @@ pub enum EndReason {
     /// Story mode: `max_iterations` ran out with stories still to do. Reported as
     /// `max_iterations`, but a failure: the work is not done.
     MaxIterationsWorkLeft,
+    /// The agent reported `<!-- ralph:state done -->` (or its `completion_signal`) and no
+    /// `done_when` check or task source had a say.
+    AgentDone,
+    /// A state declared in RALPH.md (`states`, `then: stop`) ended the run with its own exit
+    /// code.
+    StateStop {
+        /// The state's name, as it appears in `RUN_ENDED`.
+        state: String,
+        /// The state's `exit_code`.
+        exit_code: u8,
+    },
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -53,6 +64,8 @@ impl EndReason {
             EndReason::MaxAttemptsReached => "max_attempts_reached",
             EndReason::PtyIdleTimeout => "pty_idle_timeout",
             EndReason::State { reason, .. } => reason,
+            EndReason::AgentDone => "agent_done",
+            EndReason::StateStop { state, .. } => state,
         }
     }
 }
@@ -113,6 +126,8 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
             _,
         ) => 1,
         (EndReason::State { failure: true, .. }, _) => 1,
+        (EndReason::StateStop { exit_code, .. }, _) => i32::from(*exit_code),
+        (EndReason::AgentDone, _) => 0,
         (
             EndReason::MaxIterations
             | EndReason::IdleLimit
@@ -220,5 +235,23 @@ mod tests {
         assert_eq!(exit_code(&ok, None), 0);
         assert_eq!(exit_code(&bad, None), 1);
         assert_eq!(bad.as_str(), "blocked");
+    }
+
+    #[test]
+    fn agent_done_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::AgentDone, None), 0);
+        assert_eq!(EndReason::AgentDone.as_str(), "agent_done");
+    }
+
+    #[test]
+    fn declared_state_stop_exits_with_its_exit_code_and_names_the_state() {
+        let stop = |exit_code| EndReason::StateStop {
+            state: "review".into(),
+            exit_code,
+        };
+        assert_eq!(exit_code(&stop(0), None), 0);
+        assert_eq!(exit_code(&stop(3), None), 3);
+        assert_eq!(exit_code(&stop(255), None), 255);
+        assert_eq!(stop(3).as_str(), "review");
     }
 }

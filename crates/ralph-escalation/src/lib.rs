@@ -313,20 +313,25 @@ impl Escalation {
         if let Some(current) = &mut self.current {
             current.iterations.push(report.iteration);
         }
+        // Without checks the agent says when a story is done: `done`, or `passes` in prd.json.
+        let said_done = !self.has_checks && report.state.is_some_and(|m| m.name == "done");
         let passed = match (report.attempt, self.story_mode()) {
             (Some(attempt), _) => attempt.converged,
-            // Without checks the agent says when a story is done, in prd.json.
-            (None, true) if !self.has_checks => self
-                .load()?
-                .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
-                .unwrap_or(false),
-            (None, _) => false,
+            (None, true) if !self.has_checks => {
+                said_done
+                    || self
+                        .load()?
+                        .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
+                        .unwrap_or(false)
+            }
+            (None, _) => said_done,
         };
         if passed {
-            return match self.story_mode() {
-                true => self.pass(cx),
+            return match (self.story_mode(), said_done) {
+                (true, _) => self.pass(cx),
+                (false, true) => Ok(TaskDecision::Stop(EndReason::AgentDone)),
                 // One task: the engine ends the run as converged.
-                false => Ok(TaskDecision::Continue),
+                (false, false) => Ok(TaskDecision::Continue),
             };
         }
         if let (Some(attempt), Some(current)) = (report.attempt, &mut self.current) {

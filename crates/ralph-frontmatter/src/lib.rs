@@ -6,6 +6,7 @@
 //! and a prompt body, or every problem of the file located by line and column. The reference for
 //! users is `docs/config.md`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -67,12 +68,79 @@ pub struct Config {
     pub done_when: Vec<String>,
     /// Attempts and backoff for `done_when`.
     pub convergence: ConvergenceConfig,
+    /// States given a meaning in the file (`states`), by lowercase name.
+    pub states: BTreeMap<String, StateSpec>,
+    /// ralphify-fork `completion_signal`: `<promise>TEXT</promise>` in the agent's final answer
+    /// counts as `<!-- ralph:state done -->`.
+    pub completion_signal: Option<String>,
+    /// ralphify-fork `stop_on_completion_signal`: whether the completion signal is looked for
+    /// (default true).
+    pub stop_on_completion_signal: bool,
+    /// ralphify-fork `max_turns`: passed to `claude -p` as `--max-turns`; no effect on other
+    /// agents.
+    pub max_turns: Option<u64>,
+    /// ralphify-fork `max_turns_grace`: accepted, no effect.
+    pub max_turns_grace: Option<u64>,
     /// Escalation (stories, circuit breaker, revert); `None` when absent.
     pub escalation: Option<EscalationConfig>,
     /// Pseudo-terminal mode; `None` when absent.
     pub pty: Option<PtyConfig>,
     /// How the agent's output is read; `None` lets ralph choose from the agent command.
     pub output: Option<OutputFormat>,
+}
+
+impl Config {
+    /// The text that counts as `done` in the agent's final answer: `completion_signal` as the
+    /// shell Ralph writes it, `<promise>TEXT</promise>` (so a bare word in the agent's prose,
+    /// "not COMPLETE yet", does not end the work), or as written when it holds a tag already.
+    /// `None` without a signal or with `stop_on_completion_signal: false`.
+    pub fn completion_text(&self) -> Option<String> {
+        let signal = self
+            .completion_signal
+            .as_deref()
+            .filter(|_| self.stop_on_completion_signal)?;
+        Some(match signal.contains('<') {
+            true => signal.to_owned(),
+            false => format!("<promise>{signal}</promise>"),
+        })
+    }
+}
+
+/// One state of `states`: what an iteration ending in `<!-- ralph:state NAME -->` leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateSpec {
+    /// A shell command run when an iteration ends in the state; `{{ state.KEY }}` are the
+    /// marker's attributes, shell-quoted.
+    pub run: Option<String>,
+    /// Kill the hook after this long; `None` means the engine's command timeout.
+    pub timeout: Option<Duration>,
+    /// What the loop does next.
+    pub then: StateThen,
+}
+
+/// What the loop does after an iteration that ended in a declared state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateThen {
+    /// End the run with this exit code.
+    Stop {
+        /// ralph's exit code.
+        exit_code: u8,
+    },
+    /// Go on with the next iteration, as without the state.
+    Continue,
+    /// Wait this long before the next iteration.
+    Wait(Duration),
+}
+
+impl StateThen {
+    /// `stop`, `continue` or `wait`, as written in the file.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StateThen::Stop { .. } => "stop",
+            StateThen::Continue => "continue",
+            StateThen::Wait(_) => "wait",
+        }
+    }
 }
 
 /// One entry of `commands`.
@@ -148,6 +216,16 @@ pub enum OutputFormat {
     Text,
     /// Claude Code's `--output-format stream-json`.
     ClaudeStreamJson,
+}
+
+/// Whether `argv` runs Claude Code in print mode (`claude -p` or `--print`), the one agent ralph
+/// knows the flags of.
+pub fn is_claude_print(argv: &[String]) -> bool {
+    let is_claude = argv
+        .first()
+        .and_then(|program| std::path::Path::new(program).file_name())
+        .is_some_and(|name| name == "claude");
+    is_claude && argv[1..].iter().any(|a| a == "-p" || a == "--print")
 }
 
 /// A problem in a RALPH.md, located in the file.

@@ -38,6 +38,13 @@ pub enum Kind {
         /// The smallest allowed value.
         min: u64,
     },
+    /// An integer from `min` to `max`, both included.
+    IntegerRange {
+        /// The smallest allowed value.
+        min: u64,
+        /// The largest allowed value.
+        max: u64,
+    },
     /// A finite number of at least `min`.
     Number {
         /// The smallest allowed value.
@@ -61,6 +68,16 @@ pub enum Kind {
     Table(&'static [Field]),
     /// A mapping with these keys; written with no value, it means "on, with the defaults".
     Block(&'static [Field]),
+    /// A mapping from names the user picks (matching `pattern`, none of `reserved`) to blocks
+    /// with these keys (`states`).
+    Map {
+        /// A regular expression every name matches.
+        pattern: &'static str,
+        /// Names that cannot be used.
+        reserved: &'static [&'static str],
+        /// The keys of each entry.
+        fields: &'static [Field],
+    },
 }
 
 /// A field's default value.
@@ -86,6 +103,14 @@ pub enum DefaultValue {
 pub const PTY_MODES: &[&str] = &["autonomous", "interactive"];
 /// The values of `output`.
 pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
+
+/// The values of `states.NAME.then`.
+pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
+/// States with a built-in meaning, which `states` cannot redefine.
+pub const BUILT_IN_STATES: &[&str] = &["idle", "done", "blocked"];
+/// What a declared state's name looks like: a marker name as the agent's marker is read
+/// (lowercase).
+pub const STATE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 
 /// Top-level keys of ralphify's RALPH.md that ralph accepts, ignores and warns about. ralphify
 /// ignores every key it does not use, and its named ralphs were documented with `description:`
@@ -203,6 +228,41 @@ pub const ESCALATION_FIELDS: &[Field] = &[
     ),
 ];
 
+/// The keys of one entry of `states`.
+pub const STATE_FIELDS: &[Field] = &[
+    optional(
+        "run",
+        Kind::String,
+        None,
+        "A shell command run (like `commands`) when an iteration ends in the state; \
+         `{{ state.KEY }}` are the marker's attributes, shell-quoted.",
+    ),
+    optional(
+        "timeout",
+        Kind::Duration { positive: true },
+        None,
+        "With `run`: kill the hook after this long (default 60s).",
+    ),
+    optional(
+        "then",
+        Kind::Choice(STATE_THEN),
+        Some(DefaultValue::Choice("continue")),
+        "What the loop does next: `stop` the run, `continue`, or `wait`.",
+    ),
+    optional(
+        "wait",
+        Kind::Duration { positive: true },
+        None,
+        "With `then: wait` (and required by it): how long to wait.",
+    ),
+    optional(
+        "exit_code",
+        Kind::IntegerRange { min: 0, max: 255 },
+        Some(DefaultValue::Integer(0)),
+        "With `then: stop`: ralph's exit code.",
+    ),
+];
+
 /// The keys of the `pty` block.
 pub const PTY_FIELDS: &[Field] = &[
     optional(
@@ -289,6 +349,42 @@ pub const FIELDS: &[Field] = &[
         "Attempts and backoff for `done_when`; always on.",
     ),
     optional(
+        "states",
+        Kind::Map {
+            pattern: STATE_NAME_PATTERN,
+            reserved: BUILT_IN_STATES,
+            fields: STATE_FIELDS,
+        },
+        None,
+        "States the agent can report (`<!-- ralph:state NAME key=\"value\" -->`) and what each \
+         does: a hook, then stop, continue or wait.",
+    ),
+    optional(
+        "completion_signal",
+        Kind::String,
+        None,
+        "ralphify: `<promise>TEXT</promise>` in the agent's final answer counts as \
+         `<!-- ralph:state done -->`.",
+    ),
+    optional(
+        "stop_on_completion_signal",
+        Kind::Bool,
+        Some(DefaultValue::Bool(true)),
+        "ralphify: whether `completion_signal` is looked for; `false` ignores it.",
+    ),
+    optional(
+        "max_turns",
+        Kind::Integer { min: 1 },
+        None,
+        "ralphify: passed to `claude -p` as `--max-turns`; no effect (a warning) for other agents.",
+    ),
+    optional(
+        "max_turns_grace",
+        Kind::Integer { min: 0 },
+        None,
+        "ralphify: accepted; has no effect (a warning).",
+    ),
+    optional(
         "escalation",
         Kind::Block(ESCALATION_FIELDS),
         None,
@@ -341,7 +437,7 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 /// The fields of the block or table `name` at the top level.
 pub(crate) fn nested(name: &str) -> &'static [Field] {
     match FIELDS.iter().find(|f| f.name == name).map(|f| f.kind) {
-        Some(Kind::Block(fields) | Kind::Table(fields)) => fields,
+        Some(Kind::Block(fields) | Kind::Table(fields) | Kind::Map { fields, .. }) => fields,
         _ => &[],
     }
 }

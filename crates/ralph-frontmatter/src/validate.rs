@@ -2,18 +2,18 @@
 //!
 //! Every check records its error and carries on, so one run reports every problem of the file.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
 
 use crate::locate::{FieldPath, Locator, Pos};
-use crate::schema::{self, OUTPUT_FORMATS, PTY_MODES};
+use crate::schema::{self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN};
 use crate::suggest::nearest;
 use crate::{
     CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, IdlePolicy,
-    OutputFormat, PtyConfig, PtyMode, RetryPolicy,
+    OutputFormat, PtyConfig, PtyMode, RetryPolicy, StateSpec, StateThen,
 };
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
@@ -164,6 +164,22 @@ impl<'a> Checker<'a> {
                 None
             }
         }
+    }
+
+    fn integer_in(&mut self, path: &FieldPath, value: &Value, min: u64, max: u64) -> Option<u64> {
+        match value.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.expected(path, value, &format!("an integer from {min} to {max}"));
+                None
+            }
+        }
+    }
+
+    /// A warning located at the key `path`.
+    fn key_warning(&mut self, path: &FieldPath, message: String) {
+        let warning = self.located(self.locator.key(path), path, message);
+        self.warnings.push(warning);
     }
 
     fn number_at_least(&mut self, path: &FieldPath, value: &Value, min: f64) -> Option<f64> {
@@ -356,6 +372,23 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
     let escalation = root
         .get("escalation")
         .map(|v| escalation(checker, &top.key("escalation"), v));
+    let states = match present(root, "states") {
+        Some(value) => states(checker, &top.key("states"), value),
+        None => Some(BTreeMap::new()),
+    };
+    let completion_signal = present(root, "completion_signal").map(|v| {
+        checker.string(
+            &top.key("completion_signal"),
+            v,
+            "the text the agent writes as <promise>TEXT</promise> when it is done",
+        )
+    });
+    let stop_on_completion_signal = present(root, "stop_on_completion_signal")
+        .map(|v| checker.bool(&top.key("stop_on_completion_signal"), v));
+    let max_turns =
+        present(root, "max_turns").map(|v| checker.integer_at_least(&top.key("max_turns"), v, 1));
+    let max_turns_grace = present(root, "max_turns_grace")
+        .map(|v| checker.integer_at_least(&top.key("max_turns_grace"), v, 0));
     let pty = root.get("pty").map(|v| pty(checker, &top.key("pty"), v));
     let output = present(root, "output").map(|v| {
         checker
@@ -368,6 +401,22 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
 
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
+    let max_turns = optional(max_turns)?;
+    if max_turns.is_some() && !crate::is_claude_print(&agent_argv) {
+        checker.key_warning(
+            &top.key("max_turns"),
+            "has no effect: ralph passes it only to `claude -p` (as `--max-turns`); set the \
+             agent's own turn limit in `agent`"
+                .to_owned(),
+        );
+    }
+    let max_turns_grace = optional(max_turns_grace)?;
+    if max_turns_grace.is_some() {
+        checker.key_warning(
+            &top.key("max_turns_grace"),
+            "has no effect: accepted for ralphify compatibility".to_owned(),
+        );
+    }
     Some(Config {
         agent,
         agent_argv,
@@ -380,6 +429,11 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
         idle: optional(idle)?,
         done_when,
         convergence,
+        states: states?,
+        completion_signal: optional(completion_signal)?,
+        stop_on_completion_signal: optional(stop_on_completion_signal)?.unwrap_or(true),
+        max_turns,
+        max_turns_grace,
         escalation: optional(escalation)?,
         pty: optional(pty)?,
         output: optional(output)?,
@@ -749,4 +803,253 @@ fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Pty
         }
     }
     ok.then_some(config)
+}
+
+/// The `states` mapping: each name a new marker meaning, none of the built-in states.
+fn states(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: &Value,
+) -> Option<BTreeMap<String, StateSpec>> {
+    let mapping = checker.mapping(path, value)?;
+    let mut specs = BTreeMap::new();
+    let mut ok = true;
+    for (key, entry) in mapping {
+        let name = key_text(key);
+        let state_path = path.key(&name);
+        if BUILT_IN_STATES.contains(&name.as_str()) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "`{name}` is built in and cannot be redefined (built-in states: {})",
+                    BUILT_IN_STATES.join(", ")
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        if !is_state_name(&name) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "expected a state name: a lowercase letter, then lowercase letters, digits, \
+                     `-` and `_` (markers are read lowercase), got {name:?}"
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        match state(checker, &state_path, entry) {
+            Some(spec) => {
+                specs.insert(name, spec);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(specs)
+}
+
+/// Whether `name` can be declared: what the marker grammar reads, lowercase.
+fn is_state_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// One entry of `states`; with no value, a state that only continues.
+fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<StateSpec> {
+    let Some(mapping) = block(checker, path, value, &keys("states"))? else {
+        return Some(StateSpec {
+            run: None,
+            timeout: None,
+            then: StateThen::Continue,
+        });
+    };
+    let run =
+        present(mapping, "run").map(|v| checker.string(&path.key("run"), v, "a shell command"));
+    let timeout =
+        present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
+    let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
+    let wait = present(mapping, "wait").map(|v| checker.duration(&path.key("wait"), v, true));
+    let exit_code = present(mapping, "exit_code")
+        .map(|v| checker.integer_in(&path.key("exit_code"), v, 0, 255));
+    let (run, then, wait, exit_code) = (
+        optional(run),
+        optional(then),
+        optional(wait),
+        optional(exit_code),
+    );
+    let then_name = then.flatten().unwrap_or("continue");
+    // A key that only another `then` uses is a mistake, not something to ignore.
+    let misplaced = |key: &str, wanted: &str| {
+        format!("`{key}` applies only with `then: {wanted}` (`then` is \"{then_name}\")")
+    };
+    let mut ok = true;
+    if then.is_some() {
+        if present(mapping, "wait").is_some() && then_name != "wait" {
+            checker.key_error(&path.key("wait"), misplaced("wait", "wait"));
+            ok = false;
+        }
+        if present(mapping, "exit_code").is_some() && then_name != "stop" {
+            checker.key_error(&path.key("exit_code"), misplaced("exit_code", "stop"));
+            ok = false;
+        }
+        if then_name == "wait" && present(mapping, "wait").is_none() {
+            checker.value_error(
+                &path.key("then"),
+                "`then: wait` needs `wait`: how long to wait, such as `wait: 30m`".to_owned(),
+            );
+            ok = false;
+        }
+    }
+    let (run, timeout, then, wait, exit_code) =
+        (run?, optional(timeout)?, then?, wait?, exit_code?);
+    if !ok {
+        return None;
+    }
+    let then = match then {
+        Some("stop") => StateThen::Stop {
+            exit_code: exit_code.and_then(|n| u8::try_from(n).ok()).unwrap_or(0),
+        },
+        Some("wait") => StateThen::Wait(wait?),
+        _ => StateThen::Continue,
+    };
+    Some(StateSpec { run, timeout, then })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{StateSpec, StateThen};
+
+    fn states(block: &str) -> Result<Vec<(String, StateSpec)>, Vec<String>> {
+        let text = format!("---\nagent: x\nstates:\n{block}---\n");
+        crate::parse("RALPH.md", &text)
+            .map(|p| p.file.config.states.into_iter().collect())
+            .map_err(|e| e.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn declared_states_read_their_then() {
+        let parsed = states(
+            "  review:\n    run: echo {{ state.pr }}\n    then: wait\n    wait: 30m\n  \
+             shipped:\n    then: stop\n    exit_code: 3\n  noted:\n",
+        )
+        .unwrap();
+        assert_eq!(
+            parsed,
+            [
+                (
+                    "noted".to_owned(),
+                    StateSpec {
+                        run: None,
+                        timeout: None,
+                        then: StateThen::Continue
+                    }
+                ),
+                (
+                    "review".to_owned(),
+                    StateSpec {
+                        run: Some("echo {{ state.pr }}".to_owned()),
+                        timeout: None,
+                        then: StateThen::Wait(Duration::from_secs(1800))
+                    }
+                ),
+                (
+                    "shipped".to_owned(),
+                    StateSpec {
+                        run: None,
+                        timeout: None,
+                        then: StateThen::Stop { exit_code: 3 }
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_then_gets_a_suggestion() {
+        assert_eq!(
+            states("  review:\n    then: wiat\n").unwrap_err(),
+            [
+                r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait", got "wiat"; did you mean "wait"?"#
+            ]
+        );
+    }
+
+    #[test]
+    fn built_in_states_cannot_be_redefined() {
+        assert_eq!(
+            states("  done:\n    then: continue\n  idle:\n").unwrap_err(),
+            [
+                "RALPH.md:4:3: states.done: `done` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+                "RALPH.md:6:3: states.idle: `idle` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+            ]
+        );
+    }
+
+    #[test]
+    fn wait_without_then_wait_is_an_error() {
+        assert_eq!(
+            states("  review:\n    wait: 5m\n").unwrap_err(),
+            [
+                r#"RALPH.md:5:5: states.review.wait: `wait` applies only with `then: wait` (`then` is "continue")"#
+            ]
+        );
+        assert_eq!(
+            states("  review:\n    then: wait\n").unwrap_err(),
+            [
+                "RALPH.md:5:11: states.review.then: `then: wait` needs `wait`: how long to wait, such as `wait: 30m`"
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_code_is_a_byte_and_only_with_then_stop() {
+        assert_eq!(
+            states("  review:\n    then: stop\n    exit_code: 256\n").unwrap_err(),
+            ["RALPH.md:6:16: states.review.exit_code: expected an integer from 0 to 255, got 256"]
+        );
+        assert_eq!(
+            states("  review:\n    then: wait\n    wait: 1s\n    exit_code: 2\n").unwrap_err(),
+            [
+                r#"RALPH.md:7:5: states.review.exit_code: `exit_code` applies only with `then: stop` (`then` is "wait")"#
+            ]
+        );
+    }
+
+    #[test]
+    fn state_names_are_lowercase_marker_names() {
+        assert_eq!(
+            states("  Review:\n").unwrap_err(),
+            [
+                r#"RALPH.md:4:3: states.Review: expected a state name: a lowercase letter, then lowercase letters, digits, `-` and `_` (markers are read lowercase), got "Review""#
+            ]
+        );
+    }
+
+    #[test]
+    fn max_turns_warns_unless_the_agent_is_claude_print() {
+        let warnings = |agent: &str| {
+            let text = format!("---\nagent: {agent}\nmax_turns: 5\nmax_turns_grace: 2\n---\n");
+            let parsed = crate::parse("RALPH.md", &text).unwrap();
+            assert_eq!(parsed.file.config.max_turns, Some(5));
+            parsed
+                .warnings
+                .iter()
+                .map(|w| w.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(warnings("claude -p"), ["max_turns_grace"]);
+        assert_eq!(warnings("codex exec"), ["max_turns", "max_turns_grace"]);
+    }
+
+    #[test]
+    fn completion_signal_keys_default_to_stopping() {
+        let text = "---\nagent: x\ncompletion_signal: COMPLETE\n---\n";
+        let config = crate::parse("RALPH.md", text).unwrap().file.config;
+        assert_eq!(config.completion_signal.as_deref(), Some("COMPLETE"));
+        assert!(config.stop_on_completion_signal);
+    }
 }

@@ -35,6 +35,20 @@ pub(super) fn agent_words(
     (words, uses_argv)
 }
 
+/// `--max-turns N` for `max_turns`, when the agent is `claude -p` (the one agent whose flag ralph
+/// knows) and its command line does not set the flag itself.
+pub(super) fn max_turns_args(argv: &[String], max_turns: Option<u64>) -> Vec<String> {
+    let set = argv
+        .iter()
+        .any(|a| a == "--max-turns" || a.starts_with("--max-turns="));
+    match max_turns {
+        Some(n) if ralph_frontmatter::is_claude_print(argv) && !set => {
+            vec!["--max-turns".to_owned(), n.to_string()]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Where a placeholder stands in a shell command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ShellContext {
@@ -50,6 +64,19 @@ enum ShellContext {
 /// The quote tracking follows sh's rules for quotes and backslashes; it does not look inside
 /// `$(...)` or here-documents, where a placeholder should not be put.
 pub(super) fn render_command(run: &str, args: &BTreeMap<String, String>) -> String {
+    render_shell(run, |namespace, name| {
+        (namespace == "args").then(|| args.get(name).map(String::as_str))
+    })
+}
+
+/// Renders a shell command line as [`render_command`] does, with `value` saying what each
+/// placeholder holds: `None` leaves it as written, `Some(None)` is a value not given (nothing),
+/// `Some(Some(text))` is `text` quoted for where it stands. A state hook's `{{ state.KEY }}` and
+/// `{{ args.NAME }}` are rendered this way.
+pub(super) fn render_shell<'v>(
+    run: &str,
+    value: impl Fn(&str, &str) -> Option<Option<&'v str>>,
+) -> String {
     let mut out = String::with_capacity(run.len());
     let mut context = ShellContext::Unquoted;
     let mut copied = 0;
@@ -58,13 +85,13 @@ pub(super) fn render_command(run: &str, args: &BTreeMap<String, String>) -> Stri
         context = advance(context, literal);
         out.push_str(literal);
         copied = span.end;
-        if placeholder.namespace != "args" {
+        let Some(given) = value(placeholder.namespace, placeholder.name) else {
             out.push_str(&run[span]);
             continue;
-        }
+        };
         // A value not given is nothing at all, as in ralphify: `ls {{ args.dir }}` lists the
         // current folder rather than failing on `ls ''`. A value given empty is an empty word.
-        let Some(value) = args.get(placeholder.name) else {
+        let Some(value) = given else {
             continue;
         };
         match context {
