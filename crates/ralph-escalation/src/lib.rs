@@ -115,6 +115,8 @@ struct Current {
 #[derive(Debug)]
 pub struct Escalation {
     prd: Option<PathBuf>,
+    /// prd.json's last parse, reused while its bytes stay the same.
+    prd_cache: prd::Cache,
     progress: PathBuf,
     has_checks: bool,
     repo: Option<Repo>,
@@ -152,12 +154,14 @@ impl Escalation {
         };
         let prd = esc.prd.as_deref().map(at);
         let progress = at(&esc.progress);
+        let mut prd_cache = prd::Cache::default();
         let counts = match &prd {
-            Some(path) => Some(summary(&Prd::load(path)?)),
+            Some(path) => Some(summary(&prd_cache.load(path)?)),
             None => None,
         };
         Ok(Some(Self {
             prd,
+            prd_cache,
             progress,
             has_checks: !config.done_when.is_empty(),
             repo: None,
@@ -232,7 +236,7 @@ impl Escalation {
         let Some(path) = &self.prd else {
             return Ok(None);
         };
-        let prd = Prd::load(path)?;
+        let prd = self.prd_cache.load(path)?;
         self.counts = Some(summary(&prd));
         Ok(Some(prd))
     }
@@ -370,7 +374,7 @@ impl Escalation {
         if let Some(mut prd) = self.load()? {
             if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
                 prd.set(&current.id, Passes::Yes, None)?;
-                prd.save()?;
+                self.prd_cache.save(&prd)?;
                 self.counts = Some(summary(&prd));
             }
         }
@@ -512,8 +516,8 @@ impl Escalation {
             let _ = write!(notes, "; abandoned work: git checkout {refname}");
         }
         if let Some(mut prd) = self.load()? {
-            prd.set(&id, Passes::Blocked, Some(&notes))?;
-            prd.save()?;
+            prd.block(&id, &notes)?;
+            self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
         cx.emit(EventKind::StoryBlocked {
