@@ -1214,18 +1214,24 @@ mod tests {
 
         proptest! {
             #[test]
-            fn unknown_fields_order_and_indentation_survive_a_rewrite(
+            fn unknown_fields_order_indentation_line_endings_and_notes_survive_a_rewrite(
                 extra in prop::collection::vec(("[a-z]{1,6}", json()), 0..4),
                 story_extra in prop::collection::vec(("x[a-z]{1,6}", json()), 0..3),
                 passes in prop_oneof![Just(Passes::Yes), Just(Passes::No), Just(Passes::Blocked)],
                 indent in prop_oneof![Just(""), Just("  "), Just("    "), Just("\t")],
                 notes in proptest::option::of("[a-z \"\\\\\n]{0,12}"),
+                existing in proptest::option::of(prop_oneof![Just(String::new()), "kim: [a-z \"\\\\\n]{0,8}"]),
+                block in any::<bool>(),
+                crlf in any::<bool>(),
             ) {
                 let mut story = serde_json::Map::new();
                 story.insert("id".into(), "S1".into());
                 story.insert("priority".into(), 1.into());
                 for (k, v) in &story_extra {
                     story.insert(k.clone(), v.clone());
+                }
+                if let Some(existing) = &existing {
+                    story.insert("notes".into(), existing.as_str().into());
                 }
                 story.insert("passes".into(), false.into());
                 let mut root = serde_json::Map::new();
@@ -1235,30 +1241,58 @@ mod tests {
                     }
                 }
                 root.insert("userStories".into(), Value::Array(vec![Value::Object(story)]));
-                let text = format(&Value::Object(root), indent) + "\n";
+                // Built with LF, then (for CRLF) every line break turned into CRLF: JSON escapes
+                // the line breaks inside strings, so only the file's own ones change.
+                let lf = format(&Value::Object(root), indent) + "\n";
+                let eol = if crlf { "\r\n" } else { "\n" };
+                let text = lf.replace('\n', eol);
                 let mut prd = Prd::parse(Path::new("p.json"), &text).unwrap();
                 prop_assert_eq!(prd.to_text(), text.clone());
-                prd.set("S1", passes, notes.as_deref()).unwrap();
+                let reason = "blocked by ralph: same error";
+                let (passes, notes) = match block {
+                    false => {
+                        prd.set("S1", passes, notes.as_deref()).unwrap();
+                        (passes, notes)
+                    }
+                    true => {
+                        prd.block("S1", reason).unwrap();
+                        let notes = match &existing {
+                            Some(old) if !old.is_empty() => format!("{old}{eol}{eol}{reason}"),
+                            _ => reason.to_owned(),
+                        };
+                        (Passes::Blocked, Some(notes))
+                    }
+                };
                 let colon = if indent.is_empty() { ":" } else { ": " };
-                let mut expected = text.replace(
+                let mut expected = lf.replace(
                     &format!("\"passes\"{colon}false"),
                     &format!("\"passes\"{colon}{}", passes.to_value()),
                 );
-                if let Some(notes) = &notes {
-                    // Added after the story's last field (`passes`), indented like it.
-                    let line = expected[..expected.find("\"passes\"").unwrap()]
-                        .rsplit('\n')
-                        .next()
-                        .unwrap()
-                        .to_owned();
-                    let separator = if indent.is_empty() { ", ".to_owned() } else { format!(",\n{line}") };
-                    let passes_text = format!("\"passes\"{colon}{}", passes.to_value());
-                    expected = expected.replace(
-                        &passes_text,
-                        &format!("{passes_text}{separator}\"notes\": {}", Value::from(notes.as_str())),
-                    );
+                match (&notes, &existing) {
+                    (None, _) => {}
+                    (Some(notes), Some(old)) => {
+                        // Replaced where it stands.
+                        expected = expected.replace(
+                            &format!("\"notes\"{colon}{}", Value::from(old.as_str())),
+                            &format!("\"notes\"{colon}{}", Value::from(notes.as_str())),
+                        );
+                    }
+                    (Some(notes), None) => {
+                        // Added after the story's last field (`passes`), indented like it.
+                        let line = expected[..expected.find("\"passes\"").unwrap()]
+                            .rsplit('\n')
+                            .next()
+                            .unwrap()
+                            .to_owned();
+                        let separator = if indent.is_empty() { ", ".to_owned() } else { format!(",\n{line}") };
+                        let passes_text = format!("\"passes\"{colon}{}", passes.to_value());
+                        expected = expected.replace(
+                            &passes_text,
+                            &format!("{passes_text}{separator}\"notes\": {}", Value::from(notes.as_str())),
+                        );
+                    }
                 }
-                prop_assert_eq!(prd.to_text(), expected);
+                prop_assert_eq!(prd.to_text(), expected.replace('\n', eol));
             }
         }
     }
