@@ -60,6 +60,9 @@ pub enum EscalationError {
     /// progress.txt could not be written.
     #[error(transparent)]
     Progress(#[from] ProgressError),
+    /// `escalation.progress` leads to the prd.json or into `.git`.
+    #[error(transparent)]
+    ProgressPath(#[from] progress::PathConflict),
     /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
     #[error(
         "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty to save them under refs/ralph/attempts/preexisting/<n> first",
@@ -154,6 +157,7 @@ impl Escalation {
         };
         let prd = esc.prd.as_deref().map(at);
         let progress = at(&esc.progress);
+        progress::check_path(&progress, prd.as_deref(), None)?;
         let mut prd_cache = prd::Cache::default();
         let counts = match &prd {
             Some(path) => Some(summary(&prd_cache.load(path)?)),
