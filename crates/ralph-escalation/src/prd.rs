@@ -69,7 +69,8 @@ pub struct Story {
     pub description: String,
     /// `acceptanceCriteria`, one line each.
     pub acceptance_criteria: Vec<String>,
-    /// `priority`: lower goes first.
+    /// `priority` as the number it sorts by, lower first: a number as written, `"high"`,
+    /// `"medium"` and `"low"` as 1, 2 and 3, digits in a string (`"2"`) as their number.
     pub priority: f64,
     /// `passes`.
     pub passes: Passes,
