@@ -149,10 +149,8 @@ fn describe(value: &Value) -> String {
         Value::Object(_) => "an object".to_owned(),
         Value::String(text) if text.chars().count() > 40 => {
             let cut: String = text.chars().take(40).collect();
-            format!(
-                "{}...",
-                Value::String(cut).to_string().trim_end_matches('"')
-            )
+            let quoted = Value::String(cut).to_string();
+            format!("{}...", quoted.strip_suffix('"').unwrap_or(&quoted))
         }
         scalar => scalar.to_string(),
     }
