@@ -62,6 +62,9 @@ pub enum EscalationError {
     /// progress.txt could not be written.
     #[error(transparent)]
     Progress(#[from] ProgressError),
+    /// `escalation.progress` leads to the prd.json or into `.git`.
+    #[error(transparent)]
+    ProgressPath(#[from] progress::PathConflict),
     /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
     #[error(
         "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty to save them under refs/ralph/attempts/preexisting/<n> first",
@@ -117,6 +120,8 @@ struct Current {
 #[derive(Debug)]
 pub struct Escalation {
     prd: Option<PathBuf>,
+    /// prd.json's last parse, reused while its bytes stay the same.
+    prd_cache: prd::Cache,
     progress: PathBuf,
     has_checks: bool,
     repo: Option<Repo>,
@@ -154,12 +159,15 @@ impl Escalation {
         };
         let prd = esc.prd.as_deref().map(at);
         let progress = at(&esc.progress);
+        progress::check_path(&progress, prd.as_deref(), None)?;
+        let mut prd_cache = prd::Cache::default();
         let counts = match &prd {
-            Some(path) => Some(summary(&Prd::load(path)?)),
+            Some(path) => Some(summary(&prd_cache.load(path)?)),
             None => None,
         };
         Ok(Some(Self {
             prd,
+            prd_cache,
             progress,
             has_checks: !config.done_when.is_empty(),
             repo: None,
@@ -234,7 +242,7 @@ impl Escalation {
         let Some(path) = &self.prd else {
             return Ok(None);
         };
-        let prd = Prd::load(path)?;
+        let prd = self.prd_cache.load(path)?;
         self.counts = Some(summary(&prd));
         Ok(Some(prd))
     }
@@ -377,7 +385,7 @@ impl Escalation {
         if let Some(mut prd) = self.load()? {
             if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
                 prd.set(&current.id, Passes::Yes, None)?;
-                prd.save()?;
+                self.prd_cache.save(&prd)?;
                 self.counts = Some(summary(&prd));
             }
         }
@@ -519,8 +527,8 @@ impl Escalation {
             let _ = write!(notes, "; abandoned work: git checkout {refname}");
         }
         if let Some(mut prd) = self.load()? {
-            prd.set(&id, Passes::Blocked, Some(&notes))?;
-            prd.save()?;
+            prd.block(&id, &notes)?;
+            self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
         cx.emit(EventKind::StoryBlocked {

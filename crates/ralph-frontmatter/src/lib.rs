@@ -371,6 +371,37 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
     })
 }
 
+/// An error about the value of `field` (dotted keys, such as `escalation.progress`) in the
+/// RALPH.md `text` named `file`, located like the parser's own: for a problem that only the
+/// caller can see, one that needs the file system (a symlink that makes two paths one file).
+/// Where the value is not written, it points at the nearest field around it that is.
+///
+/// ```
+/// let text = "---\nagent: x\nescalation:\n  progress: notes.txt\n---\n";
+/// let error = ralph_frontmatter::error_at("RALPH.md", text, "escalation.progress", "is a link");
+/// assert_eq!(error.to_string(), "RALPH.md:4:13: escalation.progress: is a link");
+/// ```
+pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>) -> ConfigError {
+    let text = document::normalize(text);
+    let pos = match document::split(&text) {
+        Ok(doc) => {
+            let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
+            let path = field
+                .split('.')
+                .fold(locate::FieldPath::default(), |path, key| path.key(key));
+            locator.value(&path)
+        }
+        Err(_) => document::OPENING,
+    };
+    ConfigError {
+        file: file.to_owned(),
+        line: pos.line,
+        column: pos.column,
+        path: field.to_owned(),
+        message: message.into(),
+    }
+}
+
 /// The repeated key serde_norway complains about, located by the scanner: serde_norway itself
 /// only points at the start of the mapping that holds it.
 fn duplicate_key<'l>(

@@ -3,7 +3,7 @@
 //! Every check records its error and carries on, so one run reports every problem of the file.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
@@ -765,6 +765,18 @@ fn escalation(
             None => ok = false,
         }
     }
+    if ok {
+        let file = checker.file;
+        if let Some(problem) = progress_problem(file, config.prd.as_deref(), &config.progress) {
+            // Where the default `progress.txt` is the clash, point at `prd`.
+            let at = match present(mapping, "progress") {
+                Some(_) => "progress",
+                None => "prd",
+            };
+            checker.value_error(&path.key(at), problem);
+            ok = false;
+        }
+    }
     if let Some(v) = present(mapping, "same_error_limit") {
         match checker.integer_at_least(&path.key("same_error_limit"), v, 1) {
             Some(limit) => config.same_error_limit = limit,
@@ -778,6 +790,55 @@ fn escalation(
         }
     }
     ok.then_some(config)
+}
+
+/// `path` with `.` steps dropped and each `..` taking the step before it away (`./a`, `x/../a`
+/// and `a` are all `a`), as far as that can be told from the text alone.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(component),
+            },
+            other => out.push(other),
+        }
+    }
+    out.iter().collect()
+}
+
+/// Why `progress` (from `escalation.progress`, or its default) would destroy data, as far as the
+/// paths' text tells: it names the prd.json, this RALPH.md (`ralph_md`, as the user named it), or
+/// a place inside a `.git` folder. Paths that differ only through a symlink are ralph's
+/// escalation's to find, when it opens.
+fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Option<String> {
+    let normal = lexical(progress);
+    let shown = progress.display();
+    if prd.is_some_and(|prd| lexical(prd) == normal) {
+        return Some(format!(
+            "\"{shown}\" is also escalation.prd; progress entries would overwrite the stories; \
+             choose another file, such as \"progress.txt\""
+        ));
+    }
+    if lexical(Path::new(ralph_md)) == normal {
+        return Some(format!(
+            "\"{shown}\" is this RALPH.md; progress entries would overwrite its prompt and \
+             settings; choose another file, such as \"progress.txt\""
+        ));
+    }
+    if normal.components().any(|c| c.as_os_str() == ".git") {
+        return Some(format!(
+            "\"{shown}\" is inside .git, git's own folder, where a file ralph writes can \
+             damage the repository; choose a path outside it, such as \"progress.txt\""
+        ));
+    }
+    None
 }
 
 fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<PtyConfig> {
@@ -1051,5 +1112,101 @@ mod tests {
         let config = crate::parse("RALPH.md", text).unwrap().file.config;
         assert_eq!(config.completion_signal.as_deref(), Some("COMPLETE"));
         assert!(config.stop_on_completion_signal);
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    fn errors_of(file: &str, escalation: &str) -> Vec<String> {
+        let text = format!("---\nagent: x\nescalation:\n{escalation}\n---\nbody\n");
+        match crate::parse(file, &text) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn paths_are_compared_after_dot_and_dot_dot_steps() {
+        for (path, normal) in [
+            ("a", "a"),
+            ("./a", "a"),
+            ("x/../a", "a"),
+            ("x/./y/../../a/", "a"),
+            ("../a", "../a"),
+            ("/../a", "/a"),
+            ("x/..", ""),
+        ] {
+            assert_eq!(lexical(Path::new(path)), Path::new(normal), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_progress_file_that_is_the_prd_is_a_located_error() {
+        for progress in ["prd.json", "./prd.json", "docs/../prd.json"] {
+            let errors = errors_of(
+                "RALPH.md",
+                &format!("  prd: ./prd.json\n  progress: {progress}"),
+            );
+            assert_eq!(
+                errors,
+                [format!(
+                    "RALPH.md:5:13: escalation.progress: \"{progress}\" is also escalation.prd; \
+                     progress entries would overwrite the stories; choose another file, such as \
+                     \"progress.txt\""
+                )]
+            );
+        }
+        // The default progress.txt as the prd: the error points at `prd`.
+        let errors = errors_of("RALPH.md", "  prd: progress.txt");
+        assert!(
+            errors[0].starts_with("RALPH.md:4:8: escalation.prd: \"progress.txt\" is also"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_progress_file_that_is_the_ralph_md_itself_is_a_located_error() {
+        let errors = errors_of(
+            "loops/fix/RALPH.md",
+            "  progress: ./loops/x/../fix/RALPH.md",
+        );
+        assert_eq!(
+            errors,
+            [
+                "loops/fix/RALPH.md:4:13: escalation.progress: \"./loops/x/../fix/RALPH.md\" is this \
+              RALPH.md; progress entries would overwrite its prompt and settings; choose another \
+              file, such as \"progress.txt\""
+            ]
+        );
+        // A RALPH.md in another folder (where ralph runs) is another file.
+        assert!(errors_of("loops/fix/RALPH.md", "  progress: RALPH.md").is_empty());
+    }
+
+    #[test]
+    fn a_progress_file_inside_dot_git_is_a_located_error() {
+        for progress in [".git/progress.txt", "sub/.git/x", "/repo/.git/logs/ralph"] {
+            let errors = errors_of("RALPH.md", &format!("  progress: {progress}"));
+            assert_eq!(
+                errors,
+                [format!(
+                    "RALPH.md:4:13: escalation.progress: \"{progress}\" is inside .git, git's own \
+                     folder, where a file ralph writes can damage the repository; choose a path \
+                     outside it, such as \"progress.txt\""
+                )]
+            );
+        }
+        for fine in [
+            ".git/../progress.txt",
+            ".github/progress.txt",
+            "a.git/p",
+            "progress.txt",
+        ] {
+            assert!(
+                errors_of("RALPH.md", &format!("  progress: {fine}")).is_empty(),
+                "{fine}"
+            );
+        }
     }
 }
