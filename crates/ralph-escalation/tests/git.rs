@@ -55,8 +55,10 @@ fn a_revert_after_the_agent_switched_branches_leaves_the_other_branch_alone() {
     git(top, &["checkout", "-q", "feature"]);
     let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit");
 
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
+    let saved = saved.refname;
 
     assert_eq!(
         git(top, &["rev-parse", "feature"]),
@@ -84,8 +86,9 @@ fn a_revert_from_a_detached_head_moves_no_branch() {
 
     git(top, &["checkout", "-q", "main"]);
     let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit on main");
-    repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
 
     assert_eq!(
         git(top, &["rev-parse", "main"]),
@@ -117,8 +120,10 @@ fn a_revert_on_the_same_branch_resets_it_and_keeps_the_commits_under_the_ref() {
     let branch = repo.head_branch().unwrap();
     let agents = commit_file(top, "g.txt", "agent work\n", "agent");
     std::fs::write(top.join("untracked.txt"), "u\n").unwrap();
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
+    let saved = saved.refname;
 
     assert_eq!(git(top, &["rev-parse", "main"]), checkpoint);
     assert_eq!(git(top, &["rev-parse", &format!("{saved}^")]), agents);
@@ -139,7 +144,10 @@ fn save_keeps_a_staged_version_that_differs_from_the_working_tree() {
     git(top, &["add", "a.txt"]);
     std::fs::write(top.join("a.txt"), "working\n").unwrap();
 
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    let saved = repo
+        .save("refs/ralph/attempts/x", "saved", &[])
+        .unwrap()
+        .refname;
     assert_eq!(git(top, &["show", &format!("{saved}:a.txt")]), "working");
     assert_eq!(git(top, &["show", &format!("{saved}^2:a.txt")]), "staged");
     // The user's index is as it was.
