@@ -55,6 +55,14 @@ pub enum GitError {
         /// What git said.
         stderr: String,
     },
+    /// An untracked file could not be removed by a revert.
+    #[error("{}: cannot remove: {source}", .path.display())]
+    Remove {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The repository has submodules, whose uncommitted work a revert could not save.
     #[error(
         "{}: the repository has submodules ({}); escalation.revert cannot save uncommitted work inside a submodule, so a revert could lose it. Set `revert: false` under `escalation:` to run without reverts, or run ralph in a repository without submodules",
@@ -757,12 +765,13 @@ impl Git {
     /// `excluded` (their index entries too). This is `git reset --hard` plus `git clean -fd`,
     /// done so that the excluded paths keep their current content even when they are tracked:
     /// HEAD moved, the index and then the working tree set from the checkpoint outside
-    /// `excluded`, and a clean of every other untracked path.
+    /// `excluded`, and every other untracked, not ignored, file removed.
     ///
-    /// `saved` is what [`Git::save`] stored first. Files the clean would remove that it lacks
+    /// `saved` is what [`Git::save`] stored first. Files about to be removed that it lacks
     /// (files the agent wrote and added to `.gitignore`, no longer ignored once the
     /// checkpoint's `.gitignore` is back) are added to it first: its ref moves to a commit with
-    /// the same parents and message whose tree holds them too.
+    /// the same parents and message whose tree holds them too. Returns the saved work as
+    /// stored in the end.
     ///
     /// `branch` is the branch the checkpoint was taken on ([`Git::head_branch`] then), `None`
     /// for a detached HEAD. HEAD is put back on it before the reset, so the reset moves that
@@ -793,26 +802,42 @@ impl Git {
         let mut checkout: Vec<OsString> = vec!["checkout".into(), "-q".into()];
         checkout.extend(Self::pathspec(excluded));
         self.run_with(&checkout, None)?;
-        let saved = self.save_what_clean_removes(saved, excluded)?;
-        let mut clean: Vec<OsString> = vec!["clean".into(), "-f".into(), "-d".into(), "-q".into()];
-        clean.extend(Self::pathspec(excluded));
-        self.run_with(&clean, None)?;
-        Ok(saved)
-    }
-
-    /// Adds to `saved` the untracked files outside `excluded` (what `git clean -fd` removes)
-    /// that its tree lacks; `saved` as it was when it holds them all.
-    fn save_what_clean_removes(
-        &self,
-        saved: &Saved,
-        excluded: &[PathBuf],
-    ) -> Result<Saved, GitError> {
         let files: Vec<PathBuf> = self
             .untracked(excluded, None)?
             .into_iter()
-            // A repository inside the tree: `clean -fd` leaves it.
+            // A repository inside the tree stays, with its own history.
             .filter(|p| !p.as_os_str().as_bytes().ends_with(b"/"))
             .collect();
+        let saved = self.save_files(saved, &files)?;
+        self.remove(&files)?;
+        Ok(saved)
+    }
+
+    /// Removes `files` (relative to the top folder) and then each folder of theirs that is left
+    /// empty. Not `git clean -fd`: given a pathspec that excludes a file inside an untracked
+    /// folder (an events file in `out/`), it removes the whole folder.
+    fn remove(&self, files: &[PathBuf]) -> Result<(), GitError> {
+        for file in files {
+            let path = self.top.join(file);
+            match std::fs::remove_file(&path) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(GitError::Remove { path, source: err });
+                }
+                _ => {}
+            }
+            // Stops, harmlessly, at the first folder that still holds anything.
+            for dir in file.ancestors().skip(1) {
+                if dir.as_os_str().is_empty() || std::fs::remove_dir(self.top.join(dir)).is_err() {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds to `saved` those of `files` (untracked, about to be removed) that its tree lacks
+    /// (the agent had them ignored); `saved` as it was when it holds them all.
+    fn save_files(&self, saved: &Saved, files: &[PathBuf]) -> Result<Saved, GitError> {
         if files.is_empty() {
             return Ok(saved.clone());
         }
@@ -826,7 +851,7 @@ impl Git {
             &self.top,
             &add,
             Some(index.path()),
-            Some(&literal_pathspecs(&files)),
+            Some(&literal_pathspecs(files)),
         )?;
         let tree = self.write_tree(index.path())?;
         if tree == self.tree_of(&saved.commit)? {

@@ -154,8 +154,10 @@ impl Escalation {
             true => p.to_path_buf(),
             false => cwd.join(p),
         };
-        let prd = esc.prd.as_deref().map(at);
-        let progress = at(&esc.progress);
+        // A symlink is followed once, here: files are replaced by renaming a new one over
+        // them, which would replace the link itself.
+        let prd = esc.prd.as_deref().map(at).map(followed);
+        let progress = followed(at(&esc.progress));
         let counts = match &prd {
             Some(path) => Some(summary(&Prd::load(path)?)),
             None => None,
@@ -583,6 +585,14 @@ impl TaskSource for Escalation {
 
     fn summary(&self) -> Option<StoriesSummary> {
         self.counts
+    }
+}
+
+/// The file `path` names, through a symlink (the link's target), or `path` itself.
+fn followed(path: PathBuf) -> PathBuf {
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path).unwrap_or(path),
+        _ => path,
     }
 }
 
