@@ -131,22 +131,37 @@ fn real_git() -> PathBuf {
         .expect("git on PATH")
 }
 
-/// A folder holding a `git` that, when its arguments include one of `words`, touches `mark`
-/// and sleeps `secs` before running the real git; PATH with that folder first.
-fn slow_git(bin: &Path, words: &[&str], secs: f64, mark: &Path) -> String {
-    let script = format!(
-        "#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in {words}) : > '{mark}'; sleep {secs}; break;; esac\ndone\nexec '{git}' \"$@\"\n",
-        words = words.join("|"),
-        mark = mark.display(),
-        git = real_git().display()
-    );
+/// Puts in `bin` a `git` that runs `script` (sh) first, then the real git (`$GIT`); returns
+/// PATH with `bin` first.
+fn git_wrapper(bin: &Path, script: &str) -> String {
     let path = bin.join("git");
-    std::fs::write(&path, script).unwrap();
+    let git = real_git();
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nGIT='{}'\n{script}\nexec \"$GIT\" \"$@\"\n",
+            git.display()
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A `git` (see [`git_wrapper`]) that, when its arguments include one of `words`, touches
+/// `mark` and sleeps `secs` first.
+fn slow_git(bin: &Path, words: &[&str], secs: f64, mark: &Path) -> String {
+    git_wrapper(
+        bin,
+        &format!(
+            "for a in \"$@\"; do\n  case \"$a\" in {words}) : > '{mark}'; sleep {secs}; break;; esac\ndone",
+            words = words.join("|"),
+            mark = mark.display(),
+        ),
     )
 }
 
@@ -175,53 +190,58 @@ fn spawn_in_own_group(p: &Project, args: &[&str], path_env: &str) -> Child {
 }
 
 #[test]
-fn ctrl_c_during_a_revert_lets_the_revert_finish_and_starts_no_new_iteration() {
-    let agent = format!("{READ_STORY}echo \"$story work\" > \"work-$story.txt\"\n");
-    let p = repo(
-        &frontmatter("US-001"),
-        &agent,
-        &prd_json(&["US-001", "US-002"]),
-    );
-    let bin = tempfile::tempdir().unwrap();
-    let mark = bin.path().join("resetting");
-    let path_env = slow_git(bin.path(), &["reset"], 1.0, &mark);
+fn ctrl_c_or_sigterm_during_a_revert_lets_the_revert_finish_and_starts_no_new_iteration() {
+    for (signal, exit) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let agent = format!("{READ_STORY}echo \"$story work\" > \"work-$story.txt\"\n");
+        let p = repo(
+            &frontmatter("US-001"),
+            &agent,
+            &prd_json(&["US-001", "US-002"]),
+        );
+        let bin = tempfile::tempdir().unwrap();
+        let mark = bin.path().join("resetting");
+        let path_env = slow_git(bin.path(), &["reset"], 1.0, &mark);
 
-    let mut child = spawn_in_own_group(&p, &["run"], &path_env);
-    wait_for_file(&mark);
-    // As a terminal's Ctrl+C: SIGINT to every process in ralph's foreground group.
-    send_signal_to_group(child.id(), libc::SIGINT);
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let mut child = spawn_in_own_group(&p, &["run"], &path_env);
+        wait_for_file(&mark);
+        // As a terminal's Ctrl+C: the signal to every process in ralph's foreground group.
+        send_signal_to_group(child.id(), signal);
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
 
-    assert_eq!(status.code(), Some(130), "{stderr}");
-    assert_eq!(
-        p.events_of("ITERATION_STARTED").len(),
-        1,
-        "{stderr}{:?}",
-        common::types(&p.events())
-    );
-    let reverted = p.events_of("REVERTED");
-    assert_eq!(reverted.len(), 1, "the revert finished: {stderr}");
-    assert_eq!(p.events_of("STORY_BLOCKED").len(), 1, "{stderr}");
-    let ended = p.run_ended();
-    assert_eq!(ended["reason"], "interrupted");
-    assert_eq!(ended["exit_code"], 130);
-    assert_eq!(
-        passes(&read_prd(&p.path().join("prd.json")), "US-001"),
-        "blocked"
-    );
-    // Reverted, and saved first.
-    assert!(!p.path().join("work-US-001.txt").exists());
-    let saved = reverted[0]["saved_ref"].as_str().unwrap();
-    assert_eq!(
-        show(p.path(), saved, "work-US-001.txt").unwrap(),
-        b"US-001 work\n"
-    );
-    assert_eq!(
-        git(p.path(), &["status", "--porcelain", "--", "tracked.txt"]),
-        ""
-    );
+        assert_eq!(status.code(), Some(exit), "{signal}: {stderr}");
+        assert_eq!(
+            common::types(&p.events())
+                .iter()
+                .filter(|t| *t == "ITERATION_STARTED")
+                .count(),
+            1,
+            "{signal}: {:?}",
+            common::types(&p.events())
+        );
+        let reverted = p.events_of("REVERTED");
+        assert_eq!(reverted.len(), 1, "{signal}: the revert finished: {stderr}");
+        assert_eq!(p.events_of("STORY_BLOCKED").len(), 1, "{signal}: {stderr}");
+        let ended = p.run_ended();
+        assert_eq!(ended["reason"], "interrupted");
+        assert_eq!(ended["exit_code"], exit);
+        assert_eq!(
+            passes(&read_prd(&p.path().join("prd.json")), "US-001"),
+            "blocked"
+        );
+        // Reverted, and saved first.
+        assert!(!p.path().join("work-US-001.txt").exists());
+        let saved = reverted[0]["saved_ref"].as_str().unwrap();
+        assert_eq!(
+            show(p.path(), saved, "work-US-001.txt").unwrap(),
+            b"US-001 work\n"
+        );
+        assert_eq!(
+            git(p.path(), &["status", "--porcelain", "--", "tracked.txt"]),
+            ""
+        );
+    }
 }
 
 /// Sends `signal` to every process of group `pgid`.
@@ -777,4 +797,43 @@ fn a_temporary_index_left_by_a_killed_ralph_is_removed() {
     assert_eq!(code(&out), 1, "{}", common::stderr(&out));
     assert!(!stale.exists() && !stale_lock.exists());
     assert!(alive.exists(), "a running process's index is left alone");
+}
+
+#[test]
+fn a_saved_ref_another_writer_took_first_is_left_alone_and_the_next_number_used() {
+    let agent = format!("{READ_STORY}echo \"$story work\" > work.txt\n");
+    let p = repo(&frontmatter("US-001"), &agent, &prd_json(&["US-001"]));
+    let checkpoint = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    // The other writer: right after ralph looks for the first free number, it takes it.
+    let bin = tempfile::tempdir().unwrap();
+    let path_env = git_wrapper(
+        bin.path(),
+        &format!(
+            "case \" $* \" in *' for-each-ref '*)\n  if [ ! -e '{mark}' ]; then\n    : > '{mark}'\n    \"$GIT\" \"$@\"; rc=$?\n    \"$GIT\" -C '{top}' update-ref refs/ralph/attempts/US-001/1 HEAD\n    exit $rc\n  fi;;\nesac",
+            mark = bin.path().join("raced").display(),
+            top = p.path().display()
+        ),
+    );
+    let out = p
+        .ralph(&["run"])
+        .env("PATH", path_env)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    assert!(bin.path().join("raced").exists(), "the race happened");
+    assert_eq!(
+        git(p.path(), &["rev-parse", "refs/ralph/attempts/US-001/1"]).trim(),
+        checkpoint,
+        "the other writer's ref was overwritten"
+    );
+    let saved = p.events_of("REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(saved, "refs/ralph/attempts/US-001/2");
+    assert_eq!(
+        show(p.path(), &saved, "work.txt").unwrap(),
+        b"US-001 work\n"
+    );
 }
