@@ -353,7 +353,8 @@ fn a_repository_the_agent_created_is_saved_file_by_file_and_left_in_place() {
         r#"{READ_STORY}case "$story" in
 US-001)
     mkdir inner && cd inner && git init -q && printf 'committed\n' > a.txt && git add a.txt
-    git commit -qm "inner history" && printf 'loose\000' > b.bin && cd ..
+    git commit -qm "inner history" && printf 'loose\000' > b.bin
+    ln -s a.txt link && printf 'echo hi\n' > run.sh && chmod +x run.sh && cd ..
     ;;
 US-002)
     mkdir other && cd other && git init -q && printf 'two\n' > c.txt && git add c.txt
@@ -378,6 +379,10 @@ esac
     // Its files are in the saved commit as files, byte for byte, not as a gitlink.
     assert_eq!(show(dir, &saved, "inner/a.txt").unwrap(), b"committed\n");
     assert_eq!(show(dir, &saved, "inner/b.bin").unwrap(), b"loose\0");
+    let saved_tree = git(dir, &["ls-tree", "-r", &saved, "inner/"]);
+    assert!(saved_tree.contains("120000 blob"), "{saved_tree}");
+    assert!(saved_tree.contains("100755 blob"), "{saved_tree}");
+    assert_eq!(show(dir, &saved, "inner/link").unwrap(), b"a.txt");
     // The repository itself, with its history, is still in the tree.
     assert_eq!(
         git(&dir.join("inner"), &["log", "--format=%s"]).trim(),

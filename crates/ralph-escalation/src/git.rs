@@ -55,6 +55,14 @@ pub enum GitError {
         /// What git said.
         stderr: String,
     },
+    /// A file to be saved could not be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// An untracked file could not be removed by a revert.
     #[error("{}: cannot remove: {source}", .path.display())]
     Remove {
@@ -481,6 +489,24 @@ impl Git {
     /// Adds the working files of the repository at `repo` (relative to the top folder) to
     /// `index` as ordinary files: its tracked and untracked, not ignored, files, byte for byte.
     fn add_nested_files(&self, repo: &Path, index: &Path) -> Result<(), GitError> {
+        let mut files = Vec::new();
+        self.nested_files(repo, &mut files)?;
+        let mut info = Vec::new();
+        for chunk in files.chunks(256) {
+            for (mode, oid, rel) in self.hash_files(chunk)? {
+                info.extend_from_slice(format!("{mode} {oid}\t").as_bytes());
+                info.extend_from_slice(rel.as_os_str().as_bytes());
+                info.push(0);
+            }
+        }
+        let args = os_args(&["update-index", "--add", "-z", "--index-info"]);
+        self.run_in(&self.top, &args, Some(index), Some(&info))?;
+        Ok(())
+    }
+
+    /// Pushes onto `files` the working files (tracked, or untracked and not ignored) of the
+    /// repository at `repo` and of the repositories inside it, relative to the top folder.
+    fn nested_files(&self, repo: &Path, files: &mut Vec<PathBuf>) -> Result<(), GitError> {
         let args = os_args(&[
             "ls-files",
             "-z",
@@ -489,56 +515,61 @@ impl Git {
             "--exclude-standard",
         ]);
         let listing = self.run_in(&self.top.join(repo), &args, None, None)?;
-        let mut entries = Vec::new();
-        let mut files = Vec::new();
         for entry in nul_entries(&listing) {
-            let rel = repo.join(OsStr::from_bytes(entry));
-            if entry.ends_with(b"/") {
-                // A repository inside that one.
-                self.add_nested_files(&rel.components().collect::<PathBuf>(), index)?;
-                continue;
+            let rel: PathBuf = repo.join(OsStr::from_bytes(entry)).components().collect();
+            match entry.ends_with(b"/") {
+                true => self.nested_files(&rel, files)?,
+                false => files.push(rel),
             }
-            let Ok(meta) = std::fs::symlink_metadata(self.top.join(&rel)) else {
-                // Tracked there but deleted: nothing to save.
+        }
+        Ok(())
+    }
+
+    /// Stores `files` (relative to the top folder) as blobs: their index mode, blob id and
+    /// path. A file listed but gone (deleted there) has nothing to store and is left out.
+    fn hash_files(
+        &self,
+        files: &[PathBuf],
+    ) -> Result<Vec<(&'static str, String, PathBuf)>, GitError> {
+        let mut entries = Vec::new();
+        let mut regular = Vec::new();
+        for rel in files {
+            let path = self.top.join(rel);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
             };
             if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(self.top.join(&rel))
-                    .map_err(|source| GitError::Spawn { source })?;
+                // A link's blob is its target, as git stores it.
+                let target = std::fs::read_link(&path).map_err(|source| GitError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
                 let args = os_args(&["hash-object", "-w", "--stdin"]);
                 let oid =
                     self.run_in(&self.top, &args, None, Some(target.as_os_str().as_bytes()))?;
                 entries.push((
                     "120000",
                     String::from_utf8_lossy(&oid).trim().to_owned(),
-                    rel,
+                    rel.clone(),
                 ));
             } else if meta.is_file() {
-                let mode = if meta.permissions().mode() & 0o111 != 0 {
-                    "100755"
-                } else {
-                    "100644"
+                let mode = match meta.permissions().mode() & 0o111 {
+                    0 => "100644",
+                    _ => "100755",
                 };
-                files.push((mode, rel));
+                regular.push((mode, rel));
             }
         }
-        for chunk in files.chunks(256) {
-            let mut args = os_args(&["hash-object", "-w", "--no-filters", "--"]);
-            args.extend(chunk.iter().map(|(_, rel)| rel.as_os_str().to_owned()));
-            let oids = self.run_with(&args, None)?;
-            for ((mode, rel), oid) in chunk.iter().zip(oids.lines()) {
-                entries.push((mode, oid.to_owned(), rel.clone()));
-            }
+        if regular.is_empty() {
+            return Ok(entries);
         }
-        let mut info = Vec::new();
-        for (mode, oid, rel) in &entries {
-            info.extend_from_slice(format!("{mode} {oid}\t").as_bytes());
-            info.extend_from_slice(rel.as_os_str().as_bytes());
-            info.push(0);
+        let mut args = os_args(&["hash-object", "-w", "--no-filters", "--"]);
+        args.extend(regular.iter().map(|(_, rel)| rel.as_os_str().to_owned()));
+        let oids = self.run_with(&args, None)?;
+        for ((mode, rel), oid) in regular.into_iter().zip(oids.lines()) {
+            entries.push((mode, oid.to_owned(), rel.clone()));
         }
-        let args = os_args(&["update-index", "--add", "-z", "--index-info"]);
-        self.run_in(&self.top, &args, Some(index), Some(&info))?;
-        Ok(())
+        Ok(entries)
     }
 
     /// Fills `index` with `base`'s tree plus everything in the working tree outside
