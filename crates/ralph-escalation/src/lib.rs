@@ -80,7 +80,8 @@ pub struct Options {
     /// The agent's working folder; relative `prd`, `progress` and `protect` paths start here.
     pub cwd: PathBuf,
     /// With `revert`, save uncommitted changes under `refs/ralph/attempts/preexisting/<n>`
-    /// instead of refusing to start.
+    /// instead of refusing to start; the paths they are on are then never committed, saved as
+    /// an attempt or reverted.
     pub allow_dirty: bool,
     /// More paths a revert must leave alone (the events file, a custom log folder); `.ralph/`,
     /// prd.json and progress.txt always are.
@@ -130,8 +131,9 @@ pub struct Escalation {
 
 impl Escalation {
     /// Opens the escalation `config` asks for (`None` without an `escalation` block). Story
-    /// mode reads prd.json now; `revert` needs a git repository with a commit and a clean tree
-    /// (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
+    /// mode reads prd.json now; `revert` needs a git repository with a commit, no submodules,
+    /// the means to commit (an identity; working signing with `commit.gpgsign`) and a clean
+    /// tree (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
         let Some(mut this) = Self::preview(config, &options.cwd)? else {
             return Ok(None);
