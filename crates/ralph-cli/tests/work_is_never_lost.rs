@@ -581,27 +581,34 @@ fn app_repo(agent: &str) -> tempfile::TempDir {
 /// Where a run writes its events and logs: the arguments, and the real paths inside `top`.
 struct Placement {
     events_arg: String,
-    logs_arg: String,
+    /// `None`: the default, `.ralph/runs` where ralph runs.
+    logs_arg: Option<String>,
     events: PathBuf,
     logs: PathBuf,
 }
 
 /// Placement `n` for a repository at `top`, ralph running in `top/app`: relative with `..` into
-/// another subfolder, absolute, and through a symlinked folder outside the repository (in
-/// `outside`) that points into it.
+/// another subfolder, absolute, the defaults in that subfolder, and through a symlinked folder
+/// outside the repository (in `outside`) that points into it.
 fn placement(n: usize, top: &Path, outside: &Path) -> Placement {
     match n {
         0 => Placement {
             events_arg: "../out/events.jsonl".to_owned(),
-            logs_arg: "../out/logs".to_owned(),
+            logs_arg: Some("../out/logs".to_owned()),
             events: top.join("out/events.jsonl"),
             logs: top.join("out/logs"),
         },
         1 => Placement {
             events_arg: top.join("abs/deeper/events.jsonl").display().to_string(),
-            logs_arg: top.join("abs/logs").display().to_string(),
+            logs_arg: Some(top.join("abs/logs").display().to_string()),
             events: top.join("abs/deeper/events.jsonl"),
             logs: top.join("abs/logs"),
+        },
+        2 => Placement {
+            events_arg: "events.jsonl".to_owned(),
+            logs_arg: None,
+            events: top.join("app/events.jsonl"),
+            logs: top.join("app/.ralph/runs"),
         },
         _ => {
             std::fs::create_dir_all(top.join("real")).unwrap();
@@ -609,7 +616,7 @@ fn placement(n: usize, top: &Path, outside: &Path) -> Placement {
             std::os::unix::fs::symlink(top.join("real"), &link).unwrap();
             Placement {
                 events_arg: link.join("events.jsonl").display().to_string(),
-                logs_arg: link.join("logs").display().to_string(),
+                logs_arg: Some(link.join("logs").display().to_string()),
                 events: top.join("real/events.jsonl"),
                 logs: top.join("real/logs"),
             }
@@ -621,7 +628,7 @@ fn placement(n: usize, top: &Path, outside: &Path) -> Placement {
 fn ralphs_own_files_are_never_committed_nor_reverted_wherever_they_are() {
     let agent = format!("{READ_STORY}echo \"$story\" > \"work-$story.txt\"\n");
     let outside = tempfile::tempdir().unwrap();
-    for n in 0..3 {
+    for n in 0..4 {
         let repo = app_repo(&agent);
         let top = repo.path();
         let Placement {
@@ -631,10 +638,11 @@ fn ralphs_own_files_are_never_committed_nor_reverted_wherever_they_are() {
             logs,
         } = placement(n, top, outside.path());
         std::fs::create_dir_all(events.parent().unwrap()).unwrap();
-        let out = run_in(
-            &top.join("app"),
-            &["--events", &events_arg, "--log-dir", &logs_arg],
-        );
+        let mut args = vec!["--events", events_arg.as_str()];
+        if let Some(logs) = &logs_arg {
+            args.extend(["--log-dir", logs.as_str()]);
+        }
+        let out = run_in(&top.join("app"), &args);
         assert_eq!(code(&out), 1, "case {n}: {}", common::stderr(&out));
         let text = std::fs::read_to_string(&events).unwrap_or_else(|e| {
             panic!(
