@@ -656,7 +656,7 @@ impl Git {
     /// The commit is built in a temporary index from HEAD: what the user staged under
     /// `excluded` stays staged and uncommitted, and a repository the agent created inside the
     /// tree is left out (and in place). The user's index then follows the commit outside
-    /// `excluded`.
+    /// `excluded`, before HEAD moves to it.
     pub fn commit_all(
         &self,
         message: &str,
@@ -674,11 +674,12 @@ impl Git {
             return Ok(head);
         }
         let commit = self.commit_tree(&tree, std::slice::from_ref(&head), message)?;
-        // The old value guards against HEAD having moved meanwhile.
-        self.run(&["update-ref", "-m", message, "HEAD", &commit, &head])?;
+        // The index first: killed before HEAD moves, the work is left staged, as by `git add`.
         let mut reset = os_args(&["reset", "-q", &commit]);
         reset.extend(Self::pathspec(excluded));
         self.run_with(&reset, None)?;
+        // The old value guards against HEAD having moved meanwhile.
+        self.run(&["update-ref", "-m", message, "HEAD", &commit, &head])?;
         Ok(commit)
     }
 
