@@ -244,6 +244,46 @@ fn ctrl_c_or_sigterm_during_a_revert_lets_the_revert_finish_and_starts_no_new_it
     }
 }
 
+#[test]
+fn ctrl_c_during_a_pass_commit_lets_the_pass_finish_and_starts_no_new_iteration() {
+    let agent = format!("{READ_STORY}echo \"$story work\" > \"work-$story.txt\"\n");
+    let p = repo(
+        &frontmatter("none"),
+        &agent,
+        &prd_json(&["US-001", "US-002"]),
+    );
+    let bin = tempfile::tempdir().unwrap();
+    let mark = bin.path().join("committing");
+    // Nothing fails, so nothing is saved: the one update-ref is the pass's, moving HEAD.
+    let path_env = slow_git(bin.path(), &["update-ref"], 1.0, &mark);
+
+    let mut child = spawn_in_own_group(&p, &["run"], &path_env);
+    wait_for_file(&mark);
+    send_signal_to_group(child.id(), libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(p.events_of("ITERATION_STARTED").len(), 1);
+    assert_eq!(p.events_of("STORY_PASSED").len(), 1);
+    assert_eq!(p.run_ended()["reason"], "interrupted");
+    assert_eq!(
+        passes(&read_prd(&p.path().join("prd.json")), "US-001"),
+        true
+    );
+    assert_eq!(
+        git(p.path(), &["log", "-1", "--format=%s"]).trim(),
+        "ralph: US-001 passes"
+    );
+    assert_eq!(
+        show(p.path(), "HEAD", "work-US-001.txt").unwrap(),
+        b"US-001 work\n"
+    );
+    // The work is committed; only ralph's own events file is left untracked.
+    assert_eq!(
+        git(p.path(), &["status", "--porcelain"]),
+        "?? events.jsonl\n"
+    );
+}
+
 /// Sends `signal` to every process of group `pgid`.
 fn send_signal_to_group(pgid: u32, signal: i32) {
     // SAFETY: kill(2) only sends a signal.
