@@ -582,7 +582,7 @@ impl Git {
         index: &Path,
         nested: Nested,
     ) -> Result<(), GitError> {
-        self.run_with(&["read-tree".into(), base.into()], Some(index))?;
+        self.read_tree_keeping_stat(base, index)?;
         let repos = self.nested_repos(excluded, index)?;
         let skipped: Vec<PathBuf> = excluded.iter().chain(&repos).cloned().collect();
         self.add_all(&skipped, Some(index))?;
@@ -592,6 +592,29 @@ impl Git {
             }
         }
         Ok(())
+    }
+
+    /// Sets `index` to `base`'s tree, with the user's index's file stat data where it matches,
+    /// so `git add` rehashes only files that changed rather than the whole tree.
+    fn read_tree_keeping_stat(&self, base: &str, index: &Path) -> Result<(), GitError> {
+        let seeded = std::fs::copy(self.user_index()?, index).is_ok()
+            && self
+                .run_with(&["read-tree".into(), "-m".into(), base.into()], Some(index))
+                .is_ok();
+        if !seeded {
+            // No index yet, or one with conflicts: without stat data (every file rehashed).
+            self.run_with(&["read-tree".into(), base.into()], Some(index))?;
+        }
+        Ok(())
+    }
+
+    /// The user's index file.
+    fn user_index(&self) -> Result<PathBuf, GitError> {
+        let path = PathBuf::from(self.run(&["rev-parse", "--git-path", "index"])?.trim());
+        Ok(match path.is_absolute() {
+            true => path,
+            false => self.top.join(path),
+        })
     }
 
     /// Puts `bytes` in `index` as the content of `path` (relative to the top folder), when
@@ -711,13 +734,7 @@ impl Git {
     /// The user's index as a commit on `head`, or `None` when nothing is staged. Works on a copy
     /// (at `scratch`) so the user's index file is never written.
     fn staged_commit(&self, head: &str, scratch: &Path) -> Result<Option<String>, GitError> {
-        let user_index = PathBuf::from(self.run(&["rev-parse", "--git-path", "index"])?.trim());
-        let user_index = if user_index.is_absolute() {
-            user_index
-        } else {
-            self.top.join(user_index)
-        };
-        if std::fs::copy(&user_index, scratch).is_err() {
+        if std::fs::copy(self.user_index()?, scratch).is_err() {
             // No index yet: nothing is staged.
             return Ok(None);
         }
