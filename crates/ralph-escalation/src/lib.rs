@@ -139,7 +139,14 @@ impl Escalation {
             return Ok(None);
         };
         if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
-            this.open_repo(&options)?;
+            // prd.json and progress.txt as written: a symlink, its target resolved in `this`.
+            let written: Vec<PathBuf> = config
+                .escalation
+                .iter()
+                .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
+                .map(|p| options.cwd.join(p))
+                .collect();
+            this.open_repo(&options, &written)?;
         }
         Ok(Some(this))
     }
@@ -176,7 +183,7 @@ impl Escalation {
         }))
     }
 
-    fn open_repo(&mut self, options: &Options) -> Result<(), EscalationError> {
+    fn open_repo(&mut self, options: &Options, written: &[PathBuf]) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         let checkpoint = git.head()?;
         let branch = git.head_branch()?;
@@ -197,14 +204,14 @@ impl Escalation {
             .collect();
         let mut keep = own.clone();
         // A symlinked prd.json or progress.txt: the link and the file it points to.
-        for path in self.prd.iter().chain([&self.progress]) {
-            keep.extend(rel(path));
-            keep.extend(std::fs::canonicalize(path).ok().and_then(|p| rel(&p)));
-        }
-        let prd = self
-            .prd
-            .as_ref()
-            .and_then(|p| rel(&std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+        keep.extend(
+            self.prd
+                .iter()
+                .chain([&self.progress])
+                .chain(written)
+                .filter_map(|p| rel(p)),
+        );
+        let prd = self.prd.as_deref().and_then(rel);
         let dirty = git.dirty_paths(&keep)?;
         if !dirty.is_empty() {
             if !options.allow_dirty {
