@@ -656,9 +656,10 @@ fn placement(n: usize, top: &Path, outside: &Path) -> Placement {
             std::os::unix::fs::symlink(top.join("real"), &link).unwrap();
             Placement {
                 events_arg: link.join("events.jsonl").display().to_string(),
-                logs_arg: Some(link.join("logs").display().to_string()),
+                // A folder that does not exist yet, under the link.
+                logs_arg: Some(link.join("new/logs").display().to_string()),
                 events: top.join("real/events.jsonl"),
-                logs: top.join("real/logs"),
+                logs: top.join("real/new/logs"),
             }
         }
     }

@@ -925,11 +925,11 @@ impl Git {
         let top = std::fs::canonicalize(&self.top).unwrap_or_else(|_| self.top.clone());
         let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
         let joined = normalize(&cwd.join(path));
-        // The file may not exist yet (progress.txt): resolve its folder instead.
+        // The path itself is not followed (a symlink is protected as the link), its folders
+        // are: the deepest that exists is resolved (the rest may not exist yet: a log folder
+        // ralph is about to create under a symlinked folder).
         let resolved = match (joined.parent(), joined.file_name()) {
-            (Some(dir), Some(name)) => std::fs::canonicalize(dir)
-                .map(|d| d.join(name))
-                .unwrap_or(joined.clone()),
+            (Some(dir), Some(name)) => resolve_existing(dir).join(name),
             _ => joined.clone(),
         };
         resolved
@@ -938,6 +938,17 @@ impl Git {
             .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
     }
+}
+
+/// `path` with its deepest existing ancestor resolved (symlinks followed) and the rest as is.
+fn resolve_existing(path: &Path) -> PathBuf {
+    for ancestor in path.ancestors() {
+        if let (Ok(real), Ok(rest)) = (std::fs::canonicalize(ancestor), path.strip_prefix(ancestor))
+        {
+            return real.join(rest);
+        }
+    }
+    path.to_path_buf()
 }
 
 /// Removes `.` and `..` components without touching the filesystem.
