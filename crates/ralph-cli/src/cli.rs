@@ -80,7 +80,9 @@ pub(crate) struct RunArgs {
     pub(crate) stop_on_error: bool,
 
     /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
-    /// under refs/ralph/attempts/preexisting/N.
+    /// under refs/ralph/attempts/preexisting/N. The paths changed or untracked at start-up
+    /// stay yours: ralph never commits, saves or reverts them (the agent's edits to them
+    /// included); they keep their content and what you staged.
     #[arg(long)]
     pub(crate) allow_dirty: bool,
 

@@ -389,6 +389,12 @@ impl Run {
                 .options
                 .pty
                 .is_some_and(|pty| pty.mode == PtyMode::Interactive);
+            // One that came while the task source ran (a revert, a commit: synchronous work)
+            // is still on its way: the runtime's driver must see it, then the task forwarding
+            // it run. Each yield lets one of those happen.
+            for _ in 0..2 {
+                tokio::task::yield_now().await;
+            }
             while let Ok(signal) = self.signals.try_recv() {
                 self.interrupts.between_iterations(signal, interactive);
             }
