@@ -15,6 +15,7 @@ mod body;
 mod document;
 mod locate;
 pub mod schema;
+mod shell;
 mod suggest;
 mod template;
 mod validate;
@@ -22,6 +23,7 @@ mod validate;
 use locate::{Locator, Pos};
 
 pub use ralph_backoff::{IdlePolicy, RetryPolicy};
+pub use shell::{CommandLine, Unquotable, command_line, has_shell_syntax, unquotable_args};
 pub use suggest::nearest;
 
 /// The field and the number of the YAML parser's error for an integer beyond 64 bits, which

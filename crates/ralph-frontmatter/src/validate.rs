@@ -468,6 +468,11 @@ fn commands(
                 None
             }
         };
+        if let Some(run) = &run {
+            if !unquotable_args(checker, &run_path, run) {
+                ok = false;
+            }
+        }
         let timeout = present(entry, "timeout")
             .map(|timeout| checker.duration(&item_path.key("timeout"), timeout, true));
         match (name, run, optional(timeout)) {
@@ -478,6 +483,24 @@ fn commands(
         }
     }
     ok.then_some(specs)
+}
+
+/// Refuses every `{{ args.NAME }}` in the command `run` that cannot be quoted where it stands,
+/// each located at the placeholder; `false` when there was one.
+fn unquotable_args(checker: &mut Checker<'_>, path: &FieldPath, run: &str) -> bool {
+    let refused = crate::shell::unquotable_args(run);
+    for (span, reason) in &refused {
+        let written = &run[span.clone()];
+        let nth = run[..span.start].matches(written).count();
+        let pos = checker.locator.within_value(path, written, nth);
+        let name = crate::template::scan(written)
+            .first()
+            .map_or("NAME", |found| found.placeholder.name);
+        let placeholder = format!("{{{{ args.{name} }}}}");
+        let explain = reason.explain().replace("{{ args.NAME }}", &placeholder);
+        checker.error_at(pos, path, format!("{placeholder} {explain}"));
+    }
+    refused.is_empty()
 }
 
 fn args(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Vec<String>> {
