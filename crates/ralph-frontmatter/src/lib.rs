@@ -82,7 +82,8 @@ pub struct Config {
 pub struct CommandSpec {
     /// The name used in `{{ commands.NAME }}`.
     pub name: String,
-    /// The shell command (run through `sh -c`).
+    /// The command line: run as words, or through `sh -c` when it has shell syntax (see
+    /// [`command_line`]).
     pub run: String,
     /// Kill the command after this long; `None` means the engine's default.
     pub timeout: Option<Duration>,
