@@ -39,9 +39,9 @@ pub enum Unquotable {
     AfterDollar,
     /// Inside `${ ... }`.
     ParameterExpansion,
-    /// Inside `$(( ... ))`.
+    /// Inside `$(( ... ))` or bash's `(( ... ))`.
     Arithmetic,
-    /// After syntax the lexer does not follow (`$'...'`, `<( )`, `case` inside `$( )`).
+    /// After syntax the lexer does not follow (`$'...'`, `$[ ]`, `<( )`, `case` inside `$( )`).
     Unfollowed,
 }
 
@@ -74,12 +74,13 @@ impl Unquotable {
                  (`v={{ args.NAME }}`) and use \"$v\""
             }
             Self::Arithmetic => {
-                "inside `$(( ... ))` cannot be quoted safely; use it outside the arithmetic"
+                "inside `$(( ... ))` or `(( ... ))` cannot be quoted safely; use it outside the \
+                 arithmetic"
             }
             Self::Unfollowed => {
                 "cannot be quoted safely after shell syntax ralph does not follow (`$'...'`, \
-                 `<( )`, `>( )`, `case` inside `$( )`); move it before that syntax or into a \
-                 variable set before it"
+                 `$[ ]`, `<( )`, `>( )`, `case` inside `$( )`); move it before that syntax or \
+                 into a variable set before it"
             }
         }
     }
@@ -360,7 +361,8 @@ fn analyze(template: &str) -> Analysis {
                         shell_syntax = true;
                         i += 1;
                     }
-                    b'$' if next == Some(b'\'') => {
+                    // bash's ANSI-C quotes and old arithmetic `$[ ]`.
+                    b'$' if matches!(next, Some(b'\'' | b'[')) => {
                         shell_syntax = true;
                         lost = true;
                         i += 1;
@@ -375,13 +377,27 @@ fn analyze(template: &str) -> Analysis {
                         lost = true;
                         i += 1;
                     }
-                    b'<' if next == Some(b'<') && bytes.get(i + 2) != Some(&b'<') => {
+                    // bash's here-string: the word after it is an ordinary word.
+                    b'<' if next == Some(b'<') && bytes.get(i + 2) == Some(&b'<') => {
+                        shell_syntax = true;
+                        word_start = true;
+                        i += 3;
+                    }
+                    b'<' if next == Some(b'<') => {
                         shell_syntax = true;
                         i = here_document(template, i + 2, &mut pending, &mut args, &spans);
                         // Its placeholders are recorded.
                         while spans.get(upcoming).is_some_and(|(s, _)| s.start < i) {
                             upcoming += 1;
                         }
+                    }
+                    // bash's arithmetic command (`(( n + 1 ))`, `for ((`): its text is
+                    // expanded as in double quotes, so even a '...' word runs `$( )`. In dash
+                    // it is two subshells; refusing there too costs little.
+                    b'(' if was_word_start && next == Some(b'(') => {
+                        shell_syntax = true;
+                        stack.push(Frame::Arith { parens: 0 });
+                        i += 2;
                     }
                     b'(' => {
                         shell_syntax = true;

@@ -28,6 +28,7 @@ const PLACEMENTS: &[(&str, &str)] = &[
     ("printf %s {{ args.x }}", "{v}"),
     ("printf %s --x={{ args.x }}", "--x={v}"),
     ("printf %s '{{ args.x }}'", "{v}"),
+    ("(printf %s {{ args.x }}) | cat", "{v}"),
 ];
 
 const HOSTILE: &[&str] = &[

@@ -77,6 +77,12 @@ fn placements_follow_quotes_and_substitutions() {
         [DoubleQuoted]
     );
     assert_eq!(placements("echo $(echo (a) {{ args.x }})"), [Bare]);
+    assert_eq!(placements("(( 1 )) && echo {{ args.x }}"), [Bare]);
+    assert_eq!(
+        placements("cat <<< {{ args.x }}\necho {{ args.x }}"),
+        [Bare, Bare]
+    );
+    assert_eq!(placements("(cd a && (ls {{ args.x }}))"), [Bare]);
     assert_eq!(placements("echo $(echo a) {{ args.x }}"), [Bare]);
     assert_eq!(placements("echo \"$(a)\" '{{ args.x }}'"), [SingleQuoted]);
     assert_eq!(placements("echo \\\" {{ args.x }} |"), [Bare]);
@@ -100,6 +106,9 @@ fn placements_that_cannot_be_quoted_are_refused() {
         ("echo ${v:-{{ args.x }}}", ParameterExpansion),
         ("echo \"${v:-'{{ args.x }}'}\"", ParameterExpansion),
         ("echo $(( 1 + {{ args.x }} ))", Arithmetic),
+        ("(( n = {{ args.x }} )); echo", Arithmetic),
+        ("for (( i = {{ args.x }}; ; )); do break; done", Arithmetic),
+        ("echo $[ {{ args.x }} ]", Unfollowed),
         ("echo $'a' {{ args.x }}", Unfollowed),
         ("diff <(ls) {{ args.x }}", Unfollowed),
         ("echo $(case a in a) echo;; esac) {{ args.x }}", Unfollowed),
