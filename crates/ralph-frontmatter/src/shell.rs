@@ -41,7 +41,8 @@ pub enum Unquotable {
     ParameterExpansion,
     /// Inside `$(( ... ))` or bash's `(( ... ))`.
     Arithmetic,
-    /// After syntax the lexer does not follow (`$'...'`, `$[ ]`, `<( )`, `case` inside `$( )`).
+    /// After syntax the lexer does not follow (`$'...'`, `$[ ]`, `<( )`, `case` inside `$( )`,
+    /// quotes inside backticks).
     Unfollowed,
 }
 
@@ -79,8 +80,8 @@ impl Unquotable {
             }
             Self::Unfollowed => {
                 "cannot be quoted safely after shell syntax ralph does not follow (`$'...'`, \
-                 `$[ ]`, `<( )`, `>( )`, `case` inside `$( )`); move it before that syntax or \
-                 into a variable set before it"
+                 `$[ ]`, `<( )`, `>( )`, `case` inside `$( )`, quotes inside backticks); move it \
+                 before that syntax or into a variable set before it"
             }
         }
     }
@@ -260,6 +261,12 @@ fn analyze(template: &str) -> Analysis {
                 b'\\' => i += 2,
                 b'`' => {
                     stack.pop();
+                    i += 1;
+                }
+                // Shells disagree on whether a quote inside backticks hides a backtick: where
+                // they end is no longer certain.
+                b'\'' | b'"' => {
+                    lost = true;
                     i += 1;
                 }
                 _ => i += 1,

@@ -111,3 +111,53 @@ proptest! {
         assert_verbatim(&value);
     }
 }
+
+/// Values that create `pwned` if any shell context runs them as code.
+const PAYLOADS: &[&str] = &[
+    "$(touch pwned)",
+    "`touch pwned`",
+    "'; touch pwned; '",
+    "\"; touch pwned; \"",
+    "\n touch pwned\n",
+    "E\ntouch pwned\n",
+    ") ; touch pwned; (",
+    "}; touch pwned; {",
+    "\\'; touch pwned; #",
+    "$(( $(touch pwned) ))",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    /// Random scripts built from shell syntax: whatever `command_line` accepts never runs a
+    /// value, under any shell (syntax errors and odd output are fine; code is not).
+    #[test]
+    fn no_accepted_script_runs_a_value(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "echo ", " ", "'", "\"", "$(", ")", "`", "${v:-", "}", "#", "\n", "<<E\n",
+                "E\n", "\\", "$", "{{ args.x }}", ";", "|", "((", "))", "$((", "case a in a) ",
+                ";; esac", "<<<", "$'", "x=",
+            ]),
+            1..16,
+        ),
+        payload in proptest::sample::select(PAYLOADS.to_vec()),
+    ) {
+        let script: String = parts.concat();
+        let args = BTreeMap::from([("x".to_owned(), payload.to_owned())]);
+        let Ok(CommandLine::Shell(script)) = command_line(&script, &args) else {
+            return Ok(());
+        };
+        let dir = tempfile::tempdir().unwrap();
+        for sh in shells() {
+            let _ = Command::new("timeout")
+                .args(["2", sh, "-c", &script])
+                .current_dir(dir.path())
+                .stdin(std::process::Stdio::null())
+                .output();
+            prop_assert!(
+                !dir.path().join("pwned").exists(),
+                "{sh} ran {payload:?} in {script:?}"
+            );
+        }
+    }
+}

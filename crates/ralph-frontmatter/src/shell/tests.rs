@@ -109,6 +109,7 @@ fn placements_that_cannot_be_quoted_are_refused() {
         ("(( n = {{ args.x }} )); echo", Arithmetic),
         ("for (( i = {{ args.x }}; ; )); do break; done", Arithmetic),
         ("echo $[ {{ args.x }} ]", Unfollowed),
+        ("echo `echo \"a\"` {{ args.x }}", Unfollowed),
         ("echo $'a' {{ args.x }}", Unfollowed),
         ("diff <(ls) {{ args.x }}", Unfollowed),
         ("echo $(case a in a) echo;; esac) {{ args.x }}", Unfollowed),
