@@ -13,7 +13,8 @@ use std::ops::Range;
 
 use crate::template;
 
-/// How a command runs, decided from its text.
+/// How a command runs, decided from its text. Exhaustive on purpose: a caller that runs
+/// commands must handle every way there is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandLine {
     /// Through `sh -c` with this script: the command has shell syntax.
@@ -24,6 +25,7 @@ pub enum CommandLine {
 
 /// Where a `{{ args.NAME }}` cannot be quoted safely, so the command is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unquotable {
     /// Inside a here-document's body.
     HereDocument,
@@ -661,9 +663,9 @@ pub fn command_line(
         }
         out.push_str(&command[copied..span.start]);
         copied = span.end;
-        let name = &template::scan(&command[span.clone()])[0].placeholder.name;
+        let found = template::scan(&command[span]);
         // A value given empty is an empty word; one not given is nothing, as in ralphify.
-        if let Some(value) = args.get(*name) {
+        if let Some(value) = found.first().and_then(|f| args.get(f.placeholder.name)) {
             out.push_str(&quote_for(placement, value));
         }
     }
