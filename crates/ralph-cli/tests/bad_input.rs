@@ -63,6 +63,19 @@ fn a_run_whose_output_reader_is_gone_keeps_its_promises() {
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     let ended = p.run_ended();
     assert_eq!(ended["iterations"], 2);
+
+    // With the events on that stdout, the run's own copy under .ralph/runs/ is whole.
+    let p = Project::new(&format!("agent: {} --out hello", fake_agent()), "x\n");
+    let out = run_into_closed_pipe(&p, &["run", "-n", "2", "--events", "-"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs: Vec<_> = std::fs::read_dir(p.path().join(".ralph/runs"))
+        .unwrap()
+        .flatten()
+        .collect();
+    let copy = std::fs::read_to_string(runs[0].path().join("events.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(copy.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "RUN_ENDED");
+    assert_eq!(last["iterations"], 2);
 }
 
 #[test]
