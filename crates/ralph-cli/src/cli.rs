@@ -65,17 +65,17 @@ pub(crate) struct RunArgs {
     pub(crate) path: PathBuf,
 
     /// Stop after N iterations (overrides `max_iterations`).
-    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = parse_iterations,
+    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = text(parse_iterations),
           allow_hyphen_values = true)]
     pub(crate) max_iterations: Option<u64>,
 
     /// Wait between iterations, e.g. `500ms`, `10s` (overrides `delay`).
-    #[arg(short, long, value_name = "DURATION", value_parser = parse_duration,
+    #[arg(short, long, value_name = "DURATION", value_parser = text(parse_duration),
           allow_hyphen_values = true)]
     pub(crate) delay: Option<Duration>,
 
     /// Kill an agent run after this long, e.g. `30m` (overrides `timeout`).
-    #[arg(short, long, value_name = "DURATION", value_parser = parse_limit,
+    #[arg(short, long, value_name = "DURATION", value_parser = text(parse_limit),
           allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
 
@@ -119,7 +119,7 @@ pub(crate) struct RunArgs {
     pub(crate) interactive: bool,
 
     /// PTY mode: end the agent after this long without output, e.g. `30s` (implies --pty).
-    #[arg(long, value_name = "DURATION", value_parser = parse_limit, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", value_parser = text(parse_limit), allow_hyphen_values = true)]
     pub(crate) idle_timeout: Option<Duration>,
 
     /// Values for the RALPH.md's `args`, in declaration order (after PATH; after `--` for
@@ -221,6 +221,18 @@ fn split_user_args(argv: Vec<OsString>) -> (Vec<OsString>, Vec<(String, Option<O
         named.push((name.to_owned(), value));
     }
     (kept, named)
+}
+
+/// `parse` behind a check that the value is text, so a value that is not UTF-8 gets clap's
+/// "invalid value ... for '--delay <DURATION>'" naming the option, not its generic message.
+fn text<T: Clone + Send + Sync + 'static>(
+    parse: fn(&str) -> Result<T, String>,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(move |value| match value.to_str() {
+        Some(value) => parse(value),
+        None => Err("value is not valid UTF-8".to_owned()),
+    })
 }
 
 /// A humantime duration (`250ms`, `30s`, `5m`) or a bare number of seconds, as in RALPH.md;

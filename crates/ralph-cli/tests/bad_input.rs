@@ -135,6 +135,11 @@ fn an_option_value_that_is_not_utf8_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("for '--max-iterations <N>': value is not valid UTF-8"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
