@@ -227,6 +227,29 @@ fn a_command_script_without_a_shebang_says_so() {
 }
 
 #[test]
+fn check_warns_about_a_command_script_without_a_shebang() {
+    let p = Project::new(
+        &format!(
+            "agent: {}\ncommands:\n  - name: c\n    run: ./c.sh --all",
+            fake_agent()
+        ),
+        "x\n",
+    );
+    write_script(&p, "c.sh", "echo hi\n", 0o755);
+    let out = p.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "warning: RALPH.md:5:10: commands[0].run: `./c.sh` has no #! line, and a command \
+             without shell syntax runs without a shell, so it would fail to start; add one \
+             (e.g. `#!/bin/sh`) or write `sh ./c.sh`"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn an_agent_that_cannot_run_gets_a_word_for_why() {
     let p = Project::new("agent: ./agent.sh", "x\n");
     for (text, mode, message) in [
