@@ -692,6 +692,18 @@ mod tests {
     }
 
     #[test]
+    fn text_inside_a_value_is_located_from_the_value_on() {
+        let text = "agent: x {{ args.x }}\ncommands:\n  - name: a\n    run: |\n      \
+                    cat {{ args.x }}\n      echo {{ args.x }}\n";
+        let loc = locator(text);
+        let run = path("commands[0].run");
+        assert_eq!(loc.within_value(&run, "{{ args.x }}", 0), at(6, 11));
+        assert_eq!(loc.within_value(&run, "{{ args.x }}", 1), at(7, 12));
+        // Not found as written: the value's own position.
+        assert_eq!(loc.within_value(&run, "{{ args.y }}", 0), loc.value(&run));
+    }
+
+    #[test]
     fn block_mapping_values_are_located_on_file_lines() {
         let loc = locator("agent: claude -p\nmax_iterations: 5\n");
         assert_eq!(loc.key(&path("agent")), at(2, 1));
