@@ -269,7 +269,9 @@ fn log_dir_flag_moves_the_logs() {
             .join("iteration-001.log")
             .exists()
     );
-    assert!(!p.path().join(".ralph").exists());
+    // `.ralph/` holds only the folder's lock then, no run.
+    assert!(!p.path().join(".ralph/runs").exists());
+    assert!(p.path().join(".ralph/lock").exists());
 }
 
 #[test]

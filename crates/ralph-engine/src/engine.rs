@@ -33,7 +33,7 @@ mod assemble;
 mod states;
 mod supervise;
 
-use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, render_command};
+use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, shown_command};
 use supervise::{AgentOutput, AgentReader, Collector, Interrupts, TailCollector, emit};
 
 /// How often a countdown is refreshed.
@@ -108,16 +108,39 @@ pub fn new_run_id() -> String {
 
 /// Why a program did not start, in words that say what to check.
 fn spawn_problem(program: &str, err: &std::io::Error) -> String {
+    let path = std::path::Path::new(program);
     match err.kind() {
-        std::io::ErrorKind::NotFound if program.contains('/') => {
-            "no such file (or its #! interpreter is missing)".to_owned()
-        }
+        _ if err.raw_os_error() == Some(libc::ENOEXEC) => format!(
+            "it has no #! line; add one (e.g. `#!/bin/sh`) or run it through its interpreter \
+             (`sh {program}`)"
+        ),
+        std::io::ErrorKind::NotFound if program.contains('/') => match interpreter(path) {
+            Some(interpreter) => format!("its #! interpreter `{interpreter}` is not installed"),
+            None => "no such file (or its #! interpreter is missing)".to_owned(),
+        },
         std::io::ErrorKind::NotFound => {
             "not found on PATH (is it installed?), or its #! interpreter is missing".to_owned()
+        }
+        std::io::ErrorKind::PermissionDenied if path.is_dir() => "it is a folder".to_owned(),
+        std::io::ErrorKind::PermissionDenied if path.is_file() => {
+            format!("permission denied: it is not executable (`chmod +x {program}`)")
         }
         std::io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".to_owned(),
         _ => err.to_string(),
     }
+}
+
+/// The program named on the `#!` line of the script at `path`, if it has one.
+fn interpreter(path: &std::path::Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n]
+        .strip_prefix(b"#!")?
+        .split(|b| *b == b'\n')
+        .next()?;
+    let line = String::from_utf8_lossy(line);
+    line.split_whitespace().next().map(str::to_owned)
 }
 
 /// Errors that stop a run before it could end normally.
@@ -788,7 +811,8 @@ impl Run {
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
-                tracing::warn!("check `{check}` could not start: {err}");
+                let problem = spawn_problem("sh", &err);
+                tracing::warn!("check `{check}` could not start: {problem}");
                 (None, Duration::ZERO, false)
             }
         };
@@ -877,12 +901,18 @@ impl Run {
         command: &CommandSpec,
         log: &mut IterationLog,
     ) -> CommandRun {
-        // User values are escaped for where they stand: an argument can never inject shell code.
-        let run = render_command(&command.run, &self.options.args);
-        let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
-        spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
-        spec.env = self.env(iteration);
-        log.section(&format!("command {}: {run}", command.name));
+        // User values are literal text wherever they stand: an argument never becomes shell
+        // code (a placement that cannot be quoted is refused, at load or here).
+        let line = ralph_frontmatter::command_line(&command.run, &self.options.args);
+        let cwd = self.cwd_for(&command.run);
+        let spec = line.as_ref().map(|line| {
+            let mut spec = ProcessSpec::command(line, cwd, self.options.kill_grace);
+            spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
+            spec.env = self.env(iteration);
+            spec
+        });
+        let shown = line.as_ref().map_or(command.run.clone(), shown_command);
+        log.section(&format!("command {}: {shown}", command.name));
 
         let mut collector = Collector {
             iteration,
@@ -893,12 +923,17 @@ impl Run {
             agent: None,
             interrupts: &mut self.interrupts,
         };
-        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let result = match &spec {
+            Ok(spec) => process::run(spec, &mut collector, &mut self.signals)
+                .await
+                .map_err(|err| spawn_problem(&spec.program, &err)),
+            Err((_, reason)) => Err(format!("{{{{ args.* }}}} {}", reason.explain())),
+        };
         let output = collector.output;
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
-            Err(err) => {
-                tracing::warn!("command {} could not start: {err}", command.name);
+            Err(problem) => {
+                tracing::warn!("command {} could not start: {problem}", command.name);
                 (None, Duration::ZERO, false)
             }
         };

@@ -55,6 +55,26 @@ impl ProcessSpec {
     }
 }
 
+impl ProcessSpec {
+    /// A command's line as `ralph_frontmatter::command_line` decided: through `sh -c`, or its
+    /// words run directly. A line without words does nothing, as `sh -c ""` does.
+    pub(crate) fn command(
+        line: &ralph_frontmatter::CommandLine,
+        cwd: PathBuf,
+        kill_grace: Duration,
+    ) -> Self {
+        match line {
+            ralph_frontmatter::CommandLine::Words(words) if !words.is_empty() => Self {
+                program: words[0].clone(),
+                args: words[1..].to_vec(),
+                ..Self::shell("", cwd, kill_grace)
+            },
+            ralph_frontmatter::CommandLine::Words(_) => Self::shell("", cwd, kill_grace),
+            ralph_frontmatter::CommandLine::Shell(script) => Self::shell(script, cwd, kill_grace),
+        }
+    }
+}
+
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProcessExit {

@@ -16,6 +16,7 @@ mod body;
 mod document;
 mod locate;
 pub mod schema;
+mod shell;
 mod suggest;
 mod template;
 mod validate;
@@ -23,6 +24,10 @@ mod validate;
 use locate::{Locator, Pos};
 
 pub use ralph_backoff::{IdlePolicy, RetryPolicy};
+pub use shell::{
+    CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
+    unquotable_args,
+};
 pub use suggest::nearest;
 
 /// The field and the number of the YAML parser's error for an integer beyond 64 bits, which
@@ -148,7 +153,8 @@ impl StateThen {
 pub struct CommandSpec {
     /// The name used in `{{ commands.NAME }}`.
     pub name: String,
-    /// The shell command (run through `sh -c`).
+    /// The command line: run as words, or through `sh -c` when it has shell syntax (see
+    /// [`command_line`]).
     pub run: String,
     /// Kill the command after this long; `None` means the engine's default.
     pub timeout: Option<Duration>,

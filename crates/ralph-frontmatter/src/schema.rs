@@ -128,7 +128,8 @@ pub const COMMAND_FIELDS: &[Field] = &[
     required(
         "run",
         Kind::String,
-        "The shell command, run through `sh -c`.",
+        "The command: split into words and run directly, or through `sh -c` when it has shell \
+             syntax (pipes, redirections, `$`, ...; see docs/config.md).",
     ),
     optional(
         "timeout",

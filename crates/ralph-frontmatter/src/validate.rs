@@ -522,6 +522,11 @@ fn commands(
                 None
             }
         };
+        if let Some(run) = &run {
+            if !unquotable_args(checker, &run_path, run) {
+                ok = false;
+            }
+        }
         let timeout = present(entry, "timeout")
             .map(|timeout| checker.duration(&item_path.key("timeout"), timeout, true));
         match (name, run, optional(timeout)) {
@@ -532,6 +537,27 @@ fn commands(
         }
     }
     ok.then_some(specs)
+}
+
+/// Refuses every `{{ args.NAME }}` (and a state hook's `{{ state.KEY }}`) in the command `run`
+/// that cannot be quoted where it stands,
+/// each located at the placeholder; `false` when there was one.
+fn unquotable_args(checker: &mut Checker<'_>, path: &FieldPath, run: &str) -> bool {
+    let refused = crate::shell::unquotable_args(run);
+    for (span, reason) in &refused {
+        let written = &run[span.clone()];
+        let nth = run[..span.start].matches(written).count();
+        let pos = checker.locator.within_value(path, written, nth);
+        let (namespace, name) = crate::template::scan(written)
+            .first()
+            .map_or(("args", "NAME"), |found| {
+                (found.placeholder.namespace, found.placeholder.name)
+            });
+        let placeholder = format!("{{{{ {namespace}.{name} }}}}");
+        let explain = reason.explain().replace("{{ args.NAME }}", &placeholder);
+        checker.error_at(pos, path, format!("{placeholder} {explain}"));
+    }
+    refused.is_empty()
 }
 
 fn args(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Vec<String>> {
@@ -928,6 +954,10 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
     };
     let run =
         present(mapping, "run").map(|v| checker.string(&path.key("run"), v, "a shell command"));
+    let mut ok = true;
+    if let Some(Some(hook)) = &run {
+        ok = unquotable_args(checker, &path.key("run"), hook);
+    }
     let timeout =
         present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
     let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
@@ -945,7 +975,6 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
     let misplaced = |key: &str, wanted: &str| {
         format!("`{key}` applies only with `then: {wanted}` (`then` is \"{then_name}\")")
     };
-    let mut ok = true;
     if then.is_some() {
         if present(mapping, "wait").is_some() && then_name != "wait" {
             checker.key_error(&path.key("wait"), misplaced("wait", "wait"));
@@ -989,6 +1018,17 @@ mod tests {
         crate::parse("RALPH.md", &text)
             .map(|p| p.file.config.states.into_iter().collect())
             .map_err(|e| e.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_state_attribute_where_it_cannot_be_quoted_is_refused_at_its_place() {
+        let errors = states("  review:\n    run: echo `cat {{ state.pr }}`\n").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("RALPH.md:5:20: states.review.run: {{ state.pr }} inside"),
+            "{errors:?}"
+        );
+        assert!(states("  review:\n    run: echo \"PR {{ state.pr }}\"\n").is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use ralph_marker::Marker;
 
 use super::Run;
-use super::assemble::render_shell;
+use super::assemble::shown_command;
 use super::supervise::TailCollector;
 use crate::convergence;
 use crate::process::{self, ProcessSpec};
@@ -55,12 +55,23 @@ impl Run {
         marker: &Marker,
     ) -> Option<i32> {
         let args = &self.options.args;
-        let run = render_shell(hook, |namespace, name| match namespace {
-            "state" => Some(marker.attr(name)),
-            "args" => Some(args.get(name).map(String::as_str)),
-            _ => None,
+        let line = ralph_frontmatter::command_line_with(hook, |namespace, name| match namespace {
+            "state" => marker.attr(name),
+            _ => args.get(name).map(String::as_str),
         });
-        let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
+        let line = match line {
+            Ok(line) => line,
+            Err((_, reason)) => {
+                tracing::warn!(
+                    "state `{}`: its hook was not run: a placeholder {}",
+                    marker.name,
+                    reason.explain()
+                );
+                return None;
+            }
+        };
+        let run = shown_command(&line);
+        let mut spec = ProcessSpec::command(&line, self.cwd_for(hook), self.options.kill_grace);
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
         let mut collector = TailCollector {
