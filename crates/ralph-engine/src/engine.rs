@@ -22,7 +22,7 @@ use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
 use crate::process::{self, ProcessExit, ProcessSpec};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
-use crate::tail::Tail;
+use crate::tail::{HeadTail, Tail};
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
@@ -861,7 +861,7 @@ impl Run {
 
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: Some(HeadTail::new(command.max_output)),
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
@@ -869,7 +869,8 @@ impl Run {
             interrupts: &mut self.interrupts,
         };
         let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let output = collector.output;
+        let output = collector.output.map(HeadTail::finish).unwrap_or_default();
+        log.write(output.after_head.as_bytes());
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
@@ -885,7 +886,7 @@ impl Run {
             timed_out,
         });
         CommandRun {
-            output: String::from_utf8_lossy(&output).into_owned(),
+            output: output.text,
             exit_code,
             timed_out,
         }
@@ -980,7 +981,7 @@ impl Run {
         };
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: None,
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
