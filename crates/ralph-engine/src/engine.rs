@@ -20,7 +20,7 @@ use crate::event::{
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
-use crate::process::{self, ProcessExit, ProcessSpec};
+use crate::process::{self, Containment, ProcessExit, ProcessSpec};
 use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
 use crate::tail::{HeadTail, Tail};
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
@@ -68,6 +68,14 @@ pub struct EngineOptions {
     pub reload: bool,
     /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
     pub pty: Option<PtyConfig>,
+    /// Linux: make this process a child subreaper for the run and, when an iteration ends,
+    /// end every process the iteration started that still runs, even one that left the
+    /// agent's process group (a daemon started with `setsid`): SIGTERM, SIGKILL after
+    /// `kill_grace`, then reaped. On by default. Turn it off in a program that starts
+    /// processes of its own while a run is under way (they would be taken for the
+    /// iteration's), or that must not become a subreaper. Other platforms ignore it: there,
+    /// only the process group of each agent, command and check is killed.
+    pub subreaper: bool,
 }
 
 impl EngineOptions {
@@ -90,6 +98,7 @@ impl EngineOptions {
             command_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(3),
             reload: false,
+            subreaper: true,
         }
     }
 }
@@ -304,11 +313,14 @@ struct Run {
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
     tasks: Tasks,
+    /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
+    containment: Containment,
 }
 
 impl Run {
     fn new(engine: Engine) -> Self {
         Self {
+            containment: Containment::start(engine.options.subreaper),
             sinks: engine.sinks,
             handlers: engine.handlers,
             signals: engine.signals,
@@ -397,7 +409,12 @@ impl Run {
             if self.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
-            let decision = match self.iteration(iteration).await {
+            let before = self.containment.iteration_started();
+            let decision = self.iteration(iteration).await;
+            self.containment
+                .iteration_ended(before, self.options.kill_grace)
+                .await;
+            let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {
                     self.finish(EndReason::AgentFailed);
