@@ -72,9 +72,10 @@ struct Proc {
     zombie: bool,
 }
 
-/// The descendants of ralph at one moment.
+/// The processes of the system when an iteration began (pids only: listing `/proc` costs
+/// one directory read, where reading every `stat` would cost milliseconds per iteration).
 #[derive(Debug, Default)]
-pub(crate) struct Snapshot(HashSet<ProcId>);
+pub(crate) struct Snapshot(HashSet<i32>);
 
 /// How many runs hold the subreaper flag, and whether the process had it before the first.
 static SUBREAPER: Mutex<(usize, bool)> = Mutex::new((0, false));
@@ -83,7 +84,7 @@ static SUBREAPER: Mutex<(usize, bool)> = Mutex::new((0, false));
 #[derive(Debug)]
 pub(crate) struct Reaper {
     /// Descendants when the run began: an embedder's, never ralph's to end.
-    at_start: Snapshot,
+    at_start: HashSet<ProcId>,
     /// The watchdog, which outlives iterations by design.
     watchdog: Option<i32>,
 }
@@ -99,16 +100,16 @@ impl Reaper {
             holders.0 += 1;
         }
         let mut reaper = Self {
-            at_start: Snapshot::default(),
+            at_start: HashSet::new(),
             watchdog,
         };
-        reaper.at_start = reaper.snapshot();
+        reaper.at_start = reaper.descendants().into_iter().map(|p| p.id).collect();
         Some(reaper)
     }
 
-    /// Ralph's descendants now.
+    /// What runs now, for [`Reaper::end_new`] to tell what came after.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot(self.descendants().into_iter().map(|p| p.id).collect())
+        Snapshot(pids().collect())
     }
 
     /// Ends every descendant not in `before`: SIGTERM, SIGKILL after `grace`, then reaped.
@@ -117,7 +118,7 @@ impl Reaper {
         let mut termed = HashSet::new();
         loop {
             let spawning = spawning();
-            let strays = self.strays(before);
+            let strays = self.new_strays(&before.0);
             let live: Vec<ProcId> = strays.iter().filter(|p| !p.zombie).map(|p| p.id).collect();
             if live.is_empty() {
                 break;
@@ -142,33 +143,54 @@ impl Reaper {
         }
     }
 
-    /// Descendants not in `before`, with the zombies among ralph's own children reaped (and
-    /// left out).
-    fn strays(&self, before: &Snapshot) -> Vec<Proc> {
+    /// The processes started since `before` whose parents lead back to ralph through
+    /// processes also started since, the watchdog's and supervised trees left out; zombies
+    /// among ralph's own children are reaped. A pid reused since `before` hides its process
+    /// here: the end of the run, which compares start times, still catches it.
+    fn new_strays(&self, before: &HashSet<i32>) -> Vec<Proc> {
+        let new: Vec<Proc> = pids()
+            .filter(|pid| !before.contains(pid))
+            .filter_map(stat)
+            .collect();
+        let skip = self.skipped();
         let me = std::process::id() as i32;
-        self.descendants()
+        strays_among(&new, me, &skip)
             .into_iter()
-            .filter(|p| !before.0.contains(&p.id))
             .filter(|p| !(p.zombie && p.ppid == me && reap(p.id.pid)))
             .collect()
     }
 
-    /// Ralph's descendants but the watchdog and the processes runs supervise, with their trees.
-    fn descendants(&self) -> Vec<Proc> {
+    /// Descendants not there when the run began, with the zombies among ralph's own children
+    /// reaped (and left out).
+    fn strays_since_start(&self) -> Vec<Proc> {
+        let me = std::process::id() as i32;
+        self.descendants()
+            .into_iter()
+            .filter(|p| !self.at_start.contains(&p.id))
+            .filter(|p| !(p.zombie && p.ppid == me && reap(p.id.pid)))
+            .collect()
+    }
+
+    /// The watchdog and the processes runs supervise: never strays, nor is their tree.
+    fn skipped(&self) -> Vec<i32> {
         let mut skip = SUPERVISED.lock().unwrap_or_else(|p| p.into_inner()).clone();
         skip.extend(self.watchdog);
-        descendants(&all(), std::process::id() as i32, &skip)
+        skip
+    }
+
+    /// Ralph's descendants but the watchdog and the processes runs supervise, with their trees.
+    fn descendants(&self) -> Vec<Proc> {
+        descendants(&all(), std::process::id() as i32, &self.skipped())
     }
 }
 
 impl Drop for Reaper {
     /// The run is over, whichever way: anything it started that still runs is killed now.
     fn drop(&mut self) {
-        let at_start = std::mem::take(&mut self.at_start);
         for _ in 0..100 {
             let _spawning = spawning();
             let live: Vec<Proc> = self
-                .strays(&at_start)
+                .strays_since_start()
                 .into_iter()
                 .filter(|p| !p.zombie)
                 .collect();
@@ -234,19 +256,24 @@ fn reap(pid: i32) -> bool {
     unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
 }
 
-/// Every process `/proc` lists.
-fn all() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+/// The pids `/proc` lists.
+fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(pid, &stat)
-        })
-        .collect()
+}
+
+/// Process `pid`, if it still exists.
+fn stat(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// Every process `/proc` lists.
+fn all() -> Vec<Proc> {
+    pids().filter_map(stat).collect()
 }
 
 /// `/proc/PID/stat`: `pid (comm) state ppid pgrp ...`, the start time the 22nd field. The
@@ -279,6 +306,30 @@ fn descendants(procs: &[Proc], root: i32, skip: &[i32]) -> Vec<Proc> {
         }
     }
     found
+}
+
+/// Those of `new` whose parent chain reaches `root` through `new` alone, none of them in
+/// `skip`: the processes `root` started since `new` was taken as new.
+fn strays_among(new: &[Proc], root: i32, skip: &[i32]) -> Vec<Proc> {
+    let parent = |pid: i32| new.iter().find(|p| p.id.pid == pid).map(|p| p.ppid);
+    new.iter()
+        .filter(|p| {
+            let mut pid = p.id.pid;
+            // Bounded: a parent loop cannot happen, but a racing read could show one.
+            for _ in 0..=new.len() {
+                if skip.contains(&pid) {
+                    return false;
+                }
+                match parent(pid) {
+                    Some(ppid) if ppid == root => return true,
+                    Some(ppid) => pid = ppid,
+                    None => return false,
+                }
+            }
+            false
+        })
+        .copied()
+        .collect()
 }
 
 #[cfg(test)]
@@ -322,6 +373,25 @@ mod tests {
             proc(20, 1),
         ];
         let mut pids: Vec<i32> = descendants(&procs, 10, &[13, 99])
+            .iter()
+            .map(|p| p.id.pid)
+            .collect();
+        pids.sort_unstable();
+        assert_eq!(pids, [11, 12]);
+    }
+
+    #[test]
+    fn strays_are_new_processes_reaching_the_root_through_new_ones_only() {
+        // 11 (new, child of 10) has 12; 13 is supervised, its child 14 goes with it; 16 is new
+        // but its parent 15 was there before: not the root's doing.
+        let new = [
+            proc(11, 10),
+            proc(12, 11),
+            proc(13, 10),
+            proc(14, 13),
+            proc(16, 15),
+        ];
+        let mut pids: Vec<i32> = strays_among(&new, 10, &[13])
             .iter()
             .map(|p| p.id.pid)
             .collect();
