@@ -103,11 +103,18 @@ while :; do date >> beat-agent; sleep 0.05; done
 
 #[test]
 fn killing_ralph_by_any_signal_ends_the_agents_whole_process_group_within_a_second() {
-    // SIGKILL cannot be caught; SIGUSR1 ends ralph too without its handling a thing.
-    for signal in [libc::SIGKILL, libc::SIGUSR1] {
+    // SIGKILL cannot be caught; SIGUSR1 ends ralph too without its handling a thing. On a
+    // pseudo-terminal the agent leads a session of its own: the same holds.
+    for (signal, mode) in [
+        (libc::SIGKILL, None),
+        (libc::SIGUSR1, None),
+        (libc::SIGKILL, Some("--pty")),
+    ] {
         let p = Project::new("agent: sh agent.sh", "x\n");
         std::fs::write(p.path().join("agent.sh"), GROUP_AGENT).unwrap();
-        let mut ralph = p.spawn(&["run", "-n", "1"]);
+        let mut args = vec!["run", "-n", "1"];
+        args.extend(mode);
+        let mut ralph = p.spawn(&args);
         let agent = wait_for_pid(&p.path().join("agent.pid"));
         let _cleanup = Cleanup(vec![agent]);
         wait_for_beat(&p.path().join("beat-agent"));
@@ -124,7 +131,7 @@ fn killing_ralph_by_any_signal_ends_the_agents_whole_process_group_within_a_seco
         assert_eq!(
             group_members(agent),
             Vec::<i32>::new(),
-            "signal {signal}: the agent's group outlived ralph by a second"
+            "signal {signal} {mode:?}: the agent's group outlived ralph by a second"
         );
         assert!(!still_beating(&p.path().join("beat-agent")));
         assert!(!still_beating(&p.path().join("beat-child")));

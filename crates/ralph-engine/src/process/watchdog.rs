@@ -274,3 +274,52 @@ unsafe fn close_from(low: RawFd, max_fd: RawFd) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::{Child, Command};
+
+    use super::*;
+
+    fn group_leader() -> Child {
+        Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn at_end_of_file_the_registered_groups_are_killed_and_only_they() {
+        // A watchdog of its own, not the shared one other tests' runs register with.
+        let watchdog = start().unwrap();
+        let mut registered = group_leader();
+        let mut ended = group_leader();
+        let mut never = group_leader();
+        watchdog.send(b'+', registered.id() as i32);
+        watchdog.send(b'+', ended.id() as i32);
+        // Killed by ralph and unregistered: its id could be another group's by now.
+        watchdog.send(b'-', ended.id() as i32);
+
+        drop(watchdog);
+
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            if let Some(status) = registered.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let untouched = [ended.try_wait().unwrap(), never.try_wait().unwrap()];
+        for child in [&mut registered, &mut ended, &mut never] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(status.and_then(|s| s.signal()), Some(libc::SIGKILL));
+        assert_eq!(untouched, [None, None]);
+    }
+}
