@@ -116,6 +116,7 @@ impl Reaper {
     pub(crate) async fn end_new(&self, before: &Snapshot, grace: Duration) {
         let kill_at = Instant::now() + grace;
         let mut termed = HashSet::new();
+        let mut ended = Vec::new();
         loop {
             let spawning = spawning();
             let strays = self.new_strays(&before.0);
@@ -135,11 +136,20 @@ impl Reaper {
                 if now >= kill_at {
                     send(id.pid, libc::SIGKILL);
                 } else if termed.insert(id) {
+                    ended.push(describe(id.pid));
                     send(id.pid, libc::SIGTERM);
                 }
             }
             drop(spawning);
             tokio::time::sleep(POLL).await;
+        }
+        if !ended.is_empty() {
+            // The user learns why their server is gone, and where to run one instead.
+            tracing::warn!(
+                "ended what the iteration left running ({}): a process that must outlive an \
+                 iteration has to be started outside ralph",
+                ended.join(", ")
+            );
         }
     }
 
@@ -247,6 +257,12 @@ fn send(pid: i32, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
     }
+}
+
+/// `sh (pid 1234)`, from the process's command name.
+fn describe(pid: i32) -> String {
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("{} (pid {pid})", name.trim_end())
 }
 
 /// Reaps zombie child `pid`; whether it was reaped.
