@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
-pub(crate) mod descendants;
+mod descendants;
 mod program;
 pub(crate) mod pty;
 mod watchdog;
