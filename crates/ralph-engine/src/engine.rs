@@ -20,13 +20,13 @@ use crate::event::{
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
-use crate::process::{self, ProcessExit, ProcessSpec};
+use crate::process::{self, Containment, ProcessExit, ProcessSpec};
 use crate::signal::{self, SignalMatcher};
 use crate::state::{
     DeclaredStateHandler, DoneHandler, Facts, IdleHandler, Requests, StateDecision, StateHandlers,
     millis,
 };
-use crate::tail::Tail;
+use crate::tail::{HeadTail, Tail};
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
@@ -73,6 +73,14 @@ pub struct EngineOptions {
     pub reload: bool,
     /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
     pub pty: Option<PtyConfig>,
+    /// Linux: make this process a child subreaper for the run and, when an iteration ends,
+    /// end every process the iteration started that still runs, even one that left the
+    /// agent's process group (a daemon started with `setsid`): SIGTERM, SIGKILL after
+    /// `kill_grace`, then reaped. On by default. Turn it off in a program that starts
+    /// processes of its own while a run is under way (they would be taken for the
+    /// iteration's), or that must not become a subreaper. Other platforms ignore it: there,
+    /// only the process group of each agent, command and check is killed.
+    pub subreaper: bool,
 }
 
 impl EngineOptions {
@@ -95,6 +103,7 @@ impl EngineOptions {
             command_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(3),
             reload: false,
+            subreaper: true,
         }
     }
 }
@@ -336,11 +345,14 @@ struct Run {
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
     tasks: Tasks,
+    /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
+    containment: Containment,
 }
 
 impl Run {
     fn new(engine: Engine) -> Self {
         Self {
+            containment: Containment::start(engine.options.subreaper),
             sinks: engine.sinks,
             handlers: engine.handlers,
             signals: engine.signals,
@@ -435,7 +447,12 @@ impl Run {
             if self.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
-            let decision = match self.iteration(iteration).await {
+            let before = self.containment.iteration_started();
+            let decision = self.iteration(iteration).await;
+            self.containment
+                .iteration_ended(before, self.options.kill_grace)
+                .await;
+            let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {
                     self.finish(EndReason::AgentFailed);
@@ -916,7 +933,7 @@ impl Run {
 
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: Some(HeadTail::new(command.max_output)),
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
@@ -929,7 +946,8 @@ impl Run {
                 .map_err(|err| spawn_problem(&spec.program, &err)),
             Err((_, reason)) => Err(format!("{{{{ args.* }}}} {}", reason.explain())),
         };
-        let output = collector.output;
+        let output = collector.output.map(HeadTail::finish).unwrap_or_default();
+        log.write(output.after_head.as_bytes());
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(problem) => {
@@ -945,7 +963,7 @@ impl Run {
             timed_out,
         });
         CommandRun {
-            output: String::from_utf8_lossy(&output).into_owned(),
+            output: output.text,
             exit_code,
             timed_out,
         }
@@ -1055,7 +1073,7 @@ impl Run {
         };
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: None,
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,

@@ -158,6 +158,9 @@ pub struct CommandSpec {
     pub run: String,
     /// Kill the command after this long; `None` means the engine's default.
     pub timeout: Option<Duration>,
+    /// Most bytes of its output that go into the prompt: the head and the tail are kept, the
+    /// middle is cut ([`schema::DEFAULT_MAX_OUTPUT`] when the file does not say).
+    pub max_output: u64,
 }
 
 /// The `convergence` block.

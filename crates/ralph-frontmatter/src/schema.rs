@@ -50,6 +50,11 @@ pub enum Kind {
         /// The smallest allowed value.
         min: f64,
     },
+    /// A size in bytes: an integer, or a string with a unit (`64KiB`, `1MB`).
+    ByteSize {
+        /// The smallest allowed value.
+        min: u64,
+    },
     /// A humantime string (`30s`, `1h 30m`) or a bare number of seconds.
     Duration {
         /// Whether zero is rejected.
@@ -89,6 +94,8 @@ pub enum DefaultValue {
     Integer(u64),
     /// A number.
     Number(f64),
+    /// A size in bytes.
+    Bytes(u64),
     /// A duration in humantime syntax.
     Duration(&'static str),
     /// A string (a path).
@@ -118,6 +125,10 @@ pub const STATE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 /// [`FIELDS`]: ralph gives them no meaning; the JSON Schema allows them, marked deprecated.
 pub const IGNORED_RALPHIFY_KEYS: &[&str] = &["description", "enabled"];
 
+/// What one command contributes to the prompt at most, when its `max_output` is not set: 64 KiB.
+/// The one home of this default; validation fills it in and the JSON Schema shows it.
+pub const DEFAULT_MAX_OUTPUT: u64 = 64 * 1024;
+
 /// The keys of one `commands` entry.
 pub const COMMAND_FIELDS: &[Field] = &[
     required(
@@ -136,6 +147,13 @@ pub const COMMAND_FIELDS: &[Field] = &[
         Kind::Duration { positive: true },
         None,
         "Kill the command after this long (default 60s).",
+    ),
+    optional(
+        "max_output",
+        Kind::ByteSize { min: 1 },
+        Some(DefaultValue::Bytes(DEFAULT_MAX_OUTPUT)),
+        "Most of the command's output that goes into the prompt (`64KiB`, `1MB` or bytes): \
+         the head and the tail are kept, the middle is cut with a note saying how much.",
     ),
 ];
 
@@ -502,6 +520,13 @@ mod tests {
         assert_eq!(
             c.check_timeout,
             duration(CONVERGENCE_FIELDS, "check_timeout")
+        );
+
+        let text = "---\nagent: x\ncommands: [{name: a, run: b}]\n---\n";
+        let command = &crate::parse("RALPH.md", text).unwrap().file.config.commands[0];
+        assert_eq!(
+            field(COMMAND_FIELDS, "max_output").default,
+            Some(DefaultValue::Bytes(command.max_output))
         );
 
         let e = config.escalation.unwrap();

@@ -21,6 +21,9 @@ fn keys(block: &str) -> Vec<&'static str> {
     schema::names(schema::nested(block))
 }
 
+const BYTE_SIZE_SYNTAX: &str = "a size such as \"64KiB\", \"1MB\" or a number of bytes \
+     (units: B, KB, KiB, MB, MiB, GB, GiB)";
+
 const DURATION_SYNTAX: &str =
     "a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare number is seconds)";
 
@@ -192,6 +195,26 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A size in bytes of at least `min`: an integer, or digits with a unit.
+    fn byte_size(&mut self, path: &FieldPath, value: &Value, min: u64) -> Option<u64> {
+        let parsed = match value {
+            Value::Number(number) => number.as_u64(),
+            Value::String(text) => parse_byte_size(text),
+            _ => None,
+        };
+        match parsed {
+            Some(n) if n >= min => Some(n),
+            Some(_) => {
+                self.expected(path, value, &format!("a size >= {min} bytes"));
+                None
+            }
+            None => {
+                self.expected(path, value, BYTE_SIZE_SYNTAX);
+                None
+            }
+        }
+    }
+
     /// A duration; `positive` rejects zero.
     fn duration(&mut self, path: &FieldPath, value: &Value, positive: bool) -> Option<Duration> {
         let parsed = match value {
@@ -263,6 +286,28 @@ impl<'a> Checker<'a> {
             }
         }
     }
+}
+
+/// `64KiB`, `1 MB`, `4096`: digits, then an optional unit, case ignored (KB is 1000 bytes, KiB
+/// 1024). `None` for anything else, or a size past `u64`.
+fn parse_byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" => 1 << 10,
+        "mb" => 1000 * 1000,
+        "mib" => 1 << 20,
+        "gb" => 1000 * 1000 * 1000,
+        "gib" => 1 << 30,
+        _ => return None,
+    };
+    number.checked_mul(factor)
 }
 
 /// Whether `name` is made of letters, digits, `-` and `_`.
@@ -529,10 +574,16 @@ fn commands(
         }
         let timeout = present(entry, "timeout")
             .map(|timeout| checker.duration(&item_path.key("timeout"), timeout, true));
-        match (name, run, optional(timeout)) {
-            (Some(name), Some(run), Some(timeout)) => {
-                specs.push(CommandSpec { name, run, timeout })
-            }
+        let max_output = present(entry, "max_output")
+            .map(|max| checker.byte_size(&item_path.key("max_output"), max, 1))
+            .unwrap_or(Some(schema::DEFAULT_MAX_OUTPUT));
+        match (name, run, optional(timeout), max_output) {
+            (Some(name), Some(run), Some(timeout), Some(max_output)) => specs.push(CommandSpec {
+                name,
+                run,
+                timeout,
+                max_output,
+            }),
             _ => ok = false,
         }
     }
