@@ -71,13 +71,22 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ralph_file,
                 agent,
                 max_iterations,
+                max_cost_usd,
+                max_runtime_ms,
                 ..
             } => {
                 if quiet {
                     return None;
                 }
-                let limit =
+                let mut limit =
                     max_iterations.map_or_else(|| "no limit".to_owned(), |n| format!("max {n}"));
+                if let Some(usd) = max_cost_usd {
+                    limit.push_str(&format!(" · max ${usd:.2}"));
+                }
+                if let Some(ms) = max_runtime_ms {
+                    let runtime = human_duration(Duration::from_millis(*ms));
+                    limit.push_str(&format!(" · max {runtime} runtime"));
+                }
                 format!(
                     "{} {ralph_file} · agent `{agent}` · {limit}",
                     self.paint("1", "ralph")
@@ -203,8 +212,39 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 }
                 text
             }
-            EventKind::WaitSkipped { .. } if !quiet => {
-                "  wait skipped (Ctrl+C): running now · Ctrl+C again within 1s stops".to_owned()
+            EventKind::WaitSkipped { grace_ms, .. } if !quiet => format!(
+                "  wait skipped (Ctrl+C): running in {} · Ctrl+C again stops",
+                human_duration(Duration::from_millis(*grace_ms))
+            ),
+            EventKind::IterationFailed {
+                consecutive_failures,
+                failure,
+                next_delay_ms,
+                ..
+            } if !quiet => {
+                let mark = self.paint("31", "✗");
+                let next = match next_delay_ms {
+                    Some(ms) => format!(
+                        " · next run in {}",
+                        human_duration(Duration::from_millis(*ms))
+                    ),
+                    None => String::new(),
+                };
+                format!("  {mark} failed ×{consecutive_failures}: {failure}{next}")
+            }
+            EventKind::RateLimited { until, wait_ms, .. } => {
+                let until = humantime::format_rfc3339_seconds(*until);
+                let next = match wait_ms {
+                    Some(ms) => format!(
+                        " · next run in {}",
+                        human_duration(Duration::from_millis(*ms))
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "  {} until {until}{next}",
+                    self.paint("33", "rate-limited")
+                )
             }
             EventKind::StopRequested { .. } => self.paint(
                 "33",
@@ -269,6 +309,9 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 stories,
             } => {
                 let why = match reason.as_str() {
+                    "max_iterations" if *exit_code != 0 && stories.is_none() => {
+                        "reached max_iterations; the last run failed".to_owned()
+                    }
                     "max_iterations" => "reached max_iterations".to_owned(),
                     "idle_limit" => {
                         "idle limit reached (idle.max): the agent has nothing to do".to_owned()
@@ -276,6 +319,11 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     "interrupted" => "interrupted".to_owned(),
                     // --stop-on-error, or an agent that could not start (its error follows).
                     "agent_failed" => "the agent failed".to_owned(),
+                    "agent_failing" => {
+                        "the agent kept failing (failure.max_consecutive runs in a row)".to_owned()
+                    }
+                    "max_cost" => "max_cost reached: the agents' cost hit the budget".to_owned(),
+                    "max_runtime" => "max_runtime reached".to_owned(),
                     "pty_idle_timeout" => {
                         "the agent printed nothing for pty.idle_timeout (a safety stop)".to_owned()
                     }
@@ -352,6 +400,8 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Delay => "delay".to_owned(),
             WaitReason::State => "waiting".to_owned(),
             WaitReason::Retry => "retry".to_owned(),
+            WaitReason::Failure => "failed".to_owned(),
+            WaitReason::RateLimit => "rate-limited".to_owned(),
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.

@@ -47,6 +47,7 @@ mod event;
 mod logs;
 mod outcome;
 mod process;
+mod rate_limit;
 mod state;
 mod tail;
 mod task;
