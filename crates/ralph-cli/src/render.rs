@@ -241,10 +241,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     ),
                     None => String::new(),
                 };
-                format!(
-                    "  {} until {until}{next}",
-                    self.paint("33", "rate-limited")
-                )
+                format!("  {} until {until}{next}", self.paint("33", "rate-limited"))
             }
             EventKind::StopRequested { .. } => self.paint(
                 "33",
@@ -520,6 +517,8 @@ mod tests {
                     markers: Vec::new(),
                     log_file: None,
                     usage: None,
+                    failed: false,
+                    failure: None,
                 },
                 EventKind::IterationIdle {
                     iteration: 3,
@@ -563,6 +562,10 @@ mod tests {
             (EndReason::Converged, 0, Some((Outcome::Clean, 0))),
             (EndReason::Converged, 0, Some((Outcome::CleanWithFlake, 1))),
             (EndReason::MaxAttemptsReached, 1, Some((Outcome::Failed, 0))),
+            (EndReason::AgentFailing, 1, None),
+            (EndReason::MaxIterationsLastFailed, 1, None),
+            (EndReason::MaxCost, 1, None),
+            (EndReason::MaxRuntime, 1, None),
         ];
         let kinds: Vec<_> = reasons
             .into_iter()
@@ -580,6 +583,80 @@ mod tests {
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn failure_and_rate_limit_lines() {
+        let text = render(
+            &[
+                EventKind::IterationFailed {
+                    iteration: 2,
+                    consecutive_failures: 3,
+                    failure: "exit 1: Invalid API key · Please run /login".into(),
+                    next_delay_ms: Some(20_000),
+                },
+                EventKind::IterationFailed {
+                    iteration: 10,
+                    consecutive_failures: 10,
+                    failure: "killed by signal 9".into(),
+                    next_delay_ms: None,
+                },
+                EventKind::RateLimited {
+                    iteration: 4,
+                    until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
+                    wait_ms: Some(21_600_000),
+                },
+                EventKind::WaitSkipped {
+                    iteration: 4,
+                    grace_ms: 1000,
+                },
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_header_shows_the_budgets() {
+        let started = |max_cost_usd, max_runtime_ms| EventKind::RunStarted {
+            ralph_file: "RALPH.md".into(),
+            agent: "claude -p".into(),
+            max_iterations: Some(40),
+            idle: None,
+            max_cost_usd,
+            max_runtime_ms,
+        };
+        let text = render(
+            &[
+                started(None, None),
+                started(Some(20.0), Some(8 * 3_600_000)),
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn failure_and_rate_limit_countdowns() {
+        let mut out = Vec::new();
+        {
+            let style = Style {
+                color: false,
+                terminal: true,
+                quiet: false,
+            };
+            let mut r = TerminalRenderer::new(&mut out, style);
+            for (reason, secs) in [(WaitReason::Failure, 20), (WaitReason::RateLimit, 21_600)] {
+                r.wait_progress(&WaitProgress {
+                    reason,
+                    consecutive_idle: 0,
+                    total: Duration::from_secs(secs),
+                    remaining: Duration::from_secs(secs),
+                });
+                r.wait_finished();
+            }
+        }
+        insta::assert_debug_snapshot!(String::from_utf8(out).unwrap());
     }
 
     #[test]

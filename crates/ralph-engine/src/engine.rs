@@ -643,9 +643,7 @@ impl Run {
     fn finish(&mut self, reason: EndReason) -> RunOutcome {
         let reason = match reason {
             EndReason::MaxIterations => match self.tasks.limit_reached() {
-                EndReason::MaxIterations if self.last_failed => {
-                    EndReason::MaxIterationsLastFailed
-                }
+                EndReason::MaxIterations if self.last_failed => EndReason::MaxIterationsLastFailed,
                 other => other,
             },
             other => other,

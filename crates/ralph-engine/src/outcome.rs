@@ -248,7 +248,10 @@ mod tests {
     #[test]
     fn max_iterations_ending_on_a_failed_run_is_reported_as_max_iterations_and_exits_1() {
         assert_eq!(exit_code(&EndReason::MaxIterationsLastFailed, None), 1);
-        assert_eq!(EndReason::MaxIterationsLastFailed.as_str(), "max_iterations");
+        assert_eq!(
+            EndReason::MaxIterationsLastFailed.as_str(),
+            "max_iterations"
+        );
     }
 
     #[test]

@@ -114,7 +114,9 @@ fn month_day(s: &str) -> Option<(i8, i8, &str)> {
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
     let month = MONTHS.iter().position(|m| s.starts_with(m))?;
-    let rest = s.trim_start_matches(|c: char| c.is_ascii_alphabetic()).trim_start();
+    let rest = s
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_start();
     let digits = rest.chars().take_while(char::is_ascii_digit).count();
     let day: i8 = rest.get(..digits)?.parse().ok()?;
     let rest = rest[digits..].trim_start_matches(',').trim_start();

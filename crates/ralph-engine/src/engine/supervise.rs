@@ -150,12 +150,12 @@ impl Supervision for Collector<'_> {
             Some(agent) => {
                 agent.tail.push(bytes);
                 agent.adapter.feed(
-                stream,
-                bytes,
-                &mut AgentOutput {
-                    iteration: self.iteration,
-                    sinks: self.sinks,
-                    scanners: agent.scanners,
+                    stream,
+                    bytes,
+                    &mut AgentOutput {
+                        iteration: self.iteration,
+                        sinks: self.sinks,
+                        scanners: agent.scanners,
                         findings: &mut agent.findings,
                     },
                 )
