@@ -102,3 +102,23 @@ fn a_running_agent_finishes_past_max_runtime_and_nothing_starts_after() {
     assert_eq!(runs[0]["exit_code"], 0, "the agent was not stopped");
     assert_eq!(p.run_ended()["reason"], "max_runtime");
 }
+
+#[test]
+fn check_warns_when_max_cost_can_never_be_reached() {
+    let p = Project::new(
+        &format!("agent: '{} --out x'\nmax_cost: 5", fake_agent()),
+        "x\n",
+    );
+    let out = p.run(&["check"]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        common::stderr(&out).contains(
+            "RALPH.md:3:1: max_cost: the agent's output is read as text, which reports no cost"
+        ),
+        "{}",
+        common::stderr(&out)
+    );
+    // An agent read as stream-json reports its cost: no warning.
+    let read = costly("0.1", "max_cost: 5");
+    assert!(!common::stderr(&read.run(&["check"])).contains("max_cost"));
+}
