@@ -479,6 +479,46 @@ mod tests {
     }
 
     #[test]
+    fn failure_waits_follow_the_idle_formula_and_stop_at_max_consecutive() {
+        let failure = FailurePolicy {
+            delay: secs(5),
+            backoff: 1.5,
+            max_delay: secs(300),
+            max_consecutive: 10,
+        };
+        let idle = policy(5, 1.5, 300, None);
+        let mut streak = FailureStreak::new();
+        for n in 1..10 {
+            assert_eq!(failure.delay_for(n), idle.delay_for(n), "n {n}");
+            assert_eq!(
+                streak.record_failure(&failure),
+                FailureDecision::Wait {
+                    delay: idle.delay_for(n),
+                    consecutive: n
+                }
+            );
+        }
+        assert_eq!(
+            streak.record_failure(&failure),
+            FailureDecision::Stop { consecutive: 10 }
+        );
+    }
+
+    #[test]
+    fn a_max_consecutive_of_zero_stops_at_the_first_failure() {
+        let failure = FailurePolicy {
+            delay: secs(5),
+            backoff: 2.0,
+            max_delay: secs(300),
+            max_consecutive: 0,
+        };
+        assert_eq!(
+            FailureStreak::new().record_failure(&failure),
+            FailureDecision::Stop { consecutive: 1 }
+        );
+    }
+
+    #[test]
     fn idle_wait_doubles_until_cap() {
         let policy = IdlePolicy::default();
         let waits: Vec<Duration> = (1..=7).map(|n| policy.delay_for(n)).collect();

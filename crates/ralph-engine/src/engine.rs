@@ -28,21 +28,17 @@ use crate::tail::Tail;
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
+mod failure;
 mod supervise;
 
 use assemble::{agent_words, ralph_dir, ralph_name, render_command};
+use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
 use supervise::{
     AgentOutput, AgentReader, Collector, DOUBLE_PRESS, Interrupts, TailCollector, emit,
 };
 
 /// How often a countdown is refreshed.
 const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
-
-/// How much of a failed agent run's output is read for its failure line and a rate limit.
-const FAILURE_TAIL_BYTES: usize = 4096;
-
-/// Longest failure description taken from the agent's own words.
-const FAILURE_DETAIL_CHARS: usize = 200;
 
 /// Everything a run needs, with the frontmatter's values already merged with any overrides.
 #[derive(Debug, Clone)]
@@ -1341,54 +1337,6 @@ impl Run {
             },
         }
     }
-}
-
-/// What a finished agent run said about itself, beyond its exit status.
-#[derive(Debug, Default)]
-struct AgentWords {
-    /// The error its adapter reported (Claude Code's `is_error`).
-    reported_error: Option<String>,
-    /// The end of its output, both streams in the order written.
-    tail: String,
-    /// Why it could not be started, when it could not.
-    not_started: Option<String>,
-}
-
-/// Why an agent run failed, in words, or `None` when it did not: a non-zero exit, a signal ralph
-/// did not send, a timeout, an agent that could not start, or an error its adapter reported. A
-/// run ralph stopped (Ctrl+C, PTY silence) did not fail.
-fn failure_of(exit: &ProcessExit, words: &AgentWords, timeout: Option<Duration>) -> Option<String> {
-    if let Some(why) = &words.not_started {
-        return Some(why.clone());
-    }
-    let reported = words.reported_error.as_deref().and_then(last_line);
-    let status = match (exit.termination, exit.exit_code, exit.signal) {
-        (Termination::Interrupted | Termination::IdleTimeout, _, _) => return None,
-        (Termination::Timeout, _, _) => format!(
-            "timed out after {}",
-            humantime::format_duration(timeout.unwrap_or(exit.duration))
-        ),
-        (_, None, Some(signal)) => format!("killed by signal {signal}"),
-        (_, None, None) => "killed".to_owned(),
-        (_, Some(_), _) if exit.success() => {
-            return reported.map(|words| format!("the agent reported an error: {words}"));
-        }
-        (_, Some(code), _) => format!("exit {code}"),
-    };
-    match reported.or_else(|| last_line(&words.tail)) {
-        Some(words) => Some(format!("{status}: {words}")),
-        None => Some(status),
-    }
-}
-
-/// The last non-blank line of `text`, trimmed, at most [`FAILURE_DETAIL_CHARS`] characters.
-fn last_line(text: &str) -> Option<String> {
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let mut words: String = line.chars().take(FAILURE_DETAIL_CHARS).collect();
-    if words.len() < line.len() {
-        words.push('…');
-    }
-    Some(words)
 }
 
 /// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
