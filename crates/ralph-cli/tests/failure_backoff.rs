@@ -253,3 +253,19 @@ fn one_ctrl_c_skips_the_wait_and_the_next_run_starts_after_the_grace() {
         "{started_after:?}"
     );
 }
+
+#[test]
+fn claude_codes_usage_limit_result_is_a_wait_until_its_reset() {
+    // What `claude -p --output-format stream-json` ends with when the plan's limit is reached.
+    let p = scripted(
+        "cat >/dev/null\n[ \"$RALPH_ITERATION\" = 2 ] && exit 0\n\
+         printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Claude AI usage limit reached|%s\"}\\n' \
+         \"$(( $(date +%s) + 7200 ))\"\nexit 1\n",
+        "output: claude-stream-json\nrate_limit: {max_wait: 100ms}",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    let limited = p.events_of("RATE_LIMITED");
+    assert_eq!(limited.len(), 1);
+    assert_eq!(limited[0]["wait_ms"], 100);
+    assert!(p.events_of("ITERATION_FAILED").is_empty());
+}

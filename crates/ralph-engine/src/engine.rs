@@ -869,13 +869,11 @@ impl Run {
         let Some(failure) = failure_of(exit, words, self.options.timeout) else {
             return AgentRun::default();
         };
-        let text = format!(
-            "{}\n{}",
-            words.reported_error.as_deref().unwrap_or_default(),
-            words.tail
-        );
+        // The adapter's error is the agent's own word on its run; without one, the output's end.
+        // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
+        let text = words.reported_error.as_deref().unwrap_or(&words.tail);
         let now = jiff::Zoned::now();
-        match rate_limit::detect(&text, &now) {
+        match rate_limit::detect(text, &now) {
             Some(limit) => match limit.until {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,

@@ -1,6 +1,6 @@
 //! Recognising an agent that says it is rate-limited, and when its limit resets.
 //!
-//! Only the words of a failed run are read (its adapter's error and the tail of its output), so
+//! Only the words of a failed run are read (its adapter's error, or else the tail of its output), so
 //! an agent that merely talks about rate limits while it works is never taken for a limited one.
 //! The forms known, from Claude Code's own messages:
 //!
