@@ -69,8 +69,8 @@ pub struct EngineOptions {
     pub kill_grace: Duration,
     /// Re-read `ralph_file` before every iteration after the first, so edits made while the
     /// loop runs take effect: the prompt, agent, commands and checks are reloaded; limits set
-    /// at start (iterations, delay, timeout, idle) stay. An invalid edit is reported and the
-    /// previous version kept.
+    /// at start (iterations, delay, timeout, idle, failure, rate limit, budgets) stay. An
+    /// invalid edit is reported and the previous version kept.
     pub reload: bool,
     /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
     pub pty: Option<PtyConfig>,
