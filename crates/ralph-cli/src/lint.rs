@@ -59,7 +59,8 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
             "max_cost:",
             None,
             "max_cost".to_owned(),
-            "the agent's output is read as text, which reports no cost: max_cost can never be              reached (use `output: claude-stream-json` with an agent that writes it)"
+            "the agent's output is read as text, which reports no cost: max_cost can never be \
+             reached (use `output: claude-stream-json` with an agent that writes it)"
                 .to_owned(),
         ));
     }

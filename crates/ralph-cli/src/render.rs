@@ -223,23 +223,24 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ..
             } if !quiet => {
                 let mark = self.paint("31", "✗");
+                // As for idle: off a terminal the wait's own line says how long.
                 let next = match next_delay_ms {
-                    Some(ms) => format!(
+                    Some(ms) if self.style.terminal => format!(
                         " · next run in {}",
                         human_duration(Duration::from_millis(*ms))
                     ),
-                    None => String::new(),
+                    _ => String::new(),
                 };
                 format!("  {mark} failed ×{consecutive_failures}: {failure}{next}")
             }
             EventKind::RateLimited { until, wait_ms, .. } => {
                 let until = humantime::format_rfc3339_seconds(*until);
                 let next = match wait_ms {
-                    Some(ms) => format!(
+                    Some(ms) if self.style.terminal => format!(
                         " · next run in {}",
                         human_duration(Duration::from_millis(*ms))
                     ),
-                    None => String::new(),
+                    _ => String::new(),
                 };
                 format!("  {} until {until}{next}", self.paint("33", "rate-limited"))
             }
@@ -611,9 +612,32 @@ mod tests {
                     grace_ms: 1000,
                 },
             ],
-            PLAIN,
+            // On a terminal, where the lines name the wait (the countdown is erased).
+            Style {
+                terminal: true,
+                ..PLAIN
+            },
         );
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_failure_line_names_the_wait_only_where_the_countdown_is_erased() {
+        let failed = [EventKind::IterationFailed {
+            iteration: 2,
+            consecutive_failures: 3,
+            failure: "exit 1".into(),
+            next_delay_ms: Some(20_000),
+        }];
+        let terminal = Style {
+            terminal: true,
+            ..PLAIN
+        };
+        assert_eq!(
+            render(&failed, terminal),
+            "  ✗ failed ×3: exit 1 · next run in 20s\n"
+        );
+        assert_eq!(render(&failed, PLAIN), "  ✗ failed ×3: exit 1\n");
     }
 
     #[test]

@@ -113,7 +113,8 @@ fn check_warns_when_max_cost_can_never_be_reached() {
     assert_eq!(code(&out), 0);
     assert!(
         common::stderr(&out).contains(
-            "RALPH.md:3:1: max_cost: the agent's output is read as text, which reports no cost"
+            "RALPH.md:3:1: max_cost: the agent's output is read as text, which reports no cost: \
+             max_cost can never be reached (use `output: claude-stream-json`"
         ),
         "{}",
         common::stderr(&out)
