@@ -160,6 +160,34 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
             .to_lowercase(),
         },
     );
+    let f = &c.failure;
+    row(
+        "failure",
+        format!(
+            "wait {} ×{} up to {} · stop after {} in a row",
+            human_duration(f.delay),
+            f.backoff,
+            human_duration(f.max_delay),
+            f.max_consecutive
+        ),
+    );
+    row(
+        "rate_limit",
+        format!(
+            "wait for the reset, at most {}",
+            human_duration(c.rate_limit.max_wait)
+        ),
+    );
+    row(
+        "max_cost",
+        c.max_cost
+            .map_or_else(|| "no limit".to_owned(), |usd| format!("${usd:.2}")),
+    );
+    row(
+        "max_runtime",
+        c.max_runtime
+            .map_or_else(|| "no limit".to_owned(), human_duration),
+    );
     let lines = file.body.lines().count();
     row(
         "prompt",

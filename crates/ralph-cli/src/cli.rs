@@ -83,6 +83,16 @@ pub(crate) struct RunArgs {
     #[arg(short, long)]
     pub(crate) stop_on_error: bool,
 
+    /// Start no iteration once the agents' reported cost reached USD dollars, e.g. `20`
+    /// (overrides `max_cost`).
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub(crate) max_cost: Option<f64>,
+
+    /// Start no iteration or wait after the run has lasted this long, e.g. `8h` (overrides
+    /// `max_runtime`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    pub(crate) max_runtime: Option<Duration>,
+
     /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
     /// under refs/ralph/attempts/preexisting/N. The paths changed or untracked at start-up
     /// stay yours: ralph never commits, saves or reverts them (the agent's edits to them
@@ -143,7 +153,8 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   0    done: converged, every story passed, the idle limit, or max_iterations reached
   1    the loop failed: max_attempts, the circuit breaker, blocked or unfinished stories, the
        agent could not start (or failed, with --stop-on-error), escalation failed, a PTY
-       safety stop
+       safety stop, the agent failing (failure.max_consecutive runs in a row, or the last
+       run before max_iterations), max_cost or max_runtime reached
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written
   130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)";
@@ -277,6 +288,16 @@ pub(crate) fn parse_limit(text: &str) -> Result<Duration, String> {
         d if d.is_zero() => Err(format!("expected a duration > 0, got \"{}\"", text.trim())),
         d => Ok(d),
     }
+}
+
+/// `--max-cost`: a number of US dollars >= 0, worded as `max_cost` is in RALPH.md.
+fn parse_cost(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    text.trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|usd| usd.is_finite() && *usd >= 0.0)
+        .ok_or_else(|| format!("expected a number >= 0.0 (US dollars), got \"{text}\""))
 }
 
 /// `-n`: an integer >= 1, worded as `max_iterations` is in RALPH.md.

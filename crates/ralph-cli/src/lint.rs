@@ -45,6 +45,26 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
         ));
     }
 
+    // Only an adapter that reads the agent's cost (Claude's stream-json) can reach max_cost.
+    let reads_cost = ralph_engine::choose_output(
+        &config.agent_argv,
+        config
+            .output
+            .or(config.pty.map(|_| ralph_frontmatter::OutputFormat::Text)),
+    )
+    .format
+        == ralph_frontmatter::OutputFormat::ClaudeStreamJson;
+    if config.max_cost.is_some() && !reads_cost {
+        warnings.push(at(
+            "max_cost:",
+            None,
+            "max_cost".to_owned(),
+            "the agent's output is read as text, which reports no cost: max_cost can never be \
+             reached (use `output: claude-stream-json` with an agent that writes it)"
+                .to_owned(),
+        ));
+    }
+
     if let Some(problem) = missing_agent(&config.agent_argv, cwd) {
         warnings.push(at(
             &config.agent,

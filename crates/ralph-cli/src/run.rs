@@ -41,6 +41,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         options.timeout = Some(t);
     }
     options.stop_on_error = args.stop_on_error;
+    if let Some(usd) = args.max_cost {
+        options.max_cost = Some(usd);
+    }
+    if let Some(d) = args.max_runtime {
+        options.max_runtime = Some(d);
+    }
     options.reload = true;
     options.pty =
         crate::terminal::pty_config(options.pty, args.pty, args.interactive, args.idle_timeout)

@@ -48,6 +48,7 @@ pub mod lock;
 mod logs;
 mod outcome;
 mod process;
+mod rate_limit;
 mod signal;
 mod state;
 mod tail;

@@ -40,6 +40,15 @@ pub enum EndReason {
         /// The state's `exit_code`.
         exit_code: u8,
     },
+    /// `failure.max_consecutive` agent runs failed in a row.
+    AgentFailing,
+    /// The agents' reported cost reached `max_cost`.
+    MaxCost,
+    /// The run lasted `max_runtime`.
+    MaxRuntime,
+    /// `max_iterations` iterations ran and the last one failed. Reported as `max_iterations`,
+    /// but a failure: the agent was failing when the loop ended.
+    MaxIterationsLastFailed,
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -63,6 +72,10 @@ impl EndReason {
             EndReason::Converged => "converged",
             EndReason::MaxAttemptsReached => "max_attempts_reached",
             EndReason::PtyIdleTimeout => "pty_idle_timeout",
+            EndReason::AgentFailing => "agent_failing",
+            EndReason::MaxCost => "max_cost",
+            EndReason::MaxRuntime => "max_runtime",
+            EndReason::MaxIterationsLastFailed => "max_iterations",
             EndReason::State { reason, .. } => reason,
             EndReason::AgentDone => "agent_done",
             EndReason::StateStop { state, .. } => state,
@@ -123,6 +136,13 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
         }
         (
             EndReason::CircuitOpen | EndReason::StoriesBlocked | EndReason::MaxIterationsWorkLeft,
+            _,
+        ) => 1,
+        (
+            EndReason::AgentFailing
+            | EndReason::MaxCost
+            | EndReason::MaxRuntime
+            | EndReason::MaxIterationsLastFailed,
             _,
         ) => 1,
         (EndReason::State { failure: true, .. }, _) => 1,
@@ -220,6 +240,33 @@ mod tests {
     fn max_iterations_with_work_left_is_reported_as_max_iterations_and_exits_1() {
         assert_eq!(exit_code(&EndReason::MaxIterationsWorkLeft, None), 1);
         assert_eq!(EndReason::MaxIterationsWorkLeft.as_str(), "max_iterations");
+    }
+
+    #[test]
+    fn agent_failing_exits_1() {
+        assert_eq!(exit_code(&EndReason::AgentFailing, None), 1);
+        assert_eq!(EndReason::AgentFailing.as_str(), "agent_failing");
+    }
+
+    #[test]
+    fn max_cost_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxCost, None), 1);
+        assert_eq!(EndReason::MaxCost.as_str(), "max_cost");
+    }
+
+    #[test]
+    fn max_runtime_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxRuntime, None), 1);
+        assert_eq!(EndReason::MaxRuntime.as_str(), "max_runtime");
+    }
+
+    #[test]
+    fn max_iterations_ending_on_a_failed_run_is_reported_as_max_iterations_and_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxIterationsLastFailed, None), 1);
+        assert_eq!(
+            EndReason::MaxIterationsLastFailed.as_str(),
+            "max_iterations"
+        );
     }
 
     #[test]

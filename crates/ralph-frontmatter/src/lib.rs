@@ -23,7 +23,7 @@ mod validate;
 
 use locate::{Locator, Pos};
 
-pub use ralph_backoff::{IdlePolicy, RetryPolicy};
+pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
     unquotable_args,
@@ -92,6 +92,21 @@ pub struct Config {
     pub pty: Option<PtyConfig>,
     /// How the agent's output is read; `None` lets ralph choose from the agent command.
     pub output: Option<OutputFormat>,
+    /// Backoff after failed agent runs, and how many in a row end the loop.
+    pub failure: FailurePolicy,
+    /// Waits for an agent's rate limit to reset.
+    pub rate_limit: RateLimitConfig,
+    /// Start no iteration once the agents' reported cost reached this many US dollars.
+    pub max_cost: Option<f64>,
+    /// Start no iteration or wait once the run has lasted this long.
+    pub max_runtime: Option<Duration>,
+}
+
+/// The `rate_limit` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitConfig {
+    /// Longest wait for a rate limit's reset.
+    pub max_wait: Duration,
 }
 
 impl Config {

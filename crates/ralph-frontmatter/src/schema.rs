@@ -298,6 +298,42 @@ pub const PTY_FIELDS: &[Field] = &[
     ),
 ];
 
+/// The keys of the `failure` block (#17: failing agents back off).
+pub const FAILURE_FIELDS: &[Field] = &[
+    optional(
+        "delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("5s")),
+        "Wait after the first failed run of a streak.",
+    ),
+    optional(
+        "backoff",
+        Kind::Number { min: 1.0 },
+        Some(DefaultValue::Number(2.0)),
+        "Multiplier for each further consecutive failure.",
+    ),
+    optional(
+        "max_delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("5m")),
+        "Cap on one wait; raised to `delay` when `delay` is longer; must be >= `delay`.",
+    ),
+    optional(
+        "max_consecutive",
+        Kind::Integer { min: 1 },
+        Some(DefaultValue::Integer(10)),
+        "End the loop (`agent_failing`, exit 1) after this many failed runs in a row.",
+    ),
+];
+
+/// The keys of the `rate_limit` block.
+pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
+    "max_wait",
+    Kind::Duration { positive: true },
+    Some(DefaultValue::Duration("6h")),
+    "Longest wait for a rate limit's reset; a later reset time is waited for this long.",
+)];
+
 /// The top-level keys of the frontmatter.
 pub const FIELDS: &[Field] = &[
     required(
@@ -421,6 +457,30 @@ pub const FIELDS: &[Field] = &[
         None,
         "How the agent's output is read; chosen from the agent command when absent.",
     ),
+    optional(
+        "failure",
+        Kind::Block(FAILURE_FIELDS),
+        None,
+        "Backoff after failed agent runs, and how many in a row end the loop; always on.",
+    ),
+    optional(
+        "rate_limit",
+        Kind::Block(RATE_LIMIT_FIELDS),
+        None,
+        "Waits for an agent's rate limit to reset; always on.",
+    ),
+    optional(
+        "max_cost",
+        Kind::Number { min: 0.0 },
+        None,
+        "Start no iteration once the agents' reported cost reached this many US dollars.",
+    ),
+    optional(
+        "max_runtime",
+        Kind::Duration { positive: true },
+        None,
+        "Start no iteration or wait after the run has lasted this long; a wait is cut short.",
+    ),
 ];
 
 const fn required(name: &'static str, kind: Kind, doc: &'static str) -> Field {
@@ -458,6 +518,43 @@ pub(crate) fn nested(name: &str) -> &'static [Field] {
     match FIELDS.iter().find(|f| f.name == name).map(|f| f.kind) {
         Some(Kind::Block(fields) | Kind::Table(fields) | Kind::Map { fields, .. }) => fields,
         _ => &[],
+    }
+}
+
+/// The default of duration field `name` in `fields`; zero when it has none (a test checks that
+/// every duration default parses). Validation reads defaults from here, so each is written once.
+pub(crate) fn default_duration(fields: &[Field], name: &str) -> std::time::Duration {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Duration(text)) => humantime::parse_duration(text).unwrap_or_default(),
+        _ => std::time::Duration::ZERO,
+    }
+}
+
+/// The default of number field `name` in `fields`; 1.0 when it has none.
+pub(crate) fn default_number(fields: &[Field], name: &str) -> f64 {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Number(n)) => n,
+        _ => 1.0,
+    }
+}
+
+/// The default of integer field `name` in `fields`; 1 when it has none.
+pub(crate) fn default_integer(fields: &[Field], name: &str) -> u64 {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Integer(n)) => n,
+        _ => 1,
     }
 }
 
@@ -558,6 +655,8 @@ mod tests {
             ("convergence", CONVERGENCE_FIELDS),
             ("escalation", ESCALATION_FIELDS),
             ("pty", PTY_FIELDS),
+            ("failure", FAILURE_FIELDS),
+            ("rate_limit", RATE_LIMIT_FIELDS),
         ] {
             for f in fields {
                 let text = format!("---\nagent: x\n{block}:\n  {}:\n---\n", f.name);
@@ -571,6 +670,51 @@ mod tests {
         for f in FIELDS.iter().filter(|f| !f.required) {
             let text = format!("---\nagent: x\n{}:\n---\n", f.name);
             assert!(crate::parse("RALPH.md", &text).is_ok(), "{}", f.name);
+        }
+    }
+
+    /// `failure` and `rate_limit` are always on, with the table's defaults, written once.
+    #[test]
+    fn failure_and_rate_limit_defaults_come_from_the_table() {
+        let config = crate::parse("RALPH.md", "---\nagent: x\n---\n")
+            .unwrap()
+            .file
+            .config;
+        let f = config.failure;
+        assert_eq!(f.delay, duration(FAILURE_FIELDS, "delay"));
+        assert_eq!(f.delay, Duration::from_secs(5));
+        assert_eq!(f.max_delay, duration(FAILURE_FIELDS, "max_delay"));
+        assert_eq!(
+            f.max_consecutive,
+            integer(FAILURE_FIELDS, "max_consecutive")
+        );
+        assert_eq!(
+            field(FAILURE_FIELDS, "backoff").default,
+            Some(DefaultValue::Number(f.backoff))
+        );
+        assert_eq!(
+            config.rate_limit.max_wait,
+            duration(RATE_LIMIT_FIELDS, "max_wait")
+        );
+        assert_eq!(config.rate_limit.max_wait, Duration::from_secs(6 * 3600));
+        assert_eq!((config.max_cost, config.max_runtime), (None, None));
+    }
+
+    /// Every duration default in the tables parses, so `default_duration` never falls back.
+    #[test]
+    fn every_duration_default_parses() {
+        let blocks = FIELDS.iter().filter_map(|f| match f.kind {
+            Kind::Block(fields) | Kind::Table(fields) => Some(fields),
+            _ => None,
+        });
+        for f in blocks.flatten().chain(FIELDS) {
+            if let Some(DefaultValue::Duration(text)) = f.default {
+                assert!(
+                    humantime::parse_duration(text).is_ok(),
+                    "{}: {text}",
+                    f.name
+                );
+            }
         }
     }
 

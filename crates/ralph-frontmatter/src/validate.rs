@@ -12,8 +12,9 @@ use crate::locate::{FieldPath, Locator, Pos};
 use crate::schema::{self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN};
 use crate::suggest::nearest;
 use crate::{
-    CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, IdlePolicy,
-    OutputFormat, PtyConfig, PtyMode, RetryPolicy, StateSpec, StateThen,
+    CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
+    IdlePolicy, OutputFormat, PtyConfig, PtyMode, RateLimitConfig, RetryPolicy, StateSpec,
+    StateThen,
 };
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
@@ -443,6 +444,12 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
                 _ => OutputFormat::ClaudeStreamJson,
             })
     });
+    let failure = failure(checker, &top.key("failure"), root.get("failure"));
+    let rate_limit = rate_limit(checker, &top.key("rate_limit"), root.get("rate_limit"));
+    let max_cost =
+        present(root, "max_cost").map(|v| checker.number_at_least(&top.key("max_cost"), v, 0.0));
+    let max_runtime =
+        present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
 
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
@@ -462,6 +469,7 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
             "has no effect: accepted for ralphify compatibility".to_owned(),
         );
     }
+    let (failure, rate_limit) = (failure?, rate_limit?);
     Some(Config {
         agent,
         agent_argv,
@@ -482,6 +490,10 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
         escalation: optional(escalation)?,
         pty: optional(pty)?,
         output: optional(output)?,
+        failure,
+        rate_limit,
+        max_cost: optional(max_cost)?,
+        max_runtime: optional(max_runtime)?,
     })
 }
 
@@ -759,6 +771,72 @@ fn capped_at_least(
             None
         }
     }
+}
+
+/// The `failure` block, always on: absent or empty, it has the field table's defaults.
+fn failure(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: Option<&Value>,
+) -> Option<FailurePolicy> {
+    let fields = schema::FAILURE_FIELDS;
+    let mapping = match value {
+        Some(value) => block(checker, path, value, &keys("failure"))?,
+        None => None,
+    };
+    let get = |key: &str| mapping.and_then(|m| present(m, key));
+    let delay = get("delay")
+        .map(|v| checker.duration(&path.key("delay"), v, true))
+        .unwrap_or(Some(schema::default_duration(fields, "delay")));
+    let backoff = get("backoff")
+        .map(|v| checker.number_at_least(&path.key("backoff"), v, 1.0))
+        .unwrap_or(Some(schema::default_number(fields, "backoff")));
+    let max_delay = get("max_delay")
+        .map(|v| {
+            checker
+                .duration(&path.key("max_delay"), v, true)
+                .map(|d| Some((v, d)))
+        })
+        .unwrap_or(Some(None));
+    let max_consecutive = get("max_consecutive")
+        .map(|v| checker.integer_at_least(&path.key("max_consecutive"), v, 1))
+        .unwrap_or(Some(schema::default_integer(fields, "max_consecutive")));
+    let max_delay = capped_at_least(
+        checker,
+        &path.key("max_delay"),
+        max_delay?,
+        delay?,
+        schema::default_duration(fields, "max_delay"),
+        "failure.delay",
+    );
+    Some(FailurePolicy {
+        delay: delay?,
+        backoff: backoff?,
+        max_delay: max_delay?,
+        max_consecutive: max_consecutive?,
+    })
+}
+
+/// The `rate_limit` block, always on.
+fn rate_limit(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: Option<&Value>,
+) -> Option<RateLimitConfig> {
+    let mapping = match value {
+        Some(value) => block(checker, path, value, &keys("rate_limit"))?,
+        None => None,
+    };
+    let max_wait = mapping
+        .and_then(|m| present(m, "max_wait"))
+        .map(|v| checker.duration(&path.key("max_wait"), v, true))
+        .unwrap_or(Some(schema::default_duration(
+            schema::RATE_LIMIT_FIELDS,
+            "max_wait",
+        )));
+    Some(RateLimitConfig {
+        max_wait: max_wait?,
+    })
 }
 
 fn convergence(

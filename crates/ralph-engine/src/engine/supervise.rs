@@ -15,8 +15,9 @@ use crate::outcome::InterruptSignal;
 use crate::process::Supervision;
 use crate::tail::{HeadTail, Tail};
 
-/// Two Ctrl+C within this window stop the loop.
-const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+/// Two Ctrl+C within this window stop the loop; after a Ctrl+C skips a wait, nothing starts for
+/// this long.
+pub(super) const DOUBLE_PRESS: Duration = Duration::from_secs(1);
 
 /// Ctrl+C bookkeeping shared by waits and running processes.
 #[derive(Debug, Default)]
@@ -114,6 +115,8 @@ pub(super) struct AgentReader<'a> {
     pub(super) adapter: &'a mut dyn OutputAdapter,
     pub(super) scanners: &'a mut [MarkerScanner; 2],
     pub(super) findings: Vec<Finding>,
+    /// The end of the agent's raw output, for a failed run's words.
+    pub(super) tail: Tail,
 }
 
 /// Where an adapter's display goes (the sinks) and its result text (the scanners).
@@ -150,6 +153,7 @@ impl Supervision for Collector<'_> {
         };
         self.log.write(logged);
         if let Some(agent) = &mut self.agent {
+            agent.tail.push(bytes);
             agent.adapter.feed(
                 stream,
                 bytes,
