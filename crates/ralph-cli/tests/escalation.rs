@@ -6,36 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use common::{Project, code};
+use common::{Project, code, git, show};
 use serde_json::Value;
-
-/// Runs git in `dir`; panics unless it succeeds; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The bytes of `rev:path`, if it exists.
-fn show(dir: &Path, rev: &str, path: &str) -> Option<Vec<u8>> {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["show", &format!("{rev}:{path}")])
-        .output()
-        .expect("git runs");
-    out.status.success().then_some(out.stdout)
-}
 
 /// A project with RALPH.md, `agent.sh`, an optional prd.json, a tracked file, an ignored file,
 /// all committed in a fresh repository.

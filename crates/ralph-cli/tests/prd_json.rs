@@ -9,9 +9,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{Project, code, stderr};
+use common::{Project, code, git, stderr};
 use serde_json::Value;
 
 const STORY_BODY: &str = "STORY={{ story.id }}\n";
@@ -26,20 +25,6 @@ fn project(frontmatter: &str, prd: &[u8]) -> Project {
     std::fs::write(p.path().join("prd.json"), prd).unwrap();
     std::fs::write(p.path().join("blocked.sh"), BLOCKED_AGENT).unwrap();
     p
-}
-
-/// Runs git in `dir`; panics unless it succeeds.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Makes the project a git repository with everything committed.

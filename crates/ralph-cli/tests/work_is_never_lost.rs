@@ -12,33 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, code, send_signal};
+use common::{Project, code, git, send_signal, show};
 use serde_json::Value;
-
-/// Runs git in `dir`; panics unless it succeeds; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The bytes of `rev:path`, if it exists.
-fn show(dir: &Path, rev: &str, path: &str) -> Option<Vec<u8>> {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["show", &format!("{rev}:{path}")])
-        .output()
-        .expect("git runs");
-    out.status.success().then_some(out.stdout)
-}
 
 /// The refs under `refs/ralph/attempts/`.
 fn attempt_refs(dir: &Path) -> Vec<String> {

@@ -995,10 +995,12 @@ impl Run {
         (verdict, results)
     }
 
-    async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
-        let mut spec = ProcessSpec::shell(check, self.options.cwd.clone(), self.options.kill_grace);
-        spec.timeout = Some(self.options.file.config.convergence.check_timeout);
-        spec.env = self.env(iteration);
+    /// Runs `spec` (a check, a state's hook) to its end, keeping the tail of its output.
+    async fn run_keeping_tail(
+        &mut self,
+        iteration: u64,
+        spec: &ProcessSpec,
+    ) -> (std::io::Result<ProcessExit>, Tail) {
         let mut collector = TailCollector {
             tail: Tail::new(convergence::TAIL_BYTES),
             iteration,
@@ -1006,8 +1008,16 @@ impl Run {
             run_id: &self.options.run_id,
             interrupts: &mut self.interrupts,
         };
-        let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let (tail, truncated) = collector.tail.into_text();
+        let result = process::run(spec, &mut collector, &mut self.signals).await;
+        (result, collector.tail)
+    }
+
+    async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
+        let mut spec = ProcessSpec::shell(check, self.options.cwd.clone(), self.options.kill_grace);
+        spec.timeout = Some(self.options.file.config.convergence.check_timeout);
+        spec.env = self.env(iteration);
+        let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
+        let (tail, truncated) = tail.into_text();
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {

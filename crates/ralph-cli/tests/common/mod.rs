@@ -169,3 +169,28 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// Runs git in `dir`; panics unless it succeeds; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The bytes of `rev:path` in the repository at `dir`, if it exists.
+pub fn show(dir: &Path, rev: &str, path: &str) -> Option<Vec<u8>> {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["show", &format!("{rev}:{path}")])
+        .output()
+        .expect("git runs");
+    out.status.success().then_some(out.stdout)
+}

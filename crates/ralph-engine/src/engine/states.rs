@@ -7,11 +7,8 @@ use ralph_marker::Marker;
 
 use super::Run;
 use super::assemble::shown_command;
-use super::supervise::TailCollector;
-use crate::convergence;
-use crate::process::{self, ProcessSpec};
+use crate::process::ProcessSpec;
 use crate::state::{Facts, Requests};
-use crate::tail::Tail;
 
 impl Run {
     /// Carries out `requests` from the handler of `marker`'s state, after its events went out.
@@ -74,15 +71,8 @@ impl Run {
         let mut spec = ProcessSpec::command(&line, self.cwd_for(hook), self.options.kill_grace);
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
-        let mut collector = TailCollector {
-            tail: Tail::new(convergence::TAIL_BYTES),
-            iteration,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
-            interrupts: &mut self.interrupts,
-        };
-        let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let (tail, _) = collector.tail.into_text();
+        let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
+        let (tail, _) = tail.into_text();
         let name = &marker.name;
         match result {
             Ok(exit) if exit.exit_code == Some(0) && !exit.timed_out() => Some(0),
