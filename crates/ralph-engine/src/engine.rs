@@ -362,6 +362,7 @@ struct Run {
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
+    usage: Option<Usage>,
     tasks: Tasks,
     /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
     containment: Containment,
@@ -398,6 +399,7 @@ impl Run {
             tasks: Tasks::new(engine.tasks),
             cost_usd: None,
             num_turns: None,
+            usage: None,
             failures: FailureStreak::new(),
             agent_run: AgentRun::default(),
             last_failed: false,
@@ -721,6 +723,7 @@ impl Run {
             stories: self.tasks.summary(),
             cost_usd: self.cost_usd,
             num_turns: self.num_turns,
+            usage: self.usage.clone(),
         });
         RunOutcome {
             reason,
@@ -777,8 +780,9 @@ impl Run {
         self.agent_run = self.judge_agent_run(&exit, &words);
         let failed = self.agent_run.failure.is_some();
         if let Some(usage) = &usage {
+            self.usage.get_or_insert_with(Usage::default).add(usage);
             if let Some(cost) = usage.cost_usd {
-                *self.cost_usd.get_or_insert(0.0) += cost;
+                self.cost_usd = Some(adapter::add_cost(self.cost_usd.unwrap_or(0.0), cost));
             }
             if let Some(turns) = usage.num_turns {
                 let total = self.num_turns.get_or_insert(0);

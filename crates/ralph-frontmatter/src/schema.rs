@@ -109,7 +109,16 @@ pub enum DefaultValue {
 /// The values of `pty.mode`.
 pub const PTY_MODES: &[&str] = &["autonomous", "interactive"];
 /// The values of `output`.
-pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
+pub const OUTPUT_FORMATS: &[&str] = &[
+    "text",
+    "claude-stream-json",
+    "claude-json",
+    "codex-json",
+    "gemini-stream-json",
+    "opencode-json",
+    "cursor-stream-json",
+    "amp-stream-json",
+];
 
 /// The values of `states.NAME.then`.
 pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
