@@ -361,16 +361,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 };
                 let color = if *exit_code == 0 { "1;32" } else { "1;31" };
                 // Only agents whose adapter reports them (Claude's stream-json) have these.
-                let mut spent = String::new();
+                let mut spent = usage.as_ref().map(tokens_summary).unwrap_or_default();
                 if let Some(cost) = cost_usd {
                     spent.push_str(&format!(" · ${cost:.2}"));
                 }
                 if let Some(turns) = num_turns {
                     let s = if *turns == 1 { "" } else { "s" };
                     spent.push_str(&format!(" · {turns} turn{s}"));
-                }
-                if let Some(usage) = usage {
-                    spent.push_str(&tokens_summary(usage));
                 }
                 format!(
                     "{} {why} · {iterations} iteration{} ({idle_iterations} idle) · idle {}{spent} · exit {exit_code}",

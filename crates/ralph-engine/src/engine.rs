@@ -205,6 +205,9 @@ pub struct DryRun {
     /// Why the loop would end before iteration 1 (every story done, say). Then nothing ran:
     /// the prompt, the command line and the commands are empty.
     pub end: Option<EndReason>,
+    /// The built-in adapter that would read the agent's output, and why; `None` when an
+    /// embedder set its own ([`Engine::set_adapter`]) or nothing would run.
+    pub output: Option<adapter::OutputChoice>,
 }
 
 /// One of `commands`, run by [`Engine::dry_run`].
@@ -549,6 +552,7 @@ impl Run {
                 commands: Vec::new(),
                 task: None,
                 end: Some(end),
+                output: None,
             });
         }
         let iteration = 1;
@@ -571,8 +575,9 @@ impl Run {
             agent_words(&self.options.file.config.agent_argv, &prompt, || {
                 prompt_file.clone()
             });
-        if self.adapter.is_none() {
-            argv.extend(self.builtin_output().extra_args);
+        let output = self.adapter.is_none().then(|| self.builtin_output());
+        if let Some(output) = &output {
+            argv.extend(output.extra_args.iter().cloned());
             argv.extend(self.max_turns_args());
         }
         if argv.is_empty() {
@@ -585,6 +590,7 @@ impl Run {
             commands,
             task: self.tasks.current_id().map(str::to_owned),
             end: None,
+            output,
         })
     }
 
