@@ -168,13 +168,15 @@ fn warnings_printed_before_the_json_are_shown_and_not_fatal() {
 #[test]
 fn gemini_exiting_53_at_its_turn_limit_fails_the_iteration() {
     let p = Project::new("agent: gemini -o stream-json", "Fix the next item.\n");
-    run_agent(&p, "gemini", "quoted-marker.jsonl", 53, &["run", "-n", "1"]);
+    run_agent(&p, "gemini", "turn-limit.jsonl", 53, &["run", "-n", "1"]);
     let ended = ended(&p);
     assert_eq!(ended["failed"], true, "{ended}");
+    let failure = ended["failure"].as_str().unwrap();
     assert!(
-        ended["failure"].as_str().unwrap().starts_with("exit 53"),
-        "{ended}"
+        failure.starts_with("exit 53: Reached max session turns"),
+        "{failure}"
     );
+    assert_eq!(ended["usage"]["tool_calls"], 20);
 }
 
 #[test]

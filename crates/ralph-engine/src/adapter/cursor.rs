@@ -42,10 +42,16 @@ impl CursorStreamJsonAdapter {
             Some(short) => short.to_owned(),
             None => json::text(body.get("name")).unwrap_or(kind).to_owned(),
         };
-        let failed = body
-            .get("result")
-            .and_then(Value::as_object)
-            .is_some_and(|r| !r.contains_key("success"));
+        // A result holds `success` (a shell's with its exit code), or `failure`, `error`,
+        // `rejected`.
+        let result = body.get("result").and_then(Value::as_object);
+        let failed = result.is_some_and(|r| match r.get("success") {
+            Some(success) => success
+                .get("exitCode")
+                .and_then(Value::as_i64)
+                .is_some_and(|code| code != 0),
+            None => true,
+        });
         let arg = json::main_argument(body.get("args"));
         show_tool(&name, arg, failed, "", out);
     }
