@@ -316,7 +316,7 @@ fn claude_error_max_turns_fails_with_its_errors_shown() {
     assert_eq!(ended["failed"], true, "{ended}");
     let failure = ended["failure"].as_str().unwrap();
     assert!(
-        failure.contains("error_max_turns: Reached maximum number of turns (2)"),
+        failure.contains("Reached maximum number of turns (2)"),
         "{failure}"
     );
     assert!(common::stdout(&out).contains("Reached maximum number of turns (2)"));

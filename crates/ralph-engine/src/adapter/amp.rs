@@ -48,7 +48,7 @@ mod tests {
         let out = amp("error.jsonl");
         assert_eq!(
             out.error.as_deref(),
-            Some("error_during_execution: Out of credits. Add credits at ampcode.com/settings")
+            Some("Out of credits. Add credits at ampcode.com/settings")
         );
     }
 

@@ -99,7 +99,7 @@ pub fn choose_output(argv: &[String], configured: Option<OutputFormat>) -> Outpu
         return choice(
             OutputFormat::ClaudeStreamJson,
             claude_args,
-            "claude -p without --output-format: ralph asks for stream-json".to_owned(),
+            "claude -p with no --output-format".to_owned(),
         );
     }
     let detected = match program {

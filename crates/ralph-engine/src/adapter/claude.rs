@@ -259,15 +259,14 @@ impl ClaudeStreamJsonAdapter {
                 .filter(|s| !s.trim().is_empty())
                 .or_else(|| json::error_message(event.error.as_ref()))
                 .or_else(|| (!result.trim().is_empty()).then(|| result.clone()));
-            let words = match errors {
-                Some(text) => format!("{subtype}: {}", text.trim()),
-                None => subtype.to_owned(),
+            // The agent's own words are the failure; the subtype only when it gave none.
+            let words = error_words(errors.as_deref().unwrap_or(subtype));
+            let shown = if words == subtype {
+                format!("✗ the agent's run ended with {subtype}\n")
+            } else {
+                format!("✗ the agent's run ended with {subtype}: {words}\n")
             };
-            let words = error_words(&words);
-            out.show(
-                Stream::Stdout,
-                format!("✗ the agent's run ended with {words}\n").as_bytes(),
-            );
+            out.show(Stream::Stdout, shown.as_bytes());
             self.error = Some(words);
         } else {
             self.error = None;
@@ -1038,7 +1037,7 @@ mod tests {
         ]);
         assert_eq!(
             out.error.as_deref(),
-            Some("success: Invalid API key · Please run /login")
+            Some("Invalid API key · Please run /login")
         );
         assert!(out.shown().contains("Invalid API key"), "{}", out.shown());
     }
@@ -1050,7 +1049,7 @@ mod tests {
         ]);
         assert_eq!(
             out.error.as_deref(),
-            Some("error_max_turns: Reached maximum number of turns (10)")
+            Some("Reached maximum number of turns (10)")
         );
         assert!(out.shown().contains("Reached maximum number of turns"));
         assert_eq!(out.usage.unwrap().num_turns, Some(11));
