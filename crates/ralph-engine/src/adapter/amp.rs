@@ -2,10 +2,24 @@
 //! [`ClaudeStreamJsonAdapter::amp`](super::ClaudeStreamJsonAdapter::amp), with usage on each
 //! assistant message (summed) rather than on the result.
 
+use super::ClaudeStreamJsonAdapter;
+use super::claude::Flavour;
+
+impl ClaudeStreamJsonAdapter {
+    /// A new adapter for one run of Amp's `--stream-json`: Claude Code's events, the final
+    /// answer in `result.result`, an error in `is_error` and `error`, and usage summed over the
+    /// assistant messages, which carry it.
+    pub fn amp() -> Self {
+        let mut adapter = Self::default();
+        adapter.flavour = Flavour::Amp;
+        adapter
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::ClaudeStreamJsonAdapter;
     use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::ClaudeStreamJsonAdapter;
 
     fn amp(name: &str) -> Recorded {
         read(

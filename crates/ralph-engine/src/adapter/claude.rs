@@ -24,7 +24,7 @@ const SUBAGENT_INDENT: &str = "  │ ";
 
 /// Which agent writes the events.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum Flavour {
+pub(super) enum Flavour {
     /// Claude Code's stream-json: every event, the final answer in the `result` event.
     #[default]
     StreamJson,
@@ -47,7 +47,7 @@ enum Flavour {
 /// [`MAX_JSON_LINE`](super::MAX_JSON_LINE) and [`MAX_RESULT_TEXT`](super::MAX_RESULT_TEXT).
 #[derive(Debug, Default)]
 pub struct ClaudeStreamJsonAdapter {
-    flavour: Flavour,
+    pub(super) flavour: Flavour,
     lines: Lines,
     /// The last result event's text.
     result: Answer,
@@ -82,15 +82,6 @@ impl ClaudeStreamJsonAdapter {
     pub fn json() -> Self {
         Self {
             flavour: Flavour::Json,
-            ..Self::default()
-        }
-    }
-
-    /// A new adapter for one run of Amp's `--stream-json`: usage is summed over the assistant
-    /// messages, which carry it.
-    pub fn amp() -> Self {
-        Self {
-            flavour: Flavour::Amp,
             ..Self::default()
         }
     }

@@ -588,6 +588,51 @@ pub(crate) mod testing {
     }
 
     #[test]
+    fn lines_hold_at_most_the_cap_and_hand_a_longer_line_over_raw() {
+        let mut lines = Lines::default();
+        let (mut whole, mut raw, mut most) = (Vec::new(), 0, 0);
+        let mut long = vec![b'x'; MAX_JSON_LINE + 100];
+        long.extend_from_slice(b"\n{\"a\":1}\n");
+        for chunk in long.chunks(64 * 1024) {
+            lines.feed(chunk, &mut |piece| match piece {
+                Piece::Line(line) => whole.push(line.to_vec()),
+                Piece::Raw(bytes) => raw += bytes.len(),
+            });
+            most = most.max(lines.retained_bytes());
+        }
+        assert!(most <= MAX_JSON_LINE, "held {most}");
+        assert_eq!(raw, MAX_JSON_LINE + 101);
+        assert_eq!(whole, [b"{\"a\":1}".to_vec()]);
+        assert!(lines.retained_bytes() <= KEPT_LINE_CAPACITY);
+    }
+
+    #[test]
+    fn every_json_adapter_reads_on_after_a_line_past_the_cap() {
+        use ralph_frontmatter::OutputFormat::*;
+        for (format, agent) in [
+            (CodexJson, "codex"),
+            (GeminiStreamJson, "gemini"),
+            (OpencodeJson, "opencode"),
+            (CursorStreamJson, "cursor"),
+            (AmpStreamJson, "amp"),
+        ] {
+            let choice = choose::choose_output(&[], Some(format));
+            let mut adapter = choice.adapter();
+            let mut out = Recorded::default();
+            let mut long = br#"{"type":"tool_result","output":""#.to_vec();
+            long.resize(MAX_JSON_LINE + 1000, b'y');
+            long.extend_from_slice(b"\"}\n");
+            let tail = fixture(agent, "tool-use.jsonl");
+            for chunk in long.chunks(64 * 1024).chain(tail.chunks(64 * 1024)) {
+                adapter.feed(Stream::Stdout, chunk, &mut out);
+            }
+            out.usage = adapter.finish(&mut out);
+            assert_eq!(out.state().as_deref(), Some("idle"), "{agent}");
+            assert!(out.usage.is_some(), "{agent}");
+        }
+    }
+
+    #[test]
     fn the_answer_keeps_its_last_mebibyte_at_a_character_boundary() {
         let mut answer = Answer::default();
         answer.push(&"é".repeat(MAX_RESULT_TEXT / 2 + 10));
