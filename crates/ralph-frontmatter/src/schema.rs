@@ -600,6 +600,18 @@ mod tests {
 
     /// The table's defaults are the ones validation fills in.
     #[test]
+    fn every_output_value_names_one_format() {
+        let names: Vec<&str> = crate::OutputFormat::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, OUTPUT_FORMATS);
+        for name in OUTPUT_FORMATS {
+            assert_eq!(
+                crate::OutputFormat::from_name(name).map(|f| f.name()),
+                Some(*name)
+            );
+        }
+    }
+
+    #[test]
     fn defaults_match_what_validation_fills_in() {
         let text = "---\nagent: x\nidle:\nescalation:\npty:\n---\n";
         let config = crate::parse("RALPH.md", text).unwrap().file.config;
