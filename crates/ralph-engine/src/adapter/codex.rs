@@ -44,12 +44,12 @@ impl CodexJsonAdapter {
                 self.answer.set(text);
             }
             "command_execution" => {
-                self.tool(out);
+                self.count_tool();
                 let command = json::text(item.get("command"));
                 show_tool("shell", command, failed, "", out);
             }
             "file_change" => {
-                self.tool(out);
+                self.count_tool();
                 let paths = item
                     .get("changes")
                     .and_then(Value::as_array)
@@ -64,7 +64,7 @@ impl CodexJsonAdapter {
                 show_tool("edit", Some(&paths), failed, "", out);
             }
             "mcp_tool_call" => {
-                self.tool(out);
+                self.count_tool();
                 let name = match (json::text(item.get("server")), json::text(item.get("tool"))) {
                     (Some(server), Some(tool)) => format!("{server}.{tool}"),
                     (_, Some(tool)) => tool.to_owned(),
@@ -73,7 +73,7 @@ impl CodexJsonAdapter {
                 show_tool(&name, None, failed, "", out);
             }
             "web_search" => {
-                self.tool(out);
+                self.count_tool();
                 show_tool("web_search", json::text(item.get("query")), false, "", out);
             }
             // A non-fatal error Codex reports as an item: shown, not a failure.
@@ -86,7 +86,7 @@ impl CodexJsonAdapter {
         }
     }
 
-    fn tool(&mut self, _out: &mut dyn AdapterOutput) {
+    fn count_tool(&mut self) {
         json::add(&mut self.usage.tool_calls, Some(1));
     }
 
