@@ -27,16 +27,17 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
         &c.agent_argv,
         c.output.or(c.pty.map(|_| OutputFormat::Text)),
     );
-    let format = match choice.format {
-        OutputFormat::Text => "text",
-        OutputFormat::ClaudeStreamJson => "claude-stream-json",
-    };
+    let format = choice.format.name();
     row(
         "output",
         if choice.extra_args.is_empty() {
-            format.to_owned()
+            format!("{format} ({})", choice.reason)
         } else {
-            format!("{format} · ralph adds {}", choice.extra_args.join(" "))
+            format!(
+                "{format} ({}) · ralph adds {}",
+                choice.reason,
+                choice.extra_args.join(" ")
+            )
         },
     );
     row(

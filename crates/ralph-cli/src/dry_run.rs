@@ -57,6 +57,13 @@ fn summary(dry: &DryRun) -> String {
         ));
     }
     s.push_str(&format!("dry run: agent: {}\n", shell_line(&dry.argv)));
+    if let Some(output) = &dry.output {
+        s.push_str(&format!(
+            "dry run: output read as {} ({})\n",
+            output.format.name(),
+            output.reason
+        ));
+    }
     s.push_str(&format!(
         "dry run: the prompt ({} bytes) would go {}; it follows on stdout\n",
         dry.prompt.len(),

@@ -45,23 +45,35 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
         ));
     }
 
-    // Only an adapter that reads the agent's cost (Claude's stream-json) can reach max_cost.
-    let reads_cost = ralph_engine::choose_output(
+    // Only an adapter that reads the agent's cost (Claude Code's stream-json and json, Amp's
+    // stream-json, opencode's json) can reach max_cost.
+    let format = ralph_engine::choose_output(
         &config.agent_argv,
         config
             .output
             .or(config.pty.map(|_| ralph_frontmatter::OutputFormat::Text)),
     )
-    .format
-        == ralph_frontmatter::OutputFormat::ClaudeStreamJson;
+    .format;
+    let reads_cost = {
+        use ralph_frontmatter::OutputFormat::*;
+        matches!(
+            format,
+            ClaudeStreamJson | ClaudeJson | AmpStreamJson | OpencodeJson
+        )
+    };
     if config.max_cost.is_some() && !reads_cost {
+        let read_as = match format {
+            ralph_frontmatter::OutputFormat::Text => "read as text".to_owned(),
+            other => format!("read as {}", other.name()),
+        };
         warnings.push(at(
             "max_cost:",
             None,
             "max_cost".to_owned(),
-            "the agent's output is read as text, which reports no cost: max_cost can never be \
-             reached (use `output: claude-stream-json` with an agent that writes it)"
-                .to_owned(),
+            format!(
+                "the agent's output is {read_as}, which reports no cost: max_cost can never be \
+                 reached (use `output: claude-stream-json` with an agent that writes it)"
+            ),
         ));
     }
 

@@ -316,6 +316,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 cost_usd,
                 num_turns,
                 stories,
+                usage,
             } => {
                 let why = match reason.as_str() {
                     "max_iterations" if *exit_code != 0 && stories.is_none() => {
@@ -360,7 +361,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 };
                 let color = if *exit_code == 0 { "1;32" } else { "1;31" };
                 // Only agents whose adapter reports them (Claude's stream-json) have these.
-                let mut spent = String::new();
+                let mut spent = usage.as_ref().map(tokens_summary).unwrap_or_default();
                 if let Some(cost) = cost_usd {
                     spent.push_str(&format!(" · ${cost:.2}"));
                 }
@@ -463,6 +464,29 @@ pub(crate) fn human_duration(d: Duration) -> String {
         (_, _) if m == 0 => format!("{h}h"),
         _ => format!("{h}h {m}m"),
     }
+}
+
+/// ` · 98.7k tokens in (88.4k cached), 1.5k out`, or nothing when no tokens were reported.
+fn tokens_summary(usage: &ralph_engine::Usage) -> String {
+    fn short(n: u64) -> String {
+        match n {
+            0..1_000 => n.to_string(),
+            1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+            _ => format!("{:.1}M", n as f64 / 1e6),
+        }
+    }
+    let (Some(input), Some(output)) = (usage.input_tokens, usage.output_tokens) else {
+        return String::new();
+    };
+    let cached = match usage.cached_input_tokens {
+        Some(c) if c > 0 => format!(" ({} cached)", short(c)),
+        _ => String::new(),
+    };
+    format!(
+        " · {} tokens in{cached}, {} out",
+        short(input),
+        short(output)
+    )
 }
 
 #[cfg(test)]
@@ -592,6 +616,7 @@ mod tests {
                 flake_retries: convergence.map(|c| c.1),
                 cost_usd: None,
                 num_turns: None,
+                usage: None,
                 stories: None,
             })
             .collect();
@@ -707,6 +732,7 @@ mod tests {
             flake_retries: None,
             cost_usd,
             num_turns,
+            usage: None,
             stories: None,
         };
         let kinds = [
@@ -729,6 +755,7 @@ mod tests {
             flake_retries: None,
             cost_usd: None,
             num_turns: None,
+            usage: None,
             stories: Some(ralph_engine::StoriesSummary {
                 passed,
                 blocked,
@@ -775,6 +802,7 @@ mod tests {
                 flake_retries: Some(0),
                 cost_usd: None,
                 num_turns: None,
+                usage: None,
                 stories: None,
             },
         ];
@@ -884,6 +912,7 @@ mod tests {
                     flake_retries: None,
                     cost_usd: None,
                     num_turns: None,
+                    usage: None,
                     stories: None,
                 },
             ],

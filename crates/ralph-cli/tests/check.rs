@@ -122,14 +122,26 @@ fn check_shows_how_the_agent_output_is_read() {
     for (agent, shown) in [
         (
             "claude -p",
-            "  output          claude-stream-json · ralph adds --output-format stream-json --verbose\n",
+            "  output          claude-stream-json (claude -p with no --output-format) · ralph adds \
+             --output-format stream-json --verbose\n",
         ),
-        ("cat", "  output          text\n"),
+        (
+            "cat",
+            "  output          text (no JSON output format recognised on the agent line)\n",
+        ),
         (
             "claude -p --output-format stream-json --verbose",
-            "  output          claude-stream-json\n",
+            "  output          claude-stream-json (the agent line runs claude --output-format \
+             stream-json)\n",
         ),
-        ("claude -p\noutput: text", "  output          text\n"),
+        (
+            "claude -p\noutput: text",
+            "  output          text (output: text in RALPH.md)\n",
+        ),
+        (
+            "codex exec --json",
+            "  output          codex-json (the agent line runs codex exec --json)\n",
+        ),
     ] {
         let project = common::Project::new(&format!("agent: {agent}"), "hi");
         let out = project.run(&["check"]);

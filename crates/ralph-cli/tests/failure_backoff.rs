@@ -258,7 +258,8 @@ fn one_ctrl_c_skips_the_wait_and_the_next_run_starts_after_the_grace() {
 fn claude_codes_usage_limit_result_is_a_wait_until_its_reset() {
     // What `claude -p --output-format stream-json` ends with when the plan's limit is reached.
     let p = scripted(
-        "cat >/dev/null\n[ \"$RALPH_ITERATION\" = 2 ] && exit 0\n\
+        // A run that ends without its result event fails; iteration 2 answers.
+        "cat >/dev/null\n[ \"$RALPH_ITERATION\" = 2 ] && { echo '{\"type\":\"result\",\"result\":\"ok\"}'; exit 0; }\n\
          printf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Claude AI usage limit reached|%s\"}\\n' \
          \"$(( $(date +%s) + 7200 ))\"\nexit 1\n",
         "output: claude-stream-json\nrate_limit: {max_wait: 100ms}",

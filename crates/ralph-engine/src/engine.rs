@@ -205,6 +205,9 @@ pub struct DryRun {
     /// Why the loop would end before iteration 1 (every story done, say). Then nothing ran:
     /// the prompt, the command line and the commands are empty.
     pub end: Option<EndReason>,
+    /// The built-in adapter that would read the agent's output, and why; `None` when an
+    /// embedder set its own ([`Engine::set_adapter`]) or nothing would run.
+    pub output: Option<adapter::OutputChoice>,
 }
 
 /// One of `commands`, run by [`Engine::dry_run`].
@@ -362,6 +365,7 @@ struct Run {
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
+    usage: Option<Usage>,
     tasks: Tasks,
     /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
     containment: Containment,
@@ -398,6 +402,7 @@ impl Run {
             tasks: Tasks::new(engine.tasks),
             cost_usd: None,
             num_turns: None,
+            usage: None,
             failures: FailureStreak::new(),
             agent_run: AgentRun::default(),
             last_failed: false,
@@ -547,6 +552,7 @@ impl Run {
                 commands: Vec::new(),
                 task: None,
                 end: Some(end),
+                output: None,
             });
         }
         let iteration = 1;
@@ -569,8 +575,9 @@ impl Run {
             agent_words(&self.options.file.config.agent_argv, &prompt, || {
                 prompt_file.clone()
             });
-        if self.adapter.is_none() {
-            argv.extend(self.builtin_output().extra_args);
+        let output = self.adapter.is_none().then(|| self.builtin_output());
+        if let Some(output) = &output {
+            argv.extend(output.extra_args.iter().cloned());
             argv.extend(self.max_turns_args());
         }
         if argv.is_empty() {
@@ -583,6 +590,7 @@ impl Run {
             commands,
             task: self.tasks.current_id().map(str::to_owned),
             end: None,
+            output,
         })
     }
 
@@ -721,6 +729,7 @@ impl Run {
             stories: self.tasks.summary(),
             cost_usd: self.cost_usd,
             num_turns: self.num_turns,
+            usage: self.usage.clone(),
         });
         RunOutcome {
             reason,
@@ -777,8 +786,9 @@ impl Run {
         self.agent_run = self.judge_agent_run(&exit, &words);
         let failed = self.agent_run.failure.is_some();
         if let Some(usage) = &usage {
+            self.usage.get_or_insert_with(Usage::default).add(usage);
             if let Some(cost) = usage.cost_usd {
-                *self.cost_usd.get_or_insert(0.0) += cost;
+                self.cost_usd = Some(adapter::add_cost(self.cost_usd.unwrap_or(0.0), cost));
             }
             if let Some(turns) = usage.num_turns {
                 let total = self.num_turns.get_or_insert(0);

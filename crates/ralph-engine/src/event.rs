@@ -85,7 +85,7 @@ pub enum EventKind {
         markers: Vec<MarkerRecord>,
         /// The iteration's log file, if logs are being written.
         log_file: Option<String>,
-        /// Cost, turns and tokens, when the agent's adapter reports them (Claude's stream-json).
+        /// Cost, tokens and turns, when the agent's adapter reports them (every JSON adapter).
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
         /// Whether the run failed: a non-zero exit, a signal ralph did not send, a timeout, an
@@ -260,6 +260,10 @@ pub enum EventKind {
         /// Total agent turns of the iterations whose agent reported them.
         #[serde(skip_serializing_if = "Option::is_none")]
         num_turns: Option<u64>,
+        /// Every iteration's `usage`, summed (cost, tokens, turns, tool calls); absent when no
+        /// agent reported any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
 }
 

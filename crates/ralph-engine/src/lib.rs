@@ -55,7 +55,8 @@ mod tail;
 mod task;
 
 pub use adapter::{
-    AdapterOutput, ClaudeStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OutputAdapter,
+    AdapterOutput, ClaudeStreamJsonAdapter, CodexJsonAdapter, CursorStreamJsonAdapter,
+    GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
     OutputChoice, TextAdapter, Usage, choose_output,
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};

@@ -235,11 +235,57 @@ pub enum PtyMode {
 
 /// How the agent's output is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OutputFormat {
     /// Plain text, shown as is.
     Text,
     /// Claude Code's `--output-format stream-json`.
     ClaudeStreamJson,
+    /// Claude Code's `--output-format json` (one result object).
+    ClaudeJson,
+    /// Codex's `codex exec --json`.
+    CodexJson,
+    /// Gemini CLI's `--output-format stream-json`.
+    GeminiStreamJson,
+    /// opencode's `opencode run --format json`.
+    OpencodeJson,
+    /// Cursor's `cursor-agent --output-format stream-json`.
+    CursorStreamJson,
+    /// Amp's `amp --stream-json` (Claude Code's stream-json events).
+    AmpStreamJson,
+}
+
+impl OutputFormat {
+    /// Every format, in the order of [`schema::OUTPUT_FORMATS`].
+    pub const ALL: [OutputFormat; 8] = [
+        OutputFormat::Text,
+        OutputFormat::ClaudeStreamJson,
+        OutputFormat::ClaudeJson,
+        OutputFormat::CodexJson,
+        OutputFormat::GeminiStreamJson,
+        OutputFormat::OpencodeJson,
+        OutputFormat::CursorStreamJson,
+        OutputFormat::AmpStreamJson,
+    ];
+
+    /// The format's name as `output:` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::ClaudeStreamJson => "claude-stream-json",
+            OutputFormat::ClaudeJson => "claude-json",
+            OutputFormat::CodexJson => "codex-json",
+            OutputFormat::GeminiStreamJson => "gemini-stream-json",
+            OutputFormat::OpencodeJson => "opencode-json",
+            OutputFormat::CursorStreamJson => "cursor-stream-json",
+            OutputFormat::AmpStreamJson => "amp-stream-json",
+        }
+    }
+
+    /// The format `output:` names `name`, if any.
+    pub fn from_name(name: &str) -> Option<OutputFormat> {
+        OutputFormat::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
 
 /// Whether `argv` runs Claude Code in print mode (`claude -p` or `--print`), the one agent ralph

@@ -109,7 +109,16 @@ pub enum DefaultValue {
 /// The values of `pty.mode`.
 pub const PTY_MODES: &[&str] = &["autonomous", "interactive"];
 /// The values of `output`.
-pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
+pub const OUTPUT_FORMATS: &[&str] = &[
+    "text",
+    "claude-stream-json",
+    "claude-json",
+    "codex-json",
+    "gemini-stream-json",
+    "opencode-json",
+    "cursor-stream-json",
+    "amp-stream-json",
+];
 
 /// The values of `states.NAME.then`.
 pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
@@ -590,6 +599,18 @@ mod tests {
     }
 
     /// The table's defaults are the ones validation fills in.
+    #[test]
+    fn every_output_value_names_one_format() {
+        let names: Vec<&str> = crate::OutputFormat::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, OUTPUT_FORMATS);
+        for name in OUTPUT_FORMATS {
+            assert_eq!(
+                crate::OutputFormat::from_name(name).map(|f| f.name()),
+                Some(*name)
+            );
+        }
+    }
+
     #[test]
     fn defaults_match_what_validation_fills_in() {
         let text = "---\nagent: x\nidle:\nescalation:\npty:\n---\n";

@@ -439,10 +439,7 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
     let output = present(root, "output").map(|v| {
         checker
             .choice(&top.key("output"), v, OUTPUT_FORMATS)
-            .map(|format| match format {
-                "text" => OutputFormat::Text,
-                _ => OutputFormat::ClaudeStreamJson,
-            })
+            .map(|format| OutputFormat::from_name(format).unwrap_or(OutputFormat::Text))
     });
     let failure = failure(checker, &top.key("failure"), root.get("failure"));
     let rate_limit = rate_limit(checker, &top.key("rate_limit"), root.get("rate_limit"));

@@ -1,0 +1,241 @@
+//! Codex's `codex exec --json`: one thread event per line.
+
+use serde_json::{Map, Value};
+
+use super::json::{self, NotJson};
+use super::{
+    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
+    show_tool,
+};
+use crate::event::Stream;
+
+/// Codex's `codex exec --json` (JSON Lines of thread events, as its `exec_events.rs` defines).
+///
+/// Shown: each `agent_message`, one line per command, file change, MCP tool call and web
+/// search (`✗` when it failed), and Codex's errors. Result text: the last `agent_message`
+/// (the final answer). Usage: `turn.completed.usage` summed over the turns; the session is the
+/// `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
+#[derive(Debug, Default)]
+pub struct CodexJsonAdapter {
+    lines: Lines,
+    answer: Answer,
+    usage: Usage,
+    not_json: NotJson,
+    error: Option<String>,
+}
+
+impl CodexJsonAdapter {
+    /// A new adapter for one agent run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn item(&mut self, item: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        let status = json::text(item.get("status"));
+        let failed = status == Some("failed")
+            || item
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .is_some_and(|code| code != 0);
+        match json::text(item.get("type")).unwrap_or_default() {
+            "agent_message" => {
+                let text = json::text(item.get("text")).unwrap_or_default();
+                show_text(text, "", out);
+                self.answer.set(text);
+            }
+            "command_execution" => {
+                self.count_tool();
+                let command = json::text(item.get("command"));
+                show_tool("shell", command, failed, "", out);
+            }
+            "file_change" => {
+                self.count_tool();
+                let paths = item
+                    .get("changes")
+                    .and_then(Value::as_array)
+                    .map(|changes| {
+                        changes
+                            .iter()
+                            .filter_map(|c| json::text(c.get("path")))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                show_tool("edit", Some(&paths), failed, "", out);
+            }
+            "mcp_tool_call" => {
+                self.count_tool();
+                let name = match (json::text(item.get("server")), json::text(item.get("tool"))) {
+                    (Some(server), Some(tool)) => format!("{server}.{tool}"),
+                    (_, Some(tool)) => tool.to_owned(),
+                    _ => "mcp".to_owned(),
+                };
+                show_tool(&name, None, failed, "", out);
+            }
+            "web_search" => {
+                self.count_tool();
+                show_tool("web_search", json::text(item.get("query")), false, "", out);
+            }
+            // A non-fatal error Codex reports as an item: shown, not a failure.
+            "error" => {
+                let message = json::text(item.get("message")).unwrap_or("error");
+                show_text(&format!("⚠ {message}"), "", out);
+            }
+            // Reasoning, todo lists and anything newer.
+            _ => {}
+        }
+    }
+
+    fn count_tool(&mut self) {
+        json::add(&mut self.usage.tool_calls, Some(1));
+    }
+
+    fn fail(&mut self, message: Option<String>, out: &mut dyn AdapterOutput) {
+        let words = error_words(message.as_deref().unwrap_or("error"));
+        out.show(
+            Stream::Stdout,
+            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
+        );
+        self.error = Some(words);
+    }
+}
+
+impl ReadsLines for CodexJsonAdapter {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
+        let Some(event) = json::object(line, "codex exec --json", &mut self.not_json, out) else {
+            return;
+        };
+        match json::text(event.get("type")).unwrap_or_default() {
+            "thread.started" => {
+                self.usage.session_id = json::text(event.get("thread_id")).map(str::to_owned);
+            }
+            // Only a completed item is whole: its status, exit code and text are final.
+            "item.completed" => {
+                if let Some(item) = event.get("item").and_then(Value::as_object) {
+                    self.item(item, out);
+                }
+            }
+            "turn.completed" => {
+                // A turn that completes recovered from any error reported before it (a
+                // dropped stream Codex retried).
+                self.error = None;
+                json::add(&mut self.usage.num_turns, Some(1));
+                if let Some(usage) = event.get("usage") {
+                    let u = &mut self.usage;
+                    json::add(&mut u.input_tokens, json::count(usage.get("input_tokens")));
+                    json::add(
+                        &mut u.cached_input_tokens,
+                        json::count(usage.get("cached_input_tokens")),
+                    );
+                    json::add(
+                        &mut u.output_tokens,
+                        json::count(usage.get("output_tokens")),
+                    );
+                    json::add(
+                        &mut u.reasoning_tokens,
+                        json::count(usage.get("reasoning_output_tokens")),
+                    );
+                }
+            }
+            "turn.failed" => {
+                json::add(&mut self.usage.num_turns, Some(1));
+                self.fail(json::error_message(event.get("error")), out);
+            }
+            "error" => self.fail(
+                json::error_message(event.get("message"))
+                    .or(json::error_message(event.get("error"))),
+                out,
+            ),
+            _ => {}
+        }
+    }
+}
+
+impl OutputAdapter for CodexJsonAdapter {
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.feed_lines(stream, bytes, out);
+    }
+
+    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
+        self.finish_lines(out);
+        self.not_json.summarise("codex exec --json");
+        self.answer.hand_over(out);
+        let usage = std::mem::take(&mut self.usage);
+        (!usage.is_empty()).then_some(usage)
+    }
+
+    fn reported_error(&self) -> Option<String> {
+        self.error.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{assert_chunking_does_not_matter, fixture, read};
+    use super::*;
+
+    fn codex(name: &str) -> super::super::testing::Recorded {
+        read(CodexJsonAdapter::new(), [fixture("codex", name).as_slice()])
+    }
+
+    #[test]
+    fn a_run_shows_messages_and_tool_calls_and_sums_turn_usage() {
+        let out = codex("tool-use.jsonl");
+        insta::assert_snapshot!(out.shown());
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+        let usage = out.usage.unwrap();
+        assert_eq!(
+            usage.session_id.as_deref(),
+            Some("0199a213-81c0-7800-8aa1-bbab2a035a53")
+        );
+        assert_eq!(usage.input_tokens, Some(24763 + 8120));
+        assert_eq!(usage.cached_input_tokens, Some(24448 + 7936));
+        assert_eq!(usage.output_tokens, Some(122 + 310));
+        assert_eq!(usage.reasoning_tokens, Some(64 + 128));
+        assert_eq!(usage.num_turns, Some(2));
+        assert_eq!(usage.tool_calls, Some(3));
+    }
+
+    #[test]
+    fn a_marker_quoted_in_command_output_is_not_the_agents() {
+        let raw = fixture("codex", "quoted-marker.jsonl");
+        assert!(ralph_marker::last_state(&ralph_marker::scan(&raw)).is_some());
+        let out = codex("quoted-marker.jsonl");
+        assert_eq!(out.state(), None);
+        assert!(out.error.is_none());
+    }
+
+    #[test]
+    fn a_marker_with_quoted_attributes_in_the_final_message_is_read_whole() {
+        let out = codex("success.jsonl");
+        assert_eq!(out.markers(), ["state blocked reason=needs the API key"]);
+        assert_eq!(out.usage.unwrap().num_turns, Some(1));
+    }
+
+    #[test]
+    fn a_failed_turn_fails_the_run_with_codexs_words() {
+        let out = codex("error.jsonl");
+        assert_eq!(
+            out.error.as_deref(),
+            Some("unexpected status 401 Unauthorized: Missing bearer authentication in header")
+        );
+        assert!(out.shown().contains("npm warn"), "{}", out.shown());
+    }
+
+    #[test]
+    fn chunking_at_any_byte_gives_the_same_reading() {
+        for name in [
+            "success.jsonl",
+            "tool-use.jsonl",
+            "error.jsonl",
+            "quoted-marker.jsonl",
+        ] {
+            assert_chunking_does_not_matter(CodexJsonAdapter::new, &fixture("codex", name), name);
+        }
+    }
+}

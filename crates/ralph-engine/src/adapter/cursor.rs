@@ -1,0 +1,209 @@
+//! Cursor's `cursor-agent --output-format stream-json`: Claude-like events, its own tool calls.
+
+use serde_json::{Map, Value};
+
+use super::json::{self, NotJson};
+use super::{
+    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
+    show_tool,
+};
+use crate::event::Stream;
+
+/// Cursor's `cursor-agent -p --output-format stream-json` (`system`, `user`, `assistant`,
+/// `tool_call` started/completed, `result`).
+///
+/// Shown: the assistant's text and one line per completed tool call (`✗` when its result is
+/// not a success). Result text: `result.result` (the final answer). Usage: `result.usage`
+/// (camelCase token fields) and `duration_ms`. A result with `is_error`, or no result at all,
+/// fails the iteration.
+#[derive(Debug, Default)]
+pub struct CursorStreamJsonAdapter {
+    lines: Lines,
+    answer: Answer,
+    saw_result: bool,
+    usage: Usage,
+    not_json: NotJson,
+    error: Option<String>,
+}
+
+impl CursorStreamJsonAdapter {
+    /// A new adapter for one agent run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn tool_call(&mut self, call: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        json::add(&mut self.usage.tool_calls, Some(1));
+        // `{"shellToolCall": {"args": ..., "result": ...}}`, or `{"function": {"name": ...}}`.
+        let Some((kind, body)) = call.iter().next() else {
+            return;
+        };
+        let name = match kind.strip_suffix("ToolCall") {
+            Some(short) => short.to_owned(),
+            None => json::text(body.get("name")).unwrap_or(kind).to_owned(),
+        };
+        // A result holds `success` (a shell's with its exit code), or `failure`, `error`,
+        // `rejected`.
+        let result = body.get("result").and_then(Value::as_object);
+        let failed = result.is_some_and(|r| match r.get("success") {
+            Some(success) => success
+                .get("exitCode")
+                .and_then(Value::as_i64)
+                .is_some_and(|code| code != 0),
+            None => true,
+        });
+        let arg = json::main_argument(body.get("args"));
+        show_tool(&name, arg, failed, "", out);
+    }
+}
+
+impl ReadsLines for CursorStreamJsonAdapter {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
+        let Some(event) = json::object(line, "Cursor stream-json", &mut self.not_json, out) else {
+            return;
+        };
+        if let Some(session) = json::text(event.get("session_id")) {
+            if self.usage.session_id.as_deref() != Some(session) {
+                self.usage.session_id = Some(session.to_owned());
+            }
+        }
+        match json::text(event.get("type")).unwrap_or_default() {
+            "system" => self.usage.model = json::text(event.get("model")).map(str::to_owned),
+            "assistant" => {
+                let content = event.get("message").and_then(|m| m.get("content"));
+                for block in content.and_then(Value::as_array).into_iter().flatten() {
+                    if json::text(block.get("type")) == Some("text") {
+                        show_text(json::text(block.get("text")).unwrap_or_default(), "", out);
+                    }
+                }
+            }
+            "tool_call" if json::text(event.get("subtype")) == Some("completed") => {
+                if let Some(call) = event.get("tool_call").and_then(Value::as_object) {
+                    self.tool_call(call, out);
+                }
+            }
+            "result" => {
+                self.saw_result = true;
+                let result = json::text(event.get("result")).unwrap_or_default();
+                self.answer.set(result);
+                self.usage.duration_ms = json::count(event.get("duration_ms"));
+                if let Some(usage) = event.get("usage") {
+                    let read = json::count(usage.get("cacheReadTokens"));
+                    let u = &mut self.usage;
+                    for n in [
+                        json::count(usage.get("inputTokens")),
+                        read,
+                        json::count(usage.get("cacheWriteTokens")),
+                    ] {
+                        json::add(&mut u.input_tokens, n);
+                    }
+                    json::add(&mut u.cached_input_tokens, read);
+                    json::add(&mut u.output_tokens, json::count(usage.get("outputTokens")));
+                }
+                let failed = event.get("is_error").and_then(Value::as_bool) == Some(true)
+                    || json::text(event.get("subtype")).is_some_and(|s| s != "success");
+                if failed {
+                    let words = error_words(if result.trim().is_empty() {
+                        json::text(event.get("subtype")).unwrap_or("error")
+                    } else {
+                        result
+                    });
+                    out.show(
+                        Stream::Stdout,
+                        format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
+                    );
+                    self.error = Some(words);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl OutputAdapter for CursorStreamJsonAdapter {
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.feed_lines(stream, bytes, out);
+    }
+
+    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
+        self.finish_lines(out);
+        self.not_json.summarise("Cursor stream-json");
+        if !self.saw_result {
+            self.error = Some("the agent's run ended without a final answer".to_owned());
+            show_text("✗ the agent's run ended without a final answer", "", out);
+        }
+        self.answer.hand_over(out);
+        let usage = std::mem::take(&mut self.usage);
+        (!usage.is_empty()).then_some(usage)
+    }
+
+    fn reported_error(&self) -> Option<String> {
+        self.error.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::*;
+
+    fn cursor(name: &str) -> Recorded {
+        read(
+            CursorStreamJsonAdapter::new(),
+            [fixture("cursor", name).as_slice()],
+        )
+    }
+
+    #[test]
+    fn a_run_shows_text_and_tool_calls_and_reads_result_usage() {
+        let out = cursor("tool-use.jsonl");
+        insta::assert_snapshot!(out.shown());
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+        let usage = out.usage.unwrap();
+        assert_eq!(usage.input_tokens, Some(5120 + 20480 + 1024));
+        assert_eq!(usage.cached_input_tokens, Some(20480));
+        assert_eq!(usage.output_tokens, Some(734));
+        assert_eq!(usage.duration_ms, Some(18650));
+        assert_eq!(usage.tool_calls, Some(2));
+        assert_eq!(usage.model.as_deref(), Some("Claude 4.5 Sonnet"));
+    }
+
+    #[test]
+    fn markers_come_from_the_result_only() {
+        assert_eq!(cursor("quoted-marker.jsonl").state(), None);
+        assert_eq!(
+            cursor("success.jsonl").markers(),
+            ["state blocked reason=needs \"staging\""]
+        );
+    }
+
+    #[test]
+    fn an_error_result_fails_the_run() {
+        let out = cursor("error.jsonl");
+        assert_eq!(
+            out.error.as_deref(),
+            Some("Authentication required. Run cursor-agent login first.")
+        );
+    }
+
+    #[test]
+    fn chunking_at_any_byte_gives_the_same_reading() {
+        for name in [
+            "success.jsonl",
+            "tool-use.jsonl",
+            "error.jsonl",
+            "quoted-marker.jsonl",
+        ] {
+            assert_chunking_does_not_matter(
+                CursorStreamJsonAdapter::new,
+                &fixture("cursor", name),
+                name,
+            );
+        }
+    }
+}

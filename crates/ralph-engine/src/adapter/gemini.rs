@@ -1,0 +1,247 @@
+//! Gemini CLI's `--output-format stream-json`: one event per line, the answer in deltas.
+
+use std::collections::VecDeque;
+
+use serde_json::Value;
+
+use super::json::{self, NotJson};
+use super::{
+    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
+    show_tool,
+};
+use crate::event::Stream;
+
+/// Tool calls whose name is remembered, to name the one a failed result belongs to.
+const MAX_TOOL_NAMES: usize = 64;
+
+/// Gemini CLI's `--output-format stream-json` (`init`, `message`, `tool_use`, `tool_result`,
+/// `error`, `result`).
+///
+/// Shown: the assistant's message deltas as they stream, one line per tool call and one per
+/// failed tool result, warnings. Result text: the assistant's deltas joined, so a marker split
+/// across deltas is whole. Usage: `result.stats` (tokens per model, summed; duration; tool
+/// calls). An `error` event of severity `error` or a `result` with status `error` fails the
+/// iteration with Gemini's words; its turn limit ends it with exit code 53, a failure too.
+#[derive(Debug, Default)]
+pub struct GeminiStreamJsonAdapter {
+    lines: Lines,
+    answer: Answer,
+    usage: Usage,
+    tool_names: VecDeque<(String, String)>,
+    /// The last thing shown was a delta without its newline.
+    mid_line: bool,
+    not_json: NotJson,
+    error: Option<String>,
+}
+
+impl GeminiStreamJsonAdapter {
+    /// A new adapter for one agent run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ends a line of streamed text before a line of ralph's own.
+    fn end_line(&mut self, out: &mut dyn AdapterOutput) {
+        if self.mid_line {
+            out.show(Stream::Stdout, b"\n");
+            self.mid_line = false;
+        }
+    }
+
+    fn fail(&mut self, message: Option<String>, out: &mut dyn AdapterOutput) {
+        self.end_line(out);
+        let words = error_words(message.as_deref().unwrap_or("error"));
+        out.show(
+            Stream::Stdout,
+            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
+        );
+        self.error = Some(words);
+    }
+
+    fn stats(&mut self, stats: &Value) {
+        let u = &mut self.usage;
+        u.duration_ms = json::count(stats.get("duration_ms"));
+        u.tool_calls = json::count(stats.get("tool_calls"));
+        let models = stats.get("models").and_then(Value::as_object);
+        let per_model: Vec<&Value> = match models {
+            Some(models) if !models.is_empty() => models.values().collect(),
+            _ => vec![stats],
+        };
+        for model in per_model {
+            json::add(&mut u.input_tokens, json::count(model.get("input_tokens")));
+            json::add(
+                &mut u.output_tokens,
+                json::count(model.get("output_tokens")),
+            );
+            json::add(&mut u.cached_input_tokens, json::count(model.get("cached")));
+        }
+        if let Some(models) = models {
+            if models.len() == 1 {
+                u.model = models.keys().next().cloned();
+            }
+        }
+    }
+}
+
+impl ReadsLines for GeminiStreamJsonAdapter {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
+        let Some(event) = json::object(line, "Gemini stream-json", &mut self.not_json, out) else {
+            return;
+        };
+        match json::text(event.get("type")).unwrap_or_default() {
+            "init" => {
+                self.usage.session_id = json::text(event.get("session_id")).map(str::to_owned);
+                self.usage.model = json::text(event.get("model")).map(str::to_owned);
+            }
+            "message" if json::text(event.get("role")) == Some("assistant") => {
+                let text = json::text(event.get("content")).unwrap_or_default();
+                out.show(Stream::Stdout, text.as_bytes());
+                self.mid_line = !text.is_empty() && !text.ends_with('\n');
+                self.answer.push(text);
+            }
+            "tool_use" => {
+                self.end_line(out);
+                let name = json::text(event.get("tool_name"))
+                    .unwrap_or("tool")
+                    .to_owned();
+                let arg = json::main_argument(event.get("parameters"));
+                show_tool(&name, arg, false, "", out);
+                if let Some(id) = json::text(event.get("tool_id")) {
+                    if self.tool_names.len() == MAX_TOOL_NAMES {
+                        self.tool_names.pop_front();
+                    }
+                    self.tool_names.push_back((id.to_owned(), name));
+                }
+            }
+            "tool_result" if json::text(event.get("status")) == Some("error") => {
+                self.end_line(out);
+                let id = json::text(event.get("tool_id")).unwrap_or_default();
+                let name = self
+                    .tool_names
+                    .iter()
+                    .rev()
+                    .find(|(known, _)| known == id)
+                    .map_or("tool", |(_, name)| name.as_str())
+                    .to_owned();
+                let why = json::error_message(event.get("error"));
+                show_tool(&format!("{name} failed:"), why.as_deref(), true, "", out);
+            }
+            "error" => {
+                let message = json::error_message(event.get("message"));
+                if json::text(event.get("severity")) == Some("warning") {
+                    self.end_line(out);
+                    show_text(&format!("⚠ {}", message.unwrap_or_default()), "", out);
+                } else {
+                    self.fail(message, out);
+                }
+            }
+            "result" => {
+                if let Some(stats) = event.get("stats") {
+                    self.stats(stats);
+                }
+                if json::text(event.get("status")) == Some("error") {
+                    self.fail(json::error_message(event.get("error")), out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl OutputAdapter for GeminiStreamJsonAdapter {
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.feed_lines(stream, bytes, out);
+    }
+
+    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
+        self.finish_lines(out);
+        self.end_line(out);
+        self.not_json.summarise("Gemini stream-json");
+        self.answer.hand_over(out);
+        let usage = std::mem::take(&mut self.usage);
+        (!usage.is_empty()).then_some(usage)
+    }
+
+    fn reported_error(&self) -> Option<String> {
+        self.error.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::*;
+
+    fn gemini(name: &str) -> Recorded {
+        read(
+            GeminiStreamJsonAdapter::new(),
+            [fixture("gemini", name).as_slice()],
+        )
+    }
+
+    #[test]
+    fn a_run_shows_deltas_and_tool_calls_and_reads_result_stats() {
+        let out = gemini("tool-use.jsonl");
+        insta::assert_snapshot!(out.shown());
+        assert_eq!(out.error, None);
+        let usage = out.usage.unwrap();
+        assert_eq!(
+            usage.session_id.as_deref(),
+            Some("c4b3f0e2-7d1a-4f5e-9a8b-2e6d1c0f3a94")
+        );
+        assert_eq!(usage.input_tokens, Some(18234 + 1204));
+        assert_eq!(usage.output_tokens, Some(412 + 38));
+        assert_eq!(usage.cached_input_tokens, Some(12288));
+        assert_eq!(usage.duration_ms, Some(21877));
+        assert_eq!(usage.tool_calls, Some(2));
+    }
+
+    #[test]
+    fn a_marker_split_across_deltas_is_found() {
+        let out = gemini("split-marker.jsonl");
+        assert_eq!(out.state().as_deref(), Some("idle"));
+        let raw = fixture("gemini", "split-marker.jsonl");
+        assert!(ralph_marker::last_state(&ralph_marker::scan(&raw)).is_none());
+    }
+
+    #[test]
+    fn a_marker_quoted_in_a_tool_result_is_not_the_agents() {
+        let out = gemini("quoted-marker.jsonl");
+        assert_eq!(out.state(), None);
+    }
+
+    #[test]
+    fn an_error_fails_the_run_and_warnings_do_not() {
+        let out = gemini("error.jsonl");
+        assert_eq!(
+            out.error.as_deref(),
+            Some("[API Error: Requested entity was not found. (model gemini-9-pro)]")
+        );
+        assert!(out.shown().contains("⚠ Loop detected"), "{}", out.shown());
+        assert_eq!(gemini("success.jsonl").error, None);
+        assert_eq!(
+            gemini("success.jsonl").markers(),
+            ["state blocked reason=needs \"prod\" access"]
+        );
+    }
+
+    #[test]
+    fn chunking_at_any_byte_gives_the_same_reading() {
+        for name in [
+            "success.jsonl",
+            "tool-use.jsonl",
+            "error.jsonl",
+            "split-marker.jsonl",
+        ] {
+            assert_chunking_does_not_matter(
+                GeminiStreamJsonAdapter::new,
+                &fixture("gemini", name),
+                name,
+            );
+        }
+    }
+}

@@ -1,0 +1,645 @@
+//! Agent adapters: what an agent's raw output means.
+//!
+//! An [`OutputAdapter`] turns the bytes an agent prints into three things: what to show (handed
+//! to the sinks' [`EventSink::output`](crate::EventSink::output)), the result text (the only
+//! text scanned for markers) and, at the end, [`Usage`] figures. The raw output itself still
+//! goes to the iteration log, whatever the adapter.
+//!
+//! Built in: [`TextAdapter`] (output shown as is, all of it result text), and one adapter per
+//! agent JSON format, each reading only the agent's final answer for markers: Claude Code's
+//! stream-json and json ([`ClaudeStreamJsonAdapter`]), Codex's `exec --json`
+//! ([`CodexJsonAdapter`]), Gemini CLI's stream-json ([`GeminiStreamJsonAdapter`]), opencode's
+//! `run --format json` ([`OpencodeJsonAdapter`]), Cursor's stream-json
+//! ([`CursorStreamJsonAdapter`]) and Amp's `--stream-json` ([`ClaudeStreamJsonAdapter::amp`]).
+//! An embedder adds its own with [`Engine::set_adapter`](crate::Engine::set_adapter);
+//! [`choose_output`] is how ralph picks between the built-ins.
+
+mod amp;
+mod choose;
+mod claude;
+mod codex;
+mod cursor;
+mod gemini;
+mod json;
+mod opencode;
+mod text;
+
+use serde::Serialize;
+
+use crate::event::Stream;
+
+pub use choose::{OutputChoice, choose_output};
+pub use claude::ClaudeStreamJsonAdapter;
+pub use codex::CodexJsonAdapter;
+pub use cursor::CursorStreamJsonAdapter;
+pub use gemini::GeminiStreamJsonAdapter;
+pub use opencode::OpencodeJsonAdapter;
+pub use text::TextAdapter;
+
+/// Longest JSON line an adapter buffers to parse (16 MiB). A longer line is shown as text, in
+/// pieces as it arrives, and never parsed: memory stays bounded whatever the agent prints.
+/// Agents write one event per line; only a tool result quoting a huge file comes near this.
+pub const MAX_JSON_LINE: usize = 16 * 1024 * 1024;
+
+/// How much of an agent's final answer is kept (the last 1 MiB). Markers belong at the end of
+/// the final answer, so the tail is the part that matters.
+pub const MAX_RESULT_TEXT: usize = 1024 * 1024;
+
+/// A line buffer grown past this is given back after the line is handled, so one long line
+/// does not hold memory for the rest of the run.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+/// How much of an agent's error text is kept for [`OutputAdapter::reported_error`].
+const MAX_ERROR_TEXT: usize = 4096;
+
+/// How much of a tool call's main argument is shown.
+const TOOL_ARG_CHARS: usize = 120;
+
+/// Receives what an adapter makes of the agent's output.
+pub trait AdapterOutput {
+    /// Bytes to show the user, in order.
+    fn show(&mut self, stream: Stream, bytes: &[u8]);
+
+    /// Part of the agent's result text; markers are looked for here and nowhere else.
+    fn result_text(&mut self, stream: Stream, bytes: &[u8]);
+}
+
+/// Reads one agent run's output. A fresh adapter is made for every agent run.
+pub trait OutputAdapter: Send {
+    /// A chunk of raw output, in arrival order; chunks split lines and characters anywhere.
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput);
+
+    /// The agent's pipes are closed: hand over anything held back and report usage, if the
+    /// agent reported any.
+    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage>;
+
+    /// After [`finish`](Self::finish): the error the agent reported about its own run (Claude
+    /// Code's `is_error`, Codex's `turn.failed`, ...), in its words. A run with an error counts
+    /// as failed, whatever its exit code, and its words are where a rate limit and its reset
+    /// time are looked for.
+    fn reported_error(&self) -> Option<String> {
+        None
+    }
+}
+
+/// What an agent run cost, as the agent reported it, in one shape for every adapter. Every
+/// figure is optional: an agent reports what it knows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Cost in US dollars, with the agent's own digits (Claude Code's `total_cost_usd`,
+    /// opencode's summed `cost`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Input tokens, those read from a cache included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens, reasoning included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// The part of `input_tokens` read from the prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// The part of `output_tokens` spent reasoning, when the agent says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Conversation turns the agent took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_turns: Option<u64>,
+    /// The agent's own measure of its run time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The agent's session (thread) id, to resume or inspect the conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The model, as the agent names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tool calls the agent made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
+    /// Tool calls that were denied permission (Claude Code's `permission_denials`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denied_tool_calls: Option<u64>,
+}
+
+impl Usage {
+    /// Adds `other` to these figures (a run's total): counts and cost summed, the cost as a
+    /// decimal so the agents' digits survive; the session and model are the latest known.
+    pub fn add(&mut self, other: &Usage) {
+        fn sum(a: &mut Option<u64>, b: Option<u64>) {
+            if let Some(b) = b {
+                *a = Some(a.unwrap_or(0).saturating_add(b));
+            }
+        }
+        if let Some(cost) = other.cost_usd {
+            self.cost_usd = Some(add_cost(self.cost_usd.unwrap_or(0.0), cost));
+        }
+        sum(&mut self.input_tokens, other.input_tokens);
+        sum(&mut self.output_tokens, other.output_tokens);
+        sum(&mut self.cached_input_tokens, other.cached_input_tokens);
+        sum(&mut self.reasoning_tokens, other.reasoning_tokens);
+        sum(&mut self.num_turns, other.num_turns);
+        sum(&mut self.duration_ms, other.duration_ms);
+        sum(&mut self.tool_calls, other.tool_calls);
+        sum(&mut self.denied_tool_calls, other.denied_tool_calls);
+        if other.session_id.is_some() {
+            self.session_id.clone_from(&other.session_id);
+        }
+        if other.model.is_some() {
+            self.model.clone_from(&other.model);
+        }
+    }
+
+    /// Whether no figure is known.
+    fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// Decimal places a cost keeps when summed (far below a cent's millionth).
+const COST_SCALE: u32 = 15;
+
+/// `a + b` in decimal: each figure is read back from its shortest printed form (the digits the
+/// agent wrote, for any cost of up to 15 significant digits), summed as an integer of
+/// 10^-15 dollars and printed back, so `0.1 + 0.2` is `0.3`, not `0.30000000000000004`.
+pub(crate) fn add_cost(a: f64, b: f64) -> f64 {
+    match (to_fixed(a), to_fixed(b)) {
+        (Some(a), Some(b)) => {
+            let sum = a.saturating_add(b);
+            let scale = 10i128.pow(COST_SCALE);
+            let sign = if sum < 0 { "-" } else { "" };
+            let text = format!(
+                "{sign}{}.{:0width$}",
+                (sum / scale).abs(),
+                (sum % scale).abs(),
+                width = COST_SCALE as usize
+            );
+            text.parse().unwrap_or(a as f64 + b as f64)
+        }
+        _ => a + b,
+    }
+}
+
+/// `x` as an integer of 10^-[`COST_SCALE`], from its shortest decimal form.
+fn to_fixed(x: f64) -> Option<i128> {
+    if !x.is_finite() || x.abs() > 1e15 {
+        return None;
+    }
+    // Rust prints the shortest decimal that reads back as `x`, never in exponent form.
+    let text = x.to_string();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.as_str()),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut fraction: String = fraction.chars().take(COST_SCALE as usize).collect();
+    while fraction.len() < COST_SCALE as usize {
+        fraction.push('0');
+    }
+    let value =
+        whole.parse::<i128>().ok()? * 10i128.pow(COST_SCALE) + fraction.parse::<i128>().ok()?;
+    Some(if negative { -value } else { value })
+}
+
+/// Splits standard output into lines, holding at most [`MAX_JSON_LINE`] bytes: what every JSON
+/// adapter reads its events with. A longer line is handed over as [`Piece::Raw`] pieces, as
+/// they arrive, to be shown and never parsed.
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    /// The current line, until its newline arrives.
+    line: Vec<u8>,
+    /// The current line passed [`MAX_JSON_LINE`]: the rest of it is raw.
+    overlong: bool,
+}
+
+/// What [`Lines`] hands over.
+pub(crate) enum Piece<'a> {
+    /// One whole line, without its newline (or the unfinished last one, at the end).
+    Line(&'a [u8]),
+    /// Part of a line too long to parse, newline included when it ends here.
+    Raw(&'a [u8]),
+}
+
+impl Lines {
+    /// Bytes held right now, buffer capacity included.
+    pub(crate) fn retained_bytes(&self) -> usize {
+        self.line.capacity()
+    }
+
+    /// Splits `bytes`, handing each whole line (or raw piece) to `each`, in order.
+    pub(crate) fn feed(&mut self, bytes: &[u8], each: &mut dyn FnMut(Piece<'_>)) {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let newline = memchr::memchr(b'\n', rest);
+            if self.overlong {
+                let end = newline.map_or(rest.len(), |i| i + 1);
+                each(Piece::Raw(&rest[..end]));
+                self.overlong = newline.is_none();
+                rest = &rest[end..];
+                continue;
+            }
+            let Some(i) = newline else {
+                if self.line.len() + rest.len() > MAX_JSON_LINE {
+                    self.overflow(rest, each);
+                    self.overlong = true;
+                } else {
+                    self.hold(rest);
+                }
+                return;
+            };
+            let (piece, after) = (&rest[..i], &rest[i + 1..]);
+            if self.line.len() + piece.len() > MAX_JSON_LINE {
+                self.overflow(&rest[..=i], each);
+            } else if self.line.is_empty() {
+                // The whole line is in this chunk: hand it over where it is, no copy.
+                each(Piece::Line(piece));
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(piece);
+                each(Piece::Line(&line));
+                self.line = line;
+                self.clear();
+            }
+            rest = after;
+        }
+    }
+
+    /// The output ended: hands over the unfinished last line, if any (a truncated event, or a
+    /// last one whole without its newline); a raw line is ended with a newline.
+    pub(crate) fn finish(&mut self, each: &mut dyn FnMut(Piece<'_>)) {
+        if self.overlong {
+            each(Piece::Raw(b"\n"));
+            self.overlong = false;
+        } else if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            each(Piece::Line(&line));
+        }
+    }
+
+    /// The line grew past [`MAX_JSON_LINE`]: hand over what was held and go on raw.
+    fn overflow(&mut self, more: &[u8], each: &mut dyn FnMut(Piece<'_>)) {
+        tracing::warn!(
+            "the agent printed a line longer than {} MiB; shown as text, not parsed",
+            MAX_JSON_LINE / (1024 * 1024)
+        );
+        if !self.line.is_empty() {
+            each(Piece::Raw(&self.line));
+        }
+        each(Piece::Raw(more));
+        self.clear();
+    }
+
+    /// Appends to the current line. The buffer grows by doubling but never past
+    /// [`MAX_JSON_LINE`], which default `Vec` growth would overshoot up to twice.
+    fn hold(&mut self, bytes: &[u8]) {
+        let needed = self.line.len() + bytes.len();
+        if needed > self.line.capacity() {
+            let grown = needed.max(self.line.capacity() * 2).min(MAX_JSON_LINE);
+            self.line.reserve_exact(grown - self.line.len());
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    fn clear(&mut self) {
+        self.line.clear();
+        if self.line.capacity() > KEPT_LINE_CAPACITY {
+            self.line.shrink_to(KEPT_LINE_CAPACITY);
+        }
+    }
+}
+
+/// An adapter reading standard output as JSON Lines through [`Lines`]: what its `feed` and
+/// `finish` share.
+pub(crate) trait ReadsLines {
+    /// Its line splitter.
+    fn lines(&mut self) -> &mut Lines;
+
+    /// One whole line of standard output, without its newline.
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput);
+
+    /// Standard error is shown as is; standard output is split into lines.
+    fn feed_lines(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        if stream == Stream::Stderr {
+            out.show(stream, bytes);
+            return;
+        }
+        let mut lines = std::mem::take(self.lines());
+        lines.feed(bytes, &mut |piece| match piece {
+            Piece::Line(line) => self.line(line, out),
+            Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+        });
+        *self.lines() = lines;
+    }
+
+    /// Hands over the unfinished last line.
+    fn finish_lines(&mut self, out: &mut dyn AdapterOutput) {
+        let mut lines = std::mem::take(self.lines());
+        lines.finish(&mut |piece| match piece {
+            Piece::Line(line) => self.line(line, out),
+            Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+        });
+        *self.lines() = lines;
+    }
+}
+
+/// The agent's final answer, at most [`MAX_RESULT_TEXT`] bytes (its end).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Answer(String);
+
+impl Answer {
+    /// Replaces the answer.
+    pub(crate) fn set(&mut self, text: &str) {
+        self.0.clear();
+        self.push(text);
+    }
+
+    /// Appends to the answer (a streamed delta), keeping its end.
+    pub(crate) fn push(&mut self, text: &str) {
+        if text.len() >= MAX_RESULT_TEXT {
+            self.0.clear();
+            let mut start = text.len() - MAX_RESULT_TEXT;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            self.0.push_str(&text[start..]);
+            return;
+        }
+        if self.0.len() + text.len() > MAX_RESULT_TEXT {
+            let mut start = self.0.len() + text.len() - MAX_RESULT_TEXT;
+            while !self.0.is_char_boundary(start) {
+                start += 1;
+            }
+            self.0.drain(..start);
+        }
+        self.0.push_str(text);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.trim().is_empty()
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+
+    /// Hands the answer over as result text (once, at the end of the run).
+    pub(crate) fn hand_over(&mut self, out: &mut dyn AdapterOutput) {
+        let text = std::mem::take(&mut self.0);
+        if !text.is_empty() {
+            out.result_text(Stream::Stdout, text.as_bytes());
+        }
+    }
+}
+
+/// An error's words, trimmed and cut to their last [`MAX_ERROR_TEXT`] bytes.
+pub(crate) fn error_words(text: &str) -> String {
+    let mut text = text.trim().to_owned();
+    keep_tail(&mut text, MAX_ERROR_TEXT);
+    text
+}
+
+/// Shows a text block: its lines, the trailing blank ones dropped, each after `indent`.
+pub(crate) fn show_text(text: &str, indent: &str, out: &mut dyn AdapterOutput) {
+    let text = text.trim_end();
+    if text.is_empty() {
+        return;
+    }
+    if indent.is_empty() {
+        out.show(Stream::Stdout, text.as_bytes());
+        out.show(Stream::Stdout, b"\n");
+        return;
+    }
+    for line in text.lines() {
+        out.show(Stream::Stdout, format!("{indent}{line}\n").as_bytes());
+    }
+}
+
+/// Shows one line for a tool call: `▸ NAME ARG`, with `✗` when it failed.
+pub(crate) fn show_tool(
+    name: &str,
+    arg: Option<&str>,
+    failed: bool,
+    indent: &str,
+    out: &mut dyn AdapterOutput,
+) {
+    let mark = if failed { "✗" } else { "▸" };
+    let line = match arg.map(|a| one_line(a, TOOL_ARG_CHARS)) {
+        Some(arg) if !arg.is_empty() => format!("{indent}{mark} {name} {arg}\n"),
+        _ => format!("{indent}{mark} {name}\n"),
+    };
+    out.show(Stream::Stdout, line.as_bytes());
+}
+
+/// The first line of `text`, at most `max` characters, with `…` when cut.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let first = text.trim().lines().next().unwrap_or_default();
+    let mut shown: String = first.chars().take(max).collect();
+    if shown.len() < text.trim().len() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// Keeps the last `max` bytes of `text`, cut at a character boundary.
+pub(crate) fn keep_tail(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text.drain(..start);
+    text.shrink_to_fit();
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! What the adapters' unit tests share: a recording output and the fixtures.
+
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// Everything an adapter handed over, per stream.
+    #[derive(Debug, Default, PartialEq)]
+    pub(crate) struct Recorded {
+        pub(crate) shown: Vec<u8>,
+        pub(crate) shown_stderr: Vec<u8>,
+        pub(crate) result: Vec<u8>,
+        pub(crate) usage: Option<Usage>,
+        pub(crate) error: Option<String>,
+    }
+
+    impl AdapterOutput for Recorded {
+        fn show(&mut self, stream: Stream, bytes: &[u8]) {
+            match stream {
+                Stream::Stdout => self.shown.extend_from_slice(bytes),
+                Stream::Stderr => self.shown_stderr.extend_from_slice(bytes),
+            }
+        }
+
+        fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
+            assert_eq!(stream, Stream::Stdout, "results come from stdout");
+            self.result.extend_from_slice(bytes);
+        }
+    }
+
+    impl Recorded {
+        pub(crate) fn shown(&self) -> String {
+            String::from_utf8(self.shown.clone()).expect("shown text is UTF-8")
+        }
+
+        pub(crate) fn result(&self) -> String {
+            String::from_utf8(self.result.clone()).expect("result text is UTF-8")
+        }
+
+        /// The state the engine would report: the last state marker of the result text.
+        pub(crate) fn state(&self) -> Option<String> {
+            let findings = ralph_marker::scan(&self.result);
+            ralph_marker::last_state(&findings).map(|m| m.name.clone())
+        }
+
+        /// Every marker of the result text, as `KIND NAME key=value...`.
+        pub(crate) fn markers(&self) -> Vec<String> {
+            ralph_marker::scan(&self.result)
+                .into_iter()
+                .filter_map(|f| match f {
+                    ralph_marker::Finding::Marker(m) => Some(format!(
+                        "{} {}{}",
+                        m.kind,
+                        m.name,
+                        m.attrs
+                            .iter()
+                            .map(|(k, v)| format!(" {k}={v}"))
+                            .collect::<String>()
+                    )),
+                    ralph_marker::Finding::Diagnostic(_) => None,
+                })
+                .collect()
+        }
+    }
+
+    /// `fixtures/AGENT/NAME`.
+    pub(crate) fn fixture(agent: &str, name: &str) -> Vec<u8> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(agent)
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Feeds `pieces` to `adapter` on stdout, in order, then finishes it.
+    pub(crate) fn read<'a>(
+        mut adapter: impl OutputAdapter,
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Recorded {
+        let mut out = Recorded::default();
+        for piece in pieces {
+            adapter.feed(Stream::Stdout, piece, &mut out);
+        }
+        out.usage = adapter.finish(&mut out);
+        out.error = adapter.reported_error();
+        out
+    }
+
+    /// Reads `raw` whole, cut in two at every byte, and in small chunks: every reading must
+    /// be the same.
+    pub(crate) fn assert_chunking_does_not_matter<A: OutputAdapter>(
+        make: impl Fn() -> A,
+        raw: &[u8],
+        what: &str,
+    ) {
+        let whole = read(make(), [raw]);
+        for cut in 0..=raw.len() {
+            let (a, b) = raw.split_at(cut);
+            assert_eq!(read(make(), [a, b]), whole, "{what} cut at byte {cut}");
+        }
+        assert_eq!(read(make(), raw.chunks(1)), whole, "{what} byte by byte");
+        assert_eq!(
+            read(make(), raw.chunks(7)),
+            whole,
+            "{what} in 7-byte chunks"
+        );
+    }
+
+    #[test]
+    fn costs_add_as_decimals() {
+        assert_eq!(add_cost(0.1, 0.2), 0.3);
+        assert_eq!(add_cost(0.1873245, 0.1873245).to_string(), "0.374649");
+        assert_eq!(add_cost(0.0, 0.0214), 0.0214);
+        let mut total = Usage::default();
+        for _ in 0..10 {
+            total.add(&Usage {
+                cost_usd: Some(0.01),
+                input_tokens: Some(3),
+                ..Usage::default()
+            });
+        }
+        assert_eq!(total.cost_usd, Some(0.1));
+        assert_eq!(total.input_tokens, Some(30));
+        assert_eq!(total.output_tokens, None);
+    }
+
+    #[test]
+    fn lines_hold_at_most_the_cap_and_hand_a_longer_line_over_raw() {
+        let mut lines = Lines::default();
+        let (mut whole, mut raw, mut most) = (Vec::new(), 0, 0);
+        let mut long = vec![b'x'; MAX_JSON_LINE + 100];
+        long.extend_from_slice(b"\n{\"a\":1}\n");
+        for chunk in long.chunks(64 * 1024) {
+            lines.feed(chunk, &mut |piece| match piece {
+                Piece::Line(line) => whole.push(line.to_vec()),
+                Piece::Raw(bytes) => raw += bytes.len(),
+            });
+            most = most.max(lines.retained_bytes());
+        }
+        assert!(most <= MAX_JSON_LINE, "held {most}");
+        assert_eq!(raw, MAX_JSON_LINE + 101);
+        assert_eq!(whole, [b"{\"a\":1}".to_vec()]);
+        assert!(lines.retained_bytes() <= KEPT_LINE_CAPACITY);
+    }
+
+    #[test]
+    fn every_json_adapter_reads_on_after_a_line_past_the_cap() {
+        use ralph_frontmatter::OutputFormat::*;
+        for (format, agent) in [
+            (CodexJson, "codex"),
+            (GeminiStreamJson, "gemini"),
+            (OpencodeJson, "opencode"),
+            (CursorStreamJson, "cursor"),
+            (AmpStreamJson, "amp"),
+        ] {
+            let choice = choose::choose_output(&[], Some(format));
+            let mut adapter = choice.adapter();
+            let mut out = Recorded::default();
+            let mut long = br#"{"type":"tool_result","output":""#.to_vec();
+            long.resize(MAX_JSON_LINE + 1000, b'y');
+            long.extend_from_slice(b"\"}\n");
+            let tail = fixture(agent, "tool-use.jsonl");
+            for chunk in long.chunks(64 * 1024).chain(tail.chunks(64 * 1024)) {
+                adapter.feed(Stream::Stdout, chunk, &mut out);
+            }
+            out.usage = adapter.finish(&mut out);
+            assert_eq!(out.state().as_deref(), Some("idle"), "{agent}");
+            assert!(out.usage.is_some(), "{agent}");
+        }
+    }
+
+    #[test]
+    fn the_answer_keeps_its_last_mebibyte_at_a_character_boundary() {
+        let mut answer = Answer::default();
+        answer.push(&"é".repeat(MAX_RESULT_TEXT / 2 + 10));
+        answer.push("<!-- ralph:state idle -->");
+        assert!(answer.as_str().len() <= MAX_RESULT_TEXT);
+        assert!(answer.as_str().ends_with("<!-- ralph:state idle -->"));
+        answer.set(&"x".repeat(MAX_RESULT_TEXT + 5));
+        assert_eq!(answer.as_str().len(), MAX_RESULT_TEXT);
+    }
+}
