@@ -564,6 +564,9 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
+        if let Some(dir) = &self.options.log_dir {
+            logs::write_iteration_prompt(dir, iteration, &prompt);
+        }
         let (exit, findings, usage) = self.run_agent(iteration, prompt, &mut log).await?;
         if let Some(usage) = &usage {
             if let Some(cost) = usage.cost_usd {

@@ -48,6 +48,7 @@ pub mod lock;
 mod logs;
 mod outcome;
 mod process;
+pub mod run_folder;
 mod state;
 mod tail;
 mod task;
