@@ -16,8 +16,8 @@ use ralph_engine::run_folder::{self, IterationRecord, RunDir, RunRecord, RunStat
 use crate::error::CliError;
 use crate::render::human_duration;
 
-/// Bytes of log tail the whole report may hold, shared between iterations.
-const TAIL_BUDGET: usize = 256 * 1024;
+/// Bytes of log tail (as escaped HTML) the whole report may hold, shared between iterations.
+const TAIL_BUDGET: usize = 160 * 1024;
 /// The most one iteration's tail may hold.
 const TAIL_MAX: usize = 4096;
 /// The timeline's drawing width, in SVG units.
@@ -43,19 +43,44 @@ pub(crate) fn write(folder: &Path, id: Option<&str>, output: &Path) -> Result<i3
     };
     let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(write_error)?;
     tmp.write_all(html.as_bytes()).map_err(write_error)?;
+    // A temporary file is private (0600); a report is an ordinary file to share.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(write_error)?;
+    }
     tmp.as_file().sync_all().map_err(write_error)?;
     tmp.persist(output).map_err(|e| write_error(e.error))?;
     println!("wrote {}", output.display());
     Ok(0)
 }
 
-/// The tail of each iteration's log, within [`TAIL_BUDGET`].
+/// The tail of each iteration's log, escaped for HTML, within [`TAIL_BUDGET`].
 fn tails(dir: &RunDir, run: &RunRecord) -> Vec<String> {
     let each = (TAIL_BUDGET / run.iterations.len().max(1)).min(TAIL_MAX);
     run.iterations
         .iter()
-        .map(|it| read_tail(&dir.iteration_log(it.iteration), each))
+        .map(|it| {
+            fit(
+                &escape(&read_tail(&dir.iteration_log(it.iteration), each)),
+                each,
+            )
+        })
         .collect()
+}
+
+/// The last whole lines of `escaped` that fit in `max` bytes (never half an entity).
+fn fit(escaped: &str, max: usize) -> String {
+    let mut start = escaped.len().saturating_sub(max);
+    while start > 0 && !escaped.is_char_boundary(start) {
+        start += 1;
+    }
+    match (start, escaped[start..].find('\n')) {
+        (0, _) => escaped.to_owned(),
+        (_, Some(nl)) => escaped[start + nl + 1..].to_owned(),
+        (_, None) => String::new(),
+    }
 }
 
 fn read_tail(path: &Path, max: usize) -> String {
@@ -146,9 +171,9 @@ svg text{font:11px system-ui,sans-serif;fill:#57606a}
 .wait{fill:#d0d7de;background:#d0d7de}.wait.failure,.wait.rate_limit{fill:#ffcecb;background:#ffcecb}.wait.retry{fill:#fff1c2;background:#fff1c2}
 .cost{fill:#0969da}.cum{fill:none;stroke:#cf222e;stroke-width:1.5}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eaeef2;vertical-align:top}
-th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f6f8fa}td{font-variant-numeric:tabular-nums}
 .pass{color:#1a7f37}.fail{color:#cf222e;font-weight:600}
-.badge{display:inline-block;padding:0 6px;border-radius:10px;color:#fff;font-size:12px}
+.badge{display:inline-block;font-weight:normal;padding:0 6px;border-radius:10px;color:#fff;font-size:12px}
 pre{margin:4px 0 0;max-height:320px;overflow:auto;background:#f6f8fa;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}
 summary{cursor:pointer;color:#0969da}
 "#;
@@ -289,7 +314,7 @@ fn timeline(html: &mut String, run: &RunRecord) {
         });
         let _ = write!(
             html,
-            "<rect class=\"bar {o}\" data-iteration=\"{n}\" x=\"{x:.1}\" y=\"{y:.1}\" \
+            "<rect class=\"bar {o}\" x=\"{x:.1}\" y=\"{y:.1}\" \
              width=\"{w:.1}\" height=\"{h}\"><title>iteration {n}{story}: {o}, {d}</title></rect>",
             o = it.outcome.as_str(),
             n = it.iteration,
@@ -327,7 +352,10 @@ fn timeline(html: &mut String, run: &RunRecord) {
         let _ = write!(
             html,
             "<text x=\"{x:.1}\" y=\"{axis_y:.1}\" text-anchor=\"{anchor}\">{}</text>",
-            dur(t as u64)
+            match tick {
+                0 => "0s".to_owned(),
+                _ => dur(t as u64),
+            }
         );
     }
     html.push_str("</svg>\n");
@@ -404,11 +432,7 @@ fn checks(html: &mut String, run: &RunRecord) {
         }
         html.push_str("<th>verdict</th></tr>\n");
         for a in &run.attempts {
-            let _ = write!(
-                html,
-                "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td>",
-                a.iteration, a.attempt
-            );
+            let _ = write!(html, "<tr><td>{}</td><td>{}</td>", a.iteration, a.attempt);
             for c in &a.checks {
                 let (cls, mark) = if c.passed {
                     ("pass", "✓ pass")
@@ -438,7 +462,7 @@ fn checks(html: &mut String, run: &RunRecord) {
         for t in &run.trips {
             let _ = writeln!(
                 html,
-                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 t.iteration,
                 escape(t.story_id.as_deref().unwrap_or("-")),
                 escape(&t.reason),
@@ -457,6 +481,7 @@ fn exit_text(it: &IterationRecord) -> String {
     }
 }
 
+/// `tails` are escaped already.
 fn iterations(html: &mut String, run: &RunRecord, tails: &[String]) {
     let stories = run.iterations.iter().any(|i| i.story_id.is_some());
     html.push_str("<h2>Iterations</h2><table id=\"iterations\"><tr><th>#</th>");
@@ -469,19 +494,19 @@ fn iterations(html: &mut String, run: &RunRecord, tails: &[String]) {
     );
     for (it, tail) in run.iterations.iter().zip(tails) {
         let o = it.outcome.as_str();
-        let _ = write!(html, "<tr><td class=\"n\">{}</td>", it.iteration);
+        let _ = write!(html, "<tr><td>{}</td>", it.iteration);
         if stories {
             let _ = write!(
                 html,
-                "<td>{}</td><td class=\"n\">{}</td>",
+                "<td>{}</td><td>{}</td>",
                 escape(it.story_id.as_deref().unwrap_or("-")),
                 it.attempt.map_or("-".to_owned(), |a| a.to_string())
             );
         }
         let _ = write!(
             html,
-            "<td><span class=\"badge {o}\">{o}</span></td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>",
+            "<td><b class=\"badge {o}\">{o}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>",
             escape(it.state.as_deref().unwrap_or("-")),
             escape(&exit_text(it)),
             dur(it.duration_ms),
@@ -489,11 +514,15 @@ fn iterations(html: &mut String, run: &RunRecord, tails: &[String]) {
             it.tokens.map_or("-".to_owned(), |t| t.to_string()),
         );
         if !tail.trim().is_empty() {
+            let name = it
+                .log_file
+                .as_deref()
+                .and_then(|f| f.rsplit('/').next())
+                .unwrap_or("log");
             let _ = write!(
                 html,
-                "<details><summary>{}</summary><pre>{}</pre></details>",
-                escape(it.log_file.as_deref().unwrap_or("log")),
-                escape(tail)
+                "<details><summary>{}</summary><pre>{tail}</pre></details>",
+                escape(name),
             );
         }
         html.push_str("</td></tr>\n");
@@ -514,11 +543,18 @@ mod tests {
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"\"><img src=x>","delay_ms":5}
 "#;
         let run = RunRecord::from_events("r<&>", &parse_events(text.as_bytes()), None);
-        let html = render(&run, &["</pre><script>alert(1)</script>".to_owned()]);
+        let html = render(&run, &[escape("</pre><script>alert(1)</script>")]);
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("<b>\"") && html.contains("&lt;b&gt;"));
         assert!(html.contains("ralph run r&lt;&amp;&gt;"));
+    }
+
+    #[test]
+    fn a_tail_keeps_the_last_whole_lines_that_fit() {
+        assert_eq!(fit("one\ntwo &amp;\nthree\n", 12), "three\n");
+        assert_eq!(fit("short\n", 12), "short\n");
+        assert_eq!(fit("no newline at all", 5), "");
     }
 
     #[test]
