@@ -17,6 +17,7 @@ mod render;
 mod report;
 mod run;
 mod runs;
+mod status_line;
 mod terminal;
 
 use std::process::ExitCode;

@@ -26,6 +26,8 @@ pub(crate) struct TerminalRenderer<W: Write + Send> {
     countdown_shown: bool,
     /// The agent's output did not end with a newline yet.
     mid_line: bool,
+    /// The run's folder, named in the header and the summary.
+    run_dir: Option<String>,
 }
 
 impl<W: Write + Send> TerminalRenderer<W> {
@@ -35,6 +37,30 @@ impl<W: Write + Send> TerminalRenderer<W> {
             style,
             countdown_shown: false,
             mid_line: false,
+            run_dir: None,
+        }
+    }
+
+    /// Names the run's folder (`.ralph/runs/<run_id>`) under the header and the summary.
+    pub(crate) fn with_run_dir(mut self, dir: &std::path::Path) -> Self {
+        self.run_dir = Some(dir.display().to_string());
+        self
+    }
+
+    /// The line naming the run's folder after the header (with how to follow the run from
+    /// another terminal) and after the summary.
+    fn run_dir_line(&self, kind: &EventKind) -> Option<String> {
+        let dir = self.run_dir.as_deref()?;
+        match kind {
+            EventKind::RunStarted { .. } if !self.style.quiet => Some(self.paint(
+                "2",
+                &format!("  logs: {dir}/ · follow from another terminal: ralph logs -f"),
+            )),
+            EventKind::RunEnded { .. } => Some(self.paint(
+                "2",
+                &format!("  logs: {dir}/ · ralph report writes an HTML overview"),
+            )),
+            _ => None,
         }
     }
 
@@ -327,6 +353,9 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
         if let Some(line) = self.describe(&event.kind) {
             self.line(&line);
         }
+        if let Some(line) = self.run_dir_line(&event.kind) {
+            self.line(&line);
+        }
     }
 
     fn output(&mut self, _iteration: u64, _stream: Stream, bytes: &[u8]) {
@@ -431,6 +460,42 @@ mod tests {
         terminal: false,
         quiet: false,
     };
+
+    #[test]
+    fn header_and_summary_name_the_run_folder() {
+        let mut out = Vec::new();
+        {
+            let mut r = TerminalRenderer::new(&mut out, PLAIN)
+                .with_run_dir(std::path::Path::new(".ralph/runs/20260101T000000000-1"));
+            for kind in [
+                EventKind::RunStarted {
+                    ralph_file: "RALPH.md".into(),
+                    agent: "claude -p".into(),
+                    max_iterations: Some(20),
+                    idle: None,
+                },
+                EventKind::RunEnded {
+                    reason: EndReason::MaxIterations,
+                    iterations: 20,
+                    idle_iterations: 0,
+                    idle_ms: 0,
+                    exit_code: 0,
+                    outcome: None,
+                    flake_retries: None,
+                    cost_usd: None,
+                    num_turns: None,
+                    stories: None,
+                },
+            ] {
+                r.event(&Event {
+                    ts: SystemTime::UNIX_EPOCH,
+                    run_id: "test".into(),
+                    kind,
+                });
+            }
+        }
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
 
     #[test]
     fn human_durations_read_naturally() {
