@@ -47,18 +47,14 @@ impl<W: Write + Send> TerminalRenderer<W> {
         self
     }
 
-    /// The line naming the run's folder after the header (with how to follow the run from
-    /// another terminal) and after the summary.
+    /// The line naming the run's folder after the header, with how to follow the run from
+    /// another terminal.
     fn run_dir_line(&self, kind: &EventKind) -> Option<String> {
         let dir = self.run_dir.as_deref()?;
         match kind {
             EventKind::RunStarted { .. } if !self.style.quiet => Some(self.paint(
                 "2",
                 &format!("  logs: {dir}/ · follow from another terminal: ralph logs -f"),
-            )),
-            EventKind::RunEnded { .. } => Some(self.paint(
-                "2",
-                &format!("  logs: {dir}/ · ralph report writes an HTML overview"),
             )),
             _ => None,
         }
@@ -109,9 +105,24 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     self.paint("1", "ralph")
                 )
             }
-            EventKind::IterationStarted { iteration } if !quiet => {
-                self.paint("1;36", &format!("── iteration {iteration} ──"))
+            EventKind::IterationStarted {
+                iteration,
+                story_id,
+                attempt,
+            } if !quiet => {
+                let story = match (story_id, attempt) {
+                    (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
+                    (Some(id), None) => format!(" · {id}"),
+                    _ => String::new(),
+                };
+                self.paint("1;36", &format!("── iteration {iteration}{story} ──"))
             }
+            EventKind::StoryStarted {
+                story_id,
+                title,
+                attempt: 1,
+                ..
+            } if !quiet => self.paint("1", &format!("story {story_id}: {title}")),
             EventKind::CommandFinished {
                 name,
                 exit_code,
@@ -350,7 +361,11 @@ impl<W: Write + Send> TerminalRenderer<W> {
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     fn event(&mut self, event: &Event) {
-        if let Some(line) = self.describe(&event.kind) {
+        if let Some(mut line) = self.describe(&event.kind) {
+            // The summary names the folder again, on its own line even with --quiet.
+            if let (EventKind::RunEnded { .. }, Some(dir)) = (&event.kind, &self.run_dir) {
+                line.push_str(&format!(" · logs: {dir}/"));
+            }
             self.line(&line);
         }
         if let Some(line) = self.run_dir_line(&event.kind) {
@@ -516,7 +531,11 @@ mod tests {
     fn iteration_lines() {
         let text = render(
             &[
-                EventKind::IterationStarted { iteration: 3 },
+                EventKind::IterationStarted {
+                    iteration: 3,
+                    story_id: None,
+                    attempt: None,
+                },
                 EventKind::CommandFinished {
                     iteration: 3,
                     name: "tests".into(),

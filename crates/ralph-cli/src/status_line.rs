@@ -33,6 +33,8 @@ pub(crate) struct Status {
     pub(crate) started: Option<Instant>,
     /// Story mode: the story and the attempt on it.
     pub(crate) story: Option<(String, Option<u64>)>,
+    /// Story mode: the attempts a story is allowed.
+    pub(crate) max_attempts: Option<u64>,
     /// Run totals so far, from the iterations whose agent reported them.
     pub(crate) cost_usd: Option<f64>,
     pub(crate) tokens: Option<u64>,
@@ -54,9 +56,10 @@ impl Status {
         }];
         parts.push(seconds(elapsed));
         if let Some((story, attempt)) = &self.story {
-            parts.push(match attempt {
-                Some(n) => format!("{story} attempt {n}"),
-                None => story.clone(),
+            parts.push(match (attempt, self.max_attempts) {
+                (Some(n), Some(max)) => format!("{story} attempt {n}/{max}"),
+                (Some(n), None) => format!("{story} attempt {n}"),
+                _ => story.clone(),
             });
         }
         if let Some(cost) = self.cost_usd {
@@ -227,7 +230,15 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
             EventKind::RunStarted { max_iterations, .. } => {
                 status.max_iterations = *max_iterations;
             }
-            EventKind::IterationStarted { iteration, .. } => {
+            EventKind::StoryStarted { max_attempts, .. } => {
+                status.max_attempts = Some(*max_attempts);
+            }
+            EventKind::IterationStarted {
+                iteration,
+                story_id,
+                attempt,
+            } => {
+                status.story = story_id.clone().map(|id| (id, *attempt));
                 status.iteration = Some(*iteration);
                 status.started = Some(Instant::now());
                 status.last_output = None;
@@ -364,6 +375,7 @@ mod tests {
         talking.last_output = talking.started.map(|s| s + Duration::from_secs(70));
         let mut story = talking.clone();
         story.story = Some(("US-004".into(), Some(2)));
+        story.max_attempts = Some(6);
         story.cost_usd = Some(1.234);
         story.tokens = Some(12_345);
         let mut no_limit = running(7);

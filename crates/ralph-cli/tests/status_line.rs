@@ -120,5 +120,7 @@ fn the_header_names_the_run_folder_and_how_to_follow_it() {
     let run_id = p.events()[0]["run_id"].as_str().unwrap().to_owned();
     let named = format!("logs: .ralph/runs/{run_id}/");
     assert_eq!(stdout.matches(&named).count(), 2, "{stdout}");
+    let quiet = common::stdout(&p.run(&["run", "-n", "1", "--quiet"]));
+    assert!(quiet.contains("logs: .ralph/runs/"), "{quiet}");
     assert!(stdout.contains("ralph logs -f"), "{stdout}");
 }

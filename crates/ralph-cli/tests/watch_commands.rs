@@ -196,3 +196,79 @@ fn logs_follow_stops_when_the_runs_process_is_gone() {
     assert!(common::stdout(&out).contains("before-kill"));
     kill_agent_group(&p);
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+}
+
+#[test]
+fn story_mode_names_the_story_and_attempt_before_each_iteration() {
+    // US-001 passes on its second attempt, US-002 on its first.
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - test -f \"$(cat current).ok\"\nconvergence: {backoff: 10ms, max_backoff: 10ms}\nescalation:\n  prd: prd.json",
+        "STORY={{ story.id }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(
+        dir.join("agent.sh"),
+        r#"story=$(sed -n 's/^STORY=//p')
+echo "$story" > current
+echo x >> "$story.tries"
+if [ "$story" = US-002 ] || [ "$(wc -l < "$story.tries")" -ge 2 ]; then touch "$story.ok"; fi
+"#,
+    )
+    .unwrap();
+    let stories: Vec<Value> = ["US-001", "US-002"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            serde_json::json!({"id": id, "title": format!("Title {id}"), "description": "d",
+                "acceptanceCriteria": [], "priority": i + 1, "passes": false, "notes": ""})
+        })
+        .collect();
+    std::fs::write(
+        dir.join("prd.json"),
+        serde_json::to_string_pretty(&serde_json::json!({"project": "p", "userStories": stories}))
+            .unwrap(),
+    )
+    .unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let seen: Vec<(String, String, u64)> = p
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "STORY_STARTED" || e["type"] == "ITERATION_STARTED")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["story_id"].as_str().unwrap_or("-").to_owned(),
+                e["attempt"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let want = [
+        ("STORY_STARTED", "US-001", 1),
+        ("ITERATION_STARTED", "US-001", 1),
+        ("STORY_STARTED", "US-001", 2),
+        ("ITERATION_STARTED", "US-001", 2),
+        ("STORY_STARTED", "US-002", 1),
+        ("ITERATION_STARTED", "US-002", 1),
+    ]
+    .map(|(t, s, a)| (t.to_owned(), s.to_owned(), a));
+    assert_eq!(seen, want);
+    let started = &p.events_of("STORY_STARTED")[0];
+    assert_eq!(started["title"], "Title US-001");
+    // The banner names them too.
+    assert!(common::stdout(&out).contains("iteration 2 · US-001 attempt 2"));
+}

@@ -546,7 +546,12 @@ impl Run {
 
     /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
     async fn iteration(&mut self, iteration: u64) -> Result<Next, EngineError> {
-        self.emit(EventKind::IterationStarted { iteration });
+        let (story_id, attempt) = self.tasks.story();
+        self.emit(EventKind::IterationStarted {
+            iteration,
+            story_id,
+            attempt,
+        });
         let mut log = match &self.options.log_dir {
             Some(dir) => IterationLog::create(dir, iteration),
             None => IterationLog::disabled(),
