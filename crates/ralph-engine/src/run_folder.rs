@@ -177,7 +177,8 @@ pub enum IterationOutcome {
     Worked,
     /// The agent reported `idle`.
     Idle,
-    /// The agent failed: a non-zero exit, a signal, a timeout, or `ITERATION_FAILED`.
+    /// The agent failed (a non-zero exit, a signal, a timeout, `ITERATION_FAILED`), or its
+    /// `done_when` checks did.
     Failed,
     /// Its `done_when` checks all passed, or its story passed.
     Converged,
@@ -509,10 +510,12 @@ impl RunRecord {
                         ok,
                         checks,
                     });
-                    if ok {
-                        if let Some(it) = current.filter(|it| it.iteration == iteration) {
-                            it.outcome = IterationOutcome::Converged;
-                        }
+                    // Failing checks fail the attempt, whatever the agent's exit.
+                    if let Some(it) = current.filter(|it| it.iteration == iteration) {
+                        it.outcome = match ok {
+                            true => IterationOutcome::Converged,
+                            false => IterationOutcome::Failed,
+                        };
                     }
                 }
                 "STORY_PASSED" => {
