@@ -362,45 +362,70 @@ fn timeline(html: &mut String, run: &RunRecord) {
 }
 
 fn spending(html: &mut String, run: &RunRecord) {
-    if run.cost_usd.is_none() && run.tokens.is_none() {
-        return;
-    }
-    let _ = write!(
-        html,
-        "<h2>Cost and tokens</h2><p class=\"meta\">bars: cost per iteration; line: cumulative \
-         cost{}</p>",
-        run.tokens
-            .map_or(String::new(), |t| format!(" · {t} tokens in all"))
-    );
-    let n = run.iterations.len().max(1) as f64;
-    let costs: Vec<f64> = run
-        .iterations
-        .iter()
-        .map(|i| i.cost_usd.unwrap_or(0.0))
-        .collect();
-    let max_bar = costs.iter().copied().fold(0.0, f64::max).max(f64::EPSILON);
-    let total = costs.iter().sum::<f64>().max(f64::EPSILON);
-    let (h, w) = (120.0, WIDTH / n);
-    let _ = write!(
-        html,
-        "<svg id=\"cost\" viewBox=\"0 -4 {WIDTH} {}\">",
-        h + 8.0
-    );
-    let mut points = String::new();
-    let mut cumulative = 0.0;
-    for (i, (it, cost)) in run.iterations.iter().zip(&costs).enumerate() {
-        let bh = cost / max_bar * h;
+    if run.cost_usd.is_some() {
         let _ = write!(
             html,
-            "<rect class=\"cost\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\">\
-             <title>iteration {}: ${cost:.4}{}</title></rect>",
+            "<h2>Cost</h2><p class=\"meta\">bars: cost per iteration; line: cumulative, \
+             <b>${:.2}</b> in all</p>",
+            run.cost_usd.unwrap_or(0.0)
+        );
+        let costs: Vec<f64> = run
+            .iterations
+            .iter()
+            .map(|i| i.cost_usd.unwrap_or(0.0))
+            .collect();
+        chart(html, "cost", run, &costs, |v| format!("${v:.2}"));
+    }
+    if run.tokens.is_some() {
+        let _ = write!(
+            html,
+            "<h2>Tokens</h2><p class=\"meta\">bars: input and output tokens per iteration; \
+             line: cumulative, <b>{}</b> in all</p>",
+            run.tokens.unwrap_or(0)
+        );
+        let tokens: Vec<f64> = run
+            .iterations
+            .iter()
+            .map(|i| i.tokens.unwrap_or(0) as f64)
+            .collect();
+        chart(html, "tokens", run, &tokens, |v| format!("{v:.0}"));
+    }
+}
+
+/// One bar per iteration and a line for the running total, scaled to the largest bar and to the
+/// total. Bars get a tooltip while they are wide enough to point at.
+fn chart(html: &mut String, id: &str, run: &RunRecord, values: &[f64], show: fn(f64) -> String) {
+    let n = values.len().max(1) as f64;
+    let max_bar = values.iter().copied().fold(0.0, f64::max).max(f64::EPSILON);
+    let total = values.iter().sum::<f64>().max(f64::EPSILON);
+    let (h, w) = (80.0, WIDTH / n);
+    let _ = write!(
+        html,
+        "<svg id=\"{id}\" viewBox=\"0 -4 {WIDTH} {}\">",
+        h + 8.0
+    );
+    let tooltips = values.len() <= 200;
+    let mut points = String::new();
+    let mut cumulative = 0.0;
+    for (i, (it, value)) in run.iterations.iter().zip(values).enumerate() {
+        let bh = value / max_bar * h;
+        let _ = write!(
+            html,
+            "<rect class=\"cost\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\">",
             i as f64 * w,
             h - bh,
             (w * 0.8).max(0.3),
-            it.iteration,
-            it.tokens.map_or(String::new(), |t| format!(", {t} tokens"))
         );
-        cumulative += cost;
+        if tooltips {
+            let _ = write!(
+                html,
+                "<title>iteration {}: {}</title>",
+                it.iteration,
+                show(*value)
+            );
+        }
+        html.push_str("</rect>");
+        cumulative += value;
         let _ = write!(
             points,
             "{:.1},{:.1} ",
@@ -410,9 +435,9 @@ fn spending(html: &mut String, run: &RunRecord) {
     }
     let _ = writeln!(
         html,
-        "<polyline class=\"cum\" points=\"{}\"><title>cumulative: ${cumulative:.2}</title>\
-         </polyline></svg>",
-        points.trim_end()
+        "<polyline class=\"cum\" points=\"{}\"><title>in all: {}</title></polyline></svg>",
+        points.trim_end(),
+        show(cumulative),
     );
 }
 
