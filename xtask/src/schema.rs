@@ -14,6 +14,9 @@ pub(crate) const PATH: &str = "docs/ralph.schema.json";
 /// written as a YAML number instead.
 const DURATION_PATTERN: &str = r"^\s*([0-9]+(\.[0-9]+)?\s*[A-Za-z]+\s*)+$";
 
+/// A byte size as `max_output` takes it: digits, then an optional unit (case ignored).
+const BYTE_SIZE_PATTERN: &str = r"^\s*[0-9]+\s*([Bb]|[KkMmGg][Ii]?[Bb])?\s*$";
+
 /// Writes the schema, or with `check` compares it with the checked-in file.
 pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
     let path = root.join(PATH);
@@ -127,7 +130,14 @@ fn kind(of: &Kind) -> Value {
         Kind::Name => json!({"type": "string", "pattern": "^[A-Za-z0-9_-]+$"}),
         Kind::Bool => json!({"type": "boolean"}),
         Kind::Integer { min } => json!({"type": "integer", "minimum": min}),
+        Kind::IntegerRange { min, max } => {
+            json!({"type": "integer", "minimum": min, "maximum": max})
+        }
         Kind::Number { min } => json!({"type": "number", "minimum": min}),
+        Kind::ByteSize { min } => json!({"anyOf": [
+            {"type": "string", "pattern": BYTE_SIZE_PATTERN},
+            {"type": "integer", "minimum": min},
+        ]}),
         Kind::Duration { positive } => {
             let seconds = if *positive {
                 json!({"type": "number", "exclusiveMinimum": 0})
@@ -149,6 +159,15 @@ fn kind(of: &Kind) -> Value {
         }
         Kind::Table(fields) => json!({"type": "array", "items": object(fields, false)}),
         Kind::Block(fields) => object(fields, true),
+        Kind::Map {
+            pattern,
+            reserved,
+            fields,
+        } => json!({
+            "type": "object",
+            "propertyNames": {"pattern": pattern, "not": {"enum": reserved}},
+            "additionalProperties": object(fields, true),
+        }),
     }
 }
 
@@ -172,7 +191,7 @@ fn nullable(mut schema: Value) -> Value {
 fn default_value(default: DefaultValue) -> Value {
     match default {
         DefaultValue::Bool(b) => json!(b),
-        DefaultValue::Integer(n) => json!(n),
+        DefaultValue::Integer(n) | DefaultValue::Bytes(n) => json!(n),
         DefaultValue::Number(n) => json!(n),
         DefaultValue::Duration(text) | DefaultValue::Text(text) | DefaultValue::Choice(text) => {
             json!(text)

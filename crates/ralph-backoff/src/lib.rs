@@ -1,6 +1,6 @@
 //! Pure timing policies for ralph loops: how long to wait after an idle iteration
-//! ([`IdlePolicy`], tracked across a streak by [`IdleStreak`]) and before a retry attempt
-//! ([`RetryPolicy`]).
+//! ([`IdlePolicy`], tracked across a streak by [`IdleStreak`]), before a retry attempt
+//! ([`RetryPolicy`]) and after a failed run ([`FailurePolicy`], tracked by [`FailureStreak`]).
 //!
 //! This crate never reads a clock, never sleeps, does no I/O, has no async and no dependencies:
 //! callers pass the current time in as a [`Duration`] since any fixed origin, so every decision is
@@ -284,6 +284,119 @@ impl RetryPolicy {
     }
 }
 
+/// How a failing agent backs off: the wait before the run after the `n`-th consecutive failure
+/// is `min(delay * backoff^(n-1), max_delay)`, the idle formula ([`IdlePolicy::delay_for`]), and
+/// the loop ends at `max_consecutive` failures in a row.
+///
+/// It has no `Default`: the defaults live in the frontmatter's field table, in one place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailurePolicy {
+    /// Wait after the first failure of a streak.
+    pub delay: Duration,
+    /// Multiplier for each further consecutive failure (see [`IdlePolicy::backoff`]).
+    pub backoff: f64,
+    /// Cap on any single wait.
+    pub max_delay: Duration,
+    /// Consecutive failures that end the loop (0 acts as 1).
+    pub max_consecutive: u64,
+}
+
+impl FailurePolicy {
+    /// The wait after the `n`-th consecutive failure: `min(delay * backoff^(n-1), max_delay)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ralph_backoff::FailurePolicy;
+    ///
+    /// let secs = Duration::from_secs;
+    /// let policy = FailurePolicy { delay: secs(5), backoff: 2.0, max_delay: secs(60), max_consecutive: 10 };
+    /// let waits: Vec<u64> = (1..=6).map(|n| policy.delay_for(n).as_secs()).collect();
+    /// assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
+    /// ```
+    #[must_use]
+    pub fn delay_for(&self, n: u64) -> Duration {
+        IdlePolicy {
+            delay: self.delay,
+            backoff: self.backoff,
+            max_delay: self.max_delay,
+            max: None,
+        }
+        .delay_for(n)
+    }
+}
+
+/// What to do after a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureDecision {
+    /// Wait this long, then run again.
+    Wait {
+        /// The wait.
+        delay: Duration,
+        /// Consecutive failures so far, this one included.
+        consecutive: u64,
+    },
+    /// `max_consecutive` failures in a row: end the loop.
+    Stop {
+        /// Consecutive failures so far, this one included.
+        consecutive: u64,
+    },
+}
+
+/// A streak of consecutive failed runs.
+///
+/// ```
+/// use std::time::Duration;
+/// use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
+///
+/// let secs = Duration::from_secs;
+/// let policy = FailurePolicy { delay: secs(5), backoff: 2.0, max_delay: secs(300), max_consecutive: 3 };
+/// let mut streak = FailureStreak::new();
+/// assert_eq!(streak.record_failure(&policy), FailureDecision::Wait { delay: secs(5), consecutive: 1 });
+/// assert_eq!(streak.record_failure(&policy), FailureDecision::Wait { delay: secs(10), consecutive: 2 });
+/// assert_eq!(streak.record_failure(&policy), FailureDecision::Stop { consecutive: 3 });
+/// streak.record_success();
+/// assert_eq!(streak.record_failure(&policy), FailureDecision::Wait { delay: secs(5), consecutive: 1 });
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureStreak {
+    consecutive: u64,
+}
+
+impl FailureStreak {
+    /// A streak with no failure yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a failed run and decides what comes next.
+    #[must_use]
+    pub fn record_failure(&mut self, policy: &FailurePolicy) -> FailureDecision {
+        self.consecutive = self.consecutive.saturating_add(1);
+        if self.consecutive >= policy.max_consecutive.max(1) {
+            FailureDecision::Stop {
+                consecutive: self.consecutive,
+            }
+        } else {
+            FailureDecision::Wait {
+                delay: policy.delay_for(self.consecutive),
+                consecutive: self.consecutive,
+            }
+        }
+    }
+
+    /// Records a run that did not fail: the streak starts over.
+    pub fn record_success(&mut self) {
+        self.consecutive = 0;
+    }
+
+    /// Consecutive failures in the current streak.
+    #[must_use]
+    pub fn consecutive(&self) -> u64 {
+        self.consecutive
+    }
+}
+
 /// NaN and values below 1.0 would make waits shrink or meaningless; they act as a constant wait.
 fn effective_backoff(backoff: f64) -> f64 {
     if backoff.is_nan() || backoff < 1.0 {
@@ -363,6 +476,46 @@ mod tests {
             max_delay: secs(max_delay),
             max: max.map(secs),
         }
+    }
+
+    #[test]
+    fn failure_waits_follow_the_idle_formula_and_stop_at_max_consecutive() {
+        let failure = FailurePolicy {
+            delay: secs(5),
+            backoff: 1.5,
+            max_delay: secs(300),
+            max_consecutive: 10,
+        };
+        let idle = policy(5, 1.5, 300, None);
+        let mut streak = FailureStreak::new();
+        for n in 1..10 {
+            assert_eq!(failure.delay_for(n), idle.delay_for(n), "n {n}");
+            assert_eq!(
+                streak.record_failure(&failure),
+                FailureDecision::Wait {
+                    delay: idle.delay_for(n),
+                    consecutive: n
+                }
+            );
+        }
+        assert_eq!(
+            streak.record_failure(&failure),
+            FailureDecision::Stop { consecutive: 10 }
+        );
+    }
+
+    #[test]
+    fn a_max_consecutive_of_zero_stops_at_the_first_failure() {
+        let failure = FailurePolicy {
+            delay: secs(5),
+            backoff: 2.0,
+            max_delay: secs(300),
+            max_consecutive: 0,
+        };
+        assert_eq!(
+            FailureStreak::new().record_failure(&failure),
+            FailureDecision::Stop { consecutive: 1 }
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ralph_frontmatter::{Config, OutputFormat, RalphFile};
+use ralph_frontmatter::{Config, OutputFormat, RalphFile, StateThen};
 
 use crate::render::human_duration;
 
@@ -99,6 +99,40 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
             )
         },
     );
+    if !c.states.is_empty() {
+        let states = c.states.iter().map(|(name, spec)| {
+            let hook = if spec.run.is_some() {
+                "hook, then "
+            } else {
+                ""
+            };
+            let then = match spec.then {
+                StateThen::Stop { exit_code } => format!("stop (exit {exit_code})"),
+                StateThen::Continue => "continue".to_owned(),
+                StateThen::Wait(wait) => format!("wait {}", human_duration(wait)),
+            };
+            format!("{name} ({hook}{then})")
+        });
+        row("states", states.collect::<Vec<_>>().join(", "));
+    }
+    if let Some(signal) = &c.completion_signal {
+        row(
+            "completion",
+            match c.completion_text() {
+                Some(text) => format!("{text} in the final answer counts as done"),
+                None => format!("{signal:?} ignored (stop_on_completion_signal: false)"),
+            },
+        );
+    }
+    if let Some(turns) = c.max_turns {
+        row(
+            "max_turns",
+            match ralph_engine::frontmatter::is_claude_print(&c.agent_argv) {
+                true => format!("{turns} · ralph adds --max-turns {turns}"),
+                false => format!("{turns} · no effect: the agent is not `claude -p`"),
+            },
+        );
+    }
     row(
         "escalation",
         match &c.escalation {
@@ -125,6 +159,34 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
             )
             .to_lowercase(),
         },
+    );
+    let f = &c.failure;
+    row(
+        "failure",
+        format!(
+            "wait {} ×{} up to {} · stop after {} in a row",
+            human_duration(f.delay),
+            f.backoff,
+            human_duration(f.max_delay),
+            f.max_consecutive
+        ),
+    );
+    row(
+        "rate_limit",
+        format!(
+            "wait for the reset, at most {}",
+            human_duration(c.rate_limit.max_wait)
+        ),
+    );
+    row(
+        "max_cost",
+        c.max_cost
+            .map_or_else(|| "no limit".to_owned(), |usd| format!("${usd:.2}")),
+    );
+    row(
+        "max_runtime",
+        c.max_runtime
+            .map_or_else(|| "no limit".to_owned(), human_duration),
     );
     let lines = file.body.lines().count();
     row(

@@ -1,5 +1,6 @@
 //! Command-line arguments.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -113,23 +114,38 @@ pub(crate) struct RunArgs {
     pub(crate) path: PathBuf,
 
     /// Stop after N iterations (overrides `max_iterations`).
-    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = parse_iterations)]
+    #[arg(short = 'n', long = "max-iterations", value_name = "N", value_parser = text(parse_iterations),
+          allow_hyphen_values = true)]
     pub(crate) max_iterations: Option<u64>,
 
     /// Wait between iterations, e.g. `500ms`, `10s` (overrides `delay`).
-    #[arg(short, long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short, long, value_name = "DURATION", value_parser = text(parse_duration),
+          allow_hyphen_values = true)]
     pub(crate) delay: Option<Duration>,
 
     /// Kill an agent run after this long, e.g. `30m` (overrides `timeout`).
-    #[arg(short, long, value_name = "DURATION", value_parser = parse_limit)]
+    #[arg(short, long, value_name = "DURATION", value_parser = text(parse_limit),
+          allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
 
     /// End the loop with exit code 1 when the agent fails or times out.
     #[arg(short, long)]
     pub(crate) stop_on_error: bool,
 
+    /// Start no iteration once the agents' reported cost reached USD dollars, e.g. `20`
+    /// (overrides `max_cost`).
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub(crate) max_cost: Option<f64>,
+
+    /// Start no iteration or wait after the run has lasted this long, e.g. `8h` (overrides
+    /// `max_runtime`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    pub(crate) max_runtime: Option<Duration>,
+
     /// With `escalation.revert`: start on a tree with uncommitted changes, after saving them
-    /// under refs/ralph/attempts/preexisting/N.
+    /// under refs/ralph/attempts/preexisting/N. The paths changed or untracked at start-up
+    /// stay yours: ralph never commits, saves or reverts them (the agent's edits to them
+    /// included); they keep their content and what you staged.
     #[arg(long)]
     pub(crate) allow_dirty: bool,
 
@@ -164,19 +180,20 @@ pub(crate) struct RunArgs {
     pub(crate) interactive: bool,
 
     /// PTY mode: end the agent after this long without output, e.g. `30s` (implies --pty).
-    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    #[arg(long, value_name = "DURATION", value_parser = text(parse_limit), allow_hyphen_values = true)]
     pub(crate) idle_timeout: Option<Duration>,
 
     /// Values for the RALPH.md's `args`, in declaration order (after PATH; after `--` for
     /// values that start with `-`). Named values are given as `--name value` or
     /// `--name=value` anywhere after `run`. Options may come before, between or after them.
-    #[arg(value_name = "ARGS", num_args = 0..)]
-    pub(crate) positional_args: Vec<String>,
+    #[arg(value_name = "ARGS", num_args = 0.., value_parser = clap::value_parser!(OsString))]
+    pub(crate) positional_args: Vec<OsString>,
 
     /// `--name value` pairs for the RALPH.md's `args`, taken out before clap parses the rest;
-    /// `None` for a `--name` given no value.
+    /// `None` for a `--name` given no value. Values are checked to be UTF-8 where they are
+    /// matched to the file's names, so the message can name the argument.
     #[arg(skip)]
-    pub(crate) named_args: Vec<(String, Option<String>)>,
+    pub(crate) named_args: Vec<(String, Option<OsString>)>,
 }
 
 /// The end of `ralph run --help`: what a script calling ralph can rely on (events.md has the
@@ -185,7 +202,8 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   0    done: converged, every story passed, the idle limit, or max_iterations reached
   1    the loop failed: max_attempts, the circuit breaker, blocked or unfinished stories, the
        agent could not start (or failed, with --stop-on-error), escalation failed, a PTY
-       safety stop
+       safety stop, the agent failing (failure.max_consecutive runs in a row, or the last
+       run before max_iterations), max_cost or max_runtime reached
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written
   130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)";
@@ -195,7 +213,8 @@ impl Cli {
     /// RALPH.md's user arguments (`--dir src`); they are set aside first, since only the file
     /// knows which names are valid.
     pub(crate) fn parse_with_user_args() -> Self {
-        let (argv, named) = split_user_args(std::env::args().collect());
+        // Arguments need not be UTF-8 (paths are not): `std::env::args` would panic.
+        let (argv, named) = split_user_args(std::env::args_os().collect());
         let mut cli = Cli::parse_from(argv);
         if let Command::Run(run) = &mut cli.command {
             run.named_args = named;
@@ -218,8 +237,10 @@ pub(crate) fn run_options() -> Vec<String> {
 }
 
 /// Splits `--name value` / `--name=value` pairs whose name is not a `ralph run` option out of
-/// `argv`. Everything after a bare `--` is left alone.
-fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<String>)>) {
+/// `argv`. Everything after a bare `--` is left alone, and so is a word that is not UTF-8 where
+/// an option name would be (clap reports it).
+fn split_user_args(argv: Vec<OsString>) -> (Vec<OsString>, Vec<(String, Option<OsString>)>) {
+    use std::os::unix::ffi::OsStrExt as _;
     // ralph has no options before its subcommand: `run` is the first word or not there at all
     // (`ralph init run` names a folder).
     let run_at = 1;
@@ -227,42 +248,72 @@ fn split_user_args(argv: Vec<String>) -> (Vec<String>, Vec<(String, Option<Strin
         return (argv, Vec::new());
     }
     let known = run_options();
-    let mut kept: Vec<String> = argv[..=run_at].to_vec();
+    let mut kept: Vec<OsString> = argv[..=run_at].to_vec();
     let mut named = Vec::new();
     let mut rest = argv[run_at + 1..].iter().peekable();
+    let starts_with_dashes = |word: &OsString| word.as_bytes().starts_with(b"--");
     while let Some(word) = rest.next() {
         if word == "--" {
             kept.push(word.clone());
             kept.extend(rest.by_ref().cloned());
             break;
         }
-        let Some(flag) = word.strip_prefix("--") else {
+        let Some(flag) = word.as_bytes().strip_prefix(b"--") else {
             kept.push(word.clone());
             continue;
         };
-        let name = flag.split_once('=').map_or(flag, |(n, _)| n);
+        let (name, value) = match flag.iter().position(|b| *b == b'=') {
+            Some(at) => (&flag[..at], Some(&flag[at + 1..])),
+            None => (flag, None),
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            kept.push(word.clone());
+            continue;
+        };
         if known.iter().any(|k| k == name) {
             kept.push(word.clone());
             continue;
         }
-        let value = match flag.split_once('=') {
-            Some((_, value)) => Some(value.to_owned()),
+        let value = match value {
+            Some(value) => Some(std::ffi::OsStr::from_bytes(value).to_os_string()),
             // The next word, unless it is an option itself (`--name=--x` gives such a value).
             // A missing value is reported when the names are checked against the file.
-            None => rest.next_if(|next| !next.starts_with("--")).cloned(),
+            None => rest.next_if(|next| !starts_with_dashes(next)).cloned(),
         };
         named.push((name.to_owned(), value));
     }
     (kept, named)
 }
 
+/// `parse` behind a check that the value is text, so a value that is not UTF-8 gets clap's
+/// "invalid value ... for '--delay <DURATION>'" naming the option, not its generic message.
+fn text<T: Clone + Send + Sync + 'static>(
+    parse: fn(&str) -> Result<T, String>,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(move |value| match value.to_str() {
+        Some(value) => parse(value),
+        None => Err("value is not valid UTF-8".to_owned()),
+    })
+}
+
 /// A humantime duration (`250ms`, `30s`, `5m`) or a bare number of seconds, as in RALPH.md;
-/// the message is the file's too.
+/// the message is the file's too. The options that take one accept a leading `-`, so that
+/// `--delay -5s` gets this message rather than clap's "unexpected argument".
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("expected a duration >= 0, got \"{text}\""));
+    }
     let parsed = match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= Duration::MAX.as_secs_f64() => {
+            return Err(too_long(text));
+        }
         Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
-        Err(_) => humantime::parse_duration(text).ok(),
+        Err(_) => match humantime::parse_duration(text) {
+            Err(humantime::DurationError::NumberOverflow) => return Err(too_long(text)),
+            parsed => parsed.ok(),
+        },
     };
     parsed.ok_or_else(|| {
         format!(
@@ -272,29 +323,51 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// The message for a duration past what a `Duration` holds (2^64 seconds).
+fn too_long(text: &str) -> String {
+    format!("expected a duration ralph can hold (at most 584942417355 years), got \"{text}\"")
+}
+
 /// A duration > 0, for limits: `--timeout 0` would kill every agent run at once.
 pub(crate) fn parse_limit(text: &str) -> Result<Duration, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("expected a duration > 0, got \"{}\"", text.trim()));
+    }
     match parse_duration(text)? {
         d if d.is_zero() => Err(format!("expected a duration > 0, got \"{}\"", text.trim())),
         d => Ok(d),
     }
 }
 
+/// `--max-cost`: a number of US dollars >= 0, worded as `max_cost` is in RALPH.md.
+fn parse_cost(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    text.trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|usd| usd.is_finite() && *usd >= 0.0)
+        .ok_or_else(|| format!("expected a number >= 0.0 (US dollars), got \"{text}\""))
+}
+
 /// `-n`: an integer >= 1, worded as `max_iterations` is in RALPH.md.
 fn parse_iterations(text: &str) -> Result<u64, String> {
-    text.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| format!("expected an integer >= 1, got \"{text}\""))
+    let text = text.trim();
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => Err(format!(
+            "expected an integer from 1 to {}, got \"{text}\"",
+            u64::MAX
+        )),
+        _ => Err(format!("expected an integer >= 1, got \"{text}\"")),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn argv(words: &str) -> Vec<String> {
-        words.split(' ').map(str::to_owned).collect()
+    fn argv(words: &str) -> Vec<OsString> {
+        words.split(' ').map(OsString::from).collect()
     }
 
     #[test]
@@ -305,8 +378,8 @@ mod tests {
         assert_eq!(
             named,
             [
-                ("dir".to_owned(), Some("src".to_owned())),
-                ("focus".to_owned(), Some("tests".to_owned()))
+                ("dir".to_owned(), Some("src".into())),
+                ("focus".to_owned(), Some("tests".into()))
             ]
         );
     }

@@ -58,6 +58,9 @@ pub(crate) enum CliError {
     /// The async runtime (threads, timers, signal handling) could not be set up.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// Standard output could not be written (other than by a reader that went away).
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
@@ -70,7 +73,7 @@ impl CliError {
     /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
-            CliError::Engine(_) | CliError::Runtime(_) => 1,
+            CliError::Engine(_) | CliError::Runtime(_) | CliError::Stdout(_) => 1,
             _ => 2,
         }
     }

@@ -80,7 +80,15 @@ fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> 
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    let mut builder = tempfile::Builder::new();
+    // A temporary file is created 0600; these are the user's files, so they get the mode any
+    // editor would give them: 0666 less the umask.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(fail)?;
     temp.write_all(text.as_bytes()).map_err(fail)?;
     temp.as_file().sync_all().map_err(fail)?;
     let persisted = if replace {

@@ -18,8 +18,8 @@ const SHELL_WORDS: &[&str] = &[
 
 /// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
 /// loop would run: the `idle` block without the idle marker in the prompt, an agent or
-/// `done_when` programs that cannot be found, a prd.json that cannot be read, `revert` outside
-/// a git repository.
+/// `done_when` programs that cannot be found, a command script without `#!` that would run
+/// without a shell, a prd.json that cannot be read, `revert` outside a git repository.
 pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
     let at = |needle: &str, after: Option<&str>, path: String, message: String| {
@@ -45,6 +45,26 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
         ));
     }
 
+    // Only an adapter that reads the agent's cost (Claude's stream-json) can reach max_cost.
+    let reads_cost = ralph_engine::choose_output(
+        &config.agent_argv,
+        config
+            .output
+            .or(config.pty.map(|_| ralph_frontmatter::OutputFormat::Text)),
+    )
+    .format
+        == ralph_frontmatter::OutputFormat::ClaudeStreamJson;
+    if config.max_cost.is_some() && !reads_cost {
+        warnings.push(at(
+            "max_cost:",
+            None,
+            "max_cost".to_owned(),
+            "the agent's output is read as text, which reports no cost: max_cost can never be \
+             reached (use `output: claude-stream-json` with an agent that writes it)"
+                .to_owned(),
+        ));
+    }
+
     if let Some(problem) = missing_agent(&config.agent_argv, cwd) {
         warnings.push(at(
             &config.agent,
@@ -52,6 +72,19 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
             "agent".to_owned(),
             format!("{problem}; every iteration would fail to start the agent"),
         ));
+    }
+
+    // `./` commands run from the RALPH.md's folder.
+    let ralph_dir = Path::new(shown).parent().unwrap_or(Path::new(""));
+    for (index, command) in config.commands.iter().enumerate() {
+        if let Some(problem) = script_without_shebang(&command.run, &cwd.join(ralph_dir)) {
+            warnings.push(at(
+                &command.run,
+                Some("commands:"),
+                format!("commands[{index}].run"),
+                problem,
+            ));
+        }
     }
 
     for (index, check) in config.done_when.iter().enumerate() {
@@ -146,6 +179,29 @@ fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
         });
     }
     (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+}
+
+/// Why a command that runs without a shell (no shell syntax) would fail on a script without a
+/// `#!` line, which `sh -c` used to run anyway.
+fn script_without_shebang(run: &str, dir: &Path) -> Option<String> {
+    use std::io::Read as _;
+    if ralph_frontmatter::has_shell_syntax(run) {
+        return None;
+    }
+    let program = shlex::split(run)?.into_iter().next()?;
+    if !program.contains('/') || program.contains('{') {
+        return None;
+    }
+    let mut head = [0u8; 2];
+    let mut script = std::fs::File::open(dir.join(&program)).ok()?;
+    script.read_exact(&mut head).ok()?;
+    (&head != b"#!").then(|| {
+        format!(
+            "`{program}` has no #! line, and a command without shell syntax runs without a \
+             shell, so it would fail to start; add one (e.g. `#!/bin/sh`) or write \
+             `sh {program}`"
+        )
+    })
 }
 
 fn is_assignment(word: &str) -> bool {

@@ -34,8 +34,10 @@ fn main() -> ExitCode {
         Command::Init(args) => init(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(args.shell, &mut command, "ralph", &mut std::io::stdout());
-            Ok(0)
+            // Into memory first: clap_complete panics on a write error.
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut command, "ralph", &mut script);
+            print_out(&script).map(|()| 0)
         }
         Command::Runs(args) => runs::runs(&args.path, args.json),
         Command::Logs(args) => logs_cmd::logs(
@@ -66,35 +68,55 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    print!("{}", check::summary(&shown, &loaded.parsed.file));
+    print_out(check::summary(&shown, &loaded.parsed.file).as_bytes())?;
     Ok(0)
 }
 
 fn init(args: &cli::InitArgs) -> Result<i32, CliError> {
+    let mut text = String::new();
     for path in init::init(args)? {
-        println!("wrote {}", ralph_file::display_path(&path));
+        text.push_str(&format!("wrote {}\n", ralph_file::display_path(&path)));
     }
     let dir = ralph_file::display_path(&args.dir);
-    println!("next: edit RALPH.md, then `ralph check {dir}` and `ralph run {dir}`");
+    text.push_str(&format!(
+        "next: edit RALPH.md, then `ralph check {dir}` and `ralph run {dir}`\n"
+    ));
+    print_out(text.as_bytes())?;
     Ok(0)
 }
 
-/// The one place errors become text.
+/// Writes `bytes` to stdout. A reader that went away (`ralph check | head -1`) is not an
+/// error: what it did not read it did not want, so ralph ends as usual, as `cat` or `ls` would
+/// under a shell that ignores SIGPIPE.
+fn print_out(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(err)),
+        _ => Ok(()),
+    }
+}
+
+/// The one place errors become text. Written with `writeln!`, not `eprintln!`, which panics
+/// when stderr is closed.
 fn report(err: &CliError) {
-    match err {
+    use std::io::Write as _;
+    let mut stderr = std::io::stderr().lock();
+    let _ = match err {
         CliError::Config(errors) => {
             for e in &errors.errors {
-                eprintln!("error: {e}");
+                let _ = writeln!(stderr, "error: {e}");
             }
             let n = errors.errors.len();
-            eprintln!(
+            writeln!(
+                stderr,
                 "ralph: {} has {n} error{}",
                 errors.file,
                 if n == 1 { "" } else { "s" }
-            );
+            )
         }
-        other => eprintln!("ralph: {other}"),
-    }
+        other => writeln!(stderr, "ralph: {other}"),
+    };
 }
 
 fn exit(code: i32) -> ExitCode {

@@ -46,6 +46,22 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
     };
     let shown = display_path(&path);
     let parsed = ralph_frontmatter::parse(&shown, &text).map_err(CliError::Config)?;
+    // What the parser cannot see: a symlink that makes the progress file the prd.json, this
+    // RALPH.md, or a file inside .git. Relative paths are taken from here, as the run does.
+    if let Some(escalation) = &parsed.file.config.escalation {
+        let prd = escalation.prd.as_deref();
+        if let Err(conflict) = ralph_escalation::progress::check_path(
+            &escalation.progress,
+            prd,
+            Some(Path::new(&shown)),
+        ) {
+            let error = ralph_frontmatter::error_at(&shown, &text, conflict.field, conflict.reason);
+            return Err(CliError::Config(ralph_frontmatter::ConfigErrors {
+                file: shown,
+                errors: vec![error],
+            }));
+        }
+    }
     Ok(Loaded { path, parsed })
 }
 

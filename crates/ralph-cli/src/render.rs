@@ -93,13 +93,22 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ralph_file,
                 agent,
                 max_iterations,
+                max_cost_usd,
+                max_runtime_ms,
                 ..
             } => {
                 if quiet {
                     return None;
                 }
-                let limit =
+                let mut limit =
                     max_iterations.map_or_else(|| "no limit".to_owned(), |n| format!("max {n}"));
+                if let Some(usd) = max_cost_usd {
+                    limit.push_str(&format!(" · max ${usd:.2}"));
+                }
+                if let Some(ms) = max_runtime_ms {
+                    let runtime = human_duration(Duration::from_millis(*ms));
+                    limit.push_str(&format!(" · max {runtime} runtime"));
+                }
                 format!(
                     "{} {ralph_file} · agent `{agent}` · {limit}",
                     self.paint("1", "ralph")
@@ -240,8 +249,37 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 }
                 text
             }
-            EventKind::WaitSkipped { .. } if !quiet => {
-                "  wait skipped (Ctrl+C): running now · Ctrl+C again within 1s stops".to_owned()
+            EventKind::WaitSkipped { grace_ms, .. } if !quiet => format!(
+                "  wait skipped (Ctrl+C): running in {} · Ctrl+C again stops",
+                human_duration(Duration::from_millis(*grace_ms))
+            ),
+            EventKind::IterationFailed {
+                consecutive_failures,
+                failure,
+                next_delay_ms,
+                ..
+            } if !quiet => {
+                let mark = self.paint("31", "✗");
+                // As for idle: off a terminal the wait's own line says how long.
+                let next = match next_delay_ms {
+                    Some(ms) if self.style.terminal => format!(
+                        " · next run in {}",
+                        human_duration(Duration::from_millis(*ms))
+                    ),
+                    _ => String::new(),
+                };
+                format!("  {mark} failed ×{consecutive_failures}: {failure}{next}")
+            }
+            EventKind::RateLimited { until, wait_ms, .. } => {
+                let until = humantime::format_rfc3339_seconds(*until);
+                let next = match wait_ms {
+                    Some(ms) if self.style.terminal => format!(
+                        " · next run in {}",
+                        human_duration(Duration::from_millis(*ms))
+                    ),
+                    _ => String::new(),
+                };
+                format!("  {} until {until}{next}", self.paint("33", "rate-limited"))
             }
             EventKind::StopRequested { .. } => self.paint(
                 "33",
@@ -274,6 +312,17 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
                 &checkpoint[..checkpoint.len().min(12)]
             ),
+            EventKind::StateHandled {
+                state,
+                then,
+                hook_exit_code,
+                ..
+            } if !quiet => {
+                let hook = hook_exit_code
+                    .map(|code| format!(" · hook exit {code}"))
+                    .unwrap_or_default();
+                format!("  {} {state} → {then}{hook}", self.paint("1;36", "state"))
+            }
             EventKind::StoryBlocked { story_id, reason } => format!(
                 "{} {story_id}: {reason}",
                 self.paint("1;31", "story blocked")
@@ -306,6 +355,9 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 stories,
             } => {
                 let why = match reason.as_str() {
+                    "max_iterations" if *exit_code != 0 && stories.is_none() => {
+                        "reached max_iterations; the last run failed".to_owned()
+                    }
                     "max_iterations" => "reached max_iterations".to_owned(),
                     "idle_limit" => {
                         "idle limit reached (idle.max): the agent has nothing to do".to_owned()
@@ -313,6 +365,11 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     "interrupted" => "interrupted".to_owned(),
                     // --stop-on-error, or an agent that could not start (its error follows).
                     "agent_failed" => "the agent failed".to_owned(),
+                    "agent_failing" => {
+                        "the agent kept failing (failure.max_consecutive runs in a row)".to_owned()
+                    }
+                    "max_cost" => "max_cost reached: the agents' cost hit the budget".to_owned(),
+                    "max_runtime" => "max_runtime reached".to_owned(),
                     "pty_idle_timeout" => {
                         "the agent printed nothing for pty.idle_timeout (a safety stop)".to_owned()
                     }
@@ -328,6 +385,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     }
                     "stories_done" => "every story passes".to_owned(),
                     "stories_blocked" => "no story left to do; some are blocked".to_owned(),
+                    "agent_done" => "the agent reported done".to_owned(),
                     other => other.to_owned(),
                 };
                 let why = match stories {
@@ -396,6 +454,8 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Delay => "delay".to_owned(),
             WaitReason::State => "waiting".to_owned(),
             WaitReason::Retry => "retry".to_owned(),
+            WaitReason::Failure => "failed".to_owned(),
+            WaitReason::RateLimit => "rate-limited".to_owned(),
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.
@@ -488,6 +548,8 @@ mod tests {
                     agent: "claude -p".into(),
                     max_iterations: Some(20),
                     idle: None,
+                    max_cost_usd: None,
+                    max_runtime_ms: None,
                 },
                 EventKind::RunEnded {
                     reason: EndReason::MaxIterations,
@@ -554,6 +616,8 @@ mod tests {
                     markers: Vec::new(),
                     log_file: None,
                     usage: None,
+                    failed: false,
+                    failure: None,
                 },
                 EventKind::IterationIdle {
                     iteration: 3,
@@ -597,6 +661,10 @@ mod tests {
             (EndReason::Converged, 0, Some((Outcome::Clean, 0))),
             (EndReason::Converged, 0, Some((Outcome::CleanWithFlake, 1))),
             (EndReason::MaxAttemptsReached, 1, Some((Outcome::Failed, 0))),
+            (EndReason::AgentFailing, 1, None),
+            (EndReason::MaxIterationsLastFailed, 1, None),
+            (EndReason::MaxCost, 1, None),
+            (EndReason::MaxRuntime, 1, None),
         ];
         let kinds: Vec<_> = reasons
             .into_iter()
@@ -614,6 +682,103 @@ mod tests {
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));
+    }
+
+    #[test]
+    fn failure_and_rate_limit_lines() {
+        let text = render(
+            &[
+                EventKind::IterationFailed {
+                    iteration: 2,
+                    consecutive_failures: 3,
+                    failure: "exit 1: Invalid API key · Please run /login".into(),
+                    next_delay_ms: Some(20_000),
+                },
+                EventKind::IterationFailed {
+                    iteration: 10,
+                    consecutive_failures: 10,
+                    failure: "killed by signal 9".into(),
+                    next_delay_ms: None,
+                },
+                EventKind::RateLimited {
+                    iteration: 4,
+                    until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
+                    wait_ms: Some(21_600_000),
+                },
+                EventKind::WaitSkipped {
+                    iteration: 4,
+                    grace_ms: 1000,
+                },
+            ],
+            // On a terminal, where the lines name the wait (the countdown is erased).
+            Style {
+                terminal: true,
+                ..PLAIN
+            },
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_failure_line_names_the_wait_only_where_the_countdown_is_erased() {
+        let failed = [EventKind::IterationFailed {
+            iteration: 2,
+            consecutive_failures: 3,
+            failure: "exit 1".into(),
+            next_delay_ms: Some(20_000),
+        }];
+        let terminal = Style {
+            terminal: true,
+            ..PLAIN
+        };
+        assert_eq!(
+            render(&failed, terminal),
+            "  ✗ failed ×3: exit 1 · next run in 20s\n"
+        );
+        assert_eq!(render(&failed, PLAIN), "  ✗ failed ×3: exit 1\n");
+    }
+
+    #[test]
+    fn the_header_shows_the_budgets() {
+        let started = |max_cost_usd, max_runtime_ms| EventKind::RunStarted {
+            ralph_file: "RALPH.md".into(),
+            agent: "claude -p".into(),
+            max_iterations: Some(40),
+            idle: None,
+            max_cost_usd,
+            max_runtime_ms,
+        };
+        let text = render(
+            &[
+                started(None, None),
+                started(Some(20.0), Some(8 * 3_600_000)),
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn failure_and_rate_limit_countdowns() {
+        let mut out = Vec::new();
+        {
+            let style = Style {
+                color: false,
+                terminal: true,
+                quiet: false,
+            };
+            let mut r = TerminalRenderer::new(&mut out, style);
+            for (reason, secs) in [(WaitReason::Failure, 20), (WaitReason::RateLimit, 21_600)] {
+                r.wait_progress(&WaitProgress {
+                    reason,
+                    consecutive_idle: 0,
+                    total: Duration::from_secs(secs),
+                    remaining: Duration::from_secs(secs),
+                });
+                r.wait_finished();
+            }
+        }
+        insta::assert_debug_snapshot!(String::from_utf8(out).unwrap());
     }
 
     #[test]
@@ -777,5 +942,39 @@ mod tests {
             r.wait_finished();
         }
         insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn declared_state_lines_and_the_agent_done_summary() {
+        let text = render(
+            &[
+                EventKind::StateHandled {
+                    iteration: 4,
+                    state: "review".into(),
+                    then: "wait".into(),
+                    hook_exit_code: Some(0),
+                },
+                EventKind::StateHandled {
+                    iteration: 5,
+                    state: "shipped".into(),
+                    then: "stop".into(),
+                    hook_exit_code: None,
+                },
+                EventKind::RunEnded {
+                    reason: EndReason::AgentDone,
+                    iterations: 5,
+                    idle_iterations: 0,
+                    idle_ms: 0,
+                    exit_code: 0,
+                    outcome: None,
+                    flake_retries: None,
+                    cost_usd: None,
+                    num_turns: None,
+                    stories: None,
+                },
+            ],
+            PLAIN,
+        );
+        insta::assert_snapshot!(text);
     }
 }

@@ -1,6 +1,7 @@
 //! `ralph run`: wire the engine to the renderer, the events file and the process's signals.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -40,6 +41,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         options.timeout = Some(t);
     }
     options.stop_on_error = args.stop_on_error;
+    if let Some(usd) = args.max_cost {
+        options.max_cost = Some(usd);
+    }
+    if let Some(d) = args.max_runtime {
+        options.max_runtime = Some(d);
+    }
     options.reload = true;
     options.pty =
         crate::terminal::pty_config(options.pty, args.pty, args.interactive, args.idle_timeout)
@@ -236,8 +243,8 @@ fn used_args(file: &ralph_frontmatter::RalphFile) -> Vec<String> {
 fn user_args(
     declared: &[String],
     used: &[String],
-    named: &[(String, Option<String>)],
-    positional: &[String],
+    named: &[(String, Option<OsString>)],
+    positional: &[OsString],
 ) -> Result<BTreeMap<String, String>, CliError> {
     let allowed = || {
         if declared.is_empty() {
@@ -278,7 +285,7 @@ fn user_args(
                  starts with --)"
             )));
         };
-        values.insert(name.clone(), value.clone());
+        values.insert(name.clone(), utf8(&format!("--{name}"), value)?);
     }
     let free: Vec<&String> = declared
         .iter()
@@ -288,13 +295,24 @@ fn user_args(
     for value in positional {
         let Some(name) = free.next() else {
             return Err(CliError::Usage(format!(
-                "too many values: \"{value}\" has no arg to go to ({})",
+                "too many values: \"{}\" has no arg to go to ({})",
+                value.to_string_lossy(),
                 allowed()
             )));
         };
-        values.insert(name.clone(), value.clone());
+        values.insert(name.clone(), utf8(name, value)?);
     }
     Ok(values)
+}
+
+/// A user value as text: it goes into the prompt and into commands, which are text.
+fn utf8(arg: &str, value: &OsStr) -> Result<String, CliError> {
+    value.to_str().map(str::to_owned).ok_or_else(|| {
+        CliError::Usage(format!(
+            "argument {arg}: value is not valid UTF-8 (\"{}\"); user values must be text",
+            value.to_string_lossy()
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -321,11 +339,15 @@ mod tests {
         words.iter().map(|w| (*w).to_owned()).collect()
     }
 
-    fn named(pairs: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
+    fn named(pairs: &[(&str, &str)]) -> Vec<(String, Option<OsString>)> {
         pairs
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), Some((*v).to_owned())))
+            .map(|(n, v)| ((*n).to_owned(), Some(OsString::from(v))))
             .collect()
+    }
+
+    fn values(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
     }
 
     #[test]
@@ -347,7 +369,7 @@ mod tests {
             &declared(),
             &[],
             &named(&[("dir", "src")]),
-            &strings(&["tests"]),
+            &values(&["tests"]),
         )
         .unwrap();
         assert_eq!(got["dir"], "src");
@@ -372,7 +394,24 @@ mod tests {
 
     #[test]
     fn too_many_positional_values_is_an_error() {
-        let err = user_args(&declared(), &[], &[], &strings(&["a", "b", "c"])).unwrap_err();
+        let err = user_args(&declared(), &[], &[], &values(&["a", "b", "c"])).unwrap_err();
         assert!(err.to_string().starts_with("too many values: \"c\""));
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_named() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(vec![b'a', 0xff]);
+        let named = [("dir".to_owned(), Some(bad.clone()))];
+        let err = user_args(&declared(), &[], &named, &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "argument --dir: value is not valid UTF-8 (\"a\u{fffd}\"); user values must be text"
+        );
+        let err = user_args(&declared(), &[], &[], &[bad]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("argument dir: value is not valid UTF-8")
+        );
     }
 }

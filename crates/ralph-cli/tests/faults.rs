@@ -19,7 +19,8 @@ fn an_agent_that_hangs_past_timeout_and_ignores_sigterm_is_killed() {
     );
     let started = Instant::now();
     let out = p.run(&["run", "-n", "1", "--timeout", "100ms"]);
-    assert_eq!(code(&out), 0);
+    // A timeout is a failed run, and the last run before max_iterations failed: exit 1.
+    assert_eq!(code(&out), 1);
     let took = started.elapsed();
     assert!(
         took >= Duration::from_secs(3) && took < Duration::from_secs(8),
@@ -28,6 +29,7 @@ fn an_agent_that_hangs_past_timeout_and_ignores_sigterm_is_killed() {
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["termination"], "timeout");
     assert_eq!(ended["signal"], 9);
+    assert_eq!(ended["failure"], "timed out after 100ms");
     assert!(!common::process_running(&format!("sleep {marker}")));
 }
 
@@ -41,7 +43,7 @@ fn an_agent_that_closes_stdout_early_and_keeps_running_is_waited_for() {
         "x\n",
     );
     let out = p.run(&["run", "-n", "1"]);
-    assert_eq!(code(&out), 0);
+    assert_eq!(code(&out), 1, "its one run failed");
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["exit_code"], 4);
     assert!(ended["duration_ms"].as_u64().unwrap() >= 300);

@@ -187,8 +187,9 @@ fn a_prd_json_field_of_the_wrong_type_is_named() {
     );
     for (story, message) in [
         (
-            r#"{"id": "A", "priority": "high", "passes": false}"#,
-            r#"priority: expected a number, got "high""#,
+            // "high" is a priority now (1); "urgent" is not.
+            r#"{"id": "A", "priority": "urgent", "passes": false}"#,
+            r#""low" (1, 2 and 3) or digits such as "2", got "urgent""#,
         ),
         (
             r#"{"id": 7, "priority": 1, "passes": false}"#,

@@ -42,11 +42,14 @@ fn an_agent_killed_by_a_signal_is_reported() {
         &format!("agent: '{} --kill-self KILL'", fake_agent()),
         "x\n",
     );
-    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    // Killed by a signal ralph did not send: a failed run, the last before max_iterations.
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["signal"], 9);
     assert_eq!(ended["exit_code"], serde_json::Value::Null);
     assert_eq!(ended["termination"], "killed");
+    assert_eq!(ended["failed"], true);
+    assert_eq!(ended["failure"], "killed by signal 9");
 }
 
 #[test]

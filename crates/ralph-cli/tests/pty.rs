@@ -162,7 +162,7 @@ fn an_agent_that_exits_by_itself_lets_the_loop_go_on() {
     for mode in ["autonomous", "interactive"] {
         let p = Project::new(
             &format!(
-                "agent: '{} --marker done'\npty: {{mode: {mode}, idle_timeout: 5s}}",
+                "agent: '{} --marker working'\npty: {{mode: {mode}, idle_timeout: 5s}}",
                 fake_agent()
             ),
             "x\n",

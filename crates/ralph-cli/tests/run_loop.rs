@@ -161,12 +161,16 @@ fn prompt_placeholder_passes_the_text() {
 }
 
 #[test]
-fn agent_failure_goes_on_by_default() {
-    let p = Project::new(&agent("--exit 3"), "x\n");
-    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+fn agent_failure_goes_on_by_default_and_a_failed_last_run_exits_1() {
+    let p = Project::new(
+        &format!("{}\nfailure: {{delay: 10ms}}", agent("--exit 3")),
+        "x\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 1);
     let ended = p.events_of("ITERATION_ENDED");
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0]["exit_code"], 3);
+    assert_eq!(p.run_ended()["reason"], "max_iterations");
 }
 
 #[test]
@@ -199,7 +203,7 @@ fn agent_timeout_kills_it_and_is_reported() {
     let started = std::time::Instant::now();
     let out = p.run(&["run", "-n", "1", "--timeout", "200ms"]);
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    assert_eq!(code(&out), 0);
+    assert_eq!(code(&out), 1, "a timeout is a failed run");
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["timed_out"], true);
     assert_eq!(ended["termination"], "timeout");
@@ -269,7 +273,9 @@ fn log_dir_flag_moves_the_logs() {
             .join("iteration-001.log")
             .exists()
     );
-    assert!(!p.path().join(".ralph").exists());
+    // `.ralph/` holds only the folder's lock then, no run.
+    assert!(!p.path().join(".ralph/runs").exists());
+    assert!(p.path().join(".ralph/lock").exists());
 }
 
 #[test]

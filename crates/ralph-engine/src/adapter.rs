@@ -31,6 +31,9 @@ pub const MAX_RESULT_TEXT: usize = 1024 * 1024;
 /// does not hold memory for the rest of the run.
 const KEPT_LINE_CAPACITY: usize = 64 * 1024;
 
+/// How much of a result event's error text is kept for [`OutputAdapter::reported_error`].
+const MAX_ERROR_TEXT: usize = 4096;
+
 /// How much of a tool call's main argument is shown.
 const TOOL_ARG_CHARS: usize = 120;
 
@@ -51,6 +54,13 @@ pub trait OutputAdapter: Send {
     /// The agent's pipes are closed: hand over anything held back and report usage, if the
     /// agent reported any.
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage>;
+
+    /// After [`finish`](Self::finish): the error the agent reported about its own run (Claude
+    /// Code's `is_error`), in its words. A run with an error counts as failed, whatever its exit
+    /// code, and its words are where a rate limit and its reset time are looked for.
+    fn reported_error(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What an agent run cost, as the agent reported it. Every figure is optional: an agent reports
@@ -117,6 +127,8 @@ pub struct ClaudeStreamJsonAdapter {
     usage: Option<Usage>,
     /// Lines that were not JSON, for one summary warning.
     invalid_lines: u64,
+    /// The last result event's error, if it reported one: its text, or its subtype.
+    error: Option<String>,
 }
 
 impl ClaudeStreamJsonAdapter {
@@ -188,6 +200,18 @@ impl ClaudeStreamJsonAdapter {
                 format!("✗ the agent's run ended with {what}\n").as_bytes(),
             );
         }
+        self.error = failed.then(|| {
+            let text = event.result.as_deref().map(str::trim).unwrap_or_default();
+            let text = if text.is_empty() {
+                event.subtype.as_deref().unwrap_or("error")
+            } else {
+                text
+            };
+            // The error's words are short; a long answer keeps only its end, where it gave up.
+            let mut text = text.to_owned();
+            keep_tail(&mut text, MAX_ERROR_TEXT);
+            text
+        });
         let usage = self.usage.get_or_insert_with(Usage::default);
         usage.cost_usd = event.total_cost_usd.or(event.cost_usd);
         usage.num_turns = event.num_turns;
@@ -295,6 +319,10 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             out.result_text(Stream::Stdout, text.as_bytes());
         }
         self.usage.take()
+    }
+
+    fn reported_error(&self) -> Option<String> {
+        self.error.clone()
     }
 }
 

@@ -86,6 +86,13 @@ impl Attempts {
         self.feedback.as_deref()
     }
 
+    /// Puts `text` before the last attempt's feedback, when there is feedback to give.
+    pub(crate) fn prefix_feedback(&mut self, text: &str) {
+        if let Some(feedback) = &mut self.feedback {
+            feedback.insert_str(0, &format!("{text}\n\n"));
+        }
+    }
+
     pub(crate) fn flake_retries(&self) -> u64 {
         self.flake_retries
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
 use ralph_frontmatter::{CommandSpec, OutputFormat, PtyConfig, PtyMode, RalphFile};
 use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
@@ -20,16 +21,26 @@ use crate::event::{
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::pty::{self, PtyTerminal};
-use crate::process::{self, ProcessExit, ProcessSpec};
-use crate::state::{IdleHandler, StateDecision, StateHandlers, millis};
-use crate::tail::Tail;
+use crate::process::{self, Containment, ProcessExit, ProcessSpec};
+use crate::rate_limit;
+use crate::signal::{self, SignalMatcher};
+use crate::state::{
+    DeclaredStateHandler, DoneHandler, Facts, IdleHandler, Requests, StateDecision, StateHandlers,
+    millis,
+};
+use crate::tail::{HeadTail, Tail};
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
+mod failure;
+mod states;
 mod supervise;
 
-use assemble::{agent_words, ralph_dir, ralph_name, render_command};
-use supervise::{AgentOutput, AgentReader, Collector, Interrupts, TailCollector, emit};
+use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, shown_command};
+use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
+use supervise::{
+    AgentOutput, AgentReader, Collector, DOUBLE_PRESS, Interrupts, TailCollector, emit,
+};
 
 /// How often a countdown is refreshed.
 const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
@@ -63,11 +74,27 @@ pub struct EngineOptions {
     pub kill_grace: Duration,
     /// Re-read `ralph_file` before every iteration after the first, so edits made while the
     /// loop runs take effect: the prompt, agent, commands and checks are reloaded; limits set
-    /// at start (iterations, delay, timeout, idle) stay. An invalid edit is reported and the
-    /// previous version kept.
+    /// at start (iterations, delay, timeout, idle, failure, rate limit, budgets) stay. An
+    /// invalid edit is reported and the previous version kept.
     pub reload: bool,
     /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
     pub pty: Option<PtyConfig>,
+    /// Linux: make this process a child subreaper for the run and, when an iteration ends,
+    /// end every process the iteration started that still runs, even one that left the
+    /// agent's process group (a daemon started with `setsid`): SIGTERM, SIGKILL after
+    /// `kill_grace`, then reaped. On by default. Turn it off in a program that starts
+    /// processes of its own while a run is under way (they would be taken for the
+    /// iteration's), or that must not become a subreaper. Other platforms ignore it: there,
+    /// only the process group of each agent, command and check is killed.
+    pub subreaper: bool,
+    /// Backoff after failed agent runs, and how many in a row end the loop (`failure`).
+    pub failure: FailurePolicy,
+    /// Longest wait for a rate limit's reset (`rate_limit.max_wait`).
+    pub rate_limit_max_wait: Duration,
+    /// Start no iteration once the agents' reported cost reached this many US dollars.
+    pub max_cost: Option<f64>,
+    /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
+    pub max_runtime: Option<Duration>,
 }
 
 impl EngineOptions {
@@ -81,6 +108,10 @@ impl EngineOptions {
             delay: config.delay,
             timeout: config.timeout,
             pty: config.pty,
+            failure: config.failure,
+            rate_limit_max_wait: config.rate_limit.max_wait,
+            max_cost: config.max_cost,
+            max_runtime: config.max_runtime,
             file,
             cwd: PathBuf::from("."),
             args: BTreeMap::new(),
@@ -90,6 +121,7 @@ impl EngineOptions {
             command_timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(3),
             reload: false,
+            subreaper: true,
         }
     }
 }
@@ -103,16 +135,39 @@ pub fn new_run_id() -> String {
 
 /// Why a program did not start, in words that say what to check.
 fn spawn_problem(program: &str, err: &std::io::Error) -> String {
+    let path = std::path::Path::new(program);
     match err.kind() {
-        std::io::ErrorKind::NotFound if program.contains('/') => {
-            "no such file (or its #! interpreter is missing)".to_owned()
-        }
+        _ if err.raw_os_error() == Some(libc::ENOEXEC) => format!(
+            "it has no #! line; add one (e.g. `#!/bin/sh`) or run it through its interpreter \
+             (`sh {program}`)"
+        ),
+        std::io::ErrorKind::NotFound if program.contains('/') => match interpreter(path) {
+            Some(interpreter) => format!("its #! interpreter `{interpreter}` is not installed"),
+            None => "no such file (or its #! interpreter is missing)".to_owned(),
+        },
         std::io::ErrorKind::NotFound => {
             "not found on PATH (is it installed?), or its #! interpreter is missing".to_owned()
+        }
+        std::io::ErrorKind::PermissionDenied if path.is_dir() => "it is a folder".to_owned(),
+        std::io::ErrorKind::PermissionDenied if path.is_file() => {
+            format!("permission denied: it is not executable (`chmod +x {program}`)")
         }
         std::io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".to_owned(),
         _ => err.to_string(),
     }
+}
+
+/// The program named on the `#!` line of the script at `path`, if it has one.
+fn interpreter(path: &std::path::Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n]
+        .strip_prefix(b"#!")?
+        .split(|b| *b == b'\n')
+        .next()?;
+    let line = String::from_utf8_lossy(line);
+    line.split_whitespace().next().map(str::to_owned)
 }
 
 /// Errors that stop a run before it could end normally.
@@ -193,12 +248,16 @@ pub struct Engine {
 type AdapterFactory = Box<dyn FnMut() -> Box<dyn OutputAdapter> + Send>;
 
 impl Engine {
-    /// An engine with the built-in state handlers (`idle` when the file has an `idle` block) and
-    /// no sinks.
+    /// An engine with the built-in state handlers (`idle` when the file has an `idle` block,
+    /// `done`, and the file's `states`) and no sinks.
     pub fn new(options: EngineOptions) -> Self {
         let mut handlers = StateHandlers::new();
         if let Some(policy) = options.file.config.idle {
             handlers.register("idle", IdleHandler::new(policy));
+        }
+        handlers.register("done", DoneHandler);
+        for (name, spec) in &options.file.config.states {
+            handlers.register(name.clone(), DeclaredStateHandler::new(spec.clone()));
         }
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
@@ -304,11 +363,32 @@ struct Run {
     cost_usd: Option<f64>,
     num_turns: Option<u64>,
     tasks: Tasks,
+    /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
+    containment: Containment,
+    /// Consecutive failed agent runs.
+    failures: FailureStreak,
+    /// How the last agent run went, for the decision after its iteration.
+    agent_run: AgentRun,
+    /// Whether the last agent run failed: a `max_iterations` ending after it is a failure.
+    last_failed: bool,
+    /// An agent process has started in this run: a later spawn error is a failed run, not a
+    /// mistake in the agent line.
+    agent_started: bool,
+}
+
+/// How an agent run went, as far as failing and rate limits go.
+#[derive(Debug, Default)]
+struct AgentRun {
+    /// Why it failed; `None` when it did not (a rate limit with a reset time included).
+    failure: Option<String>,
+    /// The agent is rate-limited until then.
+    rate_limited_until: Option<SystemTime>,
 }
 
 impl Run {
     fn new(engine: Engine) -> Self {
         Self {
+            containment: Containment::start(engine.options.subreaper),
             sinks: engine.sinks,
             handlers: engine.handlers,
             signals: engine.signals,
@@ -318,6 +398,10 @@ impl Run {
             tasks: Tasks::new(engine.tasks),
             cost_usd: None,
             num_turns: None,
+            failures: FailureStreak::new(),
+            agent_run: AgentRun::default(),
+            last_failed: false,
+            agent_started: false,
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -364,6 +448,8 @@ impl Run {
                 max_delay_ms: millis(p.max_delay),
                 max_ms: p.max.map(millis),
             }),
+            max_cost_usd: self.options.max_cost,
+            max_runtime_ms: self.options.max_runtime.map(millis),
         };
         self.emit(started);
 
@@ -380,11 +466,20 @@ impl Run {
                 .options
                 .pty
                 .is_some_and(|pty| pty.mode == PtyMode::Interactive);
+            // One that came while the task source ran (a revert, a commit: synchronous work)
+            // is still on its way: the runtime's driver must see it, then the task forwarding
+            // it run. Each yield lets one of those happen.
+            for _ in 0..2 {
+                tokio::task::yield_now().await;
+            }
             while let Ok(signal) = self.signals.try_recv() {
                 self.interrupts.between_iterations(signal, interactive);
             }
             if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
                 break EndReason::Interrupted;
+            }
+            if let Some(reason) = self.budget_spent() {
+                break reason;
             }
             let mut events = Vec::new();
             let task_end = self.tasks.begin(&mut events);
@@ -397,7 +492,12 @@ impl Run {
             if self.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
-            let decision = match self.iteration(iteration).await {
+            let before = self.containment.iteration_started();
+            let decision = self.iteration(iteration).await;
+            self.containment
+                .iteration_ended(before, self.options.kill_grace)
+                .await;
+            let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {
                     self.finish(EndReason::AgentFailed);
@@ -407,19 +507,30 @@ impl Run {
             if self.interrupts.stop_now.is_some() {
                 break EndReason::Interrupted;
             }
-            let (delay, reason) = match decision {
+            let decision = self.after_agent(decision);
+            let decision = match decision {
                 // An ending the iteration reached (converged, say) stands even when a Ctrl+C
                 // asked to stop after it.
+                Next::Stop(reason) => Next::Stop(reason),
+                _ if self.interrupts.stop_requested => Next::Stop(EndReason::Interrupted),
+                _ if self.options.max_iterations == Some(iteration) => {
+                    Next::Stop(EndReason::MaxIterations)
+                }
+                next => match self.budget_spent() {
+                    Some(reason) => Next::Stop(reason),
+                    None => next,
+                },
+            };
+            self.report_agent_run(iteration, &decision);
+            let (delay, reason) = match decision {
                 Next::Stop(reason) => break reason,
-                _ if self.interrupts.stop_requested => break EndReason::Interrupted,
                 Next::Wait(delay, reason) => (delay, reason),
                 Next::Continue => (self.options.delay, WaitReason::Delay),
             };
-            if self.options.max_iterations == Some(iteration) {
-                break EndReason::MaxIterations;
-            }
-            if !delay.is_zero() && !self.wait(iteration, reason, delay).await {
-                break EndReason::Interrupted;
+            if !delay.is_zero() {
+                if let Some(reason) = self.wait(iteration, reason, delay).await {
+                    break reason;
+                }
             }
         };
         Ok(self.finish(reason))
@@ -460,6 +571,7 @@ impl Run {
             });
         if self.adapter.is_none() {
             argv.extend(self.builtin_output().extra_args);
+            argv.extend(self.max_turns_args());
         }
         if argv.is_empty() {
             return Err(EngineError::EmptyAgent);
@@ -508,9 +620,84 @@ impl Run {
         self.emit(kind);
     }
 
+    /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
+    fn budget_spent(&self) -> Option<EndReason> {
+        if let (Some(max), Some(cost)) = (self.options.max_cost, self.cost_usd) {
+            if cost >= max {
+                return Some(EndReason::MaxCost);
+            }
+        }
+        match self.options.max_runtime {
+            Some(max) if self.started.elapsed() >= max => Some(EndReason::MaxRuntime),
+            _ => None,
+        }
+    }
+
+    /// Folds the last agent run's failure or rate limit into what the iteration decided: a
+    /// rate limit waits for its reset, a failure backs off (or ends the loop at
+    /// `failure.max_consecutive`), a run that did not fail ends the failure streak. An ending the
+    /// iteration reached stands.
+    fn after_agent(&mut self, next: Next) -> Next {
+        let run = &self.agent_run;
+        self.last_failed = run.failure.is_some();
+        if let Some(until) = run.rate_limited_until {
+            let wait = until
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .min(self.options.rate_limit_max_wait);
+            return match next {
+                Next::Stop(reason) => Next::Stop(reason),
+                _ => Next::Wait(wait, WaitReason::RateLimit),
+            };
+        }
+        if run.failure.is_none() {
+            self.failures.record_success();
+            return next;
+        }
+        match (next, self.failures.record_failure(&self.options.failure)) {
+            (Next::Stop(reason), _) => Next::Stop(reason),
+            (_, FailureDecision::Stop { .. }) => Next::Stop(EndReason::AgentFailing),
+            // A wait the iteration asked for (a convergence retry, say) is kept when longer.
+            (Next::Wait(other, _), FailureDecision::Wait { delay, .. }) => {
+                Next::Wait(delay.max(other), WaitReason::Failure)
+            }
+            (Next::Continue, FailureDecision::Wait { delay, .. }) => {
+                Next::Wait(delay.max(self.options.delay), WaitReason::Failure)
+            }
+        }
+    }
+
+    /// `ITERATION_FAILED` or `RATE_LIMITED` for the last agent run, with the wait `next` holds
+    /// (none when the loop ends).
+    fn report_agent_run(&mut self, iteration: u64, next: &Next) {
+        let run = std::mem::take(&mut self.agent_run);
+        let wait = match next {
+            Next::Wait(delay, _) => Some(millis(*delay)),
+            Next::Continue => Some(millis(self.options.delay)),
+            Next::Stop(_) => None,
+        };
+        if let Some(until) = run.rate_limited_until {
+            self.emit(EventKind::RateLimited {
+                iteration,
+                until,
+                wait_ms: wait,
+            });
+        } else if let Some(failure) = run.failure {
+            self.emit(EventKind::IterationFailed {
+                iteration,
+                consecutive_failures: self.failures.consecutive(),
+                failure,
+                next_delay_ms: wait,
+            });
+        }
+    }
+
     fn finish(&mut self, reason: EndReason) -> RunOutcome {
         let reason = match reason {
-            EndReason::MaxIterations => self.tasks.limit_reached(),
+            EndReason::MaxIterations => match self.tasks.limit_reached() {
+                EndReason::MaxIterations if self.last_failed => EndReason::MaxIterationsLastFailed,
+                other => other,
+            },
             other => other,
         };
         let exit_code = outcome::exit_code(
@@ -572,7 +759,31 @@ impl Run {
         if let Some(dir) = &self.options.log_dir {
             logs::write_iteration_prompt(dir, iteration, &prompt);
         }
-        let (exit, findings, usage) = self.run_agent(iteration, prompt, &mut log).await?;
+        let (exit, findings, usage, words) = match self.run_agent(iteration, prompt, &mut log).await
+        {
+            Ok(ran) => {
+                self.agent_started = true;
+                ran
+            }
+            // The agent ran before: its program went missing (an update replacing it, say),
+            // which may pass. Before that, a program that cannot start is a mistake to fix.
+            Err(err @ EngineError::AgentSpawn { .. }) if self.agent_started => {
+                let exit = ProcessExit {
+                    exit_code: None,
+                    signal: None,
+                    duration: Duration::ZERO,
+                    termination: Termination::Natural,
+                };
+                let words = AgentWords {
+                    not_started: Some(err.to_string()),
+                    ..AgentWords::default()
+                };
+                (exit, Vec::new(), None, words)
+            }
+            Err(err) => return Err(err),
+        };
+        self.agent_run = self.judge_agent_run(&exit, &words);
+        let failed = self.agent_run.failure.is_some();
         if let Some(usage) = &usage {
             if let Some(cost) = usage.cost_usd {
                 *self.cost_usd.get_or_insert(0.0) += cost;
@@ -628,6 +839,8 @@ impl Run {
             markers,
             log_file: log.path().map(|p| p.display().to_string()),
             usage,
+            failed,
+            failure: self.agent_run.failure.clone(),
         });
 
         if exit.termination == Termination::Interrupted {
@@ -643,17 +856,23 @@ impl Run {
         // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
         let handled = state
             .as_ref()
-            .is_some_and(|m| self.handlers.handles(&m.name));
+            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
         let attempt = match self.attempts.is_some() && !handled {
             true => Some(self.attempt(iteration, &exit, &log).await),
             false => None,
         };
         let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
         let mut events = Vec::new();
-        let elapsed = self.started.elapsed();
+        let facts = Facts {
+            iteration,
+            elapsed: self.started.elapsed(),
+            checks_passed: verdict.map(|v| v == Verdict::Converged),
+            task: self.tasks.current_id(),
+        };
+        let mut requests = Requests::default();
         let decision = self
             .handlers
-            .decide(iteration, state.as_ref(), elapsed, &mut events);
+            .decide(facts, state.as_ref(), &mut events, &mut requests);
         for event in events {
             if let EventKind::IterationIdle {
                 consecutive_idle, ..
@@ -663,6 +882,9 @@ impl Run {
             }
             self.emit(event);
         }
+        let checks_passed = verdict.map(|v| v == Verdict::Converged);
+        self.state_requests(iteration, checks_passed, state.as_ref(), requests)
+            .await;
         if self.interrupts.stop_now.is_none() && !matches!(decision, StateDecision::Stop(_)) {
             let report = attempt.as_ref().map(|(verdict, results)| AttemptReport {
                 results,
@@ -699,9 +921,7 @@ impl Run {
             // Silence ending an interactive iteration is its normal end, not a failure. A state
             // the agent reported (idle, say) does not make a failed run a success: no wait.
             (None, StateDecision::Continue | StateDecision::Wait(_))
-                if self.options.stop_on_error
-                    && !exit.success()
-                    && exit.termination != Termination::IdleTimeout =>
+                if self.options.stop_on_error && failed =>
             {
                 Next::Stop(EndReason::AgentFailed)
             }
@@ -715,6 +935,34 @@ impl Run {
             }
             (None, StateDecision::Continue) => Next::Continue,
         })
+    }
+
+    /// Whether an agent run failed, and why, or says it is rate-limited until a known time.
+    fn judge_agent_run(&self, exit: &ProcessExit, words: &AgentWords) -> AgentRun {
+        let Some(failure) = failure_of(exit, words, self.options.timeout) else {
+            return AgentRun::default();
+        };
+        // The adapter's error is the agent's own word on its run; without one, the output's end.
+        // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
+        let text = words.reported_error.as_deref().unwrap_or(&words.tail);
+        let now = jiff::Zoned::now();
+        match rate_limit::detect(text, &now) {
+            Some(limit) => match limit.until {
+                Some(until) if until > SystemTime::now() => AgentRun {
+                    failure: None,
+                    rate_limited_until: Some(until),
+                },
+                // No reset time to wait for (or one already past): back off as for a failure.
+                _ => AgentRun {
+                    failure: Some(format!("rate-limited, no reset time given ({failure})")),
+                    rate_limited_until: None,
+                },
+            },
+            None => AgentRun {
+                failure: Some(failure),
+                rate_limited_until: None,
+            },
+        }
     }
 
     /// Runs the `done_when` checks after an agent run and records the attempt.
@@ -771,7 +1019,8 @@ impl Run {
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
-                tracing::warn!("check `{check}` could not start: {err}");
+                let problem = spawn_problem("sh", &err);
+                tracing::warn!("check `{check}` could not start: {problem}");
                 (None, Duration::ZERO, false)
             }
         };
@@ -860,28 +1109,40 @@ impl Run {
         command: &CommandSpec,
         log: &mut IterationLog,
     ) -> CommandRun {
-        // User values are escaped for where they stand: an argument can never inject shell code.
-        let run = render_command(&command.run, &self.options.args);
-        let mut spec = ProcessSpec::shell(&run, self.cwd_for(&run), self.options.kill_grace);
-        spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
-        spec.env = self.env(iteration);
-        log.section(&format!("command {}: {run}", command.name));
+        // User values are literal text wherever they stand: an argument never becomes shell
+        // code (a placement that cannot be quoted is refused, at load or here).
+        let line = ralph_frontmatter::command_line(&command.run, &self.options.args);
+        let cwd = self.cwd_for(&command.run);
+        let spec = line.as_ref().map(|line| {
+            let mut spec = ProcessSpec::command(line, cwd, self.options.kill_grace);
+            spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
+            spec.env = self.env(iteration);
+            spec
+        });
+        let shown = line.as_ref().map_or(command.run.clone(), shown_command);
+        log.section(&format!("command {}: {shown}", command.name));
 
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: Some(HeadTail::new(command.max_output)),
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
             agent: None,
             interrupts: &mut self.interrupts,
         };
-        let result = process::run(&spec, &mut collector, &mut self.signals).await;
-        let output = collector.output;
+        let result = match &spec {
+            Ok(spec) => process::run(spec, &mut collector, &mut self.signals)
+                .await
+                .map_err(|err| spawn_problem(&spec.program, &err)),
+            Err((_, reason)) => Err(format!("{{{{ args.* }}}} {}", reason.explain())),
+        };
+        let output = collector.output.map(HeadTail::finish).unwrap_or_default();
+        log.write(output.after_head.as_bytes());
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
-            Err(err) => {
-                tracing::warn!("command {} could not start: {err}", command.name);
+            Err(problem) => {
+                tracing::warn!("command {} could not start: {problem}", command.name);
                 (None, Duration::ZERO, false)
             }
         };
@@ -893,7 +1154,7 @@ impl Run {
             timed_out,
         });
         CommandRun {
-            output: String::from_utf8_lossy(&output).into_owned(),
+            output: output.text,
             exit_code,
             timed_out,
         }
@@ -935,6 +1196,12 @@ impl Run {
         prompt
     }
 
+    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
+    fn max_turns_args(&self) -> Vec<String> {
+        let config = &self.options.file.config;
+        max_turns_args(&config.agent_argv, config.max_turns)
+    }
+
     /// The built-in adapter for this agent, and the arguments it adds to the command line.
     fn builtin_output(&self) -> adapter::OutputChoice {
         let config = &self.options.file.config;
@@ -948,14 +1215,23 @@ impl Run {
         iteration: u64,
         prompt: String,
         log: &mut IterationLog,
-    ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>), EngineError> {
+    ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
         let (mut adapter, extra_args) = match &mut self.adapter {
             Some(make) => (make(), Vec::new()),
             None => {
                 let choice = self.builtin_output();
-                (choice.adapter(), choice.extra_args)
+                let mut extra_args = choice.extra_args.clone();
+                extra_args.extend(self.max_turns_args());
+                (choice.adapter(), extra_args)
             }
         };
+        let mut completion = self
+            .options
+            .file
+            .config
+            .completion_text()
+            .map(|text| SignalMatcher::new(text.as_bytes()));
+        let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
         let (mut words, uses_argv) =
             agent_words(&self.options.file.config.agent_argv, &prompt, || {
@@ -988,14 +1264,15 @@ impl Run {
         };
         let mut collector = Collector {
             iteration,
-            output: Vec::new(),
+            output: None,
             log,
             sinks: &mut self.sinks,
             run_id: &self.options.run_id,
             agent: Some(AgentReader {
-                adapter: &mut *adapter,
+                adapter: &mut watched,
                 scanners: &mut scanners,
                 findings: Vec::new(),
+                tail: Tail::new(FAILURE_TAIL_BYTES),
             }),
             interrupts: &mut self.interrupts,
         };
@@ -1006,15 +1283,26 @@ impl Run {
             }
             None => process::run(&spec, &mut collector, &mut self.signals).await,
         };
-        let mut findings = collector.agent.map(|a| a.findings).unwrap_or_default();
-        let usage = adapter.finish(&mut AgentOutput {
+        let (mut findings, tail) = collector
+            .agent
+            .map(|a| (a.findings, a.tail))
+            .unwrap_or_else(|| (Vec::new(), Tail::new(0)));
+        let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.sinks,
             scanners: &mut scanners,
             findings: &mut findings,
         });
+        let words = AgentWords {
+            reported_error: adapter.reported_error(),
+            tail: tail.into_text().0,
+            not_started: None,
+        };
         for scanner in &mut scanners {
             scanner.finish(&mut findings);
+        }
+        if completion.as_ref().is_some_and(SignalMatcher::found) {
+            findings.push(signal::done_finding());
         }
         if let Some(path) = prompt_file {
             if self.options.log_dir.is_none() {
@@ -1025,7 +1313,7 @@ impl Run {
             program: program.clone(),
             source,
         })?;
-        Ok((exit, findings, usage))
+        Ok((exit, findings, usage, words))
     }
 
     fn prompt_file_path(&self, iteration: u64) -> PathBuf {
@@ -1043,9 +1331,21 @@ impl Run {
         std::fs::canonicalize(&path).unwrap_or(path)
     }
 
-    /// Waits `delay`, counting down. Ctrl+C skips the wait; a second one within a second, or
-    /// SIGTERM, stops the loop. Returns whether the loop goes on.
-    async fn wait(&mut self, iteration: u64, reason: WaitReason, delay: Duration) -> bool {
+    /// Waits `delay`, counting down, cut short at `max_runtime`. Ctrl+C skips the wait, and the
+    /// next run starts after a grace period in which a second Ctrl+C stops the loop with no new
+    /// run; SIGTERM and SIGHUP stop it. Returns why the loop ends, or `None` to go on.
+    async fn wait(
+        &mut self,
+        iteration: u64,
+        reason: WaitReason,
+        delay: Duration,
+    ) -> Option<EndReason> {
+        let start = Instant::now();
+        let runtime_end = self.options.max_runtime.map(|max| self.started + max);
+        let (delay, cut) = match runtime_end {
+            Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
+            _ => (delay, false),
+        };
         self.emit(EventKind::WaitStarted {
             iteration,
             reason,
@@ -1056,9 +1356,9 @@ impl Run {
         } else {
             0
         };
-        let start = Instant::now();
         let deadline = start + delay;
-        let mut go_on = true;
+        let mut end = cut.then_some(EndReason::MaxRuntime);
+        let mut skipped = false;
         let mut first_tick = true;
         loop {
             let now = Instant::now();
@@ -1082,17 +1382,22 @@ impl Run {
                 signal = self.signals.recv() => match signal {
                     Some(signal @ (InterruptSignal::Term | InterruptSignal::Hup)) => {
                         self.interrupts.stop_now = Some(signal);
-                        go_on = false;
+                        end = Some(EndReason::Interrupted);
                         break;
                     }
                     Some(InterruptSignal::Int) => {
                         let now = Instant::now();
                         if self.interrupts.within_double_press(now) {
                             self.interrupts.stop_now = Some(InterruptSignal::Int);
-                            go_on = false;
+                            end = Some(EndReason::Interrupted);
                         } else {
                             self.interrupts.last_int = Some(now);
-                            self.emit(EventKind::WaitSkipped { iteration });
+                            end = None;
+                            skipped = true;
+                            self.emit(EventKind::WaitSkipped {
+                                iteration,
+                                grace_ms: millis(DOUBLE_PRESS),
+                            });
                         }
                         break;
                     }
@@ -1110,7 +1415,29 @@ impl Run {
         if reason == WaitReason::Idle {
             self.idle_time += start.elapsed();
         }
-        go_on
+        if skipped {
+            end = self.grace().await;
+        }
+        end
+    }
+
+    /// After a Ctrl+C skipped a wait: nothing starts for [`DOUBLE_PRESS`], so a second Ctrl+C
+    /// (the user meant to stop) costs no agent run.
+    async fn grace(&mut self) -> Option<EndReason> {
+        let until = Instant::now() + DOUBLE_PRESS;
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => None,
+            signal = self.signals.recv() => match signal {
+                Some(signal) => {
+                    self.interrupts.stop_now = Some(signal);
+                    Some(EndReason::Interrupted)
+                }
+                None => {
+                    tokio::time::sleep_until(until).await;
+                    None
+                }
+            },
+        }
     }
 }
 

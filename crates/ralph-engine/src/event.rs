@@ -42,6 +42,10 @@ pub enum EventKind {
         max_iterations: Option<u64>,
         /// The idle policy, if idle handling is on.
         idle: Option<IdleSummary>,
+        /// The cost budget in US dollars (`max_cost`), if any.
+        max_cost_usd: Option<f64>,
+        /// The runtime budget (`max_runtime`), if any.
+        max_runtime_ms: Option<u64>,
     },
     /// An iteration begins.
     IterationStarted {
@@ -90,6 +94,35 @@ pub enum EventKind {
         /// Cost, turns and tokens, when the agent's adapter reports them (Claude's stream-json).
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// Whether the run failed: a non-zero exit, a signal ralph did not send, a timeout, an
+        /// agent that could not start, or an error its adapter reported. A rate limit with a
+        /// reset time is a wait, not a failure.
+        failed: bool,
+        /// Why it failed, in words; `None` when it did not.
+        failure: Option<String>,
+    },
+    /// The agent run failed (after `ITERATION_ENDED`): the loop backs off, or ends at
+    /// `failure.max_consecutive`.
+    IterationFailed {
+        /// The iteration.
+        iteration: u64,
+        /// Failed runs in a row, this one included.
+        consecutive_failures: u64,
+        /// Why it failed, in words.
+        failure: String,
+        /// The wait before the next run; `None` when the loop ends.
+        next_delay_ms: Option<u64>,
+    },
+    /// The agent said it is rate-limited until a given time: the loop waits until then
+    /// (at most `rate_limit.max_wait`). Not a failure.
+    RateLimited {
+        /// The iteration.
+        iteration: u64,
+        /// When the limit resets, as the agent said (RFC 3339 UTC).
+        #[serde(serialize_with = "serialize_ts")]
+        until: SystemTime,
+        /// The wait before the next run; `None` when the loop ends instead.
+        wait_ms: Option<u64>,
     },
     /// An iteration ended idle, with the `idle` handler on: the loop waits before the next one,
     /// or stops when the wait would pass the idle limit.
@@ -102,6 +135,19 @@ pub enum EventKind {
         idle_elapsed_ms: u64,
         /// The wait before the next iteration; `None` when the idle limit stops the loop.
         next_delay_ms: Option<u64>,
+    },
+    /// An iteration ended in a state declared in RALPH.md (`states`): its hook ran, if it has
+    /// one, and the loop does what `then` says.
+    StateHandled {
+        /// The iteration.
+        iteration: u64,
+        /// The state's name.
+        state: String,
+        /// `stop`, `continue` or `wait`.
+        then: String,
+        /// The hook's exit code; `None` without a hook, or when it ended by a signal, timed out
+        /// or could not start.
+        hook_exit_code: Option<i32>,
     },
     /// The `done_when` checks ran after an agent run: one convergence attempt.
     AttemptEnded {
@@ -141,10 +187,13 @@ pub enum EventKind {
         /// How long it means to wait.
         delay_ms: u64,
     },
-    /// A wait was cut short by Ctrl+C.
+    /// A wait was cut short by Ctrl+C. The next run starts after a grace period, during which
+    /// a second Ctrl+C stops the loop without starting it.
     WaitSkipped {
         /// The iteration just finished.
         iteration: u64,
+        /// The grace period before the next run starts.
+        grace_ms: u64,
     },
     /// Ctrl+C while an iteration runs (a command, the agent or a check): the loop stops after
     /// this iteration.
@@ -317,6 +366,10 @@ pub enum WaitReason {
     State,
     /// Backoff before the next convergence attempt.
     Retry,
+    /// Backoff after a failed agent run.
+    Failure,
+    /// The agent is rate-limited: waiting for the reset.
+    RateLimit,
 }
 
 /// How an agent run ended.

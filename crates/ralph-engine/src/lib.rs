@@ -48,7 +48,9 @@ pub mod lock;
 mod logs;
 mod outcome;
 mod process;
+mod rate_limit;
 pub mod run_folder;
+mod signal;
 mod state;
 mod tail;
 mod task;
@@ -64,7 +66,10 @@ pub use event::{
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::pty::{PtySize, PtyTerminal};
-pub use state::{IdleHandler, StateContext, StateDecision, StateHandler, StateHandlers};
+pub use state::{
+    DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
+    StateHandler, StateHandlers,
+};
 pub use task::{
     AttemptReport, IterationReport, NextTask, StoriesSummary, Task, TaskContext, TaskDecision,
     TaskSource,

@@ -29,6 +29,26 @@ pub enum EndReason {
     /// Story mode: `max_iterations` ran out with stories still to do. Reported as
     /// `max_iterations`, but a failure: the work is not done.
     MaxIterationsWorkLeft,
+    /// The agent reported `<!-- ralph:state done -->` (or its `completion_signal`) and no
+    /// `done_when` check or task source had a say.
+    AgentDone,
+    /// A state declared in RALPH.md (`states`, `then: stop`) ended the run with its own exit
+    /// code.
+    StateStop {
+        /// The state's name, as it appears in `RUN_ENDED`.
+        state: String,
+        /// The state's `exit_code`.
+        exit_code: u8,
+    },
+    /// `failure.max_consecutive` agent runs failed in a row.
+    AgentFailing,
+    /// The agents' reported cost reached `max_cost`.
+    MaxCost,
+    /// The run lasted `max_runtime`.
+    MaxRuntime,
+    /// `max_iterations` iterations ran and the last one failed. Reported as `max_iterations`,
+    /// but a failure: the agent was failing when the loop ended.
+    MaxIterationsLastFailed,
     /// A state handler stopped the loop with its own reason.
     State {
         /// The reason as it appears in `RUN_ENDED`.
@@ -52,7 +72,13 @@ impl EndReason {
             EndReason::Converged => "converged",
             EndReason::MaxAttemptsReached => "max_attempts_reached",
             EndReason::PtyIdleTimeout => "pty_idle_timeout",
+            EndReason::AgentFailing => "agent_failing",
+            EndReason::MaxCost => "max_cost",
+            EndReason::MaxRuntime => "max_runtime",
+            EndReason::MaxIterationsLastFailed => "max_iterations",
             EndReason::State { reason, .. } => reason,
+            EndReason::AgentDone => "agent_done",
+            EndReason::StateStop { state, .. } => state,
         }
     }
 }
@@ -112,7 +138,16 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
             EndReason::CircuitOpen | EndReason::StoriesBlocked | EndReason::MaxIterationsWorkLeft,
             _,
         ) => 1,
+        (
+            EndReason::AgentFailing
+            | EndReason::MaxCost
+            | EndReason::MaxRuntime
+            | EndReason::MaxIterationsLastFailed,
+            _,
+        ) => 1,
         (EndReason::State { failure: true, .. }, _) => 1,
+        (EndReason::StateStop { exit_code, .. }, _) => i32::from(*exit_code),
+        (EndReason::AgentDone, _) => 0,
         (
             EndReason::MaxIterations
             | EndReason::IdleLimit
@@ -208,6 +243,33 @@ mod tests {
     }
 
     #[test]
+    fn agent_failing_exits_1() {
+        assert_eq!(exit_code(&EndReason::AgentFailing, None), 1);
+        assert_eq!(EndReason::AgentFailing.as_str(), "agent_failing");
+    }
+
+    #[test]
+    fn max_cost_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxCost, None), 1);
+        assert_eq!(EndReason::MaxCost.as_str(), "max_cost");
+    }
+
+    #[test]
+    fn max_runtime_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxRuntime, None), 1);
+        assert_eq!(EndReason::MaxRuntime.as_str(), "max_runtime");
+    }
+
+    #[test]
+    fn max_iterations_ending_on_a_failed_run_is_reported_as_max_iterations_and_exits_1() {
+        assert_eq!(exit_code(&EndReason::MaxIterationsLastFailed, None), 1);
+        assert_eq!(
+            EndReason::MaxIterationsLastFailed.as_str(),
+            "max_iterations"
+        );
+    }
+
+    #[test]
     fn state_stop_exit_follows_its_failure_flag() {
         let ok = EndReason::State {
             reason: "reviewed".into(),
@@ -220,5 +282,23 @@ mod tests {
         assert_eq!(exit_code(&ok, None), 0);
         assert_eq!(exit_code(&bad, None), 1);
         assert_eq!(bad.as_str(), "blocked");
+    }
+
+    #[test]
+    fn agent_done_is_a_normal_end() {
+        assert_eq!(exit_code(&EndReason::AgentDone, None), 0);
+        assert_eq!(EndReason::AgentDone.as_str(), "agent_done");
+    }
+
+    #[test]
+    fn declared_state_stop_exits_with_its_exit_code_and_names_the_state() {
+        let stop = |exit_code| EndReason::StateStop {
+            state: "review".into(),
+            exit_code,
+        };
+        assert_eq!(exit_code(&stop(0), None), 0);
+        assert_eq!(exit_code(&stop(3), None), 3);
+        assert_eq!(exit_code(&stop(255), None), 255);
+        assert_eq!(stop(3).as_str(), "review");
     }
 }

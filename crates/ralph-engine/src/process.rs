@@ -3,6 +3,15 @@
 //! Every child runs in its own process group, so a timeout or a stop reaches its children too,
 //! and whatever is left in the group when the child exits is killed: no orphans. Output is read
 //! from both pipes concurrently and handed over chunk by chunk; nothing here keeps it.
+//!
+//! No process outlives the run, even when ralph itself is killed. A run holds a
+//! [`Containment`]:
+//! - the [`watchdog`], on every Unix: a process that SIGKILLs every process group ralph
+//!   registered and had not yet killed, as soon as ralph is gone, whatever signal ended it;
+//! - on Linux, unless turned off, ralph as a child subreaper ([`descendants`]): when an
+//!   iteration ends, every process it started that still runs, even one that left its process
+//!   group (`setsid`), is ended and reaped. Other platforms have the process group kill only.
+//!   A process that left its group while ralph is killed with SIGKILL is beyond both.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,8 +25,10 @@ use tokio::time::Instant;
 use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
+mod descendants;
 mod program;
 pub(crate) mod pty;
+mod watchdog;
 
 /// How long to keep reading pipes after the child exited and its group was killed. A process
 /// that left the group (setsid) can hold a pipe open forever; ralph does not wait for it.
@@ -51,6 +62,26 @@ impl ProcessSpec {
             stdin: None,
             timeout: None,
             kill_grace,
+        }
+    }
+}
+
+impl ProcessSpec {
+    /// A command's line as `ralph_frontmatter::command_line` decided: through `sh -c`, or its
+    /// words run directly. A line without words does nothing, as `sh -c ""` does.
+    pub(crate) fn command(
+        line: &ralph_frontmatter::CommandLine,
+        cwd: PathBuf,
+        kill_grace: Duration,
+    ) -> Self {
+        match line {
+            ralph_frontmatter::CommandLine::Words(words) if !words.is_empty() => Self {
+                program: words[0].clone(),
+                args: words[1..].to_vec(),
+                ..Self::shell("", cwd, kill_grace)
+            },
+            ralph_frontmatter::CommandLine::Words(_) => Self::shell("", cwd, kill_grace),
+            ralph_frontmatter::CommandLine::Shell(script) => Self::shell(script, cwd, kill_grace),
         }
     }
 }
@@ -136,9 +167,11 @@ pub(crate) async fn run(
     };
 
     let started = Instant::now();
+    let spawning = descendants::spawning();
     let mut child = spawn(&program::resolve(&spec.program))?;
     let pgid = child.id().map(|id| id as i32);
     let mut group = GroupGuard::new(pgid);
+    drop(spawning);
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // Written from its own task so a large prompt never deadlocks an agent that writes
@@ -240,6 +273,47 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// What keeps a run's processes from outliving it, held for the length of the run.
+#[derive(Debug)]
+pub(crate) struct Containment {
+    /// Dropped first: what the run left is killed while the watchdog is still known.
+    reaper: Option<descendants::Reaper>,
+    /// Only held: shared with concurrent runs, it ends when the last one drops its handle.
+    _watchdog: Option<Arc<watchdog::Watchdog>>,
+}
+
+/// What ran before an iteration began: it is not the iteration's to end.
+#[derive(Debug)]
+pub(crate) struct IterationStart(Option<descendants::Snapshot>);
+
+impl Containment {
+    /// Starts (or joins) the watchdog and, with `subreaper` (Linux only), makes ralph a child
+    /// subreaper until the containment is dropped.
+    pub(crate) fn start(subreaper: bool) -> Self {
+        let watchdog = watchdog::Watchdog::acquire();
+        let reaper = subreaper
+            .then(|| descendants::Reaper::start(watchdog.as_ref().map(|w| w.pid())))
+            .flatten();
+        Self {
+            reaper,
+            _watchdog: watchdog,
+        }
+    }
+
+    /// Notes what runs before an iteration.
+    pub(crate) fn iteration_started(&self) -> IterationStart {
+        IterationStart(self.reaper.as_ref().map(descendants::Reaper::snapshot))
+    }
+
+    /// Ends whatever the iteration started that still runs: SIGTERM, then SIGKILL after
+    /// `grace`. Nothing without the subreaper.
+    pub(crate) async fn iteration_ended(&self, start: IterationStart, grace: Duration) {
+        if let (Some(reaper), Some(before)) = (&self.reaper, &start.0) {
+            reaper.end_new(before, grace).await;
+        }
+    }
+}
+
 /// Kills a child's process group when dropped, and aborts the tasks feeding it: whatever way
 /// a run ends (an I/O error, a panic, an embedder dropping the run), nothing of the group
 /// outlives it. `kill_on_drop` alone would reach the child, not its children.
@@ -249,7 +323,12 @@ pub(crate) struct GroupGuard {
 }
 
 impl GroupGuard {
+    /// Call with [`descendants::spawning`] held since the spawn.
     pub(crate) fn new(pgid: Option<i32>) -> Self {
+        if let Some(pgid) = pgid {
+            watchdog::register(pgid);
+            descendants::supervise(pgid);
+        }
         Self {
             pgid,
             tasks: Vec::new(),
@@ -266,6 +345,8 @@ impl GroupGuard {
     pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             signal_group(pgid, libc::SIGKILL);
+            watchdog::unregister(pgid);
+            descendants::release(pgid);
         }
     }
 }

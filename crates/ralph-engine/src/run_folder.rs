@@ -467,8 +467,14 @@ impl RunRecord {
                                     Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)));
                             }
                         }
+                        // `failed` is the engine's own verdict; runs written before it
+                        // existed are judged by the exit.
+                        let failed = event.get("failed").and_then(Value::as_bool);
                         it.outcome = match (it.termination.as_deref(), it.state.as_deref()) {
                             (Some("interrupted"), _) => IterationOutcome::Interrupted,
+                            _ if failed == Some(true) => IterationOutcome::Failed,
+                            (_, Some("idle")) if failed == Some(false) => IterationOutcome::Idle,
+                            _ if failed == Some(false) => IterationOutcome::Worked,
                             (Some("natural"), Some("idle")) if it.exit_code == Some(0) => {
                                 IterationOutcome::Idle
                             }
@@ -549,11 +555,6 @@ impl RunRecord {
                     start_ms: ms_between(started, at),
                     delay_ms: u64_of(event, "delay_ms").unwrap_or(0),
                 }),
-                "RATE_LIMITED" => {
-                    if let Some(it) = current {
-                        it.outcome = IterationOutcome::Failed;
-                    }
-                }
                 "RUN_ENDED" => {
                     ended = true;
                     run.status = RunStatus::Ended {
@@ -668,6 +669,21 @@ mod tests {
         let run = RunRecord::from_events("r", &events(&text), Some(&holder));
         assert_eq!(run.status, RunStatus::Killed);
         assert_eq!(run.iterations[2].outcome, IterationOutcome::Interrupted);
+    }
+
+    #[test]
+    fn the_engines_failed_verdict_wins_over_the_exit_code() {
+        let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":true}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":3,"termination":"natural","failed":false}
+"#;
+        let run = RunRecord::from_events("r", &events(text), None);
+        let outcomes: Vec<_> = run.iterations.iter().map(|i| i.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [IterationOutcome::Failed, IterationOutcome::Worked]
+        );
     }
 
     #[test]

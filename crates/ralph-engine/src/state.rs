@@ -1,13 +1,16 @@
 //! State handlers: what the loop does when an iteration ends in a given state.
 //!
 //! The agent names its state with a marker (`<!-- ralph:state NAME -->`); the registry maps that
-//! name to a [`StateHandler`]. `idle` is built in as an ordinary handler ([`IdleHandler`]); an
-//! embedder registers its own the same way, without touching the engine.
+//! name to a [`StateHandler`]. `idle` ([`IdleHandler`]), `done` ([`DoneHandler`]) and the states
+//! a RALPH.md declares in `states` ([`DeclaredStateHandler`]) are ordinary handlers; an embedder
+//! registers its own the same way, without touching the engine.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ralph_backoff::{IdleDecision, IdlePolicy, IdleStreak};
+use ralph_frontmatter::schema::BUILT_IN_STATES;
+use ralph_frontmatter::{StateSpec, StateThen};
 use ralph_marker::Marker;
 
 use crate::event::EventKind;
@@ -32,27 +35,74 @@ pub struct StateContext<'a> {
     pub marker: &'a Marker,
     /// Time since the run started, from the engine's clock.
     pub elapsed: Duration,
+    /// With `done_when`, when the checks ran after this iteration (the state's handler says it
+    /// [is an attempt](StateHandler::is_attempt)): whether they all passed.
+    pub checks_passed: Option<bool>,
+    /// The task the iteration worked on (a story id), when a task source is set.
+    pub task: Option<&'a str>,
     events: &'a mut Vec<EventKind>,
+    requests: &'a mut Requests,
+}
+
+/// What handlers asked of the engine besides their decision.
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    /// A shell command to run now, for the state's handler.
+    pub(crate) hook: Option<String>,
+    /// Its time limit; `None`: the command timeout.
+    pub(crate) hook_timeout: Option<Duration>,
+    /// Text for the front of the next prompt's feedback.
+    pub(crate) feedback: Option<String>,
+}
+
+/// What the engine knows of the iteration besides its state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts<'a> {
+    pub(crate) iteration: u64,
+    pub(crate) elapsed: Duration,
+    pub(crate) checks_passed: Option<bool>,
+    pub(crate) task: Option<&'a str>,
 }
 
 impl<'a> StateContext<'a> {
-    pub(crate) fn new(
-        iteration: u64,
+    fn new(
+        facts: Facts<'a>,
         marker: &'a Marker,
-        elapsed: Duration,
         events: &'a mut Vec<EventKind>,
+        requests: &'a mut Requests,
     ) -> Self {
         Self {
-            iteration,
+            iteration: facts.iteration,
             marker,
-            elapsed,
+            elapsed: facts.elapsed,
+            checks_passed: facts.checks_passed,
+            task: facts.task,
             events,
+            requests,
         }
     }
 
     /// Emits an event after the iteration's `ITERATION_ENDED`.
     pub fn emit(&mut self, event: EventKind) {
         self.events.push(event);
+    }
+
+    /// Asks the engine to run `command` through `sh -c` before the decision takes effect, as it
+    /// runs one of `commands` (own process group, `RALPH_*` variables, killed after `timeout`,
+    /// by default the command timeout). In `command`, `{{ state.KEY }}` becomes the marker's
+    /// attribute `KEY` (nothing when it has none), shell-quoted exactly as `{{ args.NAME }}`
+    /// values are, which are filled too. Its exit code comes back through
+    /// [`StateHandler::on_hook_finished`].
+    pub fn run_hook(&mut self, command: impl Into<String>, timeout: Option<Duration>) {
+        self.requests.hook = Some(command.into());
+        self.requests.hook_timeout = timeout;
+    }
+
+    /// Puts `text` at the front of what the agent's next prompt says about its failed attempt
+    /// (`{{ ralph.failures }}`). Without feedback to give (no failed `done_when` attempt, or
+    /// `convergence.feedback: false`) it is dropped.
+    pub fn add_feedback(&mut self, text: impl Into<String>) {
+        self.requests.feedback = Some(text.into());
     }
 }
 
@@ -63,12 +113,27 @@ pub trait StateHandler: Send {
 
     /// The iteration ended in another state, or none: a streak of this state is over.
     fn on_other_state(&mut self) {}
+
+    /// Whether an iteration ending in this state is still a `done_when` attempt: the checks
+    /// run first and [`StateContext::checks_passed`] tells how they went (`done`). `false`, the
+    /// default: the handler alone decides, no checks run (`idle`: nothing was tried).
+    fn is_attempt(&self) -> bool {
+        false
+    }
+
+    /// The hook asked for with [`StateContext::run_hook`] ended with `exit_code` (`None`: by a
+    /// signal, at its timeout, or it could not start).
+    fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>) {
+        let _ = (cx, exit_code);
+    }
 }
 
 /// The state handlers of a run, by state name.
 #[derive(Default)]
 pub struct StateHandlers {
     handlers: BTreeMap<String, Box<dyn StateHandler>>,
+    /// Unknown states already warned about: once per run each.
+    warned: BTreeSet<String>,
 }
 
 impl StateHandlers {
@@ -88,25 +153,134 @@ impl StateHandlers {
         self.handlers.contains_key(name)
     }
 
+    /// Whether an iteration ending in `name` is left to its handler alone: a handler is
+    /// registered and it is not an attempt (see [`StateHandler::is_attempt`]).
+    pub fn takes_iteration(&self, name: &str) -> bool {
+        self.handlers.get(name).is_some_and(|h| !h.is_attempt())
+    }
+
     /// Routes an iteration's state to its handler and tells every other handler its streak ended.
     pub(crate) fn decide(
         &mut self,
-        iteration: u64,
+        facts: Facts<'_>,
         state: Option<&Marker>,
-        elapsed: Duration,
         events: &mut Vec<EventKind>,
+        requests: &mut Requests,
     ) -> StateDecision {
+        if let Some(marker) = state {
+            let name = marker.name.as_str();
+            if !self.handles(name)
+                && !BUILT_IN_STATES.contains(&name)
+                && self.warned.insert(name.to_owned())
+            {
+                tracing::warn!(
+                    "iteration {}: the agent reported state `{name}`, which nothing handles; \
+                     declare it in `states` to give it a meaning (warned once per run)",
+                    facts.iteration
+                );
+            }
+        }
         let mut decision = StateDecision::Continue;
         for (name, handler) in &mut self.handlers {
             match state {
                 Some(marker) if &marker.name == name => {
-                    let mut cx = StateContext::new(iteration, marker, elapsed, events);
+                    let mut cx = StateContext::new(facts, marker, events, requests);
                     decision = handler.on_state(&mut cx);
                 }
                 _ => handler.on_other_state(),
             }
         }
         decision
+    }
+
+    /// Tells the handler of `marker`'s state how the hook it asked for ended.
+    pub(crate) fn hook_finished(
+        &mut self,
+        facts: Facts<'_>,
+        marker: &Marker,
+        exit_code: Option<i32>,
+        events: &mut Vec<EventKind>,
+    ) {
+        if let Some(handler) = self.handlers.get_mut(&marker.name) {
+            let mut requests = Requests::default();
+            let mut cx = StateContext::new(facts, marker, events, &mut requests);
+            handler.on_hook_finished(&mut cx, exit_code);
+        }
+    }
+}
+
+/// What the agent's next prompt says when it reported `done` but the checks fail.
+pub const DONE_BUT_FAILING: &str = "You reported `<!-- ralph:state done -->`, but the checks \
+that decide when the work is done fail: the work is not finished. Fix what they report below, \
+then report done again.";
+
+/// The built-in `done` handler: the agent says the work is finished.
+///
+/// Without `done_when` and without a task source the loop ends (`agent_done`, exit 0). With
+/// `done_when` the checks decide, as on any attempt: passing converges, failing is an ordinary
+/// failed attempt whose feedback starts with [`DONE_BUT_FAILING`]. With a task source (story
+/// mode) the source judges the task, and `done` tells it the task is finished.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DoneHandler;
+
+impl StateHandler for DoneHandler {
+    fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+        match (cx.checks_passed, cx.task) {
+            (Some(false), _) => {
+                cx.add_feedback(DONE_BUT_FAILING);
+                StateDecision::Continue
+            }
+            (Some(true), _) | (None, Some(_)) => StateDecision::Continue,
+            (None, None) => StateDecision::Stop(EndReason::AgentDone),
+        }
+    }
+
+    fn is_attempt(&self) -> bool {
+        true
+    }
+}
+
+/// A state declared in RALPH.md's `states`: its hook, if any, then stop, continue or wait.
+/// Emits `STATE_HANDLED`.
+#[derive(Debug, Clone)]
+pub struct DeclaredStateHandler {
+    spec: StateSpec,
+}
+
+impl DeclaredStateHandler {
+    /// A handler doing what `spec` says.
+    pub fn new(spec: StateSpec) -> Self {
+        Self { spec }
+    }
+
+    fn handled(&self, cx: &mut StateContext<'_>, hook_exit_code: Option<i32>) {
+        cx.emit(EventKind::StateHandled {
+            iteration: cx.iteration,
+            state: cx.marker.name.clone(),
+            then: self.spec.then.as_str().to_owned(),
+            hook_exit_code,
+        });
+    }
+}
+
+impl StateHandler for DeclaredStateHandler {
+    fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+        match &self.spec.run {
+            Some(run) => cx.run_hook(run.clone(), self.spec.timeout),
+            None => self.handled(cx, None),
+        }
+        match self.spec.then {
+            StateThen::Stop { exit_code } => StateDecision::Stop(EndReason::StateStop {
+                state: cx.marker.name.clone(),
+                exit_code,
+            }),
+            StateThen::Continue => StateDecision::Continue,
+            StateThen::Wait(wait) => StateDecision::Wait(wait),
+        }
+    }
+
+    fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>) {
+        self.handled(cx, exit_code);
     }
 }
 
@@ -161,4 +335,105 @@ impl StateHandler for IdleHandler {
 
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(name: &str) -> Marker {
+        Marker {
+            kind: "state".into(),
+            name: name.into(),
+            attrs: vec![("pr".into(), "12".into())],
+            offset: 0,
+        }
+    }
+
+    /// What `handler` decides for `marker`, with its events and requests.
+    fn decide(
+        handler: &mut dyn StateHandler,
+        marker: &Marker,
+        checks_passed: Option<bool>,
+        task: Option<&str>,
+    ) -> (StateDecision, Vec<EventKind>, Requests) {
+        let facts = Facts {
+            iteration: 2,
+            elapsed: Duration::ZERO,
+            checks_passed,
+            task,
+        };
+        let (mut events, mut requests) = (Vec::new(), Requests::default());
+        let mut cx = StateContext::new(facts, marker, &mut events, &mut requests);
+        let decision = handler.on_state(&mut cx);
+        (decision, events, requests)
+    }
+
+    #[test]
+    fn done_without_checks_or_task_ends_the_run() {
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), None, None);
+        assert_eq!(decision, StateDecision::Stop(EndReason::AgentDone));
+        assert!(requests.feedback.is_none());
+    }
+
+    #[test]
+    fn done_leaves_the_verdict_to_the_checks_and_says_so_when_they_fail() {
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), Some(true), None);
+        assert_eq!(decision, StateDecision::Continue);
+        assert!(requests.feedback.is_none());
+        let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), Some(false), None);
+        assert_eq!(decision, StateDecision::Continue);
+        assert_eq!(requests.feedback.as_deref(), Some(DONE_BUT_FAILING));
+    }
+
+    #[test]
+    fn done_with_a_task_leaves_the_task_to_its_source() {
+        let (decision, _, _) = decide(&mut DoneHandler, &marker("done"), None, Some("US-1"));
+        assert_eq!(decision, StateDecision::Continue);
+        assert!(DoneHandler.is_attempt());
+    }
+
+    #[test]
+    fn a_declared_state_with_a_hook_reports_after_the_hook() {
+        let spec = StateSpec {
+            run: Some("echo {{ state.pr }}".into()),
+            timeout: Some(Duration::from_secs(5)),
+            then: StateThen::Stop { exit_code: 7 },
+        };
+        let mut handler = DeclaredStateHandler::new(spec);
+        let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
+        assert_eq!(
+            decision,
+            StateDecision::Stop(EndReason::StateStop {
+                state: "review".into(),
+                exit_code: 7
+            })
+        );
+        assert!(events.is_empty(), "STATE_HANDLED waits for the hook");
+        assert_eq!(requests.hook.as_deref(), Some("echo {{ state.pr }}"));
+        assert_eq!(requests.hook_timeout, Some(Duration::from_secs(5)));
+        assert!(!handler.is_attempt());
+    }
+
+    #[test]
+    fn a_declared_state_without_a_hook_reports_at_once() {
+        let spec = StateSpec {
+            run: None,
+            timeout: None,
+            then: StateThen::Wait(Duration::from_millis(50)),
+        };
+        let mut handler = DeclaredStateHandler::new(spec);
+        let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
+        assert_eq!(decision, StateDecision::Wait(Duration::from_millis(50)));
+        assert!(requests.hook.is_none());
+        assert_eq!(
+            events,
+            [EventKind::StateHandled {
+                iteration: 2,
+                state: "review".into(),
+                then: "wait".into(),
+                hook_exit_code: None
+            }]
+        );
+    }
 }

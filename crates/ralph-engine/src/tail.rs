@@ -1,4 +1,6 @@
-//! A bounded tail of a process's output: the last N bytes, in the order they were written.
+//! Bounded keeps of a process's output: the last N bytes ([`Tail`], a check's failure), or the
+//! first and last bytes with the size of the cut between ([`HeadTail`], a command's output for
+//! the prompt). Memory is set by the cap, never by how much the process prints.
 
 use std::collections::VecDeque;
 
@@ -42,6 +44,100 @@ impl Tail {
     }
 }
 
+/// Keeps the first half of `cap` bytes fed to it and the last half, and counts what fell
+/// between: what a command contributes to the prompt.
+#[derive(Debug)]
+pub(crate) struct HeadTail {
+    cap: u64,
+    head: Vec<u8>,
+    head_cap: usize,
+    tail: Tail,
+    total: u64,
+}
+
+/// A command's output once cut to its cap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// Head, cut notice (when something was cut) and tail, as text (invalid UTF-8 replaced).
+    pub(crate) text: String,
+    /// What follows the head in `text`: the notice and the tail (the head was already
+    /// streamed to the log as it came).
+    pub(crate) after_head: String,
+}
+
+impl HeadTail {
+    pub(crate) fn new(cap: u64) -> Self {
+        let cap_bytes = usize::try_from(cap).unwrap_or(usize::MAX);
+        let head_cap = cap_bytes / 2;
+        Self {
+            cap,
+            head: Vec::new(),
+            head_cap,
+            tail: Tail::new(cap_bytes - head_cap),
+            total: 0,
+        }
+    }
+
+    /// Feeds `chunk`; returns the part of it that went to the head.
+    pub(crate) fn push<'c>(&mut self, chunk: &'c [u8]) -> &'c [u8] {
+        self.total = self.total.saturating_add(chunk.len() as u64);
+        let room = self.head_cap - self.head.len();
+        let (head, rest) = chunk.split_at(room.min(chunk.len()));
+        if !head.is_empty() {
+            // Exact growth: a large cap is allocated once, never doubled past itself.
+            self.head.reserve_exact(head.len());
+            self.head.extend_from_slice(head);
+        }
+        if !rest.is_empty() {
+            self.tail.push(rest);
+        }
+        head
+    }
+
+    /// The kept output, with a notice where the middle was cut.
+    pub(crate) fn finish(self) -> Kept {
+        let head = String::from_utf8_lossy(&self.head).into_owned();
+        let cut = self.total - self.head.len() as u64 - self.tail.bytes.len() as u64;
+        let (tail, _) = self.tail.into_text();
+        let mut after_head = String::new();
+        if cut > 0 {
+            after_head.push_str(&cut_notice(cut, self.cap));
+        }
+        after_head.push_str(&tail);
+        Kept {
+            text: head + &after_head,
+            after_head,
+        }
+    }
+}
+
+/// `\n[... 1234 bytes cut by ralph: max_output 64KiB ...]\n`, on a line of its own.
+fn cut_notice(cut: u64, cap: u64) -> String {
+    format!(
+        "\n[... {cut} bytes cut by ralph: max_output {} ...]\n",
+        size_text(cap)
+    )
+}
+
+/// A size the way a user would write it: `64KiB`, `1MB`, else bytes.
+pub(crate) fn size_text(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (1 << 30, "GiB"),
+        (1_000_000_000, "GB"),
+        (1 << 20, "MiB"),
+        (1_000_000, "MB"),
+        (1 << 10, "KiB"),
+        (1000, "KB"),
+    ];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
+        .map_or_else(
+            || format!("{bytes} bytes"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +173,53 @@ mod tests {
         t.push(b"ab");
         t.push(b"cd");
         assert_eq!(t.into_text(), ("abcd".to_owned(), false));
+    }
+}
+
+#[cfg(test)]
+mod head_tail_tests {
+    use super::*;
+
+    fn kept(cap: u64, chunks: &[&[u8]]) -> Kept {
+        let mut h = HeadTail::new(cap);
+        for chunk in chunks {
+            h.push(chunk);
+        }
+        h.finish()
+    }
+
+    #[test]
+    fn output_within_the_cap_is_kept_whole_in_any_chunking() {
+        assert_eq!(kept(10, &[b"abc", b"defghij"]).text, "abcdefghij");
+        assert_eq!(kept(10, &[b"abcdefghij"]).text, "abcdefghij");
+        assert_eq!(kept(10, &[]).text, "");
+    }
+
+    #[test]
+    fn output_past_the_cap_keeps_head_and_tail_and_says_how_much_was_cut() {
+        let want = "abcd\n[... 12 bytes cut by ralph: max_output 8 bytes ...]\nqrst";
+        assert_eq!(kept(8, &[b"abcdefghijklmnopqrst"]).text, want);
+        assert_eq!(
+            kept(8, &[b"ab", b"cdefghijklmnop", b"q", b"rst"]).text,
+            want
+        );
+        let k = kept(8, &[b"abcdefghijklmnopqrst"]);
+        assert_eq!(format!("abcd{}", k.after_head), k.text);
+    }
+
+    #[test]
+    fn push_returns_the_part_that_went_to_the_head() {
+        let mut h = HeadTail::new(8);
+        assert_eq!(h.push(b"ab"), b"ab");
+        assert_eq!(h.push(b"cdef"), b"cd");
+        assert_eq!(h.push(b"gh"), b"");
+    }
+
+    #[test]
+    fn sizes_read_as_a_user_would_write_them() {
+        assert_eq!(size_text(64 * 1024), "64KiB");
+        assert_eq!(size_text(1_000_000), "1MB");
+        assert_eq!(size_text(3 << 20), "3MiB");
+        assert_eq!(size_text(1500), "1500 bytes");
     }
 }

@@ -30,7 +30,7 @@ use ralph_engine::{
 };
 
 pub use breaker::{Breaker, Trip};
-pub use git::{Git, GitError};
+pub use git::{Git, GitError, Saved};
 pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
@@ -62,9 +62,12 @@ pub enum EscalationError {
     /// progress.txt could not be written.
     #[error(transparent)]
     Progress(#[from] ProgressError),
+    /// `escalation.progress` leads to the prd.json or into `.git`.
+    #[error(transparent)]
+    ProgressPath(#[from] progress::PathConflict),
     /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
     #[error(
-        "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty to save them under refs/ralph/attempts/preexisting/<n> first",
+        "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty: ralph then saves them under refs/ralph/attempts/preexisting/<n> and leaves those paths to you, never committing, saving or reverting them",
         .dir.display(),
         .paths.join(", ")
     )]
@@ -82,7 +85,8 @@ pub struct Options {
     /// The agent's working folder; relative `prd`, `progress` and `protect` paths start here.
     pub cwd: PathBuf,
     /// With `revert`, save uncommitted changes under `refs/ralph/attempts/preexisting/<n>`
-    /// instead of refusing to start.
+    /// instead of refusing to start; the paths they are on are then never committed, saved as
+    /// an attempt or reverted.
     pub allow_dirty: bool,
     /// More paths a revert must leave alone (the events file, a custom log folder); `.ralph/`,
     /// prd.json and progress.txt always are.
@@ -99,8 +103,12 @@ struct Repo {
     branch: Option<String>,
     /// Paths (relative to the top folder) a revert never touches.
     keep: Vec<PathBuf>,
-    /// Paths left out of saved work and checkpoint commits (ralph's logs and events).
+    /// Paths left out of saved work and checkpoint commits (ralph's logs and events, and with
+    /// `--allow-dirty` the paths that were dirty at start-up).
     own: Vec<PathBuf>,
+    /// prd.json (the file a symlink points to) relative to the top folder, when inside it: a
+    /// pass commit holds it with the story marked.
+    prd: Option<PathBuf>,
 }
 
 /// The story in progress.
@@ -117,6 +125,8 @@ struct Current {
 #[derive(Debug)]
 pub struct Escalation {
     prd: Option<PathBuf>,
+    /// prd.json's last parse, reused while its bytes stay the same.
+    prd_cache: prd::Cache,
     progress: PathBuf,
     has_checks: bool,
     repo: Option<Repo>,
@@ -128,14 +138,22 @@ pub struct Escalation {
 
 impl Escalation {
     /// Opens the escalation `config` asks for (`None` without an `escalation` block). Story
-    /// mode reads prd.json now; `revert` needs a git repository with a commit and a clean tree
-    /// (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
+    /// mode reads prd.json now; `revert` needs a git repository with a commit, no submodules,
+    /// the means to commit (an identity; working signing with `commit.gpgsign`) and a clean
+    /// tree (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
         let Some(mut this) = Self::preview(config, &options.cwd)? else {
             return Ok(None);
         };
         if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
-            this.open_repo(&options)?;
+            // prd.json and progress.txt as written: a symlink, its target resolved in `this`.
+            let written: Vec<PathBuf> = config
+                .escalation
+                .iter()
+                .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
+                .map(|p| options.cwd.join(p))
+                .collect();
+            this.open_repo(&options, &written)?;
         }
         Ok(Some(this))
     }
@@ -152,14 +170,19 @@ impl Escalation {
             true => p.to_path_buf(),
             false => cwd.join(p),
         };
-        let prd = esc.prd.as_deref().map(at);
-        let progress = at(&esc.progress);
+        // A symlink is followed once, here: files are replaced by renaming a new one over
+        // them, which would replace the link itself.
+        let prd = esc.prd.as_deref().map(at).map(followed);
+        let progress = followed(at(&esc.progress));
+        progress::check_path(&progress, prd.as_deref(), None)?;
+        let mut prd_cache = prd::Cache::default();
         let counts = match &prd {
-            Some(path) => Some(summary(&Prd::load(path)?)),
+            Some(path) => Some(summary(&prd_cache.load(path)?)),
             None => None,
         };
         Ok(Some(Self {
             prd,
+            prd_cache,
             progress,
             has_checks: !config.done_when.is_empty(),
             repo: None,
@@ -170,22 +193,35 @@ impl Escalation {
         }))
     }
 
-    fn open_repo(&mut self, options: &Options) -> Result<(), EscalationError> {
+    fn open_repo(&mut self, options: &Options, written: &[PathBuf]) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         let checkpoint = git.head()?;
         let branch = git.head_branch()?;
+        let submodules = git.submodules()?;
+        if !submodules.is_empty() {
+            return Err(GitError::Submodules {
+                dir: git.top().to_path_buf(),
+                paths: submodules,
+            }
+            .into());
+        }
+        // Before the first paid run: a commit that fails later would end the run mid-story.
+        git.check_can_commit()?;
         let rel = |p: &Path| git.relative(&options.cwd, p);
-        let own: Vec<PathBuf> = std::iter::once(Path::new(".ralph"))
+        let mut own: Vec<PathBuf> = std::iter::once(Path::new(".ralph"))
             .chain(options.protect.iter().map(PathBuf::as_path))
             .filter_map(rel)
             .collect();
         let mut keep = own.clone();
+        // A symlinked prd.json or progress.txt: the link and the file it points to.
         keep.extend(
             self.prd
                 .iter()
                 .chain([&self.progress])
+                .chain(written)
                 .filter_map(|p| rel(p)),
         );
+        let prd = self.prd.as_deref().and_then(rel);
         let dirty = git.dirty_paths(&keep)?;
         if !dirty.is_empty() {
             if !options.allow_dirty {
@@ -194,13 +230,15 @@ impl Escalation {
                     paths: dirty,
                 });
             }
-            let refname = git.next_ref("refs/ralph/attempts/preexisting")?;
-            git.save(
-                &refname,
+            let saved = git.save(
+                "refs/ralph/attempts/preexisting",
                 "ralph: uncommitted changes found at start-up (--allow-dirty)",
                 &own,
             )?;
-            self.preexisting = Some(refname);
+            self.preexisting = Some(saved.refname);
+            // The user's own work in progress: never committed, saved or reverted by ralph.
+            own.extend(dirty.into_iter().map(PathBuf::from));
+            keep.extend(own.iter().cloned());
         }
         self.repo = Some(Repo {
             git,
@@ -208,6 +246,7 @@ impl Escalation {
             branch,
             keep,
             own,
+            prd,
         });
         Ok(())
     }
@@ -234,7 +273,7 @@ impl Escalation {
         let Some(path) = &self.prd else {
             return Ok(None);
         };
-        let prd = Prd::load(path)?;
+        let prd = self.prd_cache.load(path)?;
         self.counts = Some(summary(&prd));
         Ok(Some(prd))
     }
@@ -313,20 +352,25 @@ impl Escalation {
         if let Some(current) = &mut self.current {
             current.iterations.push(report.iteration);
         }
+        // Without checks the agent says when a story is done: `done`, or `passes` in prd.json.
+        let said_done = !self.has_checks && report.state.is_some_and(|m| m.name == "done");
         let passed = match (report.attempt, self.story_mode()) {
             (Some(attempt), _) => attempt.converged,
-            // Without checks the agent says when a story is done, in prd.json.
-            (None, true) if !self.has_checks => self
-                .load()?
-                .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
-                .unwrap_or(false),
-            (None, _) => false,
+            (None, true) if !self.has_checks => {
+                said_done
+                    || self
+                        .load()?
+                        .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
+                        .unwrap_or(false)
+            }
+            (None, _) => said_done,
         };
         if passed {
-            return match self.story_mode() {
-                true => self.pass(cx),
+            return match (self.story_mode(), said_done) {
+                (true, _) => self.pass(cx),
+                (false, true) => Ok(TaskDecision::Stop(EndReason::AgentDone)),
                 // One task: the engine ends the run as converged.
-                false => Ok(TaskDecision::Continue),
+                (false, false) => Ok(TaskDecision::Continue),
             };
         }
         if let (Some(attempt), Some(current)) = (report.attempt, &mut self.current) {
@@ -367,26 +411,35 @@ impl Escalation {
         let Some(current) = self.current.take() else {
             return Ok(TaskDecision::NextTask);
         };
-        // prd.json first: a crash before the commit leaves the story marked and its work in
-        // the tree, nothing lost.
+        // The commit (holding prd.json with the story marked) first, then prd.json in the
+        // tree: a crash between them leaves the story to be passed again, never marked passed
+        // without its commit.
+        let mut marked = None;
         if let Some(mut prd) = self.load()? {
             if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
                 prd.set(&current.id, Passes::Yes, None)?;
-                prd.save()?;
-                self.counts = Some(summary(&prd));
+                marked = Some(prd);
             }
         }
         let checkpoint = match &mut self.repo {
             Some(repo) => {
-                let head = repo
-                    .git
-                    .commit_all(&format!("ralph: {} passes", current.id), &repo.own)?;
+                let text = marked.as_ref().map(Prd::to_text);
+                let replace = repo.prd.as_deref().zip(text.as_deref().map(str::as_bytes));
+                let head = repo.git.commit_all(
+                    &format!("ralph: {} passes", current.id),
+                    &repo.own,
+                    replace,
+                )?;
                 repo.checkpoint = head.clone();
                 repo.branch = repo.git.head_branch()?;
                 Some(head)
             }
             None => None,
         };
+        if let Some(prd) = marked {
+            self.prd_cache.save(&prd)?;
+            self.counts = Some(summary(&prd));
+        }
         cx.emit(EventKind::StoryPassed {
             story_id: current.id,
             attempts: self.breaker.attempts() + 1,
@@ -428,18 +481,17 @@ impl Escalation {
         // nothing is reset that is not stored.
         let mut saved = None;
         if let Some(repo) = &self.repo {
-            let refname = repo
-                .git
-                .next_ref(&format!("refs/ralph/attempts/{}", git::ref_component(what)))?;
-            let commit = repo.git.save(
-                &refname,
+            let work = repo.git.save(
+                &format!("refs/ralph/attempts/{}", git::ref_component(what)),
                 &format!("ralph: abandoned attempt at {what} ({})", trip.describe()),
                 &repo.own,
             )?;
             let commits = repo.git.log(&repo.checkpoint, "HEAD")?;
             // ralph's own files (prd.json, progress.txt) are not the agent's work.
-            let diffstat = repo.git.diffstat(&repo.checkpoint, &commit, &repo.keep)?;
-            saved = Some((refname, commits, diffstat));
+            let diffstat = repo
+                .git
+                .diffstat(&repo.checkpoint, &work.commit, &repo.keep)?;
+            saved = Some((work, commits, diffstat));
         }
 
         let mut entry = String::new();
@@ -465,7 +517,8 @@ impl Escalation {
             "attempts: {} (iterations {iterations})",
             trip.count().max(self.breaker.attempts())
         );
-        if let (Some(repo), Some((refname, commits, diffstat))) = (&self.repo, &saved) {
+        if let (Some(repo), Some((Saved { refname, .. }, commits, diffstat))) = (&self.repo, &saved)
+        {
             let _ = writeln!(entry, "checkpoint: {}", repo.checkpoint);
             let _ = writeln!(
                 entry,
@@ -489,13 +542,13 @@ impl Escalation {
         }
         let line = progress::append(&self.progress, &entry)?;
 
-        if let (Some(repo), Some((refname, _, _))) = (&self.repo, &saved) {
+        if let (Some(repo), Some((work, _, _))) = (&self.repo, &saved) {
             repo.git
-                .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep)?;
+                .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, work)?;
             cx.emit(EventKind::Reverted {
                 story_id: story_id.clone(),
                 checkpoint: repo.checkpoint.clone(),
-                saved_ref: refname.clone(),
+                saved_ref: work.refname.clone(),
             });
         }
 
@@ -510,12 +563,12 @@ impl Escalation {
                 |n| n.to_string_lossy().into_owned()
             )
         );
-        if let Some((refname, _, _)) = &saved {
-            let _ = write!(notes, "; abandoned work: git checkout {refname}");
+        if let Some((work, _, _)) = &saved {
+            let _ = write!(notes, "; abandoned work: git checkout {}", work.refname);
         }
         if let Some(mut prd) = self.load()? {
-            prd.set(&id, Passes::Blocked, Some(&notes))?;
-            prd.save()?;
+            prd.block(&id, &notes)?;
+            self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
         cx.emit(EventKind::StoryBlocked {
@@ -569,6 +622,14 @@ impl TaskSource for Escalation {
 
     fn summary(&self) -> Option<StoriesSummary> {
         self.counts
+    }
+}
+
+/// The file `path` names, through a symlink (the link's target), or `path` itself.
+fn followed(path: PathBuf) -> PathBuf {
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path).unwrap_or(path),
+        _ => path,
     }
 }
 

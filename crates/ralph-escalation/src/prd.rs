@@ -6,12 +6,16 @@
 //! stay as the user wrote them. The spans come from serde_json's [`RawValue`], which borrows
 //! from the text. The file is also kept as a [`serde_json::Value`] (with `preserve_order`), for
 //! `{{ story.json }}`; should an edit in place ever not parse back to what was set, the file is
-//! written from that value instead (2-space indentation, key order kept). A typed pass over the
-//! same text validates the fields ralph reads and gives serde_json's line and column for a
-//! wrong type. Writes go to a temporary file in the same folder, are fsynced, then renamed over
+//! written from that value instead (2-space indentation, key order kept). A byte order mark and
+//! CRLF line endings survive both kinds of rewrite.
+//!
+//! Loading is linear in the file: one parse into the `Value`, then a walk over it that checks
+//! the fields ralph reads (ids are checked for repeats through a hash map). Only when that finds
+//! a problem is the text walked again, through [`RawValue`]s, to put a line and column on the
+//! value at fault. Writes go to a temporary file in the same folder, are fsynced, then renamed over
 //! the original: a reader (or a crash) sees the old file or the new one, never half of one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -65,7 +69,8 @@ pub struct Story {
     pub description: String,
     /// `acceptanceCriteria`, one line each.
     pub acceptance_criteria: Vec<String>,
-    /// `priority`: lower goes first.
+    /// `priority` as the number it sorts by, lower first: a number as written, `"high"`,
+    /// `"medium"` and `"low"` as 1, 2 and 3, digits in a string (`"2"`) as their number.
     pub priority: f64,
     /// `passes`.
     pub passes: Passes,
@@ -73,81 +78,266 @@ pub struct Story {
     pub json: String,
 }
 
-/// The typed view used to validate; unknown fields are allowed and ignored here (the `Value`
-/// keeps them).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Shape {
-    #[serde(rename = "userStories")]
-    user_stories: Vec<StoryShape>,
+/// The largest priority magnitude ralph accepts: 2^53, beyond which two different whole
+/// numbers can read as the same and their order would be lost.
+const MAX_PRIORITY: f64 = 9_007_199_254_740_992.0;
+
+/// The priority words and the number each counts as: `"high"` runs with priority 1.
+const PRIORITY_WORDS: [(&str, f64); 3] = [("high", 1.0), ("medium", 2.0), ("low", 3.0)];
+
+const PRIORITY_ALLOWED: &str = "a number from -9007199254740992 to 9007199254740992, \
+     \"high\", \"medium\", \"low\" (1, 2 and 3) or digits such as \"2\"";
+
+/// A step on the way from the top of the file to a value: `userStories[3].priority`.
+#[derive(Debug, Clone)]
+enum Seg {
+    Key(&'static str),
+    Index(usize),
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StoryShape {
-    #[serde(deserialize_with = "id")]
-    id: String,
-    #[serde(default, deserialize_with = "title")]
-    title: String,
-    #[serde(default, deserialize_with = "description")]
-    description: String,
-    #[serde(default, deserialize_with = "acceptance_criteria")]
-    acceptance_criteria: Vec<String>,
-    #[serde(deserialize_with = "priority")]
-    priority: f64,
-    passes: Passes,
+/// What is wrong, and where: the value at `at`.
+struct Problem {
+    at: Vec<Seg>,
+    message: String,
+    /// The value found, when the message ends `got ...`: a number is shown as written.
+    found: Option<Value>,
 }
 
-// One function per field, so that a wrong type names the field and what it allows
-// (`priority: expected a number, got "high"`), as `passes` does, instead of serde's
-// `invalid type: string "high", expected f64`.
-fn id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    typed(d, "id", "a string", |v| v.as_str().map(str::to_owned))
+impl Problem {
+    fn new(at: &[Seg], message: impl Into<String>) -> Self {
+        Self {
+            at: at.to_vec(),
+            message: message.into(),
+            found: None,
+        }
+    }
+
+    /// `expected {expected}, got {found}`.
+    fn expected(at: &[Seg], expected: &str, found: &Value) -> Self {
+        Self {
+            at: at.to_vec(),
+            message: format!("expected {expected}"),
+            found: Some(found.clone()),
+        }
+    }
+
+    /// `at` as a field path: `userStories[3].priority`; empty for the top.
+    fn field(&self) -> String {
+        let mut out = String::new();
+        for seg in &self.at {
+            match seg {
+                Seg::Key(key) if out.is_empty() => out.push_str(key),
+                Seg::Key(key) => {
+                    out.push('.');
+                    out.push_str(key);
+                }
+                Seg::Index(index) => {
+                    out.push('[');
+                    out.push_str(&index.to_string());
+                    out.push(']');
+                }
+            }
+        }
+        out
+    }
 }
 
-fn title<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    typed(d, "title", "a string", |v| v.as_str().map(str::to_owned))
+/// What a value is, for `got ...`: scalars as JSON (long strings cut), collections by kind.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Array(_) => "a list".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+        Value::String(text) if text.chars().count() > 40 => {
+            let cut: String = text.chars().take(40).collect();
+            let quoted = Value::String(cut).to_string();
+            format!("{}...", quoted.strip_suffix('"').unwrap_or(&quoted))
+        }
+        scalar => scalar.to_string(),
+    }
 }
 
-fn description<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    typed(d, "description", "a string", |v| {
-        v.as_str().map(str::to_owned)
-    })
+/// A story's `priority` as the number it sorts by; `None` when it is not one ralph accepts.
+fn priority_of(value: &Value) -> Option<f64> {
+    let number = match value {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse::<f64>().ok()?
+        }
+        Value::String(s) => {
+            return PRIORITY_WORDS
+                .iter()
+                .find(|(word, _)| s.eq_ignore_ascii_case(word))
+                .map(|&(_, n)| n);
+        }
+        _ => return None,
+    };
+    (number.abs() <= MAX_PRIORITY).then_some(number)
 }
 
-fn acceptance_criteria<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    typed(d, "acceptanceCriteria", "a list of strings", |v| {
-        v.as_array()?
-            .iter()
-            .map(|c| c.as_str().map(str::to_owned))
-            .collect()
-    })
-}
-
-fn priority<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    typed(d, "priority", "a number", Value::as_f64)
-}
-
-/// Reads any JSON value and converts it with `get`; when that fails, an error that names
-/// `field`, what it expects and what the file holds.
-fn typed<'de, D, T>(
-    d: D,
-    field: &str,
-    expected: &str,
-    get: impl Fn(&Value) -> Option<T>,
-) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let value = Value::deserialize(d)?;
-    get(&value).ok_or_else(|| {
-        let found = match &value {
-            Value::Array(_) => "a list".to_owned(),
-            Value::Object(_) => "an object".to_owned(),
-            scalar => scalar.to_string(),
+/// The stories of `value`, a whole prd.json, or the first problem found in it.
+fn stories_of(value: &Value) -> Result<Vec<Story>, Problem> {
+    const STORIES: Seg = Seg::Key("userStories");
+    let Value::Object(top) = value else {
+        return Err(Problem::expected(
+            &[],
+            "an object with a \"userStories\" list at the top, such as \
+             {\"userStories\": [{\"id\": \"US-001\", \"priority\": 1, \"passes\": false}]}",
+            value,
+        ));
+    };
+    let Some(list) = top.get("userStories") else {
+        let keys: Vec<String> = top.keys().take(5).map(|k| format!("{k:?}")).collect();
+        let has = match keys.is_empty() {
+            true => "an empty object".to_owned(),
+            false => format!("an object with {}", keys.join(", ")),
         };
-        serde::de::Error::custom(format!("{field}: expected {expected}, got {found}"))
-    })
+        return Err(Problem::new(
+            &[],
+            format!("missing \"userStories\", the list of stories; the top is {has}"),
+        ));
+    };
+    let Value::Array(list) = list else {
+        return Err(Problem::expected(
+            &[STORIES],
+            "a list of stories, [{\"id\": ..., \"priority\": ..., \"passes\": ...}, ...]",
+            list,
+        ));
+    };
+    let mut stories = Vec::with_capacity(list.len());
+    // Each id and the index of the story that has it: one lookup per story.
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(list.len());
+    for (index, object) in list.iter().enumerate() {
+        let at = [STORIES, Seg::Index(index)];
+        let Value::Object(fields) = object else {
+            return Err(Problem::expected(
+                &at,
+                "a story, an object with \"id\", \"priority\" and \"passes\"",
+                object,
+            ));
+        };
+        let field = |name: &'static str| {
+            let mut at = at.to_vec();
+            at.push(Seg::Key(name));
+            at
+        };
+        let required = |name: &'static str, allowed: &str| {
+            fields
+                .get(name)
+                .ok_or_else(|| Problem::new(&at, format!("missing \"{name}\" ({allowed})")))
+        };
+        let string = |name: &'static str, value: &Value| match value {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(Problem::expected(&field(name), "a string", other)),
+        };
+        let optional = |name: &'static str| match fields.get(name) {
+            Some(value) => string(name, value),
+            None => Ok(String::new()),
+        };
+        let id_value = required("id", "a string, such as \"US-001\"")?;
+        let id = string("id", id_value)?;
+        let priority_value = required("priority", PRIORITY_ALLOWED)?;
+        let priority = priority_of(priority_value).ok_or_else(|| {
+            Problem::expected(&field("priority"), PRIORITY_ALLOWED, priority_value)
+        })?;
+        let passes = match required("passes", "true, false or \"blocked\"")? {
+            Value::Bool(true) => Passes::Yes,
+            Value::Bool(false) => Passes::No,
+            Value::String(s) if s == "blocked" => Passes::Blocked,
+            other => {
+                return Err(Problem::expected(
+                    &field("passes"),
+                    "true, false or \"blocked\"",
+                    other,
+                ));
+            }
+        };
+        let acceptance_criteria = match fields.get("acceptanceCriteria") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => {
+                        let mut at = field("acceptanceCriteria");
+                        at.push(Seg::Index(i));
+                        Err(Problem::expected(&at, "a string", other))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(Problem::expected(
+                    &field("acceptanceCriteria"),
+                    "a list of strings",
+                    other,
+                ));
+            }
+        };
+        let story = Story {
+            title: optional("title")?,
+            description: optional("description")?,
+            acceptance_criteria,
+            priority,
+            passes,
+            json: serde_json::to_string_pretty(object).unwrap_or_default(),
+            id,
+        };
+        if let Some(first) = seen.insert(id_value.as_str().unwrap_or_default(), index) {
+            return Err(Problem::new(
+                &field("id"),
+                format!(
+                    "{id_value} is also the id of userStories[{first}]; each story needs its own id"
+                ),
+            ));
+        }
+        stories.push(story);
+    }
+    Ok(stories)
+}
+
+/// The byte offset in `text` of the value `at` points to, or of the nearest value above it
+/// that exists (a missing field points at its story); with the value's text when it was found.
+fn locate<'t>(text: &'t str, at: &[Seg]) -> (usize, Option<&'t str>) {
+    let offset = |raw: &RawValue| {
+        (raw.get().as_ptr() as usize)
+            .checked_sub(text.as_ptr() as usize)
+            .filter(|&start| text.get(start..start + raw.get().len()) == Some(raw.get()))
+    };
+    let Ok(mut raw) = serde_json::from_str::<&RawValue>(text) else {
+        return (0, None);
+    };
+    let mut found = true;
+    for seg in at {
+        let next = match seg {
+            Seg::Key(key) => serde_json::from_str::<HashMap<String, &RawValue>>(raw.get())
+                .ok()
+                .and_then(|fields| fields.get(*key).copied()),
+            Seg::Index(index) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
+                .ok()
+                .and_then(|items| items.get(*index).copied()),
+        };
+        match next {
+            Some(next) => raw = next,
+            None => {
+                found = false;
+                break;
+            }
+        }
+    }
+    match offset(raw) {
+        Some(start) => (start, found.then(|| &text[start..start + raw.get().len()])),
+        None => (0, None),
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
 }
 
 /// A prd.json that cannot be used.
@@ -161,7 +351,8 @@ pub enum PrdError {
         /// Why.
         source: std::io::Error,
     },
-    /// The file is not valid JSON, or a field has the wrong shape.
+    /// The file is not UTF-8 JSON, is not shaped like a prd.json, or a field holds a value
+    /// ralph cannot use (two stories with one id included).
     #[error("{}:{line}:{column}: {message}", .path.display())]
     Malformed {
         /// The file.
@@ -170,16 +361,9 @@ pub enum PrdError {
         line: usize,
         /// 1-based column.
         column: usize,
-        /// The problem, as serde_json words it.
+        /// The problem: the field (`userStories[3].priority`) when there is one, what is
+        /// there and what is allowed.
         message: String,
-    },
-    /// Two stories share an id.
-    #[error("{}: two stories have the id \"{id}\"", .path.display())]
-    DuplicateId {
-        /// The file.
-        path: PathBuf,
-        /// The id.
-        id: String,
     },
     /// A story ralph was working on is gone from the file.
     #[error("{}: no story with the id \"{id}\"", .path.display())]
@@ -205,54 +389,90 @@ pub struct Prd {
     path: PathBuf,
     value: Value,
     stories: Vec<Story>,
-    /// The file's text, with ralph's edits applied.
+    /// The file's text after any byte order mark, with ralph's edits applied.
     text: String,
+    /// Whether the file starts with a UTF-8 byte order mark, which a rewrite keeps.
+    bom: bool,
+    /// The file's line ending (`"\r\n"` when its first line ends so), for the lines ralph adds.
+    eol: &'static str,
 }
+
+const BOM: &str = "\u{feff}";
 
 impl Prd {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Self, PrdError> {
-        let text = fs::read_to_string(path).map_err(|source| PrdError::Read {
+        let bytes = fs::read(path).map_err(|source| PrdError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::parse(path, &text)
+        Self::from_bytes(path, &bytes)
     }
 
-    /// Validates `text`, the content of `path`.
+    /// Validates `bytes`, the content of `path`, which must be UTF-8.
+    fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Self, PrdError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::parse(path, text),
+            Err(err) => {
+                let valid = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or_default();
+                let (line, column) = line_column(valid, valid.len());
+                Err(PrdError::Malformed {
+                    path: path.to_path_buf(),
+                    line,
+                    column,
+                    message: format!(
+                        "byte 0x{:02x} is not UTF-8; prd.json must be UTF-8 text",
+                        bytes[err.valid_up_to()]
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Validates `text`, the content of `path`. A leading byte order mark is allowed (and kept
+    /// by rewrites).
     pub fn parse(path: &Path, text: &str) -> Result<Self, PrdError> {
-        let located = |err: serde_json::Error| PrdError::Malformed {
+        let (bom, text) = match text.strip_prefix(BOM) {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let value: Value = serde_json::from_str(text).map_err(|err| PrdError::Malformed {
             path: path.to_path_buf(),
             line: err.line(),
             column: err.column(),
-            message: without_position(&err),
-        };
-        let value: Value = serde_json::from_str(text).map_err(located)?;
-        let shape: Shape = serde_json::from_str(text).map_err(located)?;
-        let objects = value["userStories"].as_array().cloned().unwrap_or_default();
-        let mut stories = Vec::with_capacity(shape.user_stories.len());
-        for (s, object) in shape.user_stories.into_iter().zip(objects) {
-            if stories.iter().any(|o: &Story| o.id == s.id) {
-                return Err(PrdError::DuplicateId {
-                    path: path.to_path_buf(),
-                    id: s.id,
-                });
+            message: syntax_message(&err),
+        })?;
+        let stories = stories_of(&value).map_err(|problem| {
+            let (offset, raw) = locate(text, &problem.at);
+            let (line, column) = line_column(text, offset);
+            let mut message = problem.message.clone();
+            if let Some(found) = &problem.found {
+                // A number as written (`1e308`), not as serde_json prints it back (`1e+308`).
+                let shown = match (found, raw) {
+                    (Value::Number(_), Some(raw)) => raw.to_owned(),
+                    _ => describe(found),
+                };
+                message = format!("{message}, got {shown}");
             }
-            stories.push(Story {
-                id: s.id,
-                title: s.title,
-                description: s.description,
-                acceptance_criteria: s.acceptance_criteria,
-                priority: s.priority,
-                passes: s.passes,
-                json: serde_json::to_string_pretty(&object).unwrap_or_default(),
-            });
-        }
+            let field = problem.field();
+            if !field.is_empty() {
+                message = format!("{field}: {message}");
+            }
+            PrdError::Malformed {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
+            }
+        })?;
+        let crlf = text.find('\n').is_some_and(|i| text[..i].ends_with('\r'));
         Ok(Self {
             path: path.to_path_buf(),
             value,
             stories,
             text: text.to_owned(),
+            bom,
+            eol: if crlf { "\r\n" } else { "\n" },
         })
     }
 
@@ -293,10 +513,8 @@ impl Prd {
         )
     }
 
-    /// Sets story `id`'s `passes` and, when given, its `notes` (added at the end of the object
-    /// when absent), keeping everything else as it is.
-    pub fn set(&mut self, id: &str, passes: Passes, notes: Option<&str>) -> Result<(), PrdError> {
-        let object = self.value["userStories"]
+    fn object_mut(&mut self, id: &str) -> Result<&mut serde_json::Map<String, Value>, PrdError> {
+        self.value["userStories"]
             .as_array_mut()
             .and_then(|stories| {
                 stories
@@ -307,7 +525,13 @@ impl Prd {
             .ok_or_else(|| PrdError::NoSuchStory {
                 path: self.path.clone(),
                 id: id.to_owned(),
-            })?;
+            })
+    }
+
+    /// Sets story `id`'s `passes` and, when given, its `notes` (added at the end of the object
+    /// when absent), keeping everything else as it is.
+    pub fn set(&mut self, id: &str, passes: Passes, notes: Option<&str>) -> Result<(), PrdError> {
+        let object = self.object_mut(id)?;
         object.insert("passes".into(), passes.to_value());
         if let Some(notes) = notes {
             object.insert("notes".into(), Value::String(notes.to_owned()));
@@ -317,7 +541,7 @@ impl Prd {
             story.passes = passes;
             story.json = json;
         }
-        let edited = edit_in_place(&self.text, id, passes, notes).filter(|edited| {
+        let edited = edit_in_place(&self.text, id, passes, notes, self.eol).filter(|edited| {
             // Trust an edit only when it reads back as exactly what was set.
             serde_json::from_str::<Value>(edited).is_ok_and(|v| v == self.value)
         });
@@ -325,9 +549,12 @@ impl Prd {
             Some(edited) => edited,
             None => {
                 let trailing_newline = self.text.ends_with('\n');
-                let mut text = serde_json::to_string_pretty(&self.value).unwrap_or_default();
+                // serde_json escapes line breaks inside strings: every `\n` here ends a line.
+                let mut text = serde_json::to_string_pretty(&self.value)
+                    .unwrap_or_default()
+                    .replace('\n', self.eol);
                 if trailing_newline {
-                    text.push('\n');
+                    text.push_str(self.eol);
                 }
                 text
             }
@@ -335,9 +562,27 @@ impl Prd {
         Ok(())
     }
 
-    /// The file's text as ralph writes it: as read, but for the `passes` and `notes` it set.
+    /// Marks story `id` blocked, adding `reason` to its `notes`: after a blank line when the
+    /// story already has notes (a person's notes are never replaced), as the notes otherwise.
+    /// Notes that are not a string (a list, say) are kept as their JSON text ahead of `reason`.
+    pub fn block(&mut self, id: &str, reason: &str) -> Result<(), PrdError> {
+        let eol = self.eol;
+        let notes = match self.object_mut(id)?.get("notes") {
+            None | Some(Value::Null) => reason.to_owned(),
+            Some(Value::String(old)) if old.trim().is_empty() => reason.to_owned(),
+            Some(Value::String(old)) => format!("{old}{eol}{eol}{reason}"),
+            Some(other) => format!("{other}{eol}{eol}{reason}"),
+        };
+        self.set(id, Passes::Blocked, Some(&notes))
+    }
+
+    /// The file's text as ralph writes it: as read (byte order mark included), but for the
+    /// `passes` and `notes` it set.
     pub fn to_text(&self) -> String {
-        self.text.clone()
+        match self.bom {
+            true => format!("{BOM}{}", self.text),
+            false => self.text.clone(),
+        }
     }
 
     /// Writes the file atomically: temporary file, fsync, rename.
@@ -349,6 +594,41 @@ impl Prd {
     }
 }
 
+/// prd.json as last read or written, so that the several reads of one step parse it once: a
+/// read that finds the very bytes of the last one reuses its parse. Comparing the bytes, not a
+/// modification time, keeps this exact even where the agent's edit lands within the same tick
+/// of a coarse file-system clock.
+#[derive(Debug, Default)]
+pub struct Cache {
+    last: Option<(Vec<u8>, Prd)>,
+}
+
+impl Cache {
+    /// Reads and validates `path`, parsing it only when its bytes changed since the last
+    /// [`load`](Self::load) or [`save`](Self::save).
+    pub fn load(&mut self, path: &Path) -> Result<Prd, PrdError> {
+        let bytes = fs::read(path).map_err(|source| PrdError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some((last, prd)) = &self.last {
+            if *last == bytes && prd.path == path {
+                return Ok(prd.clone());
+            }
+        }
+        let prd = Prd::from_bytes(path, &bytes)?;
+        self.last = Some((bytes, prd.clone()));
+        Ok(prd)
+    }
+
+    /// [`Prd::save`], remembering what was written.
+    pub fn save(&mut self, prd: &Prd) -> Result<(), PrdError> {
+        prd.save()?;
+        self.last = Some((prd.to_text().into_bytes(), prd.clone()));
+        Ok(())
+    }
+}
+
 /// The top level of a prd.json, borrowing each story's text.
 #[derive(Deserialize)]
 struct RawTop<'a> {
@@ -357,8 +637,15 @@ struct RawTop<'a> {
 }
 
 /// `text` with story `id`'s `passes` (and `notes`, when given) replaced in place, every other
-/// byte kept; `None` when the story or its fields cannot be located.
-fn edit_in_place(text: &str, id: &str, passes: Passes, notes: Option<&str>) -> Option<String> {
+/// byte kept; `None` when the story or its fields cannot be located. A `notes` field added on a
+/// line of its own ends the line before it with `eol`.
+fn edit_in_place(
+    text: &str,
+    id: &str,
+    passes: Passes,
+    notes: Option<&str>,
+    eol: &str,
+) -> Option<String> {
     // Where `raw` starts in `text`: it borrows from it, so the pointers say (checked anyway).
     let offset = |raw: &RawValue| {
         let start = (raw.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
@@ -397,7 +684,7 @@ fn edit_in_place(text: &str, id: &str, passes: Passes, notes: Option<&str>) -> O
                 let indent = &text[line_start..start];
                 let indent = &indent[..indent.len() - indent.trim_start().len()];
                 let separator = match text[story_start..close].contains('\n') {
-                    true => format!(",\n{indent}"),
+                    true => format!(",{eol}{indent}"),
                     false => ", ".to_owned(),
                 };
                 edits.push((end, end, format!("{separator}\"notes\": {quoted}")));
@@ -412,11 +699,18 @@ fn edit_in_place(text: &str, id: &str, passes: Passes, notes: Option<&str>) -> O
     Some(edited)
 }
 
-/// serde_json's message without its " at line L column C" suffix (the error prints its own).
-fn without_position(err: &serde_json::Error) -> String {
+/// serde_json's syntax error in words that say what to do, without its " at line L column C"
+/// suffix (the error prints its own).
+fn syntax_message(err: &serde_json::Error) -> String {
     let text = err.to_string();
     let suffix = format!(" at line {} column {}", err.line(), err.column());
-    text.strip_suffix(&suffix).unwrap_or(&text).to_owned()
+    let message = text.strip_suffix(&suffix).unwrap_or(&text);
+    match message {
+        "number out of range" => "number out of range: ralph reads numbers as 64-bit floats, \
+                                  whose magnitude is at most about 1.8e308"
+            .to_owned(),
+        other => other.to_owned(),
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, fsynced, then renamed
@@ -629,19 +923,244 @@ mod tests {
         let err =
             Prd::parse(Path::new("p.json"), "{\"userStories\": [{\"id\": \"A\"}]}").unwrap_err();
         assert!(
-            err.to_string().contains("missing field `priority`"),
+            err.to_string()
+                .starts_with("p.json:1:18: userStories[0]: missing \"priority\" (a number"),
             "{err}"
         );
     }
 
     #[test]
-    fn duplicate_ids_are_refused() {
+    fn duplicate_ids_are_refused_at_the_second_one() {
         let text = r#"{"userStories": [{"id": "A", "priority": 1, "passes": false},
             {"id": "A", "priority": 2, "passes": false}]}"#;
-        assert!(matches!(
-            Prd::parse(Path::new("p.json"), text),
-            Err(PrdError::DuplicateId { .. })
+        let err = Prd::parse(Path::new("p.json"), text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "p.json:2:20: userStories[1].id: \"A\" is also the id of userStories[0]; each story \
+             needs its own id"
+        );
+    }
+
+    /// `count` one-line stories, ids `S0`, `S1`, ..., every third one passed.
+    fn many(count: usize) -> String {
+        let stories: Vec<String> = (0..count)
+            .map(|i| {
+                format!(
+                    "  {{\"id\": \"S{i}\", \"priority\": {}, \"passes\": {}}}",
+                    i % 7,
+                    i % 3 == 0
+                )
+            })
+            .collect();
+        format!("{{\"userStories\": [\n{}\n]}}\n", stories.join(",\n"))
+    }
+
+    #[test]
+    fn a_hundred_thousand_stories_load_with_their_ids_checked() {
+        // Correctness only; the load time is measured by `examples/prd_load.rs`.
+        let text = many(100_000);
+        let prd = Prd::parse(Path::new("p.json"), &text).unwrap();
+        assert_eq!(prd.stories().len(), 100_000);
+        assert_eq!(prd.counts(), (33_334, 0, 66_666));
+        assert_eq!(prd.current().unwrap().id, "S7");
+        let repeated = text.replace("\"S99999\"", "\"S5\"");
+        let err = Prd::parse(Path::new("p.json"), &repeated).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "p.json:100001:10: userStories[99999].id: \"S5\" is also the id of userStories[5]"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_cache_parses_again_only_when_the_bytes_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prd.json");
+        fs::write(&path, SAMPLE).unwrap();
+        let mut cache = Cache::default();
+        let mut prd = cache.load(&path).unwrap();
+        prd.set("US-003", Passes::Yes, None).unwrap();
+        cache.save(&prd).unwrap();
+        assert_eq!(
+            cache.load(&path).unwrap().story("US-003").unwrap().passes,
+            Passes::Yes
+        );
+        // Another writer (the agent), even with a text of the same length: read again.
+        let edited = fs::read_to_string(&path).unwrap().replacen(
+            "\"passes\": true,\n      \"notes\": \"\"",
+            "\"passes\": 1234,\n      \"notes\": \"\"",
+            1,
+        );
+        fs::write(&path, edited).unwrap();
+        let err = cache.load(&path).unwrap_err();
+        assert!(err.to_string().contains("passes: expected true"), "{err}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted_and_kept() {
+        let text = format!("{BOM}{SAMPLE}");
+        let mut prd = Prd::parse(Path::new("prd.json"), &text).unwrap();
+        assert_eq!(prd.to_text(), text);
+        prd.set("US-003", Passes::Yes, Some("done")).unwrap();
+        assert!(prd.to_text().starts_with(BOM));
+        assert_eq!(prd.to_text().matches(BOM).count(), 1);
+        let again = Prd::parse(Path::new("prd.json"), &prd.to_text()).unwrap();
+        assert_eq!(again.story("US-003").unwrap().passes, Passes::Yes);
+    }
+
+    #[test]
+    fn crlf_line_endings_survive_every_rewrite() {
+        let text = SAMPLE.replace('\n', "\r\n");
+        let mut prd = Prd::parse(Path::new("prd.json"), &text).unwrap();
+        // US-003 has no notes: the field is added on a line of its own.
+        prd.block("US-003", "blocked by ralph").unwrap();
+        prd.set("US-002", Passes::Yes, Some("done")).unwrap();
+        let written = prd.to_text();
+        assert_eq!(
+            written.matches('\n').count(),
+            written.matches("\r\n").count()
+        );
+        assert!(
+            written
+                .contains("\"passes\": \"blocked\",\r\n      \"notes\": \"blocked by ralph\"\r\n")
+        );
+        // The fallback rewrite, taken when an edit in place cannot be trusted, too.
+        prd.text = prd
+            .text
+            .replace("\"passes\": \"blocked\"", "\"passes\" : \"blocked\"");
+        prd.value["userStories"][2]["x"] = Value::from(1);
+        prd.set("US-003", Passes::No, None).unwrap();
+        let written = prd.to_text();
+        assert!(written.contains("\"x\": 1"), "{written}");
+        assert_eq!(
+            written.matches('\n').count(),
+            written.matches("\r\n").count()
+        );
+        assert!(written.ends_with("}\r\n"));
+    }
+
+    #[test]
+    fn blocking_keeps_a_persons_notes_and_adds_the_reason_after_a_blank_line() {
+        let text = r#"{"userStories": [
+  {"id": "A", "priority": 1, "passes": false, "notes": "ask Kim about the API"},
+  {"id": "B", "priority": 2, "passes": false, "notes": ""},
+  {"id": "C", "priority": 3, "passes": false, "notes": ["one", "two"]}
+]}"#;
+        let mut prd = Prd::parse(Path::new("p.json"), text).unwrap();
+        prd.block("A", "blocked by ralph at T: same error").unwrap();
+        prd.block("B", "blocked by ralph at T: same error").unwrap();
+        prd.block("C", "blocked by ralph").unwrap();
+        let again: Value = serde_json::from_str(&prd.to_text()).unwrap();
+        let notes = |i: usize| {
+            again["userStories"][i]["notes"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            notes(0),
+            "ask Kim about the API\n\nblocked by ralph at T: same error"
+        );
+        assert_eq!(notes(1), "blocked by ralph at T: same error");
+        assert_eq!(notes(2), "[\"one\",\"two\"]\n\nblocked by ralph");
+        // Blocked again later (after a person reset it): the history stays.
+        prd.set("A", Passes::No, None).unwrap();
+        prd.block("A", "blocked by ralph at U").unwrap();
+        let again = Prd::parse(Path::new("p.json"), &prd.to_text()).unwrap();
+        assert!(again.story("A").unwrap().json.contains(
+            "ask Kim about the API\\n\\nblocked by ralph at T: same error\\n\\nblocked by ralph at U"
         ));
+    }
+
+    #[test]
+    fn priorities_may_be_words_or_digits_in_a_string() {
+        let text = r#"{"userStories": [
+  {"id": "low", "priority": "low", "passes": false},
+  {"id": "two", "priority": "2", "passes": false},
+  {"id": "medium", "priority": "Medium", "passes": false},
+  {"id": "high", "priority": "high", "passes": false},
+  {"id": "one", "priority": 1, "passes": false},
+  {"id": "half", "priority": 0.5, "passes": false}
+]}"#;
+        let prd = Prd::parse(Path::new("p.json"), text).unwrap();
+        let priority = |id: &str| prd.story(id).unwrap().priority;
+        assert_eq!(
+            ["low", "two", "medium", "high", "one", "half"].map(priority),
+            [3.0, 2.0, 2.0, 1.0, 1.0, 0.5]
+        );
+        let mut order = Vec::new();
+        let mut prd = prd;
+        while let Some(story) = prd.current() {
+            let id = story.id.clone();
+            prd.set(&id, Passes::Yes, None).unwrap();
+            order.push(id);
+        }
+        // Equal priorities go in file order: "2" before "Medium", "high" before 1.
+        assert_eq!(order, ["half", "high", "one", "two", "medium", "low"]);
+    }
+
+    /// The message for `text` as the user sees it.
+    fn error(text: &str) -> String {
+        Prd::parse(Path::new("prd.json"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn messages_name_the_file_the_place_and_what_is_allowed() {
+        let story = |priority: &str| {
+            format!(
+                "{{\n  \"userStories\": [\n    {{\"id\": \"A\", \"priority\": {priority}, \"passes\": false}}\n  ]\n}}\n"
+            )
+        };
+        let cases = [
+            ("top-level array", "[\n  {\"id\": \"A\", \"priority\": 1, \"passes\": false}\n]\n".to_owned()),
+            ("nested array", "{\"userStories\": [[{\"id\": \"A\", \"priority\": 1, \"passes\": false}]]}".to_owned()),
+            ("stories not a list", "{\"userStories\": {\"A\": {}}}".to_owned()),
+            ("no userStories", "{\"stories\": []}".to_owned()),
+            ("priority 1e309", story("1e309")),
+            ("priority 1e308", story("1e308")),
+            ("priority beyond 64 bits", story("18446744073709551616")),
+            ("priority word", story("\"urgent\"")),
+            ("priority digits too large", story("\"99999999999999999999\"")),
+            ("priority negative digits", story("\"-1\"")),
+            ("priority null", story("null")),
+            ("id a number", "{\"userStories\": [{\"id\": 7, \"priority\": 1, \"passes\": false}]}".to_owned()),
+            ("passes maybe", "{\"userStories\": [{\"id\": \"A\", \"priority\": 1, \"passes\": \"maybe\"}]}".to_owned()),
+            ("criteria not strings", "{\"userStories\": [{\"id\": \"A\", \"priority\": 1, \"passes\": false,\n  \"acceptanceCriteria\": [\"ok\", {\"text\": \"no\"}]}]}".to_owned()),
+            ("title a list", "{\"userStories\": [{\"id\": \"A\", \"priority\": 1, \"passes\": false, \"title\": [\"x\"]}]}".to_owned()),
+            ("long string", "{\"userStories\": [{\"id\": \"A\", \"priority\": 1, \"passes\": \"this is a long value that goes on and on and on\"}]}".to_owned()),
+            ("syntax", "{\n  \"userStories\": [,]\n}".to_owned()),
+        ];
+        let report: String = cases
+            .iter()
+            .map(|(name, text)| format!("{name}:\n  {}\n", error(text)))
+            .collect();
+        insta::assert_snapshot!(report);
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_shift_error_columns() {
+        let text =
+            "\u{feff}{\"userStories\": [{\"id\": \"A\", \"priority\": true, \"passes\": false}]}";
+        assert!(
+            error(text).starts_with("prd.json:1:42: userStories[0].priority:"),
+            "{}",
+            error(text)
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prd.json");
+        fs::write(&path, b"{\"userStories\": [\n  {\"id\": \"caf\xe9\"}]}").unwrap();
+        let err = Prd::load(&path).unwrap_err().to_string();
+        assert!(
+            err.ends_with("prd.json:2:14: byte 0xe9 is not UTF-8; prd.json must be UTF-8 text"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -694,18 +1213,24 @@ mod tests {
 
         proptest! {
             #[test]
-            fn unknown_fields_order_and_indentation_survive_a_rewrite(
+            fn unknown_fields_order_indentation_line_endings_and_notes_survive_a_rewrite(
                 extra in prop::collection::vec(("[a-z]{1,6}", json()), 0..4),
                 story_extra in prop::collection::vec(("x[a-z]{1,6}", json()), 0..3),
                 passes in prop_oneof![Just(Passes::Yes), Just(Passes::No), Just(Passes::Blocked)],
                 indent in prop_oneof![Just(""), Just("  "), Just("    "), Just("\t")],
                 notes in proptest::option::of("[a-z \"\\\\\n]{0,12}"),
+                existing in proptest::option::of(prop_oneof![Just(String::new()), "kim: [a-z \"\\\\\n]{0,8}"]),
+                block in any::<bool>(),
+                crlf in any::<bool>(),
             ) {
                 let mut story = serde_json::Map::new();
                 story.insert("id".into(), "S1".into());
                 story.insert("priority".into(), 1.into());
                 for (k, v) in &story_extra {
                     story.insert(k.clone(), v.clone());
+                }
+                if let Some(existing) = &existing {
+                    story.insert("notes".into(), existing.as_str().into());
                 }
                 story.insert("passes".into(), false.into());
                 let mut root = serde_json::Map::new();
@@ -715,30 +1240,58 @@ mod tests {
                     }
                 }
                 root.insert("userStories".into(), Value::Array(vec![Value::Object(story)]));
-                let text = format(&Value::Object(root), indent) + "\n";
+                // Built with LF, then (for CRLF) every line break turned into CRLF: JSON escapes
+                // the line breaks inside strings, so only the file's own ones change.
+                let lf = format(&Value::Object(root), indent) + "\n";
+                let eol = if crlf { "\r\n" } else { "\n" };
+                let text = lf.replace('\n', eol);
                 let mut prd = Prd::parse(Path::new("p.json"), &text).unwrap();
                 prop_assert_eq!(prd.to_text(), text.clone());
-                prd.set("S1", passes, notes.as_deref()).unwrap();
+                let reason = "blocked by ralph: same error";
+                let (passes, notes) = match block {
+                    false => {
+                        prd.set("S1", passes, notes.as_deref()).unwrap();
+                        (passes, notes)
+                    }
+                    true => {
+                        prd.block("S1", reason).unwrap();
+                        let notes = match &existing {
+                            Some(old) if !old.is_empty() => format!("{old}{eol}{eol}{reason}"),
+                            _ => reason.to_owned(),
+                        };
+                        (Passes::Blocked, Some(notes))
+                    }
+                };
                 let colon = if indent.is_empty() { ":" } else { ": " };
-                let mut expected = text.replace(
+                let mut expected = lf.replace(
                     &format!("\"passes\"{colon}false"),
                     &format!("\"passes\"{colon}{}", passes.to_value()),
                 );
-                if let Some(notes) = &notes {
-                    // Added after the story's last field (`passes`), indented like it.
-                    let line = expected[..expected.find("\"passes\"").unwrap()]
-                        .rsplit('\n')
-                        .next()
-                        .unwrap()
-                        .to_owned();
-                    let separator = if indent.is_empty() { ", ".to_owned() } else { format!(",\n{line}") };
-                    let passes_text = format!("\"passes\"{colon}{}", passes.to_value());
-                    expected = expected.replace(
-                        &passes_text,
-                        &format!("{passes_text}{separator}\"notes\": {}", Value::from(notes.as_str())),
-                    );
+                match (&notes, &existing) {
+                    (None, _) => {}
+                    (Some(notes), Some(old)) => {
+                        // Replaced where it stands.
+                        expected = expected.replace(
+                            &format!("\"notes\"{colon}{}", Value::from(old.as_str())),
+                            &format!("\"notes\"{colon}{}", Value::from(notes.as_str())),
+                        );
+                    }
+                    (Some(notes), None) => {
+                        // Added after the story's last field (`passes`), indented like it.
+                        let line = expected[..expected.find("\"passes\"").unwrap()]
+                            .rsplit('\n')
+                            .next()
+                            .unwrap()
+                            .to_owned();
+                        let separator = if indent.is_empty() { ", ".to_owned() } else { format!(",\n{line}") };
+                        let passes_text = format!("\"passes\"{colon}{}", passes.to_value());
+                        expected = expected.replace(
+                            &passes_text,
+                            &format!("{passes_text}{separator}\"notes\": {}", Value::from(notes.as_str())),
+                        );
+                    }
                 }
-                prop_assert_eq!(prd.to_text(), expected);
+                prop_assert_eq!(prd.to_text(), expected.replace('\n', eol));
             }
         }
     }

@@ -55,8 +55,10 @@ fn a_revert_after_the_agent_switched_branches_leaves_the_other_branch_alone() {
     git(top, &["checkout", "-q", "feature"]);
     let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit");
 
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
+    let saved = saved.refname;
 
     assert_eq!(
         git(top, &["rev-parse", "feature"]),
@@ -84,8 +86,9 @@ fn a_revert_from_a_detached_head_moves_no_branch() {
 
     git(top, &["checkout", "-q", "main"]);
     let agents = commit_file(top, "g.txt", "agent work\n", "agent's commit on main");
-    repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
 
     assert_eq!(
         git(top, &["rev-parse", "main"]),
@@ -117,8 +120,10 @@ fn a_revert_on_the_same_branch_resets_it_and_keeps_the_commits_under_the_ref() {
     let branch = repo.head_branch().unwrap();
     let agents = commit_file(top, "g.txt", "agent work\n", "agent");
     std::fs::write(top.join("untracked.txt"), "u\n").unwrap();
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
-    repo.restore(&checkpoint, branch.as_deref(), &[]).unwrap();
+    let saved = repo.save("refs/ralph/attempts/x", "saved", &[]).unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &[], &saved)
+        .unwrap();
+    let saved = saved.refname;
 
     assert_eq!(git(top, &["rev-parse", "main"]), checkpoint);
     assert_eq!(git(top, &["rev-parse", &format!("{saved}^")]), agents);
@@ -139,9 +144,79 @@ fn save_keeps_a_staged_version_that_differs_from_the_working_tree() {
     git(top, &["add", "a.txt"]);
     std::fs::write(top.join("a.txt"), "working\n").unwrap();
 
-    let saved = repo.save("refs/ralph/attempts/x/1", "saved", &[]).unwrap();
+    let saved = repo
+        .save("refs/ralph/attempts/x", "saved", &[])
+        .unwrap()
+        .refname;
     assert_eq!(git(top, &["show", &format!("{saved}:a.txt")]), "working");
     assert_eq!(git(top, &["show", &format!("{saved}^2:a.txt")]), "staged");
     // The user's index is as it was.
     assert_eq!(git(top, &["show", ":a.txt"]), "staged");
+}
+
+/// `git clean -fd` with a pathspec that excludes a file inside an untracked folder removes the
+/// whole folder: a revert must keep the protected file and remove only the rest.
+#[test]
+fn a_revert_keeps_a_protected_file_inside_an_untracked_folder() {
+    let dir = repo();
+    let top = dir.path();
+    let checkpoint = commit_file(top, "a.txt", "a\n", "a");
+    let repo = Git::open(top).unwrap();
+    let branch = repo.head_branch().unwrap();
+    std::fs::create_dir_all(top.join("out/deep")).unwrap();
+    std::fs::write(top.join("out/events.jsonl"), "{}\n").unwrap();
+    std::fs::write(top.join("out/agent.txt"), "agent\n").unwrap();
+    std::fs::write(top.join("out/deep/agent.txt"), "agent\n").unwrap();
+    let protected = [std::path::PathBuf::from("out/events.jsonl")];
+
+    let saved = repo
+        .save("refs/ralph/attempts/x", "saved", &protected)
+        .unwrap();
+    repo.restore(&checkpoint, branch.as_deref(), &protected, &saved)
+        .unwrap();
+
+    assert_eq!(
+        std::fs::read_to_string(top.join("out/events.jsonl")).unwrap(),
+        "{}\n"
+    );
+    assert!(!top.join("out/agent.txt").exists());
+    assert!(!top.join("out/deep").exists(), "emptied folders go too");
+    let refname = &saved.refname;
+    assert_eq!(
+        git(top, &["show", &format!("{refname}:out/deep/agent.txt")]),
+        "agent"
+    );
+    assert!(
+        Command::new("git")
+            .arg("-C")
+            .arg(top)
+            .args(["cat-file", "-e", &format!("{refname}:out/events.jsonl")])
+            .status()
+            .unwrap()
+            .code()
+            != Some(0),
+        "ralph's own file is not in the saved work"
+    );
+}
+
+/// A pass commit built in a temporary index: what the user staged on a path left out stays
+/// staged and out of the commit; the rest of the index follows the commit.
+#[test]
+fn commit_all_leaves_what_the_user_staged_on_an_excluded_path_staged() {
+    let dir = repo();
+    let top = dir.path();
+    commit_file(top, "a.txt", "a\n", "a");
+    let repo = Git::open(top).unwrap();
+    std::fs::write(top.join("mine.txt"), "mine\n").unwrap();
+    git(top, &["add", "mine.txt"]);
+    std::fs::write(top.join("work.txt"), "work\n").unwrap();
+
+    let head = repo
+        .commit_all("ralph: X passes", &["mine.txt".into()], None)
+        .unwrap();
+    assert_eq!(git(top, &["rev-parse", "HEAD"]), head);
+    let files = git(top, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert_eq!(files, "a.txt\nwork.txt");
+    assert_eq!(git(top, &["diff", "--cached", "--name-only"]), "mine.txt");
+    assert_eq!(git(top, &["status", "--porcelain"]), "A  mine.txt");
 }

@@ -34,8 +34,39 @@ fn fence(line: &str) -> Option<(char, usize, bool)> {
     (run >= 3).then(|| (marker, run, rest[run..].trim().is_empty()))
 }
 
+/// The end of the inline code span whose opening backtick run starts `rest`, as CommonMark
+/// reads it: the next run of exactly as many backticks, within the paragraph (before a blank
+/// line). `None` when the run is never closed, so its backticks are plain text.
+fn code_span_end(rest: &str) -> Option<usize> {
+    let run = rest.bytes().take_while(|b| *b == b'`').count();
+    let paragraph_end = blank_line(rest).unwrap_or(rest.len());
+    let mut i = run;
+    while let Some(found) = rest[i..paragraph_end].find('`') {
+        let start = i + found;
+        let len = rest[start..].bytes().take_while(|b| *b == b'`').count();
+        if len == run {
+            return Some(start + len);
+        }
+        i = start + len;
+    }
+    None
+}
+
+/// The offset of the first blank line in `text` (a line holding only whitespace).
+fn blank_line(text: &str) -> Option<usize> {
+    let mut offset = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if n > 0 && line.trim().is_empty() {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
+}
+
 /// Removes HTML comments from `body`, keeping ralph markers and anything inside fenced code
-/// blocks (a prompt may show the agent an HTML sample). A line left holding nothing but
+/// blocks or inline code spans (a prompt may show the agent an HTML sample, as ralphify keeps
+/// it). A line left holding nothing but
 /// whitespace by the removal disappears with its newline, so a note on its own line leaves no
 /// blank line behind; a comment inside a line is removed alone.
 pub(crate) fn strip_comments(body: &str) -> Stripped {
@@ -68,6 +99,14 @@ pub(crate) fn strip_comments(body: &str) -> Stripped {
             }
         }
         let rest = &body[i..];
+        if rest.starts_with('`') {
+            // An inline code span is copied as written; an unclosed run is plain backticks.
+            let end = code_span_end(rest)
+                .unwrap_or_else(|| rest.bytes().take_while(|b| *b == b'`').count());
+            text.push_str(&rest[..end]);
+            i += end;
+            continue;
+        }
         if rest.starts_with("<!--") && unclosed.is_none() {
             match rest[4..].find("-->") {
                 Some(close) => {
@@ -162,6 +201,24 @@ mod tests {
             strip(body),
             "```html\n<!-- sample -->\n```\n~~~~\n<!-- x -->\n```\n~~~~\n"
         );
+    }
+
+    #[test]
+    fn comment_in_inline_code_stays() {
+        assert_eq!(strip("a `<!-- x -->` b\n"), "a `<!-- x -->` b\n");
+        assert_eq!(
+            strip("a ``<!-- x ` y -->`` b <!-- z -->\n"),
+            "a ``<!-- x ` y -->`` b \n"
+        );
+    }
+
+    #[test]
+    fn unclosed_backticks_do_not_protect_a_comment() {
+        assert_eq!(strip("a ` b <!-- x --> c\n"), "a ` b  c\n");
+        // A span does not run past its paragraph.
+        assert_eq!(strip("a ` b\n\n<!-- x -->\n`\n"), "a ` b\n\n`\n");
+        // A run of another length does not close it.
+        assert_eq!(strip("``a` <!-- x -->\n"), "``a` \n");
     }
 
     #[test]

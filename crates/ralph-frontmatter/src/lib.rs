@@ -6,6 +6,7 @@
 //! and a prompt body, or every problem of the file located by line and column. The reference for
 //! users is `docs/config.md`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,13 +16,18 @@ mod body;
 mod document;
 mod locate;
 pub mod schema;
+mod shell;
 mod suggest;
 mod template;
 mod validate;
 
 use locate::{Locator, Pos};
 
-pub use ralph_backoff::{IdlePolicy, RetryPolicy};
+pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
+pub use shell::{
+    CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
+    unquotable_args,
+};
 pub use suggest::nearest;
 
 /// The field and the number of the YAML parser's error for an integer beyond 64 bits, which
@@ -67,12 +73,94 @@ pub struct Config {
     pub done_when: Vec<String>,
     /// Attempts and backoff for `done_when`.
     pub convergence: ConvergenceConfig,
+    /// States given a meaning in the file (`states`), by lowercase name.
+    pub states: BTreeMap<String, StateSpec>,
+    /// ralphify-fork `completion_signal`: `<promise>TEXT</promise>` in the agent's final answer
+    /// counts as `<!-- ralph:state done -->`.
+    pub completion_signal: Option<String>,
+    /// ralphify-fork `stop_on_completion_signal`: whether the completion signal is looked for
+    /// (default true).
+    pub stop_on_completion_signal: bool,
+    /// ralphify-fork `max_turns`: passed to `claude -p` as `--max-turns`; no effect on other
+    /// agents.
+    pub max_turns: Option<u64>,
+    /// ralphify-fork `max_turns_grace`: accepted, no effect.
+    pub max_turns_grace: Option<u64>,
     /// Escalation (stories, circuit breaker, revert); `None` when absent.
     pub escalation: Option<EscalationConfig>,
     /// Pseudo-terminal mode; `None` when absent.
     pub pty: Option<PtyConfig>,
     /// How the agent's output is read; `None` lets ralph choose from the agent command.
     pub output: Option<OutputFormat>,
+    /// Backoff after failed agent runs, and how many in a row end the loop.
+    pub failure: FailurePolicy,
+    /// Waits for an agent's rate limit to reset.
+    pub rate_limit: RateLimitConfig,
+    /// Start no iteration once the agents' reported cost reached this many US dollars.
+    pub max_cost: Option<f64>,
+    /// Start no iteration or wait once the run has lasted this long.
+    pub max_runtime: Option<Duration>,
+}
+
+/// The `rate_limit` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitConfig {
+    /// Longest wait for a rate limit's reset.
+    pub max_wait: Duration,
+}
+
+impl Config {
+    /// The text that counts as `done` in the agent's final answer: `completion_signal` as the
+    /// shell Ralph writes it, `<promise>TEXT</promise>` (so a bare word in the agent's prose,
+    /// "not COMPLETE yet", does not end the work), or as written when it holds a tag already.
+    /// `None` without a signal or with `stop_on_completion_signal: false`.
+    pub fn completion_text(&self) -> Option<String> {
+        let signal = self
+            .completion_signal
+            .as_deref()
+            .filter(|_| self.stop_on_completion_signal)?;
+        Some(match signal.contains('<') {
+            true => signal.to_owned(),
+            false => format!("<promise>{signal}</promise>"),
+        })
+    }
+}
+
+/// One state of `states`: what an iteration ending in `<!-- ralph:state NAME -->` leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateSpec {
+    /// A shell command run when an iteration ends in the state; `{{ state.KEY }}` are the
+    /// marker's attributes, shell-quoted.
+    pub run: Option<String>,
+    /// Kill the hook after this long; `None` means the engine's command timeout.
+    pub timeout: Option<Duration>,
+    /// What the loop does next.
+    pub then: StateThen,
+}
+
+/// What the loop does after an iteration that ended in a declared state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateThen {
+    /// End the run with this exit code.
+    Stop {
+        /// ralph's exit code.
+        exit_code: u8,
+    },
+    /// Go on with the next iteration, as without the state.
+    Continue,
+    /// Wait this long before the next iteration.
+    Wait(Duration),
+}
+
+impl StateThen {
+    /// `stop`, `continue` or `wait`, as written in the file.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StateThen::Stop { .. } => "stop",
+            StateThen::Continue => "continue",
+            StateThen::Wait(_) => "wait",
+        }
+    }
 }
 
 /// One entry of `commands`.
@@ -80,10 +168,14 @@ pub struct Config {
 pub struct CommandSpec {
     /// The name used in `{{ commands.NAME }}`.
     pub name: String,
-    /// The shell command (run through `sh -c`).
+    /// The command line: run as words, or through `sh -c` when it has shell syntax (see
+    /// [`command_line`]).
     pub run: String,
     /// Kill the command after this long; `None` means the engine's default.
     pub timeout: Option<Duration>,
+    /// Most bytes of its output that go into the prompt: the head and the tail are kept, the
+    /// middle is cut ([`schema::DEFAULT_MAX_OUTPUT`] when the file does not say).
+    pub max_output: u64,
 }
 
 /// The `convergence` block.
@@ -148,6 +240,16 @@ pub enum OutputFormat {
     Text,
     /// Claude Code's `--output-format stream-json`.
     ClaudeStreamJson,
+}
+
+/// Whether `argv` runs Claude Code in print mode (`claude -p` or `--print`), the one agent ralph
+/// knows the flags of.
+pub fn is_claude_print(argv: &[String]) -> bool {
+    let is_claude = argv
+        .first()
+        .and_then(|program| std::path::Path::new(program).file_name())
+        .is_some_and(|name| name == "claude");
+    is_claude && argv[1..].iter().any(|a| a == "-p" || a == "--print")
 }
 
 /// A problem in a RALPH.md, located in the file.
@@ -291,6 +393,37 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
         },
         warnings,
     })
+}
+
+/// An error about the value of `field` (dotted keys, such as `escalation.progress`) in the
+/// RALPH.md `text` named `file`, located like the parser's own: for a problem that only the
+/// caller can see, one that needs the file system (a symlink that makes two paths one file).
+/// Where the value is not written, it points at the nearest field around it that is.
+///
+/// ```
+/// let text = "---\nagent: x\nescalation:\n  progress: notes.txt\n---\n";
+/// let error = ralph_frontmatter::error_at("RALPH.md", text, "escalation.progress", "is a link");
+/// assert_eq!(error.to_string(), "RALPH.md:4:13: escalation.progress: is a link");
+/// ```
+pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>) -> ConfigError {
+    let text = document::normalize(text);
+    let pos = match document::split(&text) {
+        Ok(doc) => {
+            let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
+            let path = field
+                .split('.')
+                .fold(locate::FieldPath::default(), |path, key| path.key(key));
+            locator.value(&path)
+        }
+        Err(_) => document::OPENING,
+    };
+    ConfigError {
+        file: file.to_owned(),
+        line: pos.line,
+        column: pos.column,
+        path: field.to_owned(),
+        message: message.into(),
+    }
 }
 
 /// The repeated key serde_norway complains about, located by the scanner: serde_norway itself

@@ -81,6 +81,8 @@ pub(crate) struct Locator {
     nodes: HashMap<FieldPath, Node>,
     duplicates: Vec<Duplicate>,
     root: Pos,
+    lines: Vec<Vec<char>>,
+    first_line: usize,
 }
 
 /// A mapping key written twice.
@@ -119,7 +121,34 @@ impl Locator {
             nodes: scanner.nodes,
             duplicates: scanner.duplicates,
             root,
+            lines,
+            first_line,
         }
+    }
+
+    /// Where the `nth` (0-based) `needle` at or after the start of the value at `path` is
+    /// written, for a problem inside a string value (a placeholder in a multi-line `run`).
+    /// The value's own position when the text is not found as written.
+    pub(crate) fn within_value(&self, path: &FieldPath, needle: &str, nth: usize) -> Pos {
+        let start = self.value(path);
+        let needle: Vec<char> = needle.chars().collect();
+        let mut seen = 0;
+        let first = start.line.saturating_sub(self.first_line);
+        for (index, line) in self.lines.iter().enumerate().skip(first) {
+            let from = if index == first { start.column - 1 } else { 0 };
+            for col in from..line.len() {
+                if line[col..].starts_with(&needle) {
+                    if seen == nth {
+                        return Pos {
+                            line: self.first_line + index,
+                            column: col + 1,
+                        };
+                    }
+                    seen += 1;
+                }
+            }
+        }
+        start
     }
 
     /// Where the value at `path` starts, or the nearest recorded ancestor's position.
@@ -660,6 +689,18 @@ mod tests {
 
     fn locator(text: &str) -> Locator {
         Locator::new(text, 2, at(1, 1))
+    }
+
+    #[test]
+    fn text_inside_a_value_is_located_from_the_value_on() {
+        let text = "agent: x {{ args.x }}\ncommands:\n  - name: a\n    run: |\n      \
+                    cat {{ args.x }}\n      echo {{ args.x }}\n";
+        let loc = locator(text);
+        let run = path("commands[0].run");
+        assert_eq!(loc.within_value(&run, "{{ args.x }}", 0), at(6, 11));
+        assert_eq!(loc.within_value(&run, "{{ args.x }}", 1), at(7, 12));
+        // Not found as written: the value's own position.
+        assert_eq!(loc.within_value(&run, "{{ args.y }}", 0), loc.value(&run));
     }
 
     #[test]

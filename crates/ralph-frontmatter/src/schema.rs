@@ -38,10 +38,22 @@ pub enum Kind {
         /// The smallest allowed value.
         min: u64,
     },
+    /// An integer from `min` to `max`, both included.
+    IntegerRange {
+        /// The smallest allowed value.
+        min: u64,
+        /// The largest allowed value.
+        max: u64,
+    },
     /// A finite number of at least `min`.
     Number {
         /// The smallest allowed value.
         min: f64,
+    },
+    /// A size in bytes: an integer, or a string with a unit (`64KiB`, `1MB`).
+    ByteSize {
+        /// The smallest allowed value.
+        min: u64,
     },
     /// A humantime string (`30s`, `1h 30m`) or a bare number of seconds.
     Duration {
@@ -61,6 +73,16 @@ pub enum Kind {
     Table(&'static [Field]),
     /// A mapping with these keys; written with no value, it means "on, with the defaults".
     Block(&'static [Field]),
+    /// A mapping from names the user picks (matching `pattern`, none of `reserved`) to blocks
+    /// with these keys (`states`).
+    Map {
+        /// A regular expression every name matches.
+        pattern: &'static str,
+        /// Names that cannot be used.
+        reserved: &'static [&'static str],
+        /// The keys of each entry.
+        fields: &'static [Field],
+    },
 }
 
 /// A field's default value.
@@ -72,6 +94,8 @@ pub enum DefaultValue {
     Integer(u64),
     /// A number.
     Number(f64),
+    /// A size in bytes.
+    Bytes(u64),
     /// A duration in humantime syntax.
     Duration(&'static str),
     /// A string (a path).
@@ -87,11 +111,23 @@ pub const PTY_MODES: &[&str] = &["autonomous", "interactive"];
 /// The values of `output`.
 pub const OUTPUT_FORMATS: &[&str] = &["text", "claude-stream-json"];
 
+/// The values of `states.NAME.then`.
+pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
+/// States with a built-in meaning, which `states` cannot redefine.
+pub const BUILT_IN_STATES: &[&str] = &["idle", "done", "blocked"];
+/// What a declared state's name looks like: a marker name as the agent's marker is read
+/// (lowercase).
+pub const STATE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
+
 /// Top-level keys of ralphify's RALPH.md that ralph accepts, ignores and warns about. ralphify
 /// ignores every key it does not use, and its named ralphs were documented with `description:`
 /// and `enabled:`; rejecting them would break files that must run unchanged. They are not
 /// [`FIELDS`]: ralph gives them no meaning; the JSON Schema allows them, marked deprecated.
 pub const IGNORED_RALPHIFY_KEYS: &[&str] = &["description", "enabled"];
+
+/// What one command contributes to the prompt at most, when its `max_output` is not set: 64 KiB.
+/// The one home of this default; validation fills it in and the JSON Schema shows it.
+pub const DEFAULT_MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The keys of one `commands` entry.
 pub const COMMAND_FIELDS: &[Field] = &[
@@ -103,13 +139,21 @@ pub const COMMAND_FIELDS: &[Field] = &[
     required(
         "run",
         Kind::String,
-        "The shell command, run through `sh -c`.",
+        "The command: split into words and run directly, or through `sh -c` when it has shell \
+             syntax (pipes, redirections, `$`, ...; see docs/config.md).",
     ),
     optional(
         "timeout",
         Kind::Duration { positive: true },
         None,
         "Kill the command after this long (default 60s).",
+    ),
+    optional(
+        "max_output",
+        Kind::ByteSize { min: 1 },
+        Some(DefaultValue::Bytes(DEFAULT_MAX_OUTPUT)),
+        "Most of the command's output that goes into the prompt (`64KiB`, `1MB` or bytes): \
+         the head and the tail are kept, the middle is cut with a note saying how much.",
     ),
 ];
 
@@ -203,6 +247,41 @@ pub const ESCALATION_FIELDS: &[Field] = &[
     ),
 ];
 
+/// The keys of one entry of `states`.
+pub const STATE_FIELDS: &[Field] = &[
+    optional(
+        "run",
+        Kind::String,
+        None,
+        "A shell command run (like `commands`) when an iteration ends in the state; \
+         `{{ state.KEY }}` are the marker's attributes, shell-quoted.",
+    ),
+    optional(
+        "timeout",
+        Kind::Duration { positive: true },
+        None,
+        "With `run`: kill the hook after this long (default 60s).",
+    ),
+    optional(
+        "then",
+        Kind::Choice(STATE_THEN),
+        Some(DefaultValue::Choice("continue")),
+        "What the loop does next: `stop` the run, `continue`, or `wait`.",
+    ),
+    optional(
+        "wait",
+        Kind::Duration { positive: true },
+        None,
+        "With `then: wait` (and required by it): how long to wait.",
+    ),
+    optional(
+        "exit_code",
+        Kind::IntegerRange { min: 0, max: 255 },
+        Some(DefaultValue::Integer(0)),
+        "With `then: stop`: ralph's exit code.",
+    ),
+];
+
 /// The keys of the `pty` block.
 pub const PTY_FIELDS: &[Field] = &[
     optional(
@@ -218,6 +297,42 @@ pub const PTY_FIELDS: &[Field] = &[
         "End the agent after this long without output.",
     ),
 ];
+
+/// The keys of the `failure` block (#17: failing agents back off).
+pub const FAILURE_FIELDS: &[Field] = &[
+    optional(
+        "delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("5s")),
+        "Wait after the first failed run of a streak.",
+    ),
+    optional(
+        "backoff",
+        Kind::Number { min: 1.0 },
+        Some(DefaultValue::Number(2.0)),
+        "Multiplier for each further consecutive failure.",
+    ),
+    optional(
+        "max_delay",
+        Kind::Duration { positive: true },
+        Some(DefaultValue::Duration("5m")),
+        "Cap on one wait; raised to `delay` when `delay` is longer; must be >= `delay`.",
+    ),
+    optional(
+        "max_consecutive",
+        Kind::Integer { min: 1 },
+        Some(DefaultValue::Integer(10)),
+        "End the loop (`agent_failing`, exit 1) after this many failed runs in a row.",
+    ),
+];
+
+/// The keys of the `rate_limit` block.
+pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
+    "max_wait",
+    Kind::Duration { positive: true },
+    Some(DefaultValue::Duration("6h")),
+    "Longest wait for a rate limit's reset; a later reset time is waited for this long.",
+)];
 
 /// The top-level keys of the frontmatter.
 pub const FIELDS: &[Field] = &[
@@ -289,6 +404,42 @@ pub const FIELDS: &[Field] = &[
         "Attempts and backoff for `done_when`; always on.",
     ),
     optional(
+        "states",
+        Kind::Map {
+            pattern: STATE_NAME_PATTERN,
+            reserved: BUILT_IN_STATES,
+            fields: STATE_FIELDS,
+        },
+        None,
+        "States the agent can report (`<!-- ralph:state NAME key=\"value\" -->`) and what each \
+         does: a hook, then stop, continue or wait.",
+    ),
+    optional(
+        "completion_signal",
+        Kind::String,
+        None,
+        "ralphify: `<promise>TEXT</promise>` in the agent's final answer counts as \
+         `<!-- ralph:state done -->`.",
+    ),
+    optional(
+        "stop_on_completion_signal",
+        Kind::Bool,
+        Some(DefaultValue::Bool(true)),
+        "ralphify: whether `completion_signal` is looked for; `false` ignores it.",
+    ),
+    optional(
+        "max_turns",
+        Kind::Integer { min: 1 },
+        None,
+        "ralphify: passed to `claude -p` as `--max-turns`; no effect (a warning) for other agents.",
+    ),
+    optional(
+        "max_turns_grace",
+        Kind::Integer { min: 0 },
+        None,
+        "ralphify: accepted; has no effect (a warning).",
+    ),
+    optional(
         "escalation",
         Kind::Block(ESCALATION_FIELDS),
         None,
@@ -305,6 +456,30 @@ pub const FIELDS: &[Field] = &[
         Kind::Choice(OUTPUT_FORMATS),
         None,
         "How the agent's output is read; chosen from the agent command when absent.",
+    ),
+    optional(
+        "failure",
+        Kind::Block(FAILURE_FIELDS),
+        None,
+        "Backoff after failed agent runs, and how many in a row end the loop; always on.",
+    ),
+    optional(
+        "rate_limit",
+        Kind::Block(RATE_LIMIT_FIELDS),
+        None,
+        "Waits for an agent's rate limit to reset; always on.",
+    ),
+    optional(
+        "max_cost",
+        Kind::Number { min: 0.0 },
+        None,
+        "Start no iteration once the agents' reported cost reached this many US dollars.",
+    ),
+    optional(
+        "max_runtime",
+        Kind::Duration { positive: true },
+        None,
+        "Start no iteration or wait after the run has lasted this long; a wait is cut short.",
     ),
 ];
 
@@ -341,8 +516,45 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 /// The fields of the block or table `name` at the top level.
 pub(crate) fn nested(name: &str) -> &'static [Field] {
     match FIELDS.iter().find(|f| f.name == name).map(|f| f.kind) {
-        Some(Kind::Block(fields) | Kind::Table(fields)) => fields,
+        Some(Kind::Block(fields) | Kind::Table(fields) | Kind::Map { fields, .. }) => fields,
         _ => &[],
+    }
+}
+
+/// The default of duration field `name` in `fields`; zero when it has none (a test checks that
+/// every duration default parses). Validation reads defaults from here, so each is written once.
+pub(crate) fn default_duration(fields: &[Field], name: &str) -> std::time::Duration {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Duration(text)) => humantime::parse_duration(text).unwrap_or_default(),
+        _ => std::time::Duration::ZERO,
+    }
+}
+
+/// The default of number field `name` in `fields`; 1.0 when it has none.
+pub(crate) fn default_number(fields: &[Field], name: &str) -> f64 {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Number(n)) => n,
+        _ => 1.0,
+    }
+}
+
+/// The default of integer field `name` in `fields`; 1 when it has none.
+pub(crate) fn default_integer(fields: &[Field], name: &str) -> u64 {
+    match fields
+        .iter()
+        .find(|f| f.name == name)
+        .and_then(|f| f.default)
+    {
+        Some(DefaultValue::Integer(n)) => n,
+        _ => 1,
     }
 }
 
@@ -407,6 +619,13 @@ mod tests {
             duration(CONVERGENCE_FIELDS, "check_timeout")
         );
 
+        let text = "---\nagent: x\ncommands: [{name: a, run: b}]\n---\n";
+        let command = &crate::parse("RALPH.md", text).unwrap().file.config.commands[0];
+        assert_eq!(
+            field(COMMAND_FIELDS, "max_output").default,
+            Some(DefaultValue::Bytes(command.max_output))
+        );
+
         let e = config.escalation.unwrap();
         match field(ESCALATION_FIELDS, "progress").default {
             Some(DefaultValue::Text(path)) => assert_eq!(e.progress, std::path::Path::new(path)),
@@ -436,6 +655,8 @@ mod tests {
             ("convergence", CONVERGENCE_FIELDS),
             ("escalation", ESCALATION_FIELDS),
             ("pty", PTY_FIELDS),
+            ("failure", FAILURE_FIELDS),
+            ("rate_limit", RATE_LIMIT_FIELDS),
         ] {
             for f in fields {
                 let text = format!("---\nagent: x\n{block}:\n  {}:\n---\n", f.name);
@@ -449,6 +670,51 @@ mod tests {
         for f in FIELDS.iter().filter(|f| !f.required) {
             let text = format!("---\nagent: x\n{}:\n---\n", f.name);
             assert!(crate::parse("RALPH.md", &text).is_ok(), "{}", f.name);
+        }
+    }
+
+    /// `failure` and `rate_limit` are always on, with the table's defaults, written once.
+    #[test]
+    fn failure_and_rate_limit_defaults_come_from_the_table() {
+        let config = crate::parse("RALPH.md", "---\nagent: x\n---\n")
+            .unwrap()
+            .file
+            .config;
+        let f = config.failure;
+        assert_eq!(f.delay, duration(FAILURE_FIELDS, "delay"));
+        assert_eq!(f.delay, Duration::from_secs(5));
+        assert_eq!(f.max_delay, duration(FAILURE_FIELDS, "max_delay"));
+        assert_eq!(
+            f.max_consecutive,
+            integer(FAILURE_FIELDS, "max_consecutive")
+        );
+        assert_eq!(
+            field(FAILURE_FIELDS, "backoff").default,
+            Some(DefaultValue::Number(f.backoff))
+        );
+        assert_eq!(
+            config.rate_limit.max_wait,
+            duration(RATE_LIMIT_FIELDS, "max_wait")
+        );
+        assert_eq!(config.rate_limit.max_wait, Duration::from_secs(6 * 3600));
+        assert_eq!((config.max_cost, config.max_runtime), (None, None));
+    }
+
+    /// Every duration default in the tables parses, so `default_duration` never falls back.
+    #[test]
+    fn every_duration_default_parses() {
+        let blocks = FIELDS.iter().filter_map(|f| match f.kind {
+            Kind::Block(fields) | Kind::Table(fields) => Some(fields),
+            _ => None,
+        });
+        for f in blocks.flatten().chain(FIELDS) {
+            if let Some(DefaultValue::Duration(text)) = f.default {
+                assert!(
+                    humantime::parse_duration(text).is_ok(),
+                    "{}: {text}",
+                    f.name
+                );
+            }
         }
     }
 

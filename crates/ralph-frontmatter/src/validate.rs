@@ -2,24 +2,28 @@
 //!
 //! Every check records its error and carries on, so one run reports every problem of the file.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
 
 use crate::locate::{FieldPath, Locator, Pos};
-use crate::schema::{self, OUTPUT_FORMATS, PTY_MODES};
+use crate::schema::{self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN};
 use crate::suggest::nearest;
 use crate::{
-    CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, IdlePolicy,
-    OutputFormat, PtyConfig, PtyMode, RetryPolicy,
+    CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
+    IdlePolicy, OutputFormat, PtyConfig, PtyMode, RateLimitConfig, RetryPolicy, StateSpec,
+    StateThen,
 };
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
     schema::names(schema::nested(block))
 }
+
+const BYTE_SIZE_SYNTAX: &str = "a size such as \"64KiB\", \"1MB\" or a number of bytes \
+     (units: B, KB, KiB, MB, MiB, GB, GiB)";
 
 const DURATION_SYNTAX: &str =
     "a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare number is seconds)";
@@ -166,11 +170,47 @@ impl<'a> Checker<'a> {
         }
     }
 
+    fn integer_in(&mut self, path: &FieldPath, value: &Value, min: u64, max: u64) -> Option<u64> {
+        match value.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.expected(path, value, &format!("an integer from {min} to {max}"));
+                None
+            }
+        }
+    }
+
+    /// A warning located at the key `path`.
+    fn key_warning(&mut self, path: &FieldPath, message: String) {
+        let warning = self.located(self.locator.key(path), path, message);
+        self.warnings.push(warning);
+    }
+
     fn number_at_least(&mut self, path: &FieldPath, value: &Value, min: f64) -> Option<f64> {
         match value.as_f64() {
             Some(n) if n.is_finite() && n >= min => Some(n),
             _ => {
                 self.expected(path, value, &format!("a number >= {min:.1}"));
+                None
+            }
+        }
+    }
+
+    /// A size in bytes of at least `min`: an integer, or digits with a unit.
+    fn byte_size(&mut self, path: &FieldPath, value: &Value, min: u64) -> Option<u64> {
+        let parsed = match value {
+            Value::Number(number) => number.as_u64(),
+            Value::String(text) => parse_byte_size(text),
+            _ => None,
+        };
+        match parsed {
+            Some(n) if n >= min => Some(n),
+            Some(_) => {
+                self.expected(path, value, &format!("a size >= {min} bytes"));
+                None
+            }
+            None => {
+                self.expected(path, value, BYTE_SIZE_SYNTAX);
                 None
             }
         }
@@ -247,6 +287,28 @@ impl<'a> Checker<'a> {
             }
         }
     }
+}
+
+/// `64KiB`, `1 MB`, `4096`: digits, then an optional unit, case ignored (KB is 1000 bytes, KiB
+/// 1024). `None` for anything else, or a size past `u64`.
+fn parse_byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "kib" => 1 << 10,
+        "mb" => 1000 * 1000,
+        "mib" => 1 << 20,
+        "gb" => 1000 * 1000 * 1000,
+        "gib" => 1 << 30,
+        _ => return None,
+    };
+    number.checked_mul(factor)
 }
 
 /// Whether `name` is made of letters, digits, `-` and `_`.
@@ -356,6 +418,23 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
     let escalation = root
         .get("escalation")
         .map(|v| escalation(checker, &top.key("escalation"), v));
+    let states = match present(root, "states") {
+        Some(value) => states(checker, &top.key("states"), value),
+        None => Some(BTreeMap::new()),
+    };
+    let completion_signal = present(root, "completion_signal").map(|v| {
+        checker.string(
+            &top.key("completion_signal"),
+            v,
+            "the text the agent writes as <promise>TEXT</promise> when it is done",
+        )
+    });
+    let stop_on_completion_signal = present(root, "stop_on_completion_signal")
+        .map(|v| checker.bool(&top.key("stop_on_completion_signal"), v));
+    let max_turns =
+        present(root, "max_turns").map(|v| checker.integer_at_least(&top.key("max_turns"), v, 1));
+    let max_turns_grace = present(root, "max_turns_grace")
+        .map(|v| checker.integer_at_least(&top.key("max_turns_grace"), v, 0));
     let pty = root.get("pty").map(|v| pty(checker, &top.key("pty"), v));
     let output = present(root, "output").map(|v| {
         checker
@@ -365,9 +444,32 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
                 _ => OutputFormat::ClaudeStreamJson,
             })
     });
+    let failure = failure(checker, &top.key("failure"), root.get("failure"));
+    let rate_limit = rate_limit(checker, &top.key("rate_limit"), root.get("rate_limit"));
+    let max_cost =
+        present(root, "max_cost").map(|v| checker.number_at_least(&top.key("max_cost"), v, 0.0));
+    let max_runtime =
+        present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
 
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
+    let max_turns = optional(max_turns)?;
+    if max_turns.is_some() && !crate::is_claude_print(&agent_argv) {
+        checker.key_warning(
+            &top.key("max_turns"),
+            "has no effect: ralph passes it only to `claude -p` (as `--max-turns`); set the \
+             agent's own turn limit in `agent`"
+                .to_owned(),
+        );
+    }
+    let max_turns_grace = optional(max_turns_grace)?;
+    if max_turns_grace.is_some() {
+        checker.key_warning(
+            &top.key("max_turns_grace"),
+            "has no effect: accepted for ralphify compatibility".to_owned(),
+        );
+    }
+    let (failure, rate_limit) = (failure?, rate_limit?);
     Some(Config {
         agent,
         agent_argv,
@@ -380,9 +482,18 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
         idle: optional(idle)?,
         done_when,
         convergence,
+        states: states?,
+        completion_signal: optional(completion_signal)?,
+        stop_on_completion_signal: optional(stop_on_completion_signal)?.unwrap_or(true),
+        max_turns,
+        max_turns_grace,
         escalation: optional(escalation)?,
         pty: optional(pty)?,
         output: optional(output)?,
+        failure,
+        rate_limit,
+        max_cost: optional(max_cost)?,
+        max_runtime: optional(max_runtime)?,
     })
 }
 
@@ -468,16 +579,48 @@ fn commands(
                 None
             }
         };
+        if let Some(run) = &run {
+            if !unquotable_args(checker, &run_path, run) {
+                ok = false;
+            }
+        }
         let timeout = present(entry, "timeout")
             .map(|timeout| checker.duration(&item_path.key("timeout"), timeout, true));
-        match (name, run, optional(timeout)) {
-            (Some(name), Some(run), Some(timeout)) => {
-                specs.push(CommandSpec { name, run, timeout })
-            }
+        let max_output = present(entry, "max_output")
+            .map(|max| checker.byte_size(&item_path.key("max_output"), max, 1))
+            .unwrap_or(Some(schema::DEFAULT_MAX_OUTPUT));
+        match (name, run, optional(timeout), max_output) {
+            (Some(name), Some(run), Some(timeout), Some(max_output)) => specs.push(CommandSpec {
+                name,
+                run,
+                timeout,
+                max_output,
+            }),
             _ => ok = false,
         }
     }
     ok.then_some(specs)
+}
+
+/// Refuses every `{{ args.NAME }}` (and a state hook's `{{ state.KEY }}`) in the command `run`
+/// that cannot be quoted where it stands,
+/// each located at the placeholder; `false` when there was one.
+fn unquotable_args(checker: &mut Checker<'_>, path: &FieldPath, run: &str) -> bool {
+    let refused = crate::shell::unquotable_args(run);
+    for (span, reason) in &refused {
+        let written = &run[span.clone()];
+        let nth = run[..span.start].matches(written).count();
+        let pos = checker.locator.within_value(path, written, nth);
+        let (namespace, name) = crate::template::scan(written)
+            .first()
+            .map_or(("args", "NAME"), |found| {
+                (found.placeholder.namespace, found.placeholder.name)
+            });
+        let placeholder = format!("{{{{ {namespace}.{name} }}}}");
+        let explain = reason.explain().replace("{{ args.NAME }}", &placeholder);
+        checker.error_at(pos, path, format!("{placeholder} {explain}"));
+    }
+    refused.is_empty()
 }
 
 fn args(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Vec<String>> {
@@ -630,6 +773,72 @@ fn capped_at_least(
     }
 }
 
+/// The `failure` block, always on: absent or empty, it has the field table's defaults.
+fn failure(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: Option<&Value>,
+) -> Option<FailurePolicy> {
+    let fields = schema::FAILURE_FIELDS;
+    let mapping = match value {
+        Some(value) => block(checker, path, value, &keys("failure"))?,
+        None => None,
+    };
+    let get = |key: &str| mapping.and_then(|m| present(m, key));
+    let delay = get("delay")
+        .map(|v| checker.duration(&path.key("delay"), v, true))
+        .unwrap_or(Some(schema::default_duration(fields, "delay")));
+    let backoff = get("backoff")
+        .map(|v| checker.number_at_least(&path.key("backoff"), v, 1.0))
+        .unwrap_or(Some(schema::default_number(fields, "backoff")));
+    let max_delay = get("max_delay")
+        .map(|v| {
+            checker
+                .duration(&path.key("max_delay"), v, true)
+                .map(|d| Some((v, d)))
+        })
+        .unwrap_or(Some(None));
+    let max_consecutive = get("max_consecutive")
+        .map(|v| checker.integer_at_least(&path.key("max_consecutive"), v, 1))
+        .unwrap_or(Some(schema::default_integer(fields, "max_consecutive")));
+    let max_delay = capped_at_least(
+        checker,
+        &path.key("max_delay"),
+        max_delay?,
+        delay?,
+        schema::default_duration(fields, "max_delay"),
+        "failure.delay",
+    );
+    Some(FailurePolicy {
+        delay: delay?,
+        backoff: backoff?,
+        max_delay: max_delay?,
+        max_consecutive: max_consecutive?,
+    })
+}
+
+/// The `rate_limit` block, always on.
+fn rate_limit(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: Option<&Value>,
+) -> Option<RateLimitConfig> {
+    let mapping = match value {
+        Some(value) => block(checker, path, value, &keys("rate_limit"))?,
+        None => None,
+    };
+    let max_wait = mapping
+        .and_then(|m| present(m, "max_wait"))
+        .map(|v| checker.duration(&path.key("max_wait"), v, true))
+        .unwrap_or(Some(schema::default_duration(
+            schema::RATE_LIMIT_FIELDS,
+            "max_wait",
+        )));
+    Some(RateLimitConfig {
+        max_wait: max_wait?,
+    })
+}
+
 fn convergence(
     checker: &mut Checker<'_>,
     path: &FieldPath,
@@ -711,6 +920,18 @@ fn escalation(
             None => ok = false,
         }
     }
+    if ok {
+        let file = checker.file;
+        if let Some(problem) = progress_problem(file, config.prd.as_deref(), &config.progress) {
+            // Where the default `progress.txt` is the clash, point at `prd`.
+            let at = match present(mapping, "progress") {
+                Some(_) => "progress",
+                None => "prd",
+            };
+            checker.value_error(&path.key(at), problem);
+            ok = false;
+        }
+    }
     if let Some(v) = present(mapping, "same_error_limit") {
         match checker.integer_at_least(&path.key("same_error_limit"), v, 1) {
             Some(limit) => config.same_error_limit = limit,
@@ -724,6 +945,55 @@ fn escalation(
         }
     }
     ok.then_some(config)
+}
+
+/// `path` with `.` steps dropped and each `..` taking the step before it away (`./a`, `x/../a`
+/// and `a` are all `a`), as far as that can be told from the text alone.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(component),
+            },
+            other => out.push(other),
+        }
+    }
+    out.iter().collect()
+}
+
+/// Why `progress` (from `escalation.progress`, or its default) would destroy data, as far as the
+/// paths' text tells: it names the prd.json, this RALPH.md (`ralph_md`, as the user named it), or
+/// a place inside a `.git` folder. Paths that differ only through a symlink are ralph's
+/// escalation's to find, when it opens.
+fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Option<String> {
+    let normal = lexical(progress);
+    let shown = progress.display();
+    if prd.is_some_and(|prd| lexical(prd) == normal) {
+        return Some(format!(
+            "\"{shown}\" is also escalation.prd; progress entries would overwrite the stories; \
+             choose another file, such as \"progress.txt\""
+        ));
+    }
+    if lexical(Path::new(ralph_md)) == normal {
+        return Some(format!(
+            "\"{shown}\" is this RALPH.md; progress entries would overwrite its prompt and \
+             settings; choose another file, such as \"progress.txt\""
+        ));
+    }
+    if normal.components().any(|c| c.as_os_str() == ".git") {
+        return Some(format!(
+            "\"{shown}\" is inside .git, git's own folder, where a file ralph writes can \
+             damage the repository; choose a path outside it, such as \"progress.txt\""
+        ));
+    }
+    None
 }
 
 fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<PtyConfig> {
@@ -749,4 +1019,363 @@ fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Pty
         }
     }
     ok.then_some(config)
+}
+
+/// The `states` mapping: each name a new marker meaning, none of the built-in states.
+fn states(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: &Value,
+) -> Option<BTreeMap<String, StateSpec>> {
+    let mapping = checker.mapping(path, value)?;
+    let mut specs = BTreeMap::new();
+    let mut ok = true;
+    for (key, entry) in mapping {
+        let name = key_text(key);
+        let state_path = path.key(&name);
+        if BUILT_IN_STATES.contains(&name.as_str()) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "`{name}` is built in and cannot be redefined (built-in states: {})",
+                    BUILT_IN_STATES.join(", ")
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        if !is_state_name(&name) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "expected a state name: a lowercase letter, then lowercase letters, digits, \
+                     `-` and `_` (markers are read lowercase), got {name:?}"
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        match state(checker, &state_path, entry) {
+            Some(spec) => {
+                specs.insert(name, spec);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(specs)
+}
+
+/// Whether `name` can be declared: what the marker grammar reads, lowercase.
+fn is_state_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// One entry of `states`; with no value, a state that only continues.
+fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<StateSpec> {
+    let Some(mapping) = block(checker, path, value, &keys("states"))? else {
+        return Some(StateSpec {
+            run: None,
+            timeout: None,
+            then: StateThen::Continue,
+        });
+    };
+    let run =
+        present(mapping, "run").map(|v| checker.string(&path.key("run"), v, "a shell command"));
+    let mut ok = true;
+    if let Some(Some(hook)) = &run {
+        ok = unquotable_args(checker, &path.key("run"), hook);
+    }
+    let timeout =
+        present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
+    let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
+    let wait = present(mapping, "wait").map(|v| checker.duration(&path.key("wait"), v, true));
+    let exit_code = present(mapping, "exit_code")
+        .map(|v| checker.integer_in(&path.key("exit_code"), v, 0, 255));
+    let (run, then, wait, exit_code) = (
+        optional(run),
+        optional(then),
+        optional(wait),
+        optional(exit_code),
+    );
+    let then_name = then.flatten().unwrap_or("continue");
+    // A key that only another `then` uses is a mistake, not something to ignore.
+    let misplaced = |key: &str, wanted: &str| {
+        format!("`{key}` applies only with `then: {wanted}` (`then` is \"{then_name}\")")
+    };
+    if then.is_some() {
+        if present(mapping, "wait").is_some() && then_name != "wait" {
+            checker.key_error(&path.key("wait"), misplaced("wait", "wait"));
+            ok = false;
+        }
+        if present(mapping, "exit_code").is_some() && then_name != "stop" {
+            checker.key_error(&path.key("exit_code"), misplaced("exit_code", "stop"));
+            ok = false;
+        }
+        if then_name == "wait" && present(mapping, "wait").is_none() {
+            checker.value_error(
+                &path.key("then"),
+                "`then: wait` needs `wait`: how long to wait, such as `wait: 30m`".to_owned(),
+            );
+            ok = false;
+        }
+    }
+    let (run, timeout, then, wait, exit_code) =
+        (run?, optional(timeout)?, then?, wait?, exit_code?);
+    if !ok {
+        return None;
+    }
+    let then = match then {
+        Some("stop") => StateThen::Stop {
+            exit_code: exit_code.and_then(|n| u8::try_from(n).ok()).unwrap_or(0),
+        },
+        Some("wait") => StateThen::Wait(wait?),
+        _ => StateThen::Continue,
+    };
+    Some(StateSpec { run, timeout, then })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{StateSpec, StateThen};
+
+    fn states(block: &str) -> Result<Vec<(String, StateSpec)>, Vec<String>> {
+        let text = format!("---\nagent: x\nstates:\n{block}---\n");
+        crate::parse("RALPH.md", &text)
+            .map(|p| p.file.config.states.into_iter().collect())
+            .map_err(|e| e.errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_state_attribute_where_it_cannot_be_quoted_is_refused_at_its_place() {
+        let errors = states("  review:\n    run: echo `cat {{ state.pr }}`\n").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("RALPH.md:5:20: states.review.run: {{ state.pr }} inside"),
+            "{errors:?}"
+        );
+        assert!(states("  review:\n    run: echo \"PR {{ state.pr }}\"\n").is_ok());
+    }
+
+    #[test]
+    fn declared_states_read_their_then() {
+        let parsed = states(
+            "  review:\n    run: echo {{ state.pr }}\n    then: wait\n    wait: 30m\n  \
+             shipped:\n    then: stop\n    exit_code: 3\n  noted:\n",
+        )
+        .unwrap();
+        assert_eq!(
+            parsed,
+            [
+                (
+                    "noted".to_owned(),
+                    StateSpec {
+                        run: None,
+                        timeout: None,
+                        then: StateThen::Continue
+                    }
+                ),
+                (
+                    "review".to_owned(),
+                    StateSpec {
+                        run: Some("echo {{ state.pr }}".to_owned()),
+                        timeout: None,
+                        then: StateThen::Wait(Duration::from_secs(1800))
+                    }
+                ),
+                (
+                    "shipped".to_owned(),
+                    StateSpec {
+                        run: None,
+                        timeout: None,
+                        then: StateThen::Stop { exit_code: 3 }
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_then_gets_a_suggestion() {
+        assert_eq!(
+            states("  review:\n    then: wiat\n").unwrap_err(),
+            [
+                r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait", got "wiat"; did you mean "wait"?"#
+            ]
+        );
+    }
+
+    #[test]
+    fn built_in_states_cannot_be_redefined() {
+        assert_eq!(
+            states("  done:\n    then: continue\n  idle:\n").unwrap_err(),
+            [
+                "RALPH.md:4:3: states.done: `done` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+                "RALPH.md:6:3: states.idle: `idle` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+            ]
+        );
+    }
+
+    #[test]
+    fn wait_without_then_wait_is_an_error() {
+        assert_eq!(
+            states("  review:\n    wait: 5m\n").unwrap_err(),
+            [
+                r#"RALPH.md:5:5: states.review.wait: `wait` applies only with `then: wait` (`then` is "continue")"#
+            ]
+        );
+        assert_eq!(
+            states("  review:\n    then: wait\n").unwrap_err(),
+            [
+                "RALPH.md:5:11: states.review.then: `then: wait` needs `wait`: how long to wait, such as `wait: 30m`"
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_code_is_a_byte_and_only_with_then_stop() {
+        assert_eq!(
+            states("  review:\n    then: stop\n    exit_code: 256\n").unwrap_err(),
+            ["RALPH.md:6:16: states.review.exit_code: expected an integer from 0 to 255, got 256"]
+        );
+        assert_eq!(
+            states("  review:\n    then: wait\n    wait: 1s\n    exit_code: 2\n").unwrap_err(),
+            [
+                r#"RALPH.md:7:5: states.review.exit_code: `exit_code` applies only with `then: stop` (`then` is "wait")"#
+            ]
+        );
+    }
+
+    #[test]
+    fn state_names_are_lowercase_marker_names() {
+        assert_eq!(
+            states("  Review:\n").unwrap_err(),
+            [
+                r#"RALPH.md:4:3: states.Review: expected a state name: a lowercase letter, then lowercase letters, digits, `-` and `_` (markers are read lowercase), got "Review""#
+            ]
+        );
+    }
+
+    #[test]
+    fn max_turns_warns_unless_the_agent_is_claude_print() {
+        let warnings = |agent: &str| {
+            let text = format!("---\nagent: {agent}\nmax_turns: 5\nmax_turns_grace: 2\n---\n");
+            let parsed = crate::parse("RALPH.md", &text).unwrap();
+            assert_eq!(parsed.file.config.max_turns, Some(5));
+            parsed
+                .warnings
+                .iter()
+                .map(|w| w.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(warnings("claude -p"), ["max_turns_grace"]);
+        assert_eq!(warnings("codex exec"), ["max_turns", "max_turns_grace"]);
+    }
+
+    #[test]
+    fn completion_signal_keys_default_to_stopping() {
+        let text = "---\nagent: x\ncompletion_signal: COMPLETE\n---\n";
+        let config = crate::parse("RALPH.md", text).unwrap().file.config;
+        assert_eq!(config.completion_signal.as_deref(), Some("COMPLETE"));
+        assert!(config.stop_on_completion_signal);
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    fn errors_of(file: &str, escalation: &str) -> Vec<String> {
+        let text = format!("---\nagent: x\nescalation:\n{escalation}\n---\nbody\n");
+        match crate::parse(file, &text) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn paths_are_compared_after_dot_and_dot_dot_steps() {
+        for (path, normal) in [
+            ("a", "a"),
+            ("./a", "a"),
+            ("x/../a", "a"),
+            ("x/./y/../../a/", "a"),
+            ("../a", "../a"),
+            ("/../a", "/a"),
+            ("x/..", ""),
+        ] {
+            assert_eq!(lexical(Path::new(path)), Path::new(normal), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_progress_file_that_is_the_prd_is_a_located_error() {
+        for progress in ["prd.json", "./prd.json", "docs/../prd.json"] {
+            let errors = errors_of(
+                "RALPH.md",
+                &format!("  prd: ./prd.json\n  progress: {progress}"),
+            );
+            assert_eq!(
+                errors,
+                [format!(
+                    "RALPH.md:5:13: escalation.progress: \"{progress}\" is also escalation.prd; \
+                     progress entries would overwrite the stories; choose another file, such as \
+                     \"progress.txt\""
+                )]
+            );
+        }
+        // The default progress.txt as the prd: the error points at `prd`.
+        let errors = errors_of("RALPH.md", "  prd: progress.txt");
+        assert!(
+            errors[0].starts_with("RALPH.md:4:8: escalation.prd: \"progress.txt\" is also"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_progress_file_that_is_the_ralph_md_itself_is_a_located_error() {
+        let errors = errors_of(
+            "loops/fix/RALPH.md",
+            "  progress: ./loops/x/../fix/RALPH.md",
+        );
+        assert_eq!(
+            errors,
+            [
+                "loops/fix/RALPH.md:4:13: escalation.progress: \"./loops/x/../fix/RALPH.md\" is this \
+              RALPH.md; progress entries would overwrite its prompt and settings; choose another \
+              file, such as \"progress.txt\""
+            ]
+        );
+        // A RALPH.md in another folder (where ralph runs) is another file.
+        assert!(errors_of("loops/fix/RALPH.md", "  progress: RALPH.md").is_empty());
+    }
+
+    #[test]
+    fn a_progress_file_inside_dot_git_is_a_located_error() {
+        for progress in [".git/progress.txt", "sub/.git/x", "/repo/.git/logs/ralph"] {
+            let errors = errors_of("RALPH.md", &format!("  progress: {progress}"));
+            assert_eq!(
+                errors,
+                [format!(
+                    "RALPH.md:4:13: escalation.progress: \"{progress}\" is inside .git, git's own \
+                     folder, where a file ralph writes can damage the repository; choose a path \
+                     outside it, such as \"progress.txt\""
+                )]
+            );
+        }
+        for fine in [
+            ".git/../progress.txt",
+            ".github/progress.txt",
+            "a.git/p",
+            "progress.txt",
+        ] {
+            assert!(
+                errors_of("RALPH.md", &format!("  progress: {fine}")).is_empty(),
+                "{fine}"
+            );
+        }
+    }
 }

@@ -329,3 +329,47 @@ proptest! {
         assert_located_within(&format!("---\n{text}\n---\n{text}"));
     }
 }
+
+#[test]
+fn max_output_takes_bytes_or_a_size_with_a_unit() {
+    let sizes = |value: &str| -> u64 {
+        let text =
+            format!("---\nagent: a\ncommands: [{{name: c, run: x, max_output: {value}}}]\n---\n");
+        parse("RALPH.md", &text)
+            .expect("valid")
+            .file
+            .config
+            .commands[0]
+            .max_output
+    };
+    assert_eq!(sizes("4096"), 4096);
+    assert_eq!(sizes("64KiB"), 64 * 1024);
+    assert_eq!(sizes("\"1 MB\""), 1_000_000);
+    assert_eq!(sizes("2mib"), 2 * 1024 * 1024);
+    assert_eq!(sizes("10B"), 10);
+    let default = parse(
+        "RALPH.md",
+        "---\nagent: a\ncommands: [{name: c, run: x}]\n---\n",
+    )
+    .expect("valid")
+    .file
+    .config
+    .commands[0]
+        .max_output;
+    assert_eq!(default, ralph_frontmatter::schema::DEFAULT_MAX_OUTPUT);
+}
+
+#[test]
+fn a_bad_max_output_is_a_located_error_that_names_the_units() {
+    assert_eq!(
+        errors("---\nagent: a\ncommands:\n  - name: c\n    run: x\n    max_output: lots\n---\n"),
+        [
+            "RALPH.md:6:17: commands[0].max_output: expected a size such as \"64KiB\", \"1MB\" \
+             or a number of bytes (units: B, KB, KiB, MB, MiB, GB, GiB), got \"lots\""
+        ]
+    );
+    assert_eq!(
+        errors("---\nagent: a\ncommands: [{name: c, run: x, max_output: 0}]\n---\n"),
+        ["RALPH.md:3:42: commands[0].max_output: expected a size >= 1 bytes, got 0"]
+    );
+}

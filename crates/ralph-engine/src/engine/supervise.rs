@@ -13,10 +13,11 @@ use crate::event::{Event, EventKind, EventSink, Stream};
 use crate::logs::IterationLog;
 use crate::outcome::InterruptSignal;
 use crate::process::Supervision;
-use crate::tail::Tail;
+use crate::tail::{HeadTail, Tail};
 
-/// Two Ctrl+C within this window stop the loop.
-const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+/// Two Ctrl+C within this window stop the loop; after a Ctrl+C skips a wait, nothing starts for
+/// this long.
+pub(super) const DOUBLE_PRESS: Duration = Duration::from_secs(1);
 
 /// Ctrl+C bookkeeping shared by waits and running processes.
 #[derive(Debug, Default)]
@@ -97,13 +98,13 @@ pub(super) fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKi
 /// Handles a running process's output and the interrupts that arrive meanwhile.
 pub(super) struct Collector<'a> {
     pub(super) iteration: u64,
-    /// Whole output, for commands (their output goes into the prompt).
-    pub(super) output: Vec<u8>,
+    /// For commands: their output for the prompt, cut to `max_output`. `None` for the agent.
+    pub(super) output: Option<HeadTail>,
     pub(super) log: &'a mut IterationLog,
     pub(super) sinks: &'a mut Vec<Box<dyn EventSink>>,
     pub(super) run_id: &'a str,
     /// For the agent: its output goes through an adapter to the sinks and the marker scanners.
-    /// `None` for commands, whose output is kept whole instead.
+    /// `None` for commands, whose output is kept (cut to its cap) instead.
     pub(super) agent: Option<AgentReader<'a>>,
     pub(super) interrupts: &'a mut Interrupts,
 }
@@ -114,6 +115,8 @@ pub(super) struct AgentReader<'a> {
     pub(super) adapter: &'a mut dyn OutputAdapter,
     pub(super) scanners: &'a mut [MarkerScanner; 2],
     pub(super) findings: Vec<Finding>,
+    /// The end of the agent's raw output, for a failed run's words.
+    pub(super) tail: Tail,
 }
 
 /// Where an adapter's display goes (the sinks) and its result text (the scanners).
@@ -142,9 +145,16 @@ impl AdapterOutput for AgentOutput<'_> {
 
 impl Supervision for Collector<'_> {
     fn output(&mut self, stream: Stream, bytes: &[u8]) {
-        self.log.write(bytes);
-        match &mut self.agent {
-            Some(agent) => agent.adapter.feed(
+        let logged = match &mut self.output {
+            // A command's log section gets its head as it comes and the rest, cut as in the
+            // prompt, at its end: one printing without end fills neither memory nor the disk.
+            Some(kept) => kept.push(bytes),
+            None => bytes,
+        };
+        self.log.write(logged);
+        if let Some(agent) = &mut self.agent {
+            agent.tail.push(bytes);
+            agent.adapter.feed(
                 stream,
                 bytes,
                 &mut AgentOutput {
@@ -153,8 +163,7 @@ impl Supervision for Collector<'_> {
                     scanners: agent.scanners,
                     findings: &mut agent.findings,
                 },
-            ),
-            None => self.output.extend_from_slice(bytes),
+            );
         }
     }
 

@@ -123,6 +123,7 @@ pub(crate) async fn run(
         echo_off(&pts);
     }
     let started = Instant::now();
+    let spawning = super::descendants::spawning();
     let mut child = pty_process::Command::new(super::program::resolve(&spec.program))
         .args(&spec.args)
         .current_dir(&spec.cwd)
@@ -133,6 +134,7 @@ pub(crate) async fn run(
     // The agent is the session leader of its terminal: its process group is its pid.
     let pgid = child.id().map(|id| id as i32);
     let mut group = GroupGuard::new(pgid);
+    drop(spawning);
 
     let (reader, writer) = pty.into_split();
     let mut reader = Some(reader);

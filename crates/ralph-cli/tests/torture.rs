@@ -1,0 +1,299 @@
+//! The trust torture test: a story-mode loop is killed with SIGKILL again and again, at moments
+//! spread over every step of its iterations (agent, checks, the pass commit, the escalation's
+//! save, log, revert and block), restarted each time as a user would (`--allow-dirty`), while a
+//! second run is attempted beside it. After every kill: no process of the run is alive, prd.json
+//! parses, and a story marked passed has its commit on the branch. At the end: no byte the agent
+//! wrote and no byte of the user's own work is lost.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{code, stderr};
+use serde_json::Value;
+
+/// How many times the loop is killed.
+const KILLS: u64 = 40;
+
+/// Runs git in `dir`; returns stdout when it succeeds.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn must_git(dir: &Path, args: &[&str]) -> String {
+    git(dir, args).unwrap_or_else(|| panic!("git {args:?} failed"))
+}
+
+/// The agent: each iteration writes a file of unique content, commits it half of the time,
+/// leaves a second one uncommitted, and records each in the ledger (outside the repository)
+/// once it is whole. Its pid and its background child's go to `pids`.
+const AGENT: &str = r#"cat >/dev/null
+echo $$ >> "$TORTURE_PIDS"
+sleep 30 &
+echo $! >> "$TORTURE_PIDS"
+id="$(date +%s%N)-$$"
+mkdir -p work
+printf 'agent work %s\n' "$id" > "work/$id-u.txt"
+echo "work/$id-u.txt" >> "$TORTURE_LEDGER"
+if [ $(( $$ % 2 )) = 0 ]; then
+  printf 'agent work %s\n' "$id" > "work/$id-c.txt"
+  git add "work/$id-c.txt" && git commit -qm "agent $id" && echo "work/$id-c.txt" >> "$TORTURE_LEDGER"
+fi
+"#;
+
+/// Passes about half of the time; fails always with the same output, so the breaker trips.
+const CHECK: &str =
+    "[ $(( $(date +%N) / 1000 % 2 )) = 0 ] || { echo 'FAIL: not done yet'; exit 1; }\n";
+
+struct Torture {
+    dir: tempfile::TempDir,
+    stories_made: u64,
+}
+
+impl Torture {
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+    fn ledger(&self) -> PathBuf {
+        self.dir.path().join("ledger")
+    }
+    fn pids(&self) -> PathBuf {
+        self.dir.path().join("pids")
+    }
+
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        must_git(&repo, &["init", "-q", "-b", "main"]);
+        must_git(&repo, &["config", "user.name", "Ralph Test"]);
+        must_git(&repo, &["config", "user.email", "ralph@example.com"]);
+        must_git(&repo, &["config", "commit.gpgsign", "false"]);
+        std::fs::write(
+            repo.join("RALPH.md"),
+            "---\nagent: sh agent.sh\ndone_when:\n  - sh check.sh\nconvergence: {max_attempts: 3, backoff: 1ms, max_backoff: 1ms}\n\
+             escalation:\n  prd: prd.json\n  same_error_limit: 2\nmax_iterations: 1000\n---\n\
+             Work on {{ story.id }}.\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("agent.sh"), AGENT).unwrap();
+        std::fs::write(repo.join("check.sh"), CHECK).unwrap();
+        std::fs::write(repo.join("user.txt"), "the user's committed work\n").unwrap();
+        std::fs::write(repo.join(".gitignore"), "notes.local\n").unwrap();
+        let mut t = Self {
+            dir,
+            stories_made: 0,
+        };
+        t.new_stories();
+        must_git(&repo, &["add", "-A"]);
+        must_git(&repo, &["commit", "-q", "-m", "init"]);
+        std::fs::write(repo.join("notes.local"), "the user's ignored notes\n").unwrap();
+        std::fs::write(repo.join("draft.txt"), "the user's uncommitted draft\n").unwrap();
+        t
+    }
+
+    /// A fresh prd.json of three stories no earlier round used.
+    fn new_stories(&mut self) {
+        let stories: Vec<Value> = (0..3)
+            .map(|_| {
+                self.stories_made += 1;
+                serde_json::json!({
+                    "id": format!("US-{:03}", self.stories_made),
+                    "title": "Work",
+                    "priority": self.stories_made,
+                    "passes": false,
+                    "notes": "written by a person",
+                })
+            })
+            .collect();
+        let prd = serde_json::json!({ "userStories": stories });
+        std::fs::write(
+            self.repo().join("prd.json"),
+            serde_json::to_string_pretty(&prd).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn ralph(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ralph"));
+        cmd.current_dir(self.repo())
+            .args(["run", "--allow-dirty", "--quiet"])
+            .env("TORTURE_LEDGER", self.ledger())
+            .env("TORTURE_PIDS", self.pids())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn prd(&self) -> Value {
+        let text = std::fs::read_to_string(self.repo().join("prd.json")).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("prd.json parses: {e}\n{text}"))
+    }
+
+    fn check_after_kill(&self, round: u64) {
+        // Every process the run started is gone within a second.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let pids = std::fs::read_to_string(self.pids()).unwrap_or_default();
+        for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            while alive(pid) {
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: process {pid} of the run outlived ralph by a second"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        // prd.json parses, and a pass is recorded only with its commit on the branch.
+        let prd = self.prd();
+        for story in prd["userStories"].as_array().unwrap() {
+            let id = story["id"].as_str().unwrap();
+            assert!(
+                story["notes"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("written by a person")),
+                "round {round}: {id}: a person's notes are kept: {story}"
+            );
+            if story["passes"] == Value::Bool(true) {
+                let log = must_git(
+                    &self.repo(),
+                    &[
+                        "log",
+                        "--format=%s",
+                        "--fixed-strings",
+                        "--grep",
+                        id,
+                        "main",
+                    ],
+                );
+                assert!(
+                    log.lines().any(|s| s == format!("ralph: {id} passes")),
+                    "round {round}: {id} is marked passed without its commit on main:\n{log}"
+                );
+            }
+        }
+    }
+
+    /// Every file the ledger names is in the working tree, or in a commit reachable from a
+    /// branch or a ralph ref, with the bytes the agent wrote.
+    fn check_nothing_lost(&self) {
+        let repo = self.repo();
+        let ledger = std::fs::read_to_string(self.ledger()).unwrap_or_default();
+        let written: BTreeSet<&str> = ledger.lines().collect();
+        assert!(written.len() > 10, "the agent worked: {}", written.len());
+        for path in written {
+            let id = path
+                .trim_start_matches("work/")
+                .trim_end_matches("-u.txt")
+                .trim_end_matches("-c.txt");
+            let expected = format!("agent work {id}\n").into_bytes();
+            if std::fs::read(repo.join(path)).ok() == Some(expected.clone()) {
+                continue;
+            }
+            let commits = must_git(&repo, &["log", "--all", "--format=%H", "--", path]);
+            let saved = commits.lines().any(|c| {
+                Command::new("git")
+                    .current_dir(&repo)
+                    .args(["show", &format!("{c}:{path}")])
+                    .output()
+                    .is_ok_and(|o| o.status.success() && o.stdout == expected)
+            });
+            assert!(saved, "{path}: the agent's work is lost");
+        }
+        for (path, content) in [
+            ("user.txt", "the user's committed work\n"),
+            ("notes.local", "the user's ignored notes\n"),
+            ("draft.txt", "the user's uncommitted draft\n"),
+        ] {
+            assert_eq!(
+                std::fs::read_to_string(repo.join(path)).ok().as_deref(),
+                Some(content),
+                "{path}: the user's work is kept"
+            );
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    // A zombie (killed, not yet reaped by its new parent) has ended too.
+    rc == 0
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+}
+
+#[test]
+fn sigkill_at_every_step_loses_nothing_and_leaves_nothing_running() {
+    let mut t = Torture::new();
+    // A small deterministic generator: the kill moments are spread, and the same every run.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |bound: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % bound
+    };
+    for round in 0..KILLS {
+        let mut child = t.ralph().spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(20 + next(400)));
+
+        // A second run beside it is refused, and changes nothing.
+        let second = t.ralph().output().unwrap();
+        if child.try_wait().unwrap().is_none() {
+            assert_eq!(code(&second), 2, "round {round}: {}", stderr(&second));
+        }
+
+        // Child::kill sends SIGKILL, and does nothing to a child already reaped.
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        t.check_after_kill(round);
+
+        if status.code().is_some() {
+            // The run ended by itself before the kill: all stories passed or blocked.
+            let out = child.wait_with_output().unwrap();
+            let err = stderr(&out);
+            assert!(
+                status.code() == Some(0) || status.code() == Some(1),
+                "round {round}: exit {status}: {err}"
+            );
+            t.new_stories();
+        }
+        // The agent's own `git commit`, killed half-way, leaves its index.lock, as it would
+        // for a person: remove it as they would.
+        let _ = std::fs::remove_file(t.repo().join(".git/index.lock"));
+    }
+    // A last run to the end, then the whole history is checked.
+    let out = t.ralph().output().unwrap();
+    assert!(
+        matches!(code(&out), 0 | 1),
+        "the last run ends: {}",
+        stderr(&out)
+    );
+    t.check_after_kill(KILLS);
+    t.check_nothing_lost();
+    let stale: Vec<_> = std::fs::read_dir(t.repo().join(".git"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("ralph-save-index")
+        })
+        .map(|e| e.file_name())
+        .collect();
+    assert!(stale.is_empty(), "stale save indexes: {stale:?}");
+}

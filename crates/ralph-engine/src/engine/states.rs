@@ -1,0 +1,107 @@
+//! What state handlers ask of the engine besides their decision: a hook to run (a declared
+//! state's `run`) and text for the next prompt's feedback (`done` with failing checks).
+
+use std::time::Duration;
+
+use ralph_marker::Marker;
+
+use super::Run;
+use super::assemble::shown_command;
+use super::supervise::TailCollector;
+use crate::convergence;
+use crate::process::{self, ProcessSpec};
+use crate::state::{Facts, Requests};
+use crate::tail::Tail;
+
+impl Run {
+    /// Carries out `requests` from the handler of `marker`'s state, after its events went out.
+    pub(super) async fn state_requests(
+        &mut self,
+        iteration: u64,
+        checks_passed: Option<bool>,
+        marker: Option<&Marker>,
+        requests: Requests,
+    ) {
+        if let (Some(text), Some(attempts)) = (requests.feedback, self.attempts.as_mut()) {
+            attempts.prefix_feedback(&text);
+        }
+        let (Some(hook), Some(marker)) = (requests.hook, marker) else {
+            return;
+        };
+        let timeout = requests
+            .hook_timeout
+            .unwrap_or(self.options.command_timeout);
+        let exit_code = self.run_hook(iteration, &hook, timeout, marker).await;
+        let mut events = Vec::new();
+        let facts = Facts {
+            iteration,
+            elapsed: self.started.elapsed(),
+            checks_passed,
+            task: self.tasks.current_id(),
+        };
+        self.handlers
+            .hook_finished(facts, marker, exit_code, &mut events);
+        events.into_iter().for_each(|e| self.emit(e));
+    }
+
+    /// Runs a state's hook like one of `commands`: the marker's attributes fill
+    /// `{{ state.KEY }}`, quoted as user arguments (`{{ args.NAME }}`, filled too) are. A failure is a warning, with the end of
+    /// its output.
+    async fn run_hook(
+        &mut self,
+        iteration: u64,
+        hook: &str,
+        timeout: Duration,
+        marker: &Marker,
+    ) -> Option<i32> {
+        let args = &self.options.args;
+        let line = ralph_frontmatter::command_line_with(hook, |namespace, name| match namespace {
+            "state" => marker.attr(name),
+            _ => args.get(name).map(String::as_str),
+        });
+        let line = match line {
+            Ok(line) => line,
+            Err((_, reason)) => {
+                tracing::warn!(
+                    "state `{}`: its hook was not run: a placeholder {}",
+                    marker.name,
+                    reason.explain()
+                );
+                return None;
+            }
+        };
+        let run = shown_command(&line);
+        let mut spec = ProcessSpec::command(&line, self.cwd_for(hook), self.options.kill_grace);
+        spec.timeout = Some(timeout);
+        spec.env = self.env(iteration);
+        let mut collector = TailCollector {
+            tail: Tail::new(convergence::TAIL_BYTES),
+            iteration,
+            sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
+            interrupts: &mut self.interrupts,
+        };
+        let result = process::run(&spec, &mut collector, &mut self.signals).await;
+        let (tail, _) = collector.tail.into_text();
+        let name = &marker.name;
+        match result {
+            Ok(exit) if exit.exit_code == Some(0) && !exit.timed_out() => Some(0),
+            Ok(exit) => {
+                let how = match (exit.timed_out(), exit.exit_code) {
+                    (true, _) => "timed out".to_owned(),
+                    (false, Some(code)) => format!("exited {code}"),
+                    (false, None) => "was killed".to_owned(),
+                };
+                tracing::warn!(
+                    "state `{name}`: its hook `{run}` {how}: {}",
+                    tail.trim_end()
+                );
+                exit.exit_code.filter(|_| !exit.timed_out())
+            }
+            Err(err) => {
+                tracing::warn!("state `{name}`: its hook `{run}` could not start: {err}");
+                None
+            }
+        }
+    }
+}

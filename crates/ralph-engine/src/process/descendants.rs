@@ -1,0 +1,417 @@
+//! Linux: processes that left the agent's process group (a daemon started with `setsid`, a
+//! double fork into a new group) are ended when the iteration that started them ends.
+//!
+//! Killing the agent's process group misses them. So ralph makes itself a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`): an orphan in its tree is re-parented to ralph, not to init, and
+//! stays ralph's descendant. When an iteration ends, every descendant of ralph that was not
+//! there when the iteration began (the watchdog and its kin aside) gets SIGTERM, then SIGKILL
+//! after the grace, and ralph reaps the ones that became its children. Descendants are found
+//! by walking `/proc/*/stat` parent links from ralph's pid; a process is known by its pid and
+//! start time, so a reused pid is never mistaken for a process from before.
+//!
+//! Several runs may share the process (an embedder's, or tests): a process some run still
+//! supervises (its agent, command or check, and everything in its tree) is never a stray, and
+//! a sweep does not look while a run spawns one ([`spawning`]), so it cannot take a child for
+//! a stray in the instant before it is marked.
+//!
+//! Elsewhere (macOS, the BSDs) there is no subreaper: only the process group kill applies, and
+//! a process that left the group outlives its iteration.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How often the end of strays is checked while they get their grace.
+const POLL: Duration = Duration::from_millis(10);
+
+/// How long after SIGKILL ralph waits for the killed to be gone before giving up.
+const AFTER_KILL: Duration = Duration::from_secs(1);
+
+/// Held while a child is spawned and marked, and while a sweep looks and signals.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// The children the process module supervises now (their pid is their process group).
+static SUPERVISED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Held while a child is spawned, until it is [`supervise`]d: no sweep looks meanwhile.
+pub(crate) fn spawning() -> MutexGuard<'static, ()> {
+    SPAWNING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Marks `pid` as a child a run supervises: it and its tree are no sweep's to end.
+pub(crate) fn supervise(pid: i32) {
+    SUPERVISED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(pid);
+}
+
+/// `pid` was reaped and its group killed: what is left of its tree is a stray.
+pub(crate) fn release(pid: i32) {
+    SUPERVISED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|&p| p != pid);
+}
+
+/// A process, known by its pid and its start time (clock ticks since boot), so that a pid
+/// reused by a new process does not pass for the old one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ProcId {
+    pid: i32,
+    start: u64,
+}
+
+/// One line of `/proc/PID/stat`, the fields used here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Proc {
+    id: ProcId,
+    ppid: i32,
+    zombie: bool,
+}
+
+/// The processes of the system when an iteration began (pids only: listing `/proc` costs
+/// one directory read, where reading every `stat` would cost milliseconds per iteration).
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot(HashSet<i32>);
+
+/// How many runs hold the subreaper flag, and whether the process had it before the first.
+static SUBREAPER: Mutex<(usize, bool)> = Mutex::new((0, false));
+
+/// Ralph as a subreaper for the length of a run.
+#[derive(Debug)]
+pub(crate) struct Reaper {
+    /// Descendants when the run began: an embedder's, never ralph's to end.
+    at_start: HashSet<ProcId>,
+    /// The watchdog, which outlives iterations by design.
+    watchdog: Option<i32>,
+}
+
+impl Reaper {
+    /// Makes ralph a child subreaper. `None` where the system has no such thing or refuses.
+    pub(crate) fn start(watchdog: Option<i32>) -> Option<Self> {
+        {
+            let mut holders = SUBREAPER.lock().unwrap_or_else(|p| p.into_inner());
+            if holders.0 == 0 {
+                holders.1 = set_subreaper()?;
+            }
+            holders.0 += 1;
+        }
+        let mut reaper = Self {
+            at_start: HashSet::new(),
+            watchdog,
+        };
+        reaper.at_start = reaper.descendants().into_iter().map(|p| p.id).collect();
+        Some(reaper)
+    }
+
+    /// What runs now, for [`Reaper::end_new`] to tell what came after.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot(pids().collect())
+    }
+
+    /// Ends every descendant not in `before`: SIGTERM, SIGKILL after `grace`, then reaped.
+    pub(crate) async fn end_new(&self, before: &Snapshot, grace: Duration) {
+        let kill_at = Instant::now() + grace;
+        let mut termed = HashSet::new();
+        let mut ended = Vec::new();
+        loop {
+            let spawning = spawning();
+            let strays = self.new_strays(&before.0);
+            let live: Vec<ProcId> = strays.iter().filter(|p| !p.zombie).map(|p| p.id).collect();
+            if live.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= kill_at + AFTER_KILL {
+                tracing::warn!(
+                    "{} process(es) the iteration started did not end after SIGKILL",
+                    live.len()
+                );
+                break;
+            }
+            for id in live {
+                if now >= kill_at {
+                    send(id.pid, libc::SIGKILL);
+                } else if termed.insert(id) {
+                    ended.push(describe(id.pid));
+                    send(id.pid, libc::SIGTERM);
+                }
+            }
+            drop(spawning);
+            tokio::time::sleep(POLL).await;
+        }
+        if !ended.is_empty() {
+            // The user learns why their server is gone, and where to run one instead.
+            tracing::warn!(
+                "ended what the iteration left running ({}): a process that must outlive an \
+                 iteration has to be started outside ralph",
+                ended.join(", ")
+            );
+        }
+    }
+
+    /// The processes started since `before` whose parents lead back to ralph through
+    /// processes also started since, the watchdog's and supervised trees left out; zombies
+    /// among ralph's own children are reaped. A pid reused since `before` hides its process
+    /// here: the end of the run, which compares start times, still catches it.
+    fn new_strays(&self, before: &HashSet<i32>) -> Vec<Proc> {
+        let new: Vec<Proc> = pids()
+            .filter(|pid| !before.contains(pid))
+            .filter_map(stat)
+            .collect();
+        let skip = self.skipped();
+        let me = std::process::id() as i32;
+        strays_among(&new, me, &skip)
+            .into_iter()
+            .filter(|p| !(p.zombie && p.ppid == me && reap(p.id.pid)))
+            .collect()
+    }
+
+    /// Descendants not there when the run began, with the zombies among ralph's own children
+    /// reaped (and left out).
+    fn strays_since_start(&self) -> Vec<Proc> {
+        let me = std::process::id() as i32;
+        self.descendants()
+            .into_iter()
+            .filter(|p| !self.at_start.contains(&p.id))
+            .filter(|p| !(p.zombie && p.ppid == me && reap(p.id.pid)))
+            .collect()
+    }
+
+    /// The watchdog and the processes runs supervise: never strays, nor is their tree.
+    fn skipped(&self) -> Vec<i32> {
+        let mut skip = SUPERVISED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        skip.extend(self.watchdog);
+        skip
+    }
+
+    /// Ralph's descendants but the watchdog and the processes runs supervise, with their trees.
+    fn descendants(&self) -> Vec<Proc> {
+        descendants(&all(), std::process::id() as i32, &self.skipped())
+    }
+}
+
+impl Drop for Reaper {
+    /// The run is over, whichever way: anything it started that still runs is killed now.
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let _spawning = spawning();
+            let live: Vec<Proc> = self
+                .strays_since_start()
+                .into_iter()
+                .filter(|p| !p.zombie)
+                .collect();
+            if live.is_empty() {
+                break;
+            }
+            for p in live {
+                send(p.id.pid, libc::SIGKILL);
+            }
+            std::thread::sleep(POLL);
+        }
+        // The flag goes with the last run holding it, unless the process had it before.
+        let mut holders = SUBREAPER.lock().unwrap_or_else(|p| p.into_inner());
+        holders.0 -= 1;
+        if holders.0 == 0 && !holders.1 {
+            unset_subreaper();
+        }
+    }
+}
+
+/// Sets the subreaper flag; returns whether it was set before, or `None` if it cannot be set.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn set_subreaper() -> Option<bool> {
+    let mut was: libc::c_int = 0;
+    // SAFETY: prctl(2) with PR_GET_CHILD_SUBREAPER writes one int to the pointer given, a
+    // live local; PR_SET_CHILD_SUBREAPER takes plain integers.
+    unsafe {
+        libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) != 0 {
+            return None;
+        }
+    }
+    Some(was != 0)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn set_subreaper() -> Option<bool> {
+    None
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn unset_subreaper() {
+    // SAFETY: prctl(2) with plain integers.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong);
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn unset_subreaper() {}
+
+fn send(pid: i32, signal: i32) {
+    // SAFETY: kill(2) only sends a signal; ESRCH (already gone) needs no handling.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// `sh (pid 1234)`, from the process's command name.
+fn describe(pid: i32) -> String {
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("{} (pid {pid})", name.trim_end())
+}
+
+/// Reaps zombie child `pid`; whether it was reaped.
+fn reap(pid: i32) -> bool {
+    // SAFETY: waitpid on one pid with WNOHANG and a null status pointer writes no memory of
+    // ours and never blocks.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == pid }
+}
+
+/// The pids `/proc` lists.
+fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+}
+
+/// Process `pid`, if it still exists.
+fn stat(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// Every process `/proc` lists.
+fn all() -> Vec<Proc> {
+    pids().filter_map(stat).collect()
+}
+
+/// `/proc/PID/stat`: `pid (comm) state ppid pgrp ...`, the start time the 22nd field. The
+/// command name may hold spaces and parentheses: the fields start after the last `)`.
+fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
+    let (_, rest) = stat.rsplit_once(") ")?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    Some(Proc {
+        id: ProcId {
+            pid,
+            start: fields.get(19)?.parse().ok()?,
+        },
+        ppid: fields.get(1)?.parse().ok()?,
+        zombie: *fields.first()? == "Z",
+    })
+}
+
+/// The processes under `root` (not `root` itself), leaving out those in `skip` and everything
+/// under them.
+fn descendants(procs: &[Proc], root: i32, skip: &[i32]) -> Vec<Proc> {
+    let mut found = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for p in procs
+            .iter()
+            .filter(|p| p.ppid == parent && !skip.contains(&p.id.pid))
+        {
+            found.push(*p);
+            parents.push(p.id.pid);
+        }
+    }
+    found
+}
+
+/// Those of `new` whose parent chain reaches `root` through `new` alone, none of them in
+/// `skip`: the processes `root` started since `new` was taken as new.
+fn strays_among(new: &[Proc], root: i32, skip: &[i32]) -> Vec<Proc> {
+    let parent = |pid: i32| new.iter().find(|p| p.id.pid == pid).map(|p| p.ppid);
+    new.iter()
+        .filter(|p| {
+            let mut pid = p.id.pid;
+            // Bounded: a parent loop cannot happen, but a racing read could show one.
+            for _ in 0..=new.len() {
+                if skip.contains(&pid) {
+                    return false;
+                }
+                match parent(pid) {
+                    Some(ppid) if ppid == root => return true,
+                    Some(ppid) => pid = ppid,
+                    None => return false,
+                }
+            }
+            false
+        })
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(pid: i32, ppid: i32) -> Proc {
+        Proc {
+            id: ProcId { pid, start: 7 },
+            ppid,
+            zombie: false,
+        }
+    }
+
+    #[test]
+    fn stat_fields_are_read_after_the_last_parenthesis() {
+        let stat = "4242 (a) b (c)) Z 17 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 \
+                    98765 0 0 18446744073709551615";
+        assert_eq!(
+            parse_stat(4242, stat),
+            Some(Proc {
+                id: ProcId {
+                    pid: 4242,
+                    start: 98765
+                },
+                ppid: 17,
+                zombie: true,
+            })
+        );
+        assert_eq!(parse_stat(1, "garbage"), None);
+    }
+
+    #[test]
+    fn descendants_are_the_whole_tree_below_the_root_but_the_skipped_branch() {
+        let procs = [
+            proc(10, 1),
+            proc(11, 10),
+            proc(12, 11),
+            proc(13, 10),
+            proc(14, 13),
+            proc(20, 1),
+        ];
+        let mut pids: Vec<i32> = descendants(&procs, 10, &[13, 99])
+            .iter()
+            .map(|p| p.id.pid)
+            .collect();
+        pids.sort_unstable();
+        assert_eq!(pids, [11, 12]);
+    }
+
+    #[test]
+    fn strays_are_new_processes_reaching_the_root_through_new_ones_only() {
+        // 11 (new, child of 10) has 12; 13 is supervised, its child 14 goes with it; 16 is new
+        // but its parent 15 was there before: not the root's doing.
+        let new = [
+            proc(11, 10),
+            proc(12, 11),
+            proc(13, 10),
+            proc(14, 13),
+            proc(16, 15),
+        ];
+        let mut pids: Vec<i32> = strays_among(&new, 10, &[13])
+            .iter()
+            .map(|p| p.id.pid)
+            .collect();
+        pids.sort_unstable();
+        assert_eq!(pids, [11, 12]);
+    }
+}

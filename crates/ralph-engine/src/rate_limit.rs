@@ -1,0 +1,259 @@
+//! Recognising an agent that says it is rate-limited, and when its limit resets.
+//!
+//! Only the words of a failed run are read (its adapter's error, or else the tail of its output), so
+//! an agent that merely talks about rate limits while it works is never taken for a limited one.
+//! The forms known, from Claude Code's own messages:
+//!
+//! - `Claude AI usage limit reached|1755615600`: the reset as a Unix time;
+//! - `You've hit your limit · resets 4:50am (Europe/Rome)`, `5-hour limit reached ∙ resets 3pm`,
+//!   `resets Jan 30, 11:30am (Asia/Calcutta)`: a clock time, the next one after now, in the named
+//!   zone or else the local one;
+//! - `Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).`;
+//! - with no reset time: HTTP 429, `rate limit`, `rate_limit_error`, `usage limit`,
+//!   `too many requests`.
+
+use std::time::SystemTime;
+
+use jiff::civil::{Date, Time};
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, Zoned};
+
+/// A rate limit an agent reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RateLimit {
+    /// When it resets, if the agent said; `None` leaves the wait to the failure backoff.
+    pub(crate) until: Option<SystemTime>,
+}
+
+/// Words that say a run was rate-limited, lowercase.
+const SIGNS: &[&str] = &[
+    "usage limit",
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "hit your limit",
+    "hit your session limit",
+    "limit reached",
+];
+
+/// Whether `text` (a failed run's words) says the agent is rate-limited, and until when. `now`
+/// is the current time in the local zone, for clock times without a zone of their own.
+pub(crate) fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
+    let lower = text.to_lowercase();
+    if let Some(until) = epoch_after_bar(&lower) {
+        return Some(RateLimit { until: Some(until) });
+    }
+    let limited = SIGNS.iter().any(|s| lower.contains(s)) || has_status_429(&lower);
+    if !limited {
+        return None;
+    }
+    let until = ["resets at ", "resets ", "reset at "]
+        .iter()
+        .find_map(|lead| {
+            lower
+                .match_indices(lead)
+                .find_map(|(i, _)| clock_time(&lower[i + lead.len()..], now))
+        })
+        .map(SystemTime::from);
+    Some(RateLimit { until })
+}
+
+/// `usage limit reached|1755615600`: seconds (or milliseconds) since the Unix epoch.
+fn epoch_after_bar(lower: &str) -> Option<SystemTime> {
+    let (_, rest) = lower.split_once("limit reached|")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let n: i64 = digits.parse().ok()?;
+    let ts = if n > 100_000_000_000 {
+        Timestamp::from_millisecond(n)
+    } else {
+        Timestamp::from_second(n)
+    };
+    ts.ok().map(SystemTime::from)
+}
+
+/// `429` standing alone (`Error: 429 {...}`, `HTTP 429`), not inside a longer number.
+fn has_status_429(lower: &str) -> bool {
+    lower.match_indices("429").any(|(i, _)| {
+        let before = lower[..i].chars().next_back();
+        let after = lower[i + 3..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+/// A reset time at the start of `s`: `[Mon D, ]H[:MM][am|pm][ (Area/City)]`, as the next such
+/// moment after `now`. A date already past is no reset time.
+fn clock_time(s: &str, now: &Zoned) -> Option<Timestamp> {
+    let (date, rest) = month_day(s).map_or((None, s), |(m, d, rest)| (Some((m, d)), rest));
+    let (time, rest) = time_of_day(rest)?;
+    let zone = zone_name(rest)
+        .and_then(|name| TimeZone::get(name).ok())
+        .unwrap_or_else(|| now.time_zone().clone());
+    let now = now.with_time_zone(zone.clone());
+    match date {
+        Some((month, day)) => {
+            let date = Date::new(now.year(), month, day).ok()?;
+            let at = date.to_datetime(time).to_zoned(zone).ok()?;
+            (at > now).then(|| at.timestamp())
+        }
+        None => {
+            let today = now.date().to_datetime(time).to_zoned(zone.clone()).ok()?;
+            if today > now {
+                return Some(today.timestamp());
+            }
+            let tomorrow = now.date().tomorrow().ok()?.to_datetime(time);
+            tomorrow.to_zoned(zone).ok().map(|z| z.timestamp())
+        }
+    }
+}
+
+/// `jan 30, ` at the start of `s`: the month (1-12), the day and what follows.
+fn month_day(s: &str) -> Option<(i8, i8, &str)> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let month = MONTHS.iter().position(|m| s.starts_with(m))?;
+    let rest = s
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_start();
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let day: i8 = rest.get(..digits)?.parse().ok()?;
+    let rest = rest[digits..].trim_start_matches(',').trim_start();
+    Some((i8::try_from(month + 1).ok()?, day, rest))
+}
+
+/// `3pm`, `4:50am`, `11:30 pm`, `15:00` at the start of `s`, and what follows.
+fn time_of_day(s: &str) -> Option<(Time, &str)> {
+    let digits = s.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 || digits > 2 {
+        return None;
+    }
+    let mut hour: i8 = s[..digits].parse().ok()?;
+    let mut rest = &s[digits..];
+    let mut minute: i8 = 0;
+    if let Some(after) = rest.strip_prefix(':') {
+        let m = after.chars().take_while(char::is_ascii_digit).count();
+        if m != 2 {
+            return None;
+        }
+        minute = after[..2].parse().ok()?;
+        rest = &after[2..];
+    }
+    let trimmed = rest.trim_start();
+    let meridiem = ["am", "pm", "a.m.", "p.m."]
+        .iter()
+        .find(|m| trimmed.starts_with(*m));
+    match meridiem {
+        Some(m) => {
+            if !(1..=12).contains(&hour) {
+                return None;
+            }
+            hour %= 12;
+            if m.starts_with('p') {
+                hour += 12;
+            }
+            rest = &trimmed[m.len()..];
+        }
+        // A bare hour is not a time ("resets 3 times"); `15:00` is.
+        None if minute == 0 && !s[digits..].starts_with(':') => return None,
+        None => {}
+    }
+    Some((Time::new(hour, minute, 0, 0).ok()?, rest))
+}
+
+/// ` (Europe/Paris)` at the start of `s`: the zone's name as written (zone names are matched
+/// without regard to case).
+fn zone_name(s: &str) -> Option<&str> {
+    let rest = s.trim_start().strip_prefix('(')?;
+    let end = rest.find(')')?;
+    Some(rest[..end].trim()).filter(|name| !name.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-03-10 10:00 in Paris (UTC+1).
+    fn paris_morning() -> Zoned {
+        "2026-03-10T10:00:00+01:00[Europe/Paris]".parse().unwrap()
+    }
+
+    fn until(text: &str) -> Option<Option<String>> {
+        detect(text, &paris_morning()).map(|limit| {
+            limit
+                .until
+                .map(|t| Timestamp::try_from(t).unwrap().to_string())
+        })
+    }
+
+    #[test]
+    fn the_unix_time_after_the_bar_is_the_reset() {
+        assert_eq!(
+            until("Claude AI usage limit reached|1755615600"),
+            Some(Some("2025-08-19T15:00:00Z".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_clock_time_in_a_named_zone_is_the_next_one() {
+        // 3pm in Paris on the same day.
+        assert_eq!(
+            until("You've hit your limit · resets 3pm (Europe/Paris)"),
+            Some(Some("2026-03-10T14:00:00Z".to_owned()))
+        );
+        // 4:50am in Rome is past: tomorrow's.
+        assert_eq!(
+            until("You've hit your session limit · resets 4:50am (Europe/Rome)"),
+            Some(Some("2026-03-11T03:50:00Z".to_owned()))
+        );
+        assert_eq!(
+            until("Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw)."),
+            Some(Some("2026-03-10T16:00:00Z".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_clock_time_without_a_zone_is_local() {
+        assert_eq!(
+            until("5-hour limit reached ∙ resets 3pm"),
+            Some(Some("2026-03-10T14:00:00Z".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_date_and_time_is_taken_as_written() {
+        assert_eq!(
+            until("You've hit your limit · resets Mar 12, 11:30am (Asia/Calcutta)"),
+            Some(Some("2026-03-12T06:00:00Z".to_owned()))
+        );
+        // Already past: no reset time to trust.
+        assert_eq!(
+            until("You've hit your limit · resets Jan 30, 11:30am (Asia/Calcutta)"),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn a_limit_without_a_reset_time_is_still_a_limit() {
+        for text in [
+            r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}}"#,
+            "HTTP 429 Too Many Requests",
+            "Error: rate limit exceeded, try again later",
+        ] {
+            assert_eq!(until(text), Some(None), "{text}");
+        }
+    }
+
+    #[test]
+    fn other_failures_are_not_limits() {
+        for text in [
+            "Invalid API key · Please run /login",
+            "error: 14290 tests failed",
+            "command not found: claud",
+            "the build resets 3pm",
+        ] {
+            assert_eq!(until(text), None, "{text}");
+        }
+    }
+}
