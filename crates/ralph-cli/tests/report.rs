@@ -77,7 +77,7 @@ fn bars(dom: &str) -> usize {
 fn the_report_of_a_real_run_renders_one_bar_per_iteration_without_console_errors() {
     // Iteration 2 fails; every one says something.
     let p = Project::new(
-        "agent: sh -c 'cat >/dev/null; echo \"<work> & more $RALPH_ITERATION\"; [ $RALPH_ITERATION != 2 ]'",
+        "agent: sh -c 'cat >/dev/null; echo \"<work> & more $RALPH_ITERATION\"; [ $RALPH_ITERATION != 2 ]'\nfailure:\n  delay: 50ms",
         "x\n",
     );
     assert_eq!(code(&p.run(&["run", "-n", "3", "-d", "50ms"])), 0);
@@ -90,7 +90,15 @@ fn the_report_of_a_real_run_renders_one_bar_per_iteration_without_console_errors
     assert!(rendered.console.is_empty(), "{:#?}", rendered.console);
     assert_eq!(bars(&rendered.dom), 3);
     assert_eq!(rendered.dom.matches("class=\"bar failed\"").count(), 1);
-    assert_eq!(rendered.dom.matches("class=\"wait delay\"").count(), 2);
+    // The delay after iteration 1, the failure backoff after iteration 2.
+    assert_eq!(
+        rendered.dom.matches("<rect class=\"wait delay\"").count(),
+        1
+    );
+    assert_eq!(
+        rendered.dom.matches("<rect class=\"wait failure\"").count(),
+        1
+    );
     // The log tails are there, escaped.
     assert!(html.contains("&lt;work&gt; &amp; more 3"));
 }
@@ -192,7 +200,10 @@ fn a_killed_thousand_iteration_run_reports_in_under_a_mebibyte_with_every_bar() 
     // Agent failures (i % 10 == 3) and failed checks (i % 10 == 7).
     assert_eq!(rendered.dom.matches("class=\"bar failed\"").count(), 200);
     assert_eq!(
-        rendered.dom.matches("class=\"wait rate_limit\"").count(),
+        rendered
+            .dom
+            .matches("<rect class=\"wait rate_limit\"")
+            .count(),
         200
     );
     // Story lanes: one label per story.

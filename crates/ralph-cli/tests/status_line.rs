@@ -11,7 +11,7 @@ use common::{Project, code};
 
 /// An agent that says something, keeps quiet for a while, then says something else.
 const QUIET_AGENT: &str =
-    "agent: sh -c 'cat >/dev/null; echo first-words; sleep 1.2; echo last-words'";
+    "agent: sh -c 'cat >/dev/null; echo first-words; sleep 2; echo last-words'";
 
 /// `ralph ARGS` on a terminal of its own; returns everything it wrote there and its exit code.
 fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
@@ -65,7 +65,9 @@ fn on_a_terminal_the_status_line_counts_while_the_agent_is_quiet() {
     let p = Project::new(QUIET_AGENT, "x\n");
     let (screen, code) = run_on_terminal(&p, &["-n", "2"], &[]);
     assert_eq!(code, 0, "{screen}");
+    // Redrawn while the agent is quiet: the count moves on without any output.
     assert!(screen.contains("iteration 1/2 · 1s"), "{screen:?}");
+    assert!(screen.contains("last output 1s ago"), "{screen:?}");
     assert!(screen.contains("iteration 2/2 · "), "{screen:?}");
     assert!(screen.contains("last output "), "{screen:?}");
     assert_agent_text_intact(&screen);
