@@ -205,7 +205,8 @@ const RUN_EXIT_CODES: &str = "Exit codes:
        safety stop, the agent failing (failure.max_consecutive runs in a row, or the last
        run before max_iterations), max_cost or max_runtime reached
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
-       uncommitted changes, an events file that cannot be written
+       uncommitted changes, an events file that cannot be written, another run holding this
+       folder (or, for a loop that reverts, this repository)
   130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)";
 
 impl Cli {
@@ -286,7 +287,7 @@ fn split_user_args(argv: Vec<OsString>) -> (Vec<OsString>, Vec<(String, Option<O
 }
 
 /// `parse` behind a check that the value is text, so a value that is not UTF-8 gets clap's
-/// "invalid value ... for '--delay <DURATION>'" naming the option, not its generic message.
+/// `invalid value ... for '--delay <DURATION>'` naming the option, not its generic message.
 fn text<T: Clone + Send + Sync + 'static>(
     parse: fn(&str) -> Result<T, String>,
 ) -> impl clap::builder::TypedValueParser<Value = T> {

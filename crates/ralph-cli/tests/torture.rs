@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{code, stderr};
+
 use serde_json::Value;
 
 /// How many times the loop is killed.
@@ -37,10 +38,10 @@ fn must_git(dir: &Path, args: &[&str]) -> String {
 /// The agent: each iteration writes a file of unique content, commits it half of the time,
 /// leaves a second one uncommitted, and records each in the ledger (outside the repository)
 /// once it is whole. Its pid and its background child's go to `pids`.
-const AGENT: &str = r#"cat >/dev/null
-echo $$ >> "$TORTURE_PIDS"
+const AGENT: &str = r#"echo "$$ $(cut -d' ' -f22 /proc/$$/stat) agent of $PPID" >> "$TORTURE_PIDS"
 sleep 30 &
-echo $! >> "$TORTURE_PIDS"
+echo "$! $(cut -d' ' -f22 /proc/$!/stat) sleep of $$" >> "$TORTURE_PIDS"
+cat >/dev/null
 id="$(date +%s%N)-$$"
 mkdir -p work
 printf 'agent work %s\n' "$id" > "work/$id-u.txt"
@@ -142,18 +143,25 @@ impl Torture {
     }
 
     fn check_after_kill(&self, round: u64) {
-        // Every process the run started is gone within a second.
+        // Every process the run started is gone within a second. Each is named by its pid and
+        // start time: pids are reused, and this machine's may wrap within a test.
         let deadline = Instant::now() + Duration::from_secs(1);
         let pids = std::fs::read_to_string(self.pids()).unwrap_or_default();
-        for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-            while alive(pid) {
+        for line in pids.lines() {
+            let mut fields = line.split_whitespace();
+            let (Some(pid), Some(start)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let pid: i32 = pid.parse().unwrap();
+            while alive(pid, start) {
                 assert!(
                     Instant::now() < deadline,
-                    "round {round}: process {pid} of the run outlived ralph by a second"
+                    "round {round}: process {line} of the run outlived ralph by a second"
                 );
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        let _ = std::fs::remove_file(self.pids());
         // prd.json parses, and a pass is recorded only with its commit on the branch.
         let prd = self.prd();
         for story in prd["userStories"].as_array().unwrap() {
@@ -224,16 +232,21 @@ impl Torture {
     }
 }
 
-fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    // A zombie (killed, not yet reaped by its new parent) has ended too.
-    rc == 0
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
+/// Whether process `pid`, started at `start` (clock ticks since boot, `/proc/PID/stat` field 22),
+/// is still running: a zombie (killed, not yet reaped by its new parent) has ended.
+fn alive(pid: i32, start: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    // rest[0] is field 3 (the state), so field 22 is rest[19].
+    rest.first().is_some_and(|state| *state != "Z") && rest.get(19) == Some(&start)
 }
 
 #[test]
@@ -247,35 +260,51 @@ fn sigkill_at_every_step_loses_nothing_and_leaves_nothing_running() {
         seed ^= seed << 17;
         seed % bound
     };
+    let mut refused = 0;
     for round in 0..KILLS {
         let mut child = t.ralph().spawn().unwrap();
         std::thread::sleep(Duration::from_millis(20 + next(400)));
 
-        // A second run beside it is refused, and changes nothing.
+        // A second run beside it: while one of the two holds the folder, the other is refused.
         let second = t.ralph().output().unwrap();
-        if child.try_wait().unwrap().is_none() {
-            assert_eq!(code(&second), 2, "round {round}: {}", stderr(&second));
-        }
 
         // Child::kill sends SIGKILL, and does nothing to a child already reaped.
         let _ = child.kill();
         let status = child.wait().unwrap();
         t.check_after_kill(round);
+        let first = child.wait_with_output().unwrap();
 
-        if status.code().is_some() {
-            // The run ended by itself before the kill: all stories passed or blocked.
-            let out = child.wait_with_output().unwrap();
-            let err = stderr(&out);
-            assert!(
-                status.code() == Some(0) || status.code() == Some(1),
-                "round {round}: exit {status}: {err}"
-            );
+        let mut ended = false;
+        for (code, err) in [
+            (status.code(), stderr(&first)),
+            (second.status.code(), stderr(&second)),
+        ] {
+            match code {
+                // Killed while it ran.
+                None => {}
+                Some(2) => {
+                    assert!(
+                        err.contains("another ralph run is already working"),
+                        "round {round}: refused for the lock only: {err}"
+                    );
+                    refused += 1;
+                }
+                // It ran to its end: every story passed or blocked.
+                Some(0 | 1) => ended = true,
+                Some(c) => panic!("round {round}: exit {c}: {err}"),
+            }
+        }
+        if ended {
             t.new_stories();
         }
         // The agent's own `git commit`, killed half-way, leaves its index.lock, as it would
         // for a person: remove it as they would.
         let _ = std::fs::remove_file(t.repo().join(".git/index.lock"));
     }
+    assert!(
+        refused > KILLS / 2,
+        "the lock was tried: {refused} refusals"
+    );
     // A last run to the end, then the whole history is checked.
     let out = t.ralph().output().unwrap();
     assert!(

@@ -150,7 +150,12 @@ pub(crate) async fn run(
     signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> std::io::Result<ProcessExit> {
     let spawn = |program: &Path| {
-        tokio::process::Command::new(program)
+        let mut command = tokio::process::Command::new(program);
+        // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`).
+        unsafe {
+            command.pre_exec(watchdog::register_from_child());
+        }
+        command
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -124,7 +124,11 @@ pub(crate) async fn run(
     }
     let started = Instant::now();
     let spawning = super::descendants::spawning();
-    let mut child = pty_process::Command::new(super::program::resolve(&spec.program))
+    let command = pty_process::Command::new(super::program::resolve(&spec.program));
+    // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it runs
+    // after the child made itself a session leader.
+    let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
+    let mut child = command
         .args(&spec.args)
         .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -105,6 +105,38 @@ pub(crate) fn register(pgid: i32) {
     }
 }
 
+/// The hook a child runs between fork and exec (`pre_exec`): it puts itself in a process group
+/// of its own (already done by then for a pipe spawn; refused, harmlessly, for a PTY agent that
+/// is a session leader) and registers that group with the watchdog before the program runs a
+/// single instruction. Registering from ralph's side after `spawn` returns leaves a moment in
+/// which a SIGKILL to ralph orphans a started agent that the watchdog never heard of; the
+/// torture test hit it about once in a hundred kills. ralph registers again after the spawn
+/// (a duplicate the watchdog ignores), which covers a hook that could not run.
+pub(crate) fn register_from_child() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    // The handle keeps the pipe open, so the descriptor number cannot name another file by the
+    // time the child writes to it.
+    let watchdog = current();
+    let fd = watchdog
+        .as_ref()
+        .and_then(|w| w.write.lock().ok()?.as_ref().map(AsRawFd::as_raw_fd));
+    move || {
+        let _keep_open = &watchdog;
+        if let Some(fd) = fd {
+            // SAFETY: runs in the forked child before exec: setpgid, getpid and write are
+            // async-signal-safe, and the record is a stack array written whole (below
+            // PIPE_BUF). Errors are ignored: ralph's own registration follows.
+            unsafe {
+                libc::setpgid(0, 0);
+                let mut record = [0u8; RECORD];
+                record[0] = b'+';
+                record[4..].copy_from_slice(&libc::getpid().to_ne_bytes());
+                libc::write(fd, record.as_ptr().cast(), RECORD);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Tells the watchdog that ralph has killed group `pgid`: its id may be reused.
 pub(crate) fn unregister(pgid: i32) {
     if let Some(watchdog) = current() {
@@ -230,7 +262,8 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd) -> ! {
                 continue;
             }
             match record[0] {
-                b'+' => {
+                // The child registers itself and ralph registers it again: one slot each.
+                b'+' if !groups.contains(&pgid) => {
                     if let Some(slot) = groups.iter_mut().find(|g| **g == 0) {
                         *slot = pgid;
                     }
