@@ -29,8 +29,8 @@ fn runs_json(p: &Project) -> Vec<Value> {
     serde_json::from_slice(&out.stdout).expect("runs --json prints JSON")
 }
 
-/// A SIGKILLed ralph leaves its agent's process group running: end it.
-fn kill_agent_group(p: &Project) {
+/// The pid of the agent (a process group leader), once it has written it to `agent.pid`.
+fn agent_pid(p: &Project) -> i32 {
     let pid_file = p.path().join("agent.pid");
     let deadline = Instant::now() + Duration::from_secs(10);
     let pid = loop {
@@ -43,6 +43,11 @@ fn kill_agent_group(p: &Project) {
         assert!(Instant::now() < deadline, "the agent wrote no pid");
         std::thread::sleep(Duration::from_millis(10));
     };
+    pid
+}
+
+/// Ends the agent's process group, in case a SIGKILLed ralph left it running.
+fn kill_agent_group(pid: i32) {
     // SAFETY: kill(2) only sends a signal, here to the agent's own process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
 }
@@ -98,7 +103,7 @@ fn runs_says_running_with_the_pid_then_killed_once_the_process_is_gone() {
         "x\n",
     );
     let mut child = p.spawn(&["run", "-n", "1"]);
-    p.wait_for("ITERATION_STARTED", 1);
+    let agent = agent_pid(&p);
     let running = runs_json(&p);
     assert_eq!(running[0]["status"], "running", "{running:#?}");
     assert_eq!(running[0]["pid"], child.id());
@@ -107,7 +112,7 @@ fn runs_says_running_with_the_pid_then_killed_once_the_process_is_gone() {
     child.wait().unwrap();
     let killed = runs_json(&p);
     assert_eq!(killed[0]["status"], "killed", "{killed:#?}");
-    kill_agent_group(&p);
+    kill_agent_group(agent);
 }
 
 #[test]
@@ -181,7 +186,7 @@ fn logs_follow_stops_when_the_runs_process_is_gone() {
         "x\n",
     );
     let mut run = p.spawn(&["run", "-n", "1"]);
-    p.wait_for("ITERATION_STARTED", 1);
+    let agent = agent_pid(&p);
     let follow = p
         .ralph(&["logs", "-f"])
         .stdin(Stdio::null())
@@ -194,7 +199,7 @@ fn logs_follow_stops_when_the_runs_process_is_gone() {
     let out = follow.wait_with_output().unwrap();
     assert_eq!(code(&out), 0);
     assert!(common::stdout(&out).contains("before-kill"));
-    kill_agent_group(&p);
+    kill_agent_group(agent);
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {
