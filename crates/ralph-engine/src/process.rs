@@ -173,7 +173,9 @@ pub(crate) async fn run(
 
     let started = Instant::now();
     let spawning = descendants::spawning();
-    let mut child = spawn(&program::resolve(&spec.program))?;
+    let program = program::resolve(&spec.program);
+    program::refuse_script_without_shebang(&program, &spec.cwd)?;
+    let mut child = spawn(&program)?;
     let pgid = child.id().map(|id| id as i32);
     let mut group = GroupGuard::new(pgid);
     drop(spawning);

@@ -52,6 +52,27 @@ pub(crate) fn resolve(program: &str) -> PathBuf {
     }
 }
 
+/// `Err(ENOEXEC)` for a program that is a text file without a `#!` line, before it is spawned.
+///
+/// Spawning through a `pre_exec` hook makes the C library's `execvp` run such a file with
+/// `/bin/sh` instead of failing (glibc does, musl does not): a script would run or not
+/// depending on the platform. The kernel itself runs no text file without `#!`, so that is the
+/// answer here too, and the caller says to add one. A binary starts with bytes that are not
+/// text (an ELF or Mach-O header holds NULs); a file that cannot be read is left to the spawn.
+pub(crate) fn refuse_script_without_shebang(program: &Path, cwd: &Path) -> std::io::Result<()> {
+    use std::io::Read as _;
+    let path = cwd.join(program);
+    let mut head = [0u8; 256];
+    let Ok(n) = std::fs::File::open(&path).and_then(|mut f| f.read(&mut head)) else {
+        return Ok(());
+    };
+    let head = &head[..n];
+    if head.starts_with(b"#!") || head.contains(&0) {
+        return Ok(());
+    }
+    Err(std::io::Error::from_raw_os_error(libc::ENOEXEC))
+}
+
 /// The first executable file named `program` in the `PATH` value `dirs`, as `execvp` would
 /// pick it; `None` when a relative entry (`.`, or an empty one) comes first.
 fn find(program: &str, dirs: &OsStr) -> Option<PathBuf> {
@@ -73,6 +94,27 @@ fn is_executable_file(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_text_file_without_a_shebang_is_refused_and_binaries_and_scripts_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let write =
+            |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+        write("script", b"#!/bin/sh\necho hi\n");
+        write("bare", b"echo hi\n");
+        write("empty", b"");
+        write("binary", b"\x7fELF\x02\x01\x01\x00\x00");
+        let check = |name: &str| {
+            super::refuse_script_without_shebang(Path::new(name), dir.path())
+                .map_err(|e| e.raw_os_error())
+        };
+        assert_eq!(check("script"), Ok(()));
+        assert_eq!(check("binary"), Ok(()));
+        assert_eq!(check("bare"), Err(Some(libc::ENOEXEC)));
+        assert_eq!(check("empty"), Err(Some(libc::ENOEXEC)));
+        // Missing: left to the spawn, which says so.
+        assert_eq!(check("missing"), Ok(()));
+    }
+
     use super::*;
 
     fn dirs(paths: &[&Path]) -> OsString {

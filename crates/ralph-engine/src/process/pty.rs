@@ -124,7 +124,9 @@ pub(crate) async fn run(
     }
     let started = Instant::now();
     let spawning = super::descendants::spawning();
-    let command = pty_process::Command::new(super::program::resolve(&spec.program));
+    let program = super::program::resolve(&spec.program);
+    super::program::refuse_script_without_shebang(&program, &spec.cwd)?;
+    let command = pty_process::Command::new(program);
     // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it runs
     // after the child made itself a session leader.
     let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
