@@ -33,17 +33,16 @@ fn runs_json(p: &Project) -> Vec<Value> {
 fn agent_pid(p: &Project) -> i32 {
     let pid_file = p.path().join("agent.pid");
     let deadline = Instant::now() + Duration::from_secs(10);
-    let pid = loop {
+    loop {
         if let Some(pid) = std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|t| t.trim().parse::<i32>().ok())
         {
-            break pid;
+            return pid;
         }
         assert!(Instant::now() < deadline, "the agent wrote no pid");
         std::thread::sleep(Duration::from_millis(10));
-    };
-    pid
+    }
 }
 
 /// Ends the agent's process group, in case a SIGKILLed ralph left it running.
