@@ -24,6 +24,55 @@ pub(crate) enum Command {
     Init(InitArgs),
     /// Print a shell completion script, e.g. `ralph completions bash`.
     Completions(CompletionsArgs),
+    /// List the runs of a folder, newest first (`.ralph/runs/`).
+    Runs(RunsArgs),
+    /// Print a run's iteration logs (the last run by default); `-f` follows a running loop.
+    Logs(LogsArgs),
+    /// Write a run's report: one self-contained HTML file (timeline, cost, checks, logs).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunsArgs {
+    /// The loop's folder (where `ralph run` ran).
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// The run (an id from `ralph runs`, or a unique prefix); the last run by default.
+    pub(crate) run_id: Option<String>,
+
+    /// Only this iteration's log (with -f: start from it).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub(crate) iteration: Option<u64>,
+
+    /// Follow the run as `tail -f` does, across iterations, until it ends.
+    #[arg(short, long)]
+    pub(crate) follow: bool,
+
+    /// The loop's folder (where `ralph run` ran).
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// The run (an id from `ralph runs`, or a unique prefix); the last run by default.
+    pub(crate) run_id: Option<String>,
+
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "ralph-report.html")]
+    pub(crate) output: PathBuf,
+
+    /// The loop's folder (where `ralph run` ran).
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub(crate) dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

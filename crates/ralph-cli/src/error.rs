@@ -64,6 +64,9 @@ pub(crate) enum CliError {
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
+    /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
+    #[error(transparent)]
+    RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
 }
 
 impl CliError {

@@ -11,9 +11,13 @@ mod dry_run;
 mod error;
 mod init;
 mod lint;
+mod logs_cmd;
 mod ralph_file;
 mod render;
+mod report;
 mod run;
+mod runs;
+mod status_line;
 mod terminal;
 
 use std::process::ExitCode;
@@ -35,6 +39,14 @@ fn main() -> ExitCode {
             clap_complete::generate(args.shell, &mut command, "ralph", &mut script);
             print_out(&script).map(|()| 0)
         }
+        Command::Runs(args) => runs::runs(&args.path, args.json),
+        Command::Logs(args) => logs_cmd::logs(
+            &args.dir,
+            args.run_id.as_deref(),
+            args.iteration,
+            args.follow,
+        ),
+        Command::Report(args) => report::write(&args.dir, args.run_id.as_deref(), &args.output),
     };
     match result {
         Ok(code) => exit(code),

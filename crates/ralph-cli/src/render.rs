@@ -26,6 +26,8 @@ pub(crate) struct TerminalRenderer<W: Write + Send> {
     countdown_shown: bool,
     /// The agent's output did not end with a newline yet.
     mid_line: bool,
+    /// The run's folder, named in the header and the summary.
+    run_dir: Option<String>,
 }
 
 impl<W: Write + Send> TerminalRenderer<W> {
@@ -35,6 +37,26 @@ impl<W: Write + Send> TerminalRenderer<W> {
             style,
             countdown_shown: false,
             mid_line: false,
+            run_dir: None,
+        }
+    }
+
+    /// Names the run's folder (`.ralph/runs/<run_id>`) under the header and the summary.
+    pub(crate) fn with_run_dir(mut self, dir: &std::path::Path) -> Self {
+        self.run_dir = Some(dir.display().to_string());
+        self
+    }
+
+    /// The line naming the run's folder after the header, with how to follow the run from
+    /// another terminal.
+    fn run_dir_line(&self, kind: &EventKind) -> Option<String> {
+        let dir = self.run_dir.as_deref()?;
+        match kind {
+            EventKind::RunStarted { .. } if !self.style.quiet => Some(self.paint(
+                "2",
+                &format!("  logs: {dir}/ · follow from another terminal: ralph logs -f"),
+            )),
+            _ => None,
         }
     }
 
@@ -92,9 +114,24 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     self.paint("1", "ralph")
                 )
             }
-            EventKind::IterationStarted { iteration } if !quiet => {
-                self.paint("1;36", &format!("── iteration {iteration} ──"))
+            EventKind::IterationStarted {
+                iteration,
+                story_id,
+                attempt,
+            } if !quiet => {
+                let story = match (story_id, attempt) {
+                    (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
+                    (Some(id), None) => format!(" · {id}"),
+                    _ => String::new(),
+                };
+                self.paint("1;36", &format!("── iteration {iteration}{story} ──"))
             }
+            EventKind::StoryStarted {
+                story_id,
+                title,
+                attempt: 1,
+                ..
+            } if !quiet => self.paint("1", &format!("story {story_id}: {title}")),
             EventKind::CommandFinished {
                 name,
                 exit_code,
@@ -383,7 +420,14 @@ impl<W: Write + Send> TerminalRenderer<W> {
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     fn event(&mut self, event: &Event) {
-        if let Some(line) = self.describe(&event.kind) {
+        if let Some(mut line) = self.describe(&event.kind) {
+            // The summary names the folder again, on its own line even with --quiet.
+            if let (EventKind::RunEnded { .. }, Some(dir)) = (&event.kind, &self.run_dir) {
+                line.push_str(&format!(" · logs: {dir}/"));
+            }
+            self.line(&line);
+        }
+        if let Some(line) = self.run_dir_line(&event.kind) {
             self.line(&line);
         }
     }
@@ -517,6 +561,44 @@ mod tests {
     };
 
     #[test]
+    fn header_and_summary_name_the_run_folder() {
+        let mut out = Vec::new();
+        {
+            let mut r = TerminalRenderer::new(&mut out, PLAIN)
+                .with_run_dir(std::path::Path::new(".ralph/runs/20260101T000000000-1"));
+            for kind in [
+                EventKind::RunStarted {
+                    ralph_file: "RALPH.md".into(),
+                    agent: "claude -p".into(),
+                    max_iterations: Some(20),
+                    idle: None,
+                    max_cost_usd: None,
+                    max_runtime_ms: None,
+                },
+                EventKind::RunEnded {
+                    reason: EndReason::MaxIterations,
+                    iterations: 20,
+                    idle_iterations: 0,
+                    idle_ms: 0,
+                    exit_code: 0,
+                    outcome: None,
+                    flake_retries: None,
+                    cost_usd: None,
+                    num_turns: None,
+                    stories: None,
+                },
+            ] {
+                r.event(&Event {
+                    ts: SystemTime::UNIX_EPOCH,
+                    run_id: "test".into(),
+                    kind,
+                });
+            }
+        }
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
     fn human_durations_read_naturally() {
         let cases = [
             (Duration::from_millis(850), "850ms"),
@@ -535,7 +617,11 @@ mod tests {
     fn iteration_lines() {
         let text = render(
             &[
-                EventKind::IterationStarted { iteration: 3 },
+                EventKind::IterationStarted {
+                    iteration: 3,
+                    story_id: None,
+                    attempt: None,
+                },
                 EventKind::CommandFinished {
                     iteration: 3,
                     name: "tests".into(),

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::ralph_file::{self, Loaded};
-use crate::render::{Style, TerminalRenderer};
+use crate::render::Style;
 
 /// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
@@ -88,11 +88,13 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     runtime()?.block_on(async move {
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
-        if human_to_stderr {
-            engine.add_sink(TerminalRenderer::new(std::io::stderr(), style));
-        } else {
-            engine.add_sink(TerminalRenderer::new(std::io::stdout(), style));
-        }
+        crate::status_line::add_renderer(
+            &mut engine,
+            style,
+            human_to_stderr,
+            pty.is_none(),
+            log_dir.as_deref(),
+        );
         match &args.events {
             Some(_) if events_to_stdout => {
                 engine.add_sink(JsonLinesSink::new(std::io::stdout()));

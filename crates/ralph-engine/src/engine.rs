@@ -742,7 +742,12 @@ impl Run {
 
     /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
     async fn iteration(&mut self, iteration: u64) -> Result<Next, EngineError> {
-        self.emit(EventKind::IterationStarted { iteration });
+        let (story_id, attempt) = self.tasks.story();
+        self.emit(EventKind::IterationStarted {
+            iteration,
+            story_id,
+            attempt,
+        });
         let mut log = match &self.options.log_dir {
             Some(dir) => IterationLog::create(dir, iteration),
             None => IterationLog::disabled(),
@@ -760,6 +765,9 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
+        if let Some(dir) = &self.options.log_dir {
+            logs::write_iteration_prompt(dir, iteration, &prompt);
+        }
         let (exit, findings, usage, words) = match self.run_agent(iteration, prompt, &mut log).await
         {
             Ok(ran) => {

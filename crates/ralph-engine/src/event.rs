@@ -51,6 +51,12 @@ pub enum EventKind {
     IterationStarted {
         /// 1-based iteration number.
         iteration: u64,
+        /// Story mode: the story this iteration works on (from the last `STORY_STARTED`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        story_id: Option<String>,
+        /// Story mode: the attempt on that story, from 1.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        attempt: Option<u64>,
     },
     /// One of `commands` finished.
     CommandFinished {
@@ -232,6 +238,18 @@ pub enum EventKind {
         /// The checkpoint recorded for it (HEAD, after committing its work); `None` when none is
         /// kept (ralph-escalation keeps one only with `escalation.revert`).
         checkpoint: Option<String>,
+    },
+    /// Story mode: an attempt on a story begins (before its first iteration, and before each
+    /// new attempt).
+    StoryStarted {
+        /// The story.
+        story_id: String,
+        /// Its title.
+        title: String,
+        /// The attempt, from 1.
+        attempt: u64,
+        /// The attempts the circuit breaker allows (`convergence.max_attempts`).
+        max_attempts: u64,
     },
     /// The run is over.
     RunEnded {

@@ -181,6 +181,13 @@ impl Drop for RunLock {
     }
 }
 
+/// The holder named in the lock file at `path` while its process is alive: the run going on
+/// there. `None` when the file is missing or empty, or names a process that is gone (a crash
+/// leaves the name behind).
+pub fn live_holder(path: &Path) -> Option<LockHolder> {
+    read_holder(File::open(path).ok()?).filter(|h| alive(h.pid))
+}
+
 fn read_holder(mut file: File) -> Option<LockHolder> {
     let mut text = String::new();
     file.read_to_string(&mut text).ok()?;

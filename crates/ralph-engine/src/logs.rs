@@ -52,6 +52,18 @@ pub(crate) fn write_atomic_with(
     result
 }
 
+/// Keeps the exact prompt `iteration`'s agent receives beside its log, as
+/// `iteration-NNN.prompt.md`; a failure costs only the copy.
+pub(crate) fn write_iteration_prompt(dir: &Path, iteration: u64, prompt: &str) {
+    let path = dir.join(format!("iteration-{iteration:03}.prompt.md"));
+    if let Err(err) = write_atomic(&path, prompt.as_bytes()) {
+        tracing::warn!(
+            "cannot write {}: {err}; going on without it",
+            path.display()
+        );
+    }
+}
+
 /// One iteration's log. Writes go straight through a buffer; a failed write disables the log.
 pub(crate) struct IterationLog {
     path: Option<PathBuf>,
@@ -89,9 +101,11 @@ impl IterationLog {
         self.path.as_deref().filter(|_| self.out.is_some())
     }
 
+    /// Writes `bytes` through at once: `ralph logs -f` and `tail -f` show the agent's output
+    /// as it comes (the agent's output arrives in chunks of up to 64 KiB, one write each).
     pub(crate) fn write(&mut self, bytes: &[u8]) {
         if let Some(out) = &mut self.out {
-            if let Err(err) = out.write_all(bytes) {
+            if let Err(err) = out.write_all(bytes).and_then(|()| out.flush()) {
                 tracing::warn!("writing the iteration log failed: {err}; going on without it");
                 self.out = None;
             }

@@ -124,6 +124,9 @@ pub trait TaskSource: Send {
 pub(crate) struct Tasks {
     source: Option<Box<dyn TaskSource>>,
     current: Option<Task>,
+    /// The story and attempt of the last `STORY_STARTED` the source reported, for
+    /// `ITERATION_STARTED`.
+    story: Option<(String, u64)>,
 }
 
 impl Tasks {
@@ -131,18 +134,36 @@ impl Tasks {
         Self {
             source,
             current: None,
+            story: None,
         }
     }
 
     /// Asks for the next iteration's task; `Some` ends the loop.
     pub(crate) fn begin(&mut self, events: &mut Vec<EventKind>) -> Option<EndReason> {
         let source = self.source.as_mut()?;
-        match source.next_task(&mut TaskContext { events }) {
+        let next = source.next_task(&mut TaskContext { events });
+        for event in events.iter() {
+            if let EventKind::StoryStarted {
+                story_id, attempt, ..
+            } = event
+            {
+                self.story = Some((story_id.clone(), *attempt));
+            }
+        }
+        match next {
             NextTask::Work(task) => {
                 self.current = Some(task);
                 None
             }
             NextTask::End(reason) => Some(reason),
+        }
+    }
+
+    /// Story mode: the story of the next iteration and the attempt on it.
+    pub(crate) fn story(&self) -> (Option<String>, Option<u64>) {
+        match &self.story {
+            Some((id, attempt)) => (Some(id.clone()), Some(*attempt)),
+            None => (None, None),
         }
     }
 

@@ -138,7 +138,7 @@ async fn a_rate_limit_ten_hours_away_waits_exactly_the_six_hour_cap() {
     )));
     assert_eq!(waits(&kinds), [("rate_limit".to_owned(), 21_600_000)]);
     let ended = recorder.times(|k| matches!(k, EventKind::IterationEnded { iteration: 1, .. }));
-    let second = recorder.times(|k| matches!(k, EventKind::IterationStarted { iteration: 2 }));
+    let second = recorder.times(|k| matches!(k, EventKind::IterationStarted { iteration: 2, .. }));
     let waited = second[0] - ended[0];
     assert!(
         waited >= Duration::from_secs(6 * 3600) && waited < Duration::from_secs(6 * 3600 + 1),
@@ -214,7 +214,7 @@ async fn one_ctrl_c_skips_the_wait_and_the_next_run_starts_a_second_later() {
     let outcome = outcome.expect("the run ends");
     assert_eq!((outcome.iterations, outcome.exit_code), (2, 0));
     let skipped = recorder.times(|k| matches!(k, EventKind::WaitSkipped { .. }));
-    let second = recorder.times(|k| matches!(k, EventKind::IterationStarted { iteration: 2 }));
+    let second = recorder.times(|k| matches!(k, EventKind::IterationStarted { iteration: 2, .. }));
     let grace = second[0] - skipped[0];
     assert!(
         grace >= Duration::from_secs(1) && grace < Duration::from_millis(1100),

@@ -93,6 +93,11 @@ impl Breaker {
         }
     }
 
+    /// The attempts a task is allowed.
+    pub fn max_attempts(&self) -> u64 {
+        self.max_attempts
+    }
+
     /// Attempts recorded for the current task.
     pub fn attempts(&self) -> u64 {
         self.attempts

@@ -581,9 +581,22 @@ impl Escalation {
 }
 
 impl TaskSource for Escalation {
-    fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
-        self.pick()
-            .unwrap_or_else(|err| NextTask::End(self.failed(&err)))
+    fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
+        let next = self
+            .pick()
+            .unwrap_or_else(|err| NextTask::End(self.failed(&err)));
+        // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
+        if let (NextTask::Work(_), Some(current)) = (&next, &self.current) {
+            if self.story_mode() {
+                cx.emit(EventKind::StoryStarted {
+                    story_id: current.id.clone(),
+                    title: current.title.clone(),
+                    attempt: self.breaker.attempts() + 1,
+                    max_attempts: self.breaker.max_attempts(),
+                });
+            }
+        }
+        next
     }
 
     fn iteration_ended(

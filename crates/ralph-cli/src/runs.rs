@@ -1,0 +1,191 @@
+//! `ralph runs`: the runs of a folder, newest first.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use ralph_engine::run_folder::{self, RunRecord, RunStatus};
+
+use crate::error::CliError;
+use crate::render::human_duration;
+
+/// Prints the runs of `folder` as a table, or as a JSON array with `json`.
+pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
+    let holder = run_folder::running(folder);
+    let mut records = Vec::new();
+    for dir in run_folder::list_runs(folder)? {
+        let events = run_folder::read_events(&dir.events_path())?;
+        records.push(RunRecord::from_events(&dir.id, &events, holder.as_ref()));
+    }
+    if json {
+        let list: Vec<serde_json::Value> = records.iter().map(summary_json).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        );
+    } else if records.is_empty() {
+        println!(
+            "no runs in {} yet",
+            folder.join(run_folder::RUNS_DIR).display()
+        );
+    } else {
+        print!("{}", table(&records, SystemTime::now()));
+    }
+    Ok(0)
+}
+
+/// One run for `--json`: the record without its per-iteration detail.
+fn summary_json(run: &RunRecord) -> serde_json::Value {
+    let mut value = serde_json::to_value(run).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("iterations".into(), run.iterations.len().into());
+        for detail in ["waits", "attempts", "trips"] {
+            object.remove(detail);
+        }
+    }
+    value
+}
+
+/// What the END column says.
+fn end(run: &RunRecord) -> String {
+    match &run.status {
+        RunStatus::Ended { reason, exit_code } => match exit_code {
+            Some(code) if *code != 0 => format!("{reason} (exit {code})"),
+            _ => reason.clone(),
+        },
+        RunStatus::Running { pid } => format!("running, pid {pid}"),
+        RunStatus::Killed => "killed".to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// How long a run took; for one still running, how long it has been going at `now`.
+fn duration(run: &RunRecord, now: SystemTime) -> Duration {
+    match (&run.status, run.started) {
+        (RunStatus::Running { .. }, Some(started)) => now
+            .duration_since(started)
+            .map_or(Duration::ZERO, |d| Duration::from_secs(d.as_secs())),
+        _ => Duration::from_millis(run.duration_ms),
+    }
+}
+
+/// The table `ralph runs` prints.
+pub(crate) fn table(runs: &[RunRecord], now: SystemTime) -> String {
+    let header = [
+        "RUN",
+        "STARTED",
+        "DURATION",
+        "ITERATIONS",
+        "END",
+        "STORIES",
+        "COST",
+    ];
+    let rows: Vec<[String; 7]> = runs
+        .iter()
+        .map(|run| {
+            [
+                run.run_id.clone(),
+                run.started_at.clone().unwrap_or_default(),
+                human_duration(duration(run, now)),
+                run.iterations.len().to_string(),
+                end(run),
+                run.stories.map_or_else(
+                    || "-".to_owned(),
+                    |s| match s.remaining {
+                        Some(left) => {
+                            format!("{}/{} passed", s.passed, s.passed + s.blocked + left)
+                        }
+                        None => format!("{} passed", s.passed),
+                    },
+                ),
+                run.cost_usd
+                    .map_or_else(|| "-".to_owned(), |c| format!("${c:.2}")),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut push = |cells: &[&str]| {
+        let line: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    };
+    push(&header);
+    for row in &rows {
+        push(&row.each_ref().map(String::as_str));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ralph_engine::lock::LockHolder;
+    use ralph_engine::run_folder::parse_events;
+
+    fn record(id: &str, lines: &[&str], holder: Option<&LockHolder>) -> RunRecord {
+        let text: String = lines
+            .iter()
+            .map(|l| format!("{{\"run_id\":\"{id}\",{l}}}\n"))
+            .collect();
+        RunRecord::from_events(id, &parse_events(text.as_bytes()), holder)
+    }
+
+    #[test]
+    fn runs_table_names_each_ending() {
+        let mut holder = LockHolder::this_process("20260101T100000000-3", Path::new("."));
+        holder.pid = 4242;
+        let runs = [
+            record(
+                "20260101T100000000-3",
+                &[
+                    r#""ts":"2026-01-01T10:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T10:00:00.000Z","type":"ITERATION_STARTED","iteration":1"#,
+                ],
+                Some(&holder),
+            ),
+            record(
+                "20260101T090000000-2",
+                &[
+                    r#""ts":"2026-01-01T09:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T09:00:00.000Z","type":"ITERATION_STARTED","iteration":1"#,
+                    r#""ts":"2026-01-01T09:00:42.000Z","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","usage":{"cost_usd":1.25}"#,
+                    r#""ts":"2026-01-01T09:00:43.000Z","type":"ITERATION_STARTED","iteration":2"#,
+                ],
+                None,
+            ),
+            record(
+                "20260101T080000000-1",
+                &[
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"ITERATION_STARTED","iteration":1"#,
+                    r#""ts":"2026-01-01T08:10:00.000Z","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural""#,
+                    r#""ts":"2026-01-01T08:12:30.000Z","type":"RUN_ENDED","reason":"max_iterations","exit_code":1,"stories":{"passed":3,"blocked":1,"remaining":2}"#,
+                ],
+                None,
+            ),
+            record(
+                "20260101T070000000-0",
+                &[
+                    r#""ts":"2026-01-01T07:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T07:00:01.500Z","type":"RUN_ENDED","reason":"converged","exit_code":0"#,
+                ],
+                None,
+            ),
+        ];
+        let now = humantime::parse_rfc3339("2026-01-01T10:05:00Z").unwrap();
+        insta::assert_snapshot!(table(&runs, now));
+        let json = summary_json(&runs[0]);
+        assert_eq!(json["status"], "running");
+        assert_eq!(json["pid"], 4242);
+        assert_eq!(json["iterations"], 1);
+    }
+}

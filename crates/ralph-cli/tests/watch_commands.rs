@@ -1,0 +1,278 @@
+//! Watching a loop: `ralph runs`, `ralph logs [-f]`, and the prompt kept beside each
+//! iteration's log.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Project, code, fake_agent};
+use serde_json::Value;
+
+fn agent(args: &str) -> String {
+    format!("agent: '{} {args}'", fake_agent())
+}
+
+/// The run folders under `.ralph/runs`, oldest first.
+fn run_dirs(p: &Project) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(p.path().join(".ralph/runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+fn runs_json(p: &Project) -> Vec<Value> {
+    let out = p.run(&["runs", "--json"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("runs --json prints JSON")
+}
+
+/// The pid of the agent (a process group leader), once it has written it to `agent.pid`.
+fn agent_pid(p: &Project) -> i32 {
+    let pid_file = p.path().join("agent.pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "the agent wrote no pid");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ends the agent's process group, in case a SIGKILLed ralph left it running.
+fn kill_agent_group(pid: i32) {
+    // SAFETY: kill(2) only sends a signal, here to the agent's own process group.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+#[test]
+fn each_iteration_keeps_the_exact_prompt_its_agent_received() {
+    let p = Project::new(
+        &format!(
+            "{}\ncommands:\n  - name: greet\n    run: echo from-the-command",
+            agent("--save-prompt got.txt --out done")
+        ),
+        "Iteration {{ ralph.iteration }}: {{ commands.greet }}\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    let got = std::fs::read_to_string(p.path().join("got.txt")).unwrap();
+    let run = &run_dirs(&p)[0];
+    let kept: Vec<String> = (1..=2)
+        .map(|n| std::fs::read_to_string(run.join(format!("iteration-{n:03}.prompt.md"))).unwrap())
+        .collect();
+    assert_eq!(kept[1], "Iteration 2: from-the-command");
+    assert_eq!(
+        got,
+        format!("{}\n=== end ===\n{}\n=== end ===\n", kept[0], kept[1])
+    );
+}
+
+#[test]
+fn runs_lists_runs_newest_first_with_their_ending() {
+    let p = Project::new(&agent("--out hello"), "x\n");
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    let runs = runs_json(&p);
+    let dirs = run_dirs(&p);
+    assert_eq!(runs.len(), 2);
+    let ids: Vec<&str> = runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    let newest = dirs[1].file_name().unwrap().to_str().unwrap();
+    assert_eq!(ids[0], newest);
+    assert_eq!(runs[0]["iterations"], 1);
+    assert_eq!(runs[1]["iterations"], 2);
+    for run in &runs {
+        assert_eq!(run["status"], "ended");
+        assert_eq!(run["reason"], "max_iterations");
+    }
+    let table = common::stdout(&p.run(&["runs"]));
+    assert!(table.starts_with("RUN "), "{table}");
+    assert!(table.contains(newest), "{table}");
+}
+
+#[test]
+fn runs_says_running_with_the_pid_then_killed_once_the_process_is_gone() {
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo $$ > agent.pid; sleep 30'",
+        "x\n",
+    );
+    let mut child = p.spawn(&["run", "-n", "1"]);
+    let agent = agent_pid(&p);
+    let running = runs_json(&p);
+    assert_eq!(running[0]["status"], "running", "{running:#?}");
+    assert_eq!(running[0]["pid"], child.id());
+    // SIGKILL: ralph cannot write RUN_ENDED.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = runs_json(&p);
+    assert_eq!(killed[0]["status"], "killed", "{killed:#?}");
+    kill_agent_group(agent);
+}
+
+#[test]
+fn logs_prints_the_last_runs_iterations_or_one_of_them() {
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo line-of-$RALPH_ITERATION'",
+        "the prompt\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    let all = common::stdout(&p.run(&["logs"]));
+    assert!(
+        all.contains("line-of-1") && all.contains("line-of-2"),
+        "{all}"
+    );
+    assert!(all.contains("the prompt"), "{all}");
+    let one = common::stdout(&p.run(&["logs", "--iteration", "2"]));
+    assert!(
+        one.contains("line-of-2") && !one.contains("line-of-1"),
+        "{one}"
+    );
+    let missing = p.run(&["logs", "--iteration", "9"]);
+    assert_eq!(code(&missing), 2);
+    assert!(common::stderr(&missing).contains("no log of iteration 9"));
+}
+
+#[test]
+fn logs_with_no_runs_says_so() {
+    let p = Project::new(&agent("--out x"), "x\n");
+    let out = p.run(&["logs"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        common::stderr(&out).contains("no runs yet"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+#[test]
+fn logs_follow_prints_a_live_run_across_iterations_until_it_ends() {
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo start-$RALPH_ITERATION; sleep 0.3; echo end-$RALPH_ITERATION'",
+        "x\n",
+    );
+    let mut run = p.spawn(&["run", "-n", "3"]);
+    p.wait_for("ITERATION_STARTED", 1);
+    let started = Instant::now();
+    let follow = p
+        .ralph(&["logs", "-f"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("ralph logs -f runs");
+    assert!(run.wait().unwrap().success());
+    assert_eq!(code(&follow), 0, "{}", common::stderr(&follow));
+    // It returned because the run ended, not before.
+    assert_eq!(p.events_of("RUN_ENDED").len(), 1);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let text = common::stdout(&follow);
+    let mut at = 0;
+    for line in ["start-1", "end-1", "start-2", "end-2", "start-3", "end-3"] {
+        let found = text[at..]
+            .find(line)
+            .unwrap_or_else(|| panic!("{line} missing or out of order in:\n{text}"));
+        at += found;
+    }
+}
+
+#[test]
+fn logs_follow_stops_when_the_runs_process_is_gone() {
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo $$ > agent.pid; echo before-kill; sleep 30'",
+        "x\n",
+    );
+    let mut run = p.spawn(&["run", "-n", "1"]);
+    let agent = agent_pid(&p);
+    let follow = p
+        .ralph(&["logs", "-f"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let out = follow.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(common::stdout(&out).contains("before-kill"));
+    kill_agent_group(agent);
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+}
+
+#[test]
+fn story_mode_names_the_story_and_attempt_before_each_iteration() {
+    // US-001 passes on its second attempt, US-002 on its first.
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - test -f \"$(cat current).ok\"\nconvergence: {backoff: 10ms, max_backoff: 10ms}\nescalation:\n  prd: prd.json",
+        "STORY={{ story.id }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(
+        dir.join("agent.sh"),
+        r#"story=$(sed -n 's/^STORY=//p')
+echo "$story" > current
+echo x >> "$story.tries"
+if [ "$story" = US-002 ] || [ "$(wc -l < "$story.tries")" -ge 2 ]; then touch "$story.ok"; fi
+"#,
+    )
+    .unwrap();
+    let stories: Vec<Value> = ["US-001", "US-002"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            serde_json::json!({"id": id, "title": format!("Title {id}"), "description": "d",
+                "acceptanceCriteria": [], "priority": i + 1, "passes": false, "notes": ""})
+        })
+        .collect();
+    std::fs::write(
+        dir.join("prd.json"),
+        serde_json::to_string_pretty(&serde_json::json!({"project": "p", "userStories": stories}))
+            .unwrap(),
+    )
+    .unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let seen: Vec<(String, String, u64)> = p
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "STORY_STARTED" || e["type"] == "ITERATION_STARTED")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["story_id"].as_str().unwrap_or("-").to_owned(),
+                e["attempt"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let want = [
+        ("STORY_STARTED", "US-001", 1),
+        ("ITERATION_STARTED", "US-001", 1),
+        ("STORY_STARTED", "US-001", 2),
+        ("ITERATION_STARTED", "US-001", 2),
+        ("STORY_STARTED", "US-002", 1),
+        ("ITERATION_STARTED", "US-002", 1),
+    ]
+    .map(|(t, s, a)| (t.to_owned(), s.to_owned(), a));
+    assert_eq!(seen, want);
+    let started = &p.events_of("STORY_STARTED")[0];
+    assert_eq!(started["title"], "Title US-001");
+    // The banner names them too.
+    assert!(common::stdout(&out).contains("iteration 2 · US-001 attempt 2"));
+}

@@ -1,0 +1,715 @@
+//! Reading a run folder back: `.ralph/runs/<run_id>/`, its `events.jsonl` and its logs.
+//!
+//! `ralph runs`, `ralph logs` and `ralph report` read runs through this module, and so can an
+//! embedder. Everything is rebuilt from `events.jsonl` alone, read leniently: a half-written
+//! last line (a run that is still writing, or was killed) and event types this version does not
+//! know are skipped, so a run that is going, was killed, or was written by a newer ralph still
+//! reads.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::lock::{FOLDER_LOCK, LockHolder};
+
+/// Where a loop's runs are kept, relative to its folder.
+pub const RUNS_DIR: &str = ".ralph/runs";
+
+/// A run folder could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunFolderError {
+    /// A file or folder could not be read.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The folder holds no runs.
+    #[error("{}: no runs yet (a run writes its logs here; start one with `ralph run`)", .dir.display())]
+    NoRuns {
+        /// The runs folder.
+        dir: PathBuf,
+    },
+    /// No run has this id.
+    #[error("{}: no run {id}; `ralph runs` lists them", .dir.display())]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The runs folder.
+        dir: PathBuf,
+    },
+}
+
+/// One run folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    /// The run id (the folder's name).
+    pub id: String,
+    /// The folder.
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// The run's `events.jsonl`.
+    pub fn events_path(&self) -> PathBuf {
+        self.path.join("events.jsonl")
+    }
+
+    /// The log of `iteration`: `iteration-NNN.log`.
+    pub fn iteration_log(&self, iteration: u64) -> PathBuf {
+        self.path.join(format!("iteration-{iteration:03}.log"))
+    }
+
+    /// The exact prompt `iteration`'s agent received: `iteration-NNN.prompt.md`.
+    pub fn prompt_file(&self, iteration: u64) -> PathBuf {
+        self.path
+            .join(format!("iteration-{iteration:03}.prompt.md"))
+    }
+
+    /// The iteration logs present, in iteration order.
+    pub fn iteration_logs(&self) -> Result<Vec<(u64, PathBuf)>, RunFolderError> {
+        let entries = std::fs::read_dir(&self.path).map_err(|source| RunFolderError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        let mut logs: Vec<(u64, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let n = name.strip_prefix("iteration-")?.strip_suffix(".log")?;
+                Some((n.parse().ok()?, e.path()))
+            })
+            .collect();
+        logs.sort();
+        Ok(logs)
+    }
+}
+
+/// The runs under `folder`'s [`RUNS_DIR`], newest first (run ids start with their start time).
+pub fn list_runs(folder: &Path) -> Result<Vec<RunDir>, RunFolderError> {
+    list_runs_in(&folder.join(RUNS_DIR))
+}
+
+/// The runs in a runs folder (`--log-dir`), newest first.
+pub fn list_runs_in(dir: &Path) -> Result<Vec<RunDir>, RunFolderError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(RunFolderError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut runs: Vec<RunDir> = entries
+        .flatten()
+        .filter(|e| e.path().join("events.jsonl").is_file())
+        .filter_map(|e| {
+            Some(RunDir {
+                id: e.file_name().into_string().ok()?,
+                path: e.path(),
+            })
+        })
+        .collect();
+    runs.sort_by(|a, b| b.id.cmp(&a.id));
+    Ok(runs)
+}
+
+/// The run `id` under `folder`, or the newest when `id` is `None`. An id may be given by a
+/// unique prefix.
+pub fn find_run(folder: &Path, id: Option<&str>) -> Result<RunDir, RunFolderError> {
+    let dir = folder.join(RUNS_DIR);
+    let runs = list_runs_in(&dir)?;
+    match id {
+        None => runs
+            .into_iter()
+            .next()
+            .ok_or(RunFolderError::NoRuns { dir }),
+        Some(id) => {
+            let mut matching = runs.into_iter().filter(|r| r.id.starts_with(id));
+            match (matching.next(), matching.next()) {
+                (Some(run), None) => Ok(run),
+                (Some(exact), Some(_)) if exact.id == id => Ok(exact),
+                _ => Err(RunFolderError::NotFound {
+                    id: id.to_owned(),
+                    dir,
+                }),
+            }
+        }
+    }
+}
+
+/// The live holder of `folder`'s lock ([`FOLDER_LOCK`]): the run going on there, if any.
+pub fn running(folder: &Path) -> Option<LockHolder> {
+    crate::lock::live_holder(&folder.join(FOLDER_LOCK))
+}
+
+/// Reads a run's events: each whole line that parses as a JSON object with a `type`; others
+/// (a half-written last line) are skipped.
+pub fn read_events(path: &Path) -> Result<Vec<Value>, RunFolderError> {
+    let text = std::fs::read(path).map_err(|source| RunFolderError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(parse_events(&text))
+}
+
+/// Parses JSON Lines events leniently (see [`read_events`]).
+pub fn parse_events(text: &[u8]) -> Vec<Value> {
+    text.split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|v| v.get("type").is_some_and(Value::is_string))
+        .collect()
+}
+
+/// How an iteration went, as a timeline colours it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum IterationOutcome {
+    /// The agent ran and exited 0 with no state that says otherwise.
+    Worked,
+    /// The agent reported `idle`.
+    Idle,
+    /// The agent failed (a non-zero exit, a signal, a timeout, `ITERATION_FAILED`), or its
+    /// `done_when` checks did.
+    Failed,
+    /// Its `done_when` checks all passed, or its story passed.
+    Converged,
+    /// The circuit breaker tripped, or its story was blocked.
+    Blocked,
+    /// Stopped by Ctrl+C or a signal, or never finished (the run was killed).
+    Interrupted,
+    /// Still running.
+    Running,
+}
+
+impl IterationOutcome {
+    /// The name used in `--json`, the report and the docs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Worked => "worked",
+            Self::Idle => "idle",
+            Self::Failed => "failed",
+            Self::Converged => "converged",
+            Self::Blocked => "blocked",
+            Self::Interrupted => "interrupted",
+            Self::Running => "running",
+        }
+    }
+}
+
+/// One iteration, rebuilt from its events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct IterationRecord {
+    /// 1-based iteration number.
+    pub iteration: u64,
+    /// When `ITERATION_STARTED` was written.
+    #[serde(skip)]
+    pub started: Option<SystemTime>,
+    /// Milliseconds from the run's start to this iteration's start.
+    pub start_ms: u64,
+    /// From `ITERATION_STARTED` to `ITERATION_ENDED` (commands and agent); to the last event
+    /// for an iteration that has not ended.
+    pub duration_ms: u64,
+    /// The agent's exit code.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the agent.
+    pub signal: Option<i32>,
+    /// How the agent ended (`natural`, `timeout`, ...), if it ended.
+    pub termination: Option<String>,
+    /// The state marker, if any.
+    pub state: Option<String>,
+    /// The story, in story mode.
+    pub story_id: Option<String>,
+    /// The attempt on the story, in story mode.
+    pub attempt: Option<u64>,
+    /// Cost in US dollars, when the adapter reported it.
+    pub cost_usd: Option<f64>,
+    /// Input plus output tokens, when the adapter reported them.
+    pub tokens: Option<u64>,
+    /// The iteration's log file, as the event named it.
+    pub log_file: Option<String>,
+    /// How it went.
+    pub outcome: IterationOutcome,
+}
+
+/// A wait between iterations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct WaitRecord {
+    /// The iteration it follows.
+    pub iteration: u64,
+    /// Why: `idle`, `delay`, `state`, `retry`, `failure`, `rate_limit`, ...
+    pub reason: String,
+    /// Milliseconds from the run's start.
+    pub start_ms: u64,
+    /// How long it meant to wait.
+    pub delay_ms: u64,
+}
+
+/// One `done_when` check of an attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CheckRecord {
+    /// The command.
+    pub command: String,
+    /// Whether it passed.
+    pub passed: bool,
+}
+
+/// One convergence attempt (`ATTEMPT_ENDED`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct AttemptRecord {
+    /// The iteration it ran in.
+    pub iteration: u64,
+    /// 1-based attempt number.
+    pub attempt: u64,
+    /// Whether every check passed.
+    pub ok: bool,
+    /// Each check.
+    pub checks: Vec<CheckRecord>,
+}
+
+/// A circuit-breaker trip (`CIRCUIT_TRIPPED`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TripRecord {
+    /// The iteration it followed.
+    pub iteration: u64,
+    /// The story, if any.
+    pub story_id: Option<String>,
+    /// `same_error`, `max_attempts` or `blocked`.
+    pub reason: String,
+    /// The streak or attempt count.
+    pub count: u64,
+}
+
+/// Whether a run is over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// `RUN_ENDED` was written.
+    Ended {
+        /// Its reason.
+        reason: String,
+        /// ralph's exit code.
+        exit_code: Option<i64>,
+    },
+    /// The folder's lock is held by this run's process.
+    Running {
+        /// The process.
+        pid: u32,
+    },
+    /// No `RUN_ENDED` and no live process: the run was killed (or its machine went down).
+    Killed,
+}
+
+/// A run, rebuilt from its `events.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct RunRecord {
+    /// The run id.
+    pub run_id: String,
+    /// The first event's time.
+    #[serde(skip)]
+    pub started: Option<SystemTime>,
+    /// The first event's time, RFC 3339.
+    pub started_at: Option<String>,
+    /// From the first event to `RUN_ENDED` (or the last event so far).
+    pub duration_ms: u64,
+    /// The iteration cap, if any.
+    pub max_iterations: Option<u64>,
+    /// Whether it is over.
+    #[serde(flatten)]
+    pub status: RunStatus,
+    /// Iterations, in order.
+    pub iterations: Vec<IterationRecord>,
+    /// Waits between iterations.
+    pub waits: Vec<WaitRecord>,
+    /// Convergence attempts.
+    pub attempts: Vec<AttemptRecord>,
+    /// Circuit-breaker trips.
+    pub trips: Vec<TripRecord>,
+    /// Story mode: stories passed, blocked and remaining, from `RUN_ENDED`; while a run goes
+    /// on, only `passed` and `blocked` are counted from the events.
+    pub stories: Option<StoryCounts>,
+    /// Total cost of the iterations whose agent reported one.
+    pub cost_usd: Option<f64>,
+    /// Total tokens of the iterations whose agent reported them.
+    pub tokens: Option<u64>,
+}
+
+/// Stories of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct StoryCounts {
+    /// Passed.
+    pub passed: u64,
+    /// Blocked.
+    pub blocked: u64,
+    /// Still to do; `None` while the run goes on.
+    pub remaining: Option<u64>,
+}
+
+fn ts(event: &Value) -> Option<SystemTime> {
+    humantime::parse_rfc3339(event.get("ts")?.as_str()?).ok()
+}
+
+fn u64_of(event: &Value, key: &str) -> Option<u64> {
+    event.get(key)?.as_u64()
+}
+
+fn str_of(event: &Value, key: &str) -> Option<String> {
+    event.get(key)?.as_str().map(str::to_owned)
+}
+
+fn ms_between(from: Option<SystemTime>, to: Option<SystemTime>) -> u64 {
+    match (from, to) {
+        (Some(from), Some(to)) => to
+            .duration_since(from)
+            .unwrap_or(Duration::ZERO)
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX),
+        _ => 0,
+    }
+}
+
+impl RunRecord {
+    /// Rebuilds a run from its events. `holder` is the live holder of its folder's lock, if
+    /// any: a run without `RUN_ENDED` is running when the holder names it, killed otherwise.
+    pub fn from_events(run_id: &str, events: &[Value], holder: Option<&LockHolder>) -> Self {
+        let started = events.first().and_then(ts);
+        let mut last = started;
+        let mut run = RunRecord {
+            run_id: run_id.to_owned(),
+            started,
+            started_at: started.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+            duration_ms: 0,
+            max_iterations: None,
+            status: RunStatus::Killed,
+            iterations: Vec::new(),
+            waits: Vec::new(),
+            attempts: Vec::new(),
+            trips: Vec::new(),
+            stories: None,
+            cost_usd: None,
+            tokens: None,
+        };
+        let mut story: Option<(String, Option<u64>)> = None;
+        let mut passed = 0;
+        let mut blocked = 0;
+        let mut ended = false;
+        for event in events {
+            let at = ts(event);
+            if at.is_some() {
+                last = at;
+            }
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+            let current = run.iterations.last_mut();
+            match kind {
+                "RUN_STARTED" => run.max_iterations = u64_of(event, "max_iterations"),
+                "STORY_STARTED" => {
+                    story = str_of(event, "story_id").map(|id| (id, u64_of(event, "attempt")));
+                }
+                "ITERATION_STARTED" => {
+                    let story_id = str_of(event, "story_id")
+                        .or_else(|| story.as_ref().map(|(id, _)| id.clone()));
+                    let attempt = u64_of(event, "attempt")
+                        .or_else(|| story.as_ref().and_then(|(_, attempt)| *attempt));
+                    run.iterations.push(IterationRecord {
+                        iteration: u64_of(event, "iteration").unwrap_or(0),
+                        started: at,
+                        start_ms: ms_between(started, at),
+                        duration_ms: 0,
+                        exit_code: None,
+                        signal: None,
+                        termination: None,
+                        state: None,
+                        story_id,
+                        attempt,
+                        cost_usd: None,
+                        tokens: None,
+                        log_file: None,
+                        outcome: IterationOutcome::Running,
+                    });
+                }
+                "ITERATION_ENDED" => {
+                    if let Some(it) = current {
+                        it.duration_ms = ms_between(it.started, at);
+                        it.exit_code = event
+                            .get("exit_code")
+                            .and_then(Value::as_i64)
+                            .and_then(|c| i32::try_from(c).ok());
+                        it.signal = event
+                            .get("signal")
+                            .and_then(Value::as_i64)
+                            .and_then(|c| i32::try_from(c).ok());
+                        it.termination = str_of(event, "termination");
+                        it.state = str_of(event, "state");
+                        it.log_file = str_of(event, "log_file");
+                        if let Some(usage) = event.get("usage") {
+                            it.cost_usd = usage.get("cost_usd").and_then(Value::as_f64);
+                            let input = u64_of(usage, "input_tokens");
+                            let output = u64_of(usage, "output_tokens");
+                            if input.is_some() || output.is_some() {
+                                it.tokens =
+                                    Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)));
+                            }
+                        }
+                        // `failed` is the engine's own verdict; runs written before it
+                        // existed are judged by the exit.
+                        let failed = event.get("failed").and_then(Value::as_bool);
+                        it.outcome = match (it.termination.as_deref(), it.state.as_deref()) {
+                            (Some("interrupted"), _) => IterationOutcome::Interrupted,
+                            _ if failed == Some(true) => IterationOutcome::Failed,
+                            (_, Some("idle")) if failed == Some(false) => IterationOutcome::Idle,
+                            _ if failed == Some(false) => IterationOutcome::Worked,
+                            (Some("natural"), Some("idle")) if it.exit_code == Some(0) => {
+                                IterationOutcome::Idle
+                            }
+                            (Some("natural") | None, _) if it.exit_code == Some(0) => {
+                                IterationOutcome::Worked
+                            }
+                            // Interactive PTY iterations end on silence by design.
+                            (Some("idle_timeout"), _) => IterationOutcome::Worked,
+                            _ => IterationOutcome::Failed,
+                        };
+                    }
+                }
+                "ITERATION_FAILED" => {
+                    if let Some(it) = current {
+                        it.outcome = IterationOutcome::Failed;
+                    }
+                }
+                "ATTEMPT_ENDED" => {
+                    let ok = event.get("ok").and_then(Value::as_bool).unwrap_or(false);
+                    let checks = event
+                        .get("results")
+                        .and_then(Value::as_array)
+                        .map(|results| {
+                            results
+                                .iter()
+                                .map(|r| CheckRecord {
+                                    command: str_of(r, "command").unwrap_or_default(),
+                                    passed: r.get("exit_code").and_then(Value::as_i64) == Some(0)
+                                        && r.get("timed_out").and_then(Value::as_bool)
+                                            != Some(true),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let iteration = u64_of(event, "iteration").unwrap_or(0);
+                    run.attempts.push(AttemptRecord {
+                        iteration,
+                        attempt: u64_of(event, "attempt").unwrap_or(0),
+                        ok,
+                        checks,
+                    });
+                    // Failing checks fail the attempt, whatever the agent's exit.
+                    if let Some(it) = current.filter(|it| it.iteration == iteration) {
+                        it.outcome = match ok {
+                            true => IterationOutcome::Converged,
+                            false => IterationOutcome::Failed,
+                        };
+                    }
+                }
+                "STORY_PASSED" => {
+                    passed += 1;
+                    if let Some(it) = current {
+                        if it.outcome != IterationOutcome::Failed {
+                            it.outcome = IterationOutcome::Converged;
+                        }
+                    }
+                }
+                "CIRCUIT_TRIPPED" => {
+                    run.trips.push(TripRecord {
+                        iteration: current.as_ref().map_or(0, |it| it.iteration),
+                        story_id: str_of(event, "story_id"),
+                        reason: str_of(event, "reason").unwrap_or_default(),
+                        count: u64_of(event, "count").unwrap_or(0),
+                    });
+                    if let Some(it) = current {
+                        it.outcome = IterationOutcome::Blocked;
+                    }
+                }
+                "STORY_BLOCKED" => {
+                    blocked += 1;
+                    if let Some(it) = current {
+                        it.outcome = IterationOutcome::Blocked;
+                    }
+                }
+                "WAIT_STARTED" => run.waits.push(WaitRecord {
+                    iteration: u64_of(event, "iteration").unwrap_or(0),
+                    reason: str_of(event, "reason").unwrap_or_default(),
+                    start_ms: ms_between(started, at),
+                    delay_ms: u64_of(event, "delay_ms").unwrap_or(0),
+                }),
+                "RUN_ENDED" => {
+                    ended = true;
+                    run.status = RunStatus::Ended {
+                        reason: str_of(event, "reason").unwrap_or_default(),
+                        exit_code: event.get("exit_code").and_then(Value::as_i64),
+                    };
+                    if let Some(s) = event.get("stories") {
+                        run.stories = Some(StoryCounts {
+                            passed: u64_of(s, "passed").unwrap_or(0),
+                            blocked: u64_of(s, "blocked").unwrap_or(0),
+                            remaining: u64_of(s, "remaining"),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let live = holder.filter(|h| h.run_id == run_id);
+        if !ended {
+            if let Some(h) = live {
+                run.status = RunStatus::Running { pid: h.pid };
+            }
+            let outcome = match live {
+                Some(_) => IterationOutcome::Running,
+                None => IterationOutcome::Interrupted,
+            };
+            if let Some(it) = run
+                .iterations
+                .last_mut()
+                .filter(|it| it.outcome == IterationOutcome::Running)
+            {
+                it.duration_ms = ms_between(it.started, last);
+                it.outcome = outcome;
+            }
+            if run.stories.is_none() && (passed > 0 || blocked > 0) {
+                run.stories = Some(StoryCounts {
+                    passed,
+                    blocked,
+                    remaining: None,
+                });
+            }
+        }
+        run.duration_ms = ms_between(started, last);
+        let costs: Vec<f64> = run.iterations.iter().filter_map(|i| i.cost_usd).collect();
+        run.cost_usd = (!costs.is_empty()).then(|| costs.iter().sum());
+        let tokens: Vec<u64> = run.iterations.iter().filter_map(|i| i.tokens).collect();
+        run.tokens = (!tokens.is_empty()).then(|| tokens.iter().sum());
+        run
+    }
+
+    /// Reads `dir`'s events and rebuilds its run; `folder` is the loop's folder, whose lock says
+    /// whether the run is still going.
+    pub fn read(dir: &RunDir, folder: &Path) -> Result<Self, RunFolderError> {
+        let events = read_events(&dir.events_path())?;
+        Ok(Self::from_events(
+            &dir.id,
+            &events,
+            running(folder).as_ref(),
+        ))
+    }
+
+    /// Whether the run is still going.
+    pub fn is_running(&self) -> bool {
+        matches!(self.status, RunStatus::Running { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(lines: &str) -> Vec<Value> {
+        parse_events(lines.as_bytes())
+    }
+
+    const RUN: &str = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED","max_iterations":3}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","state":"idle","usage":{"cost_usd":0.5,"input_tokens":10,"output_tokens":5}}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"idle","delay_ms":1000}
+{"ts":"2026-01-01T00:00:03.000Z","run_id":"r","type":"SOMETHING_NEW","iteration":2}
+{"ts":"2026-01-01T00:00:03.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:04.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":3,"termination":"natural"}
+{"ts":"2026-01-01T00:00:04.000Z","run_id":"r","type":"ITERATION_STA"#;
+
+    #[test]
+    fn a_killed_run_reads_with_unknown_events_and_a_torn_last_line() {
+        let run = RunRecord::from_events("r", &events(RUN), None);
+        assert_eq!(run.status, RunStatus::Killed);
+        let outcomes: Vec<_> = run.iterations.iter().map(|i| i.outcome).collect();
+        assert_eq!(outcomes, [IterationOutcome::Idle, IterationOutcome::Failed]);
+        assert_eq!(run.iterations[0].duration_ms, 2000);
+        assert_eq!(run.iterations[1].start_ms, 3000);
+        assert_eq!(run.duration_ms, 4000);
+        assert_eq!((run.cost_usd, run.tokens), (Some(0.5), Some(15)));
+        assert_eq!(run.waits[0].reason, "idle");
+    }
+
+    #[test]
+    fn a_run_without_run_ended_is_running_while_its_holder_names_it() {
+        let mut holder = LockHolder::this_process("r", Path::new("."));
+        let text = RUN.rsplit_once('\n').map_or(RUN, |(a, _)| a).to_owned()
+            + "\n{\"ts\":\"2026-01-01T00:00:05.000Z\",\"run_id\":\"r\",\"type\":\"ITERATION_STARTED\",\"iteration\":3}\n";
+        let run = RunRecord::from_events("r", &events(&text), Some(&holder));
+        assert_eq!(
+            run.status,
+            RunStatus::Running {
+                pid: std::process::id()
+            }
+        );
+        assert_eq!(run.iterations[2].outcome, IterationOutcome::Running);
+        holder.run_id = "other".into();
+        let run = RunRecord::from_events("r", &events(&text), Some(&holder));
+        assert_eq!(run.status, RunStatus::Killed);
+        assert_eq!(run.iterations[2].outcome, IterationOutcome::Interrupted);
+    }
+
+    #[test]
+    fn the_engines_failed_verdict_wins_over_the_exit_code() {
+        let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":true}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":3,"termination":"natural","failed":false}
+"#;
+        let run = RunRecord::from_events("r", &events(text), None);
+        let outcomes: Vec<_> = run.iterations.iter().map(|i| i.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [IterationOutcome::Failed, IterationOutcome::Worked]
+        );
+    }
+
+    #[test]
+    fn failed_iterations_and_story_lanes_come_from_the_new_events() {
+        let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED"}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-1","title":"t","attempt":2}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural"}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_FAILED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"rate_limit","delay_ms":5}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"RUN_ENDED","reason":"interrupted","exit_code":130,"stories":{"passed":0,"blocked":0,"remaining":1}}
+"#;
+        let run = RunRecord::from_events("r", &events(text), None);
+        let it = &run.iterations[0];
+        assert_eq!(it.outcome, IterationOutcome::Failed);
+        assert_eq!(
+            (it.story_id.as_deref(), it.attempt),
+            (Some("US-1"), Some(2))
+        );
+        assert_eq!(run.waits[0].reason, "rate_limit");
+        assert!(matches!(
+            run.status,
+            RunStatus::Ended {
+                exit_code: Some(130),
+                ..
+            }
+        ));
+    }
+}
