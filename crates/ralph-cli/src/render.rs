@@ -586,6 +586,7 @@ mod tests {
                     cost_usd: None,
                     num_turns: None,
                     stories: None,
+                    usage: None,
                 },
             ] {
                 r.event(&Event {

@@ -1,31 +1,75 @@
 //! `ralph report`: one self-contained HTML file, checked in a real headless browser.
 //!
-//! The browser is Chromium from the system's packages (`apt-get install chromium`; `.ci/run`
-//! installs it when missing). `RALPH_CHROMIUM` names another binary.
+//! The browser is Chromium from the system's packages. When none is found, the tests install
+//! it with `apt-get` (as root, or through `sudo -n`), so `cargo test --workspace` needs nothing
+//! installed by hand on a Debian or Ubuntu machine; `RALPH_CHROMIUM` names another binary.
 
 mod common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::{Project, code};
 
-/// The Chromium binary: `RALPH_CHROMIUM`, else the first of the usual names on PATH.
+/// The Chromium binary: `RALPH_CHROMIUM`, else the first of the usual names on PATH, installed
+/// from the system's packages first when there is none.
 fn chromium() -> PathBuf {
-    if let Some(path) = std::env::var_os("RALPH_CHROMIUM") {
-        return PathBuf::from(path);
-    }
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if let Some(path) = std::env::var_os("RALPH_CHROMIUM") {
+                return PathBuf::from(path);
+            }
+            find_chromium()
+                .or_else(|| {
+                    install_chromium();
+                    find_chromium()
+                })
+                .expect(
+                    "no Chromium found for the report tests, and `apt-get install chromium` \
+                     failed: install it, or set RALPH_CHROMIUM to a Chrome or Chromium binary",
+                )
+        })
+        .clone()
+}
+
+fn find_chromium() -> Option<PathBuf> {
     let names = ["chromium", "chromium-browser", "google-chrome", "chrome"];
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
         .flat_map(|dir| names.map(|n| dir.join(n)))
         .find(|p| p.is_file())
-        .expect(
-            "no Chromium found for the report tests: install it (`apt-get install -y chromium`) \
-             or set RALPH_CHROMIUM",
-        )
+}
+
+/// `apt-get install chromium`, as root or through `sudo -n` (which fails rather than asking
+/// for a password). Tests in this file share one install through the `OnceLock` above.
+fn install_chromium() {
+    // SAFETY: geteuid only reads the process's effective user id.
+    let root = unsafe { libc::geteuid() } == 0;
+    let apt = |args: &[&str]| {
+        let mut cmd = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        cmd.args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let _ = apt(&["update", "-qq"])
+        && apt(&[
+            "install",
+            "-y",
+            "-qq",
+            "--no-install-recommends",
+            "chromium",
+        ]);
 }
 
 /// What a headless browser made of `html`: the DOM it built and the console messages it
