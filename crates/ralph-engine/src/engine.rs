@@ -12,7 +12,7 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::adapter::{self, OutputAdapter, Usage};
+use crate::adapter::{self, OutputAdapter, RunCost, Usage};
 use crate::convergence::{self, Attempts, Verdict};
 use crate::event::{
     CheckResult, EventKind, EventSink, IdleSummary, MarkerRecord, Termination, WaitProgress,
@@ -362,8 +362,9 @@ struct Run {
     /// `RALPH_FILE` for processes: absolute, since `./` commands run from another folder.
     ralph_file_abs: String,
     adapter: Option<AdapterFactory>,
+    /// The run's cost, each agent session counted once (`adapter::RunCost`).
+    run_cost: RunCost,
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
-    cost_usd: Option<f64>,
     num_turns: Option<u64>,
     usage: Option<Usage>,
     tasks: Tasks,
@@ -400,7 +401,7 @@ impl Run {
             terminal: engine.terminal,
             adapter: engine.adapter,
             tasks: Tasks::new(engine.tasks),
-            cost_usd: None,
+            run_cost: RunCost::default(),
             num_turns: None,
             usage: None,
             failures: FailureStreak::new(),
@@ -630,7 +631,7 @@ impl Run {
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
     fn budget_spent(&self) -> Option<EndReason> {
-        if let (Some(max), Some(cost)) = (self.options.max_cost, self.cost_usd) {
+        if let (Some(max), Some(cost)) = (self.options.max_cost, self.run_cost.total()) {
             if cost >= max {
                 return Some(EndReason::MaxCost);
             }
@@ -727,7 +728,7 @@ impl Run {
             outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
             flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
             stories: self.tasks.summary(),
-            cost_usd: self.cost_usd,
+            cost_usd: self.run_cost.total(),
             num_turns: self.num_turns,
             usage: self.usage.clone(),
         });
@@ -794,10 +795,10 @@ impl Run {
         self.agent_run = self.judge_agent_run(&exit, &words);
         let failed = self.agent_run.failure.is_some();
         if let Some(usage) = &usage {
-            self.usage.get_or_insert_with(Usage::default).add(usage);
-            if let Some(cost) = usage.cost_usd {
-                self.cost_usd = Some(adapter::add_cost(self.cost_usd.unwrap_or(0.0), cost));
-            }
+            self.run_cost.record(usage);
+            let total = self.usage.get_or_insert_with(Usage::default);
+            total.add(usage);
+            total.cost_usd = self.run_cost.total();
             if let Some(turns) = usage.num_turns {
                 let total = self.num_turns.get_or_insert(0);
                 *total = total.saturating_add(turns);

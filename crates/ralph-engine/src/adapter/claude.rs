@@ -375,6 +375,9 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
         for (_, cost) in &self.costs {
             self.usage.cost_usd = Some(add_cost(self.usage.cost_usd.unwrap_or(0.0), *cost));
         }
+        // One session's running total, which the run counts once if the session goes on in
+        // the next iteration (`claude -p --continue`); Amp's is a sum of its messages.
+        self.usage.cost_is_session_total = self.flavour != Flavour::Amp && self.costs.len() == 1;
         if self.flavour == Flavour::Amp && self.usage.input_tokens.is_none() {
             self.usage.input_tokens = self.message_tokens.input_tokens;
             self.usage.cached_input_tokens = self.message_tokens.cached_input_tokens;
@@ -789,6 +792,7 @@ mod tests {
         assert_eq!(
             out.usage,
             Some(Usage {
+                cost_is_session_total: true,
                 cost_usd: Some(0.1873245),
                 num_turns: Some(7),
                 duration_ms: Some(48213),
@@ -865,6 +869,7 @@ mod tests {
         assert_eq!(
             first.usage,
             Some(Usage {
+                cost_is_session_total: true,
                 cost_usd: Some(0.25),
                 num_turns: Some(3),
                 duration_ms: Some(1235),

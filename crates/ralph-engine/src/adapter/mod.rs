@@ -121,6 +121,12 @@ pub struct Usage {
     /// Tool calls that were denied permission (Claude Code's `permission_denials`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_tool_calls: Option<u64>,
+    /// `cost_usd` is the agent session's running total (Claude Code reports the whole
+    /// session's cost again when it goes on with `--continue` or `--resume`): a run counts a
+    /// session that goes on over several iterations once, with its last figure. Not on the
+    /// wire.
+    #[serde(skip)]
+    pub cost_is_session_total: bool,
 }
 
 impl Usage {
@@ -154,6 +160,53 @@ impl Usage {
     /// Whether no figure is known.
     fn is_empty(&self) -> bool {
         *self == Usage::default()
+    }
+}
+
+/// A run's cost from its agent runs' usage. Where an agent's reported cost is its session's
+/// running total ([`Usage::cost_is_session_total`]), an agent line that goes on with the same
+/// session (`claude -p --continue`, `--resume`) reports the whole session's cost again each
+/// iteration: iterations in one session count once, with the last figure. Every other cost
+/// (another session, no session id, an agent that reports each run's own) adds up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RunCost {
+    /// The cost of every session before the current one.
+    before: Option<f64>,
+    /// The current session and its latest running total.
+    current: Option<(Option<String>, f64)>,
+}
+
+impl RunCost {
+    /// Takes in one agent run's usage.
+    pub(crate) fn record(&mut self, usage: &Usage) {
+        let Some(cost) = usage.cost_usd else {
+            return;
+        };
+        match &mut self.current {
+            Some((Some(session), total))
+                if usage.cost_is_session_total && usage.session_id.as_ref() == Some(&*session) =>
+            {
+                *total = cost;
+            }
+            current => {
+                if let Some((_, total)) = current.take() {
+                    self.before = Some(add_cost(self.before.unwrap_or(0.0), total));
+                }
+                let session = usage
+                    .session_id
+                    .clone()
+                    .filter(|_| usage.cost_is_session_total);
+                *current = Some((session, cost));
+            }
+        }
+    }
+
+    /// The run's cost so far, `None` when no agent run reported one.
+    pub(crate) fn total(&self) -> Option<f64> {
+        match (self.before, &self.current) {
+            (before, Some((_, current))) => Some(add_cost(before.unwrap_or(0.0), *current)),
+            (before, None) => before,
+        }
     }
 }
 
@@ -566,6 +619,40 @@ pub(crate) mod testing {
             read(make(), raw.chunks(7)),
             whole,
             "{what} in 7-byte chunks"
+        );
+    }
+
+    #[test]
+    fn a_session_that_goes_on_counts_once_with_its_last_running_total() {
+        let run = |costs: &[(Option<&str>, f64)]| {
+            let mut cost = RunCost::default();
+            for (session, usd) in costs {
+                cost.record(&Usage {
+                    cost_usd: Some(*usd),
+                    session_id: session.map(str::to_owned),
+                    cost_is_session_total: true,
+                    ..Usage::default()
+                });
+            }
+            cost.total()
+        };
+        assert_eq!(run(&[]), None);
+        // `--continue`: each iteration reports the session's total so far.
+        assert_eq!(
+            run(&[(Some("s1"), 0.1), (Some("s1"), 0.25), (Some("s1"), 0.4)]),
+            Some(0.4)
+        );
+        // A new session each iteration, or none: each run's cost adds up.
+        assert_eq!(run(&[(Some("a"), 0.1), (Some("b"), 0.2)]), Some(0.3));
+        assert_eq!(run(&[(None, 0.1), (None, 0.2)]), Some(0.3));
+        assert_eq!(
+            run(&[
+                (Some("a"), 0.1),
+                (Some("a"), 0.15),
+                (Some("b"), 0.2),
+                (None, 0.05)
+            ]),
+            Some(0.4)
         );
     }
 
