@@ -191,6 +191,7 @@ fn a_revert_keeps_a_protected_file_inside_an_untracked_folder() {
             .arg("-C")
             .arg(top)
             .args(["cat-file", "-e", &format!("{refname}:out/events.jsonl")])
+            .stderr(std::process::Stdio::null())
             .status()
             .unwrap()
             .code()
