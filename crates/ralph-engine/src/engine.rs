@@ -33,6 +33,7 @@ use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
 mod failure;
+mod persist;
 mod states;
 mod supervise;
 
@@ -95,6 +96,12 @@ pub struct EngineOptions {
     pub max_cost: Option<f64>,
     /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
     pub max_runtime: Option<Duration>,
+    /// Go on with a stopped run from its session file (`ralph run --resume`): same run id and
+    /// log folder expected, iteration numbers, streaks, attempts, budgets and the task
+    /// source's state taken up where it stopped, the interrupted wait's remainder waited.
+    pub resume: Option<crate::session::Session>,
+    /// With `resume`: skip what is left of the interrupted wait.
+    pub resume_now: bool,
 }
 
 impl EngineOptions {
@@ -122,6 +129,8 @@ impl EngineOptions {
             kill_grace: Duration::from_secs(3),
             reload: false,
             subreaper: true,
+            resume: None,
+            resume_now: false,
         }
     }
 }
@@ -374,6 +383,12 @@ struct Run {
     /// An agent process has started in this run: a later spawn error is a failed run, not a
     /// mistake in the agent line.
     agent_started: bool,
+    /// The session file's content, written as the run goes; `None` without a log folder.
+    session: Option<crate::session::Session>,
+    /// Run time before this process took the run up (`--resume`).
+    elapsed_before: Duration,
+    /// Sums of the tokens the agents reported, for the session file.
+    tokens: persist::Tokens,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -402,6 +417,9 @@ impl Run {
             agent_run: AgentRun::default(),
             last_failed: false,
             agent_started: false,
+            session: None,
+            elapsed_before: Duration::ZERO,
+            tokens: persist::Tokens::default(),
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -451,7 +469,11 @@ impl Run {
             max_cost_usd: self.options.max_cost,
             max_runtime_ms: self.options.max_runtime.map(millis),
         };
+        let resumed = self.resume();
         self.emit(started);
+        if let Some(reason) = self.resumed(resumed).await {
+            return Ok(self.finish(reason));
+        }
 
         let reason = loop {
             if let Some(max) = self.options.max_iterations {
@@ -492,6 +514,7 @@ impl Run {
             if self.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
+            self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
             self.containment
@@ -508,6 +531,7 @@ impl Run {
                 break EndReason::Interrupted;
             }
             let decision = self.after_agent(decision);
+            let planned = self.planned_wait(&decision);
             let decision = match decision {
                 // An ending the iteration reached (converged, say) stands even when a Ctrl+C
                 // asked to stop after it.
@@ -522,6 +546,7 @@ impl Run {
                 },
             };
             self.report_agent_run(iteration, &decision);
+            self.save_session(false, planned);
             let (delay, reason) = match decision {
                 Next::Stop(reason) => break reason,
                 Next::Wait(delay, reason) => (delay, reason),
@@ -628,7 +653,7 @@ impl Run {
             }
         }
         match self.options.max_runtime {
-            Some(max) if self.started.elapsed() >= max => Some(EndReason::MaxRuntime),
+            Some(max) if self.elapsed() >= max => Some(EndReason::MaxRuntime),
             _ => None,
         }
     }
@@ -709,6 +734,7 @@ impl Run {
                     .then_some(InterruptSignal::Int),
             ),
         );
+        self.session_ended(&reason, exit_code);
         let converged = matches!(reason, EndReason::Converged | EndReason::StoriesDone);
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
@@ -780,6 +806,7 @@ impl Run {
             if let Some(cost) = usage.cost_usd {
                 *self.cost_usd.get_or_insert(0.0) += cost;
             }
+            self.count_tokens(usage);
             if let Some(turns) = usage.num_turns {
                 let total = self.num_turns.get_or_insert(0);
                 *total = total.saturating_add(turns);
@@ -857,7 +884,7 @@ impl Run {
         let mut events = Vec::new();
         let facts = Facts {
             iteration,
-            elapsed: self.started.elapsed(),
+            elapsed: self.elapsed(),
             checks_passed: verdict.map(|v| v == Verdict::Converged),
             task: self.tasks.current_id(),
         };
@@ -1333,7 +1360,10 @@ impl Run {
         delay: Duration,
     ) -> Option<EndReason> {
         let start = Instant::now();
-        let runtime_end = self.options.max_runtime.map(|max| self.started + max);
+        let runtime_end = self
+            .options
+            .max_runtime
+            .map(|max| start + max.saturating_sub(self.elapsed()));
         let (delay, cut) = match runtime_end {
             Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
             _ => (delay, false),

@@ -49,6 +49,7 @@ mod logs;
 mod outcome;
 mod process;
 mod rate_limit;
+pub mod session;
 mod signal;
 mod state;
 mod tail;

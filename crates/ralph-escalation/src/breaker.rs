@@ -139,6 +139,17 @@ impl Breaker {
         self.last = None;
         self.streak = 0;
     }
+    /// Attempts, the last signature and its streak: what a stopped run saves.
+    pub fn counts(&self) -> (u64, Option<&str>, u64) {
+        (self.attempts, self.last.as_deref(), self.streak)
+    }
+
+    /// Takes up the [`counts`](Self::counts) of a stopped run, under this breaker's limits.
+    pub fn restore_counts(&mut self, attempts: u64, last: Option<String>, streak: u64) {
+        self.attempts = attempts;
+        self.last = last;
+        self.streak = streak;
+    }
 }
 
 #[cfg(test)]
