@@ -13,7 +13,9 @@ mod init;
 mod lint;
 mod ralph_file;
 mod render;
+mod resume;
 mod run;
+mod status;
 mod terminal;
 
 use std::process::ExitCode;
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(&args.path),
         Command::Run(args) => run::run(args),
         Command::Init(args) => init(&args),
+        Command::Status(args) => status::status(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.
