@@ -46,12 +46,10 @@ fn iterations_started(events: &[Value]) -> Vec<u64> {
 fn wait_for_run_event(p: &Project, kind: &str, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let seen = p
-            .path()
-            .join(".ralph/current")
-            .exists()
-            .then(|| of(&run_events(p), kind).len())
-            .unwrap_or(0);
+        let seen = match p.path().join(".ralph/current").exists() {
+            true => of(&run_events(p), kind).len(),
+            false => 0,
+        };
         if seen >= count {
             return;
         }
