@@ -314,12 +314,15 @@ mod tests {
     #[test]
     fn a_session_survives_its_file() {
         let dir = tempfile::tempdir().unwrap();
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
         let mut session = Session::new("r1", "RALPH.md", config_hash("x"));
+        // Times are written to the millisecond.
+        (session.started, session.updated) = (at, at);
         session.iteration = 3;
         session.wait = Some(PlannedWait {
             reason: WaitReason::Idle,
             delay_ms: 4000,
-            until: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123),
+            until: at,
         });
         session.write(dir.path()).unwrap();
         assert_eq!(Session::read(dir.path()).unwrap(), session);

@@ -120,7 +120,11 @@ pub trait TaskSource: Send {
 
     /// The source's own state, saved in the run's session file after every iteration and at
     /// the end, so a resumed run can [`restore`](Self::restore) it. `None`, the default: none.
-    fn snapshot(&self) -> Option<serde_json::Value> {
+    /// `ending` is set for the run's last snapshot (it stopped or ended), the one a resumed
+    /// run starts from when it was not killed: a source may record more then (escalation
+    /// records what the working tree holds).
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        let _ = ending;
         None
     }
 
@@ -218,8 +222,8 @@ impl Tasks {
         self.source.as_ref().and_then(|s| s.summary())
     }
 
-    pub(crate) fn snapshot(&self) -> Option<serde_json::Value> {
-        self.source.as_ref().and_then(|s| s.snapshot())
+    pub(crate) fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.source.as_ref().and_then(|s| s.snapshot(ending))
     }
 
     pub(crate) fn restore(&mut self, state: serde_json::Value) {

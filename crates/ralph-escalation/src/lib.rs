@@ -625,8 +625,8 @@ impl TaskSource for Escalation {
         self.counts
     }
 
-    fn snapshot(&self) -> Option<serde_json::Value> {
-        self.state()
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.state(ending)
     }
 
     fn restore(&mut self, state: serde_json::Value) {

@@ -139,8 +139,10 @@ impl Escalation {
         Ok(Some(this))
     }
 
-    /// The state a resumed run takes up: see [`State`].
-    pub(crate) fn state(&self) -> Option<serde_json::Value> {
+    /// The state a resumed run takes up: see [`State`]. The tree is recorded only when the run
+    /// is `ending`: a run killed without a word is taken at its tree's word anyway
+    /// ([`Accept::accepts`]), and the tree costs a few git processes.
+    pub(crate) fn state(&self, ending: bool) -> Option<serde_json::Value> {
         let (attempts, last, streak) = self.breaker.counts();
         let state = State {
             breaker: BreakerState {
@@ -158,7 +160,7 @@ impl Escalation {
                 checkpoint: r.checkpoint.clone(),
                 branch: r.branch.clone(),
                 head: r.git.head().ok(),
-                tree: r.git.work_tree(&r.own).ok(),
+                tree: ending.then(|| r.git.work_tree(&r.own).ok()).flatten(),
                 own: r.own.clone(),
             }),
         };

@@ -141,10 +141,14 @@ impl Run {
     /// Replaces the session file: `working` while an iteration runs (the task source's state
     /// is then its last step's), otherwise after a step, with the wait it planned.
     pub(super) fn save_session(&mut self, working: bool, wait: Option<PlannedWait>) {
+        self.write_session(working, wait, false);
+    }
+
+    fn write_session(&mut self, working: bool, wait: Option<PlannedWait>, ending: bool) {
         if self.session.is_none() {
             return;
         }
-        let task = (!working).then(|| self.tasks.snapshot());
+        let task = (!working).then(|| self.tasks.snapshot(ending));
         let handlers = self.handlers.snapshot();
         let consecutive_idle = handlers
             .get("idle")
@@ -192,6 +196,6 @@ impl Run {
             at: SystemTime::now(),
             resumable: session::resumable(reason),
         });
-        self.save_session(false, wait);
+        self.write_session(false, wait, true);
     }
 }
