@@ -99,6 +99,11 @@ fn a_run_stopped_by_max_iterations_goes_on_with_the_next_iteration_and_its_idle_
     let ended = of(&resumed, "RUN_ENDED")[0];
     assert_eq!(ended["iterations"], 4, "RUN_ENDED counts the whole run");
     assert_eq!(ended["idle_iterations"], 3);
+
+    // By its id, too.
+    let out = p.run(&["run", "--resume", &run_id, "--now", "-n", "5"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(iterations_started(&p.events()), [5]);
 }
 
 #[test]
@@ -337,6 +342,18 @@ fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert_eq!(of(&p.events(), "ATTEMPT_ENDED").len(), 2);
     assert!(p.events_of("CIRCUIT_TRIPPED").is_empty());
+    let out = p.run(&["status", "--json"]);
+    let status: Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(status["story"], "US-001");
+    assert_eq!(
+        status["attempt"], 3,
+        "two attempts failed: the third is next"
+    );
+    assert_eq!(
+        status["stories"],
+        serde_json::json!({"passed": 0, "blocked": 0, "remaining": 2})
+    );
+    assert_eq!(status["resumable"], true);
 
     // A plain run is refused on the attempt's uncommitted work, naming the way on.
     let out = p.run(&["run"]);
