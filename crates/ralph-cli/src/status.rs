@@ -46,8 +46,14 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
 
 /// The holder of `folder`'s lock, when it runs `run_id` and its process is alive. The file is
 /// only read: its holder writes its name there while it holds the lock, and clears it at the end.
+/// A name left by a killed run, whose pid another process took since (after a reboot), is told
+/// apart through the kernel's list of locks where there is one.
 fn running(folder: &Path, run_id: &str) -> Option<LockHolder> {
-    let text = std::fs::read_to_string(folder.join(FOLDER_LOCK)).ok()?;
+    let path = folder.join(FOLDER_LOCK);
+    if flock_held(&path) == Some(false) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
     let holder: LockHolder = serde_json::from_str(text.trim()).ok()?;
     let pid = i32::try_from(holder.pid).ok().filter(|pid| *pid > 0)?;
     // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
@@ -188,4 +194,22 @@ fn stories_line(stories: StoriesSummary) -> String {
         "stories: {} passed, {} blocked, {} remaining",
         stories.passed, stories.blocked, stories.remaining
     )
+}
+
+/// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
+/// that cannot be told.
+fn flock_held(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let inode = std::fs::metadata(path).ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a waiter's line has `->` after the id.
+    Some(locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&"FLOCK")
+            && fields
+                .get(5)
+                .and_then(|id| id.rsplit(':').next())
+                .and_then(|ino| ino.parse::<u64>().ok())
+                == Some(inode)
+    }))
 }

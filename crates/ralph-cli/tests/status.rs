@@ -123,3 +123,22 @@ fn status_where_no_run_started_says_so() {
         common::stderr(&out)
     );
 }
+
+#[test]
+fn a_lock_file_naming_a_live_pid_without_the_lock_is_no_running_run() {
+    // What a reboot leaves: the killed run's name in .ralph/lock, its pid taken by another
+    // process (here, this test), and no one holding the lock.
+    let p = Project::new(&format!("agent: {} --out hi", common::fake_agent()), "x\n");
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    let run_id = status(&p)["run_id"].as_str().unwrap().to_owned();
+    let holder = serde_json::json!({
+        "pid": std::process::id(),
+        "started": "2026-11-23T08:00:00Z",
+        "run_id": run_id,
+        "folder": p.path(),
+    });
+    std::fs::write(p.path().join(".ralph/lock"), holder.to_string()).unwrap();
+    let after = status(&p);
+    assert_eq!(after["running"], false);
+    assert_eq!(after["state"], "ended");
+}
