@@ -634,6 +634,9 @@ impl Run {
                     (Some(_), false) => {}
                 }
                 self.options.file = parsed.file;
+                if let Some(session) = &mut self.session {
+                    session.config_hash = crate::session::config_hash(&text);
+                }
                 EventKind::ConfigReloaded { iteration }
             }
             Err(errors) => EventKind::ConfigRejected {
