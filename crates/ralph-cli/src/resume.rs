@@ -87,11 +87,19 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
     ))
 }
 
-/// After a run that stopped but may go on (Ctrl+C, a signal, `-n`, `max_runtime`,
-/// `max_cost`): its last line says how to resume it.
+/// After a run that was interrupted (Ctrl+C, a signal), ran out of a budget, or of
+/// iterations with stories left: its last line says how to resume it. A plain `-n` ending is
+/// what was asked for, and says nothing more (it can still be resumed).
 pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: bool) {
+    use ralph_engine::EndReason;
     use std::io::Write as _;
-    if !session::resumable(reason) {
+    if !matches!(
+        reason,
+        EndReason::Interrupted
+            | EndReason::MaxRuntime
+            | EndReason::MaxCost
+            | EndReason::MaxIterationsWorkLeft
+    ) {
         return;
     }
     let command = match path == Path::new(".") {
