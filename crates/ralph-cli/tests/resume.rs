@@ -300,7 +300,10 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// The agent leaves uncommitted work (`work.txt`) and the check always fails the same way.
-fn story_repo() -> Project {
+const STORY_AGENT: &str = "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n";
+
+/// A repository with two stories, `agent` as `agent.sh`, all committed.
+fn story_repo(agent: &str) -> Project {
     let prd = serde_json::json!({
         "project": "Shop",
         "userStories": [
@@ -322,11 +325,7 @@ fn story_repo() -> Project {
     git(dir, &["config", "user.name", "Ralph Test"]);
     git(dir, &["config", "user.email", "ralph@example.com"]);
     git(dir, &["config", "commit.gpgsign", "false"]);
-    std::fs::write(
-        dir.join("agent.sh"),
-        "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(
         dir.join("prd.json"),
         serde_json::to_string_pretty(&prd).unwrap(),
@@ -340,7 +339,7 @@ fn story_repo() -> Project {
 
 #[test]
 fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
-    let p = story_repo();
+    let p = story_repo(STORY_AGENT);
     let out = p.run(&["run", "-n", "2"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert_eq!(of(&p.events(), "ATTEMPT_ENDED").len(), 2);
@@ -394,7 +393,7 @@ fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
 
 #[test]
 fn a_story_tree_changed_by_anything_else_is_still_refused() {
-    let p = story_repo();
+    let p = story_repo(STORY_AGENT);
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
     std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
     let out = p.run(&["run", "--resume", "-n", "3"]);
@@ -407,5 +406,35 @@ fn a_story_tree_changed_by_anything_else_is_still_refused() {
     assert_eq!(
         std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
         "my own edit\n"
+    );
+}
+
+#[test]
+fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
+    // The second iteration leaves its work and hangs until killed.
+    let agent = format!(
+        "{STORY_AGENT}if [ \"$RALPH_ITERATION\" = 2 ]; then echo $$ > agent.pid; exec sleep 60; fi\n"
+    );
+    let p = story_repo(&agent);
+    std::fs::write(p.path().join(".gitignore"), "events.jsonl\nagent.pid\n").unwrap();
+    git(p.path(), &["commit", "-qam", "ignore the pid file"]);
+    let mut child = p.spawn(&["run"]);
+    kill_agent_when_started(&p);
+    send_signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    kill_agent(&p);
+
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(resumed[0]["previous_reason"], "killed");
+    assert_eq!(iterations_started(&resumed), [3]);
+    // The killed iteration was no attempt: this is the story's second.
+    assert_eq!(of(&resumed, "ATTEMPT_ENDED")[0]["attempt"], 2);
+    assert!(of(&resumed, "CIRCUIT_TRIPPED").is_empty());
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("work.txt")).unwrap(),
+        "try 1\ntry 2\ntry 3\n",
+        "the attempt went on from the tree the killed run left"
     );
 }
