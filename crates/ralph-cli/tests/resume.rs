@@ -74,6 +74,11 @@ fn a_run_stopped_by_max_iterations_goes_on_with_the_next_iteration_and_its_idle_
 
     let out = p.run(&["run", "--resume", "-n", "4"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).starts_with("resuming the run after iteration 2 (max_iterations)\n"),
+        "{}",
+        common::stdout(&out)
+    );
 
     // One run: same id, same folder, events appended; the new --events file starts with
     // RUN_RESUMED.
