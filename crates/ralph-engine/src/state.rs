@@ -413,6 +413,31 @@ mod tests {
     }
 
     #[test]
+    fn a_restored_idle_handler_goes_on_with_its_streak() {
+        let policy = IdlePolicy {
+            delay: Duration::from_secs(1),
+            backoff: 2.0,
+            max_delay: Duration::from_secs(60),
+            max: None,
+        };
+        let mut before = IdleHandler::new(policy);
+        for _ in 0..2 {
+            decide(&mut before, &marker("idle"), None, None);
+        }
+        let mut after = IdleHandler::new(policy);
+        after.restore(before.snapshot().unwrap());
+        let (decision, events, _) = decide(&mut after, &marker("idle"), None, None);
+        assert_eq!(decision, StateDecision::Wait(Duration::from_secs(4)));
+        assert!(matches!(
+            events[..],
+            [EventKind::IterationIdle {
+                consecutive_idle: 3,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
     fn done_without_checks_or_task_ends_the_run() {
         let (decision, _, requests) = decide(&mut DoneHandler, &marker("done"), None, None);
         assert_eq!(decision, StateDecision::Stop(EndReason::AgentDone));

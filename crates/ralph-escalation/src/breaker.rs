@@ -193,6 +193,23 @@ mod tests {
     }
 
     #[test]
+    fn restored_counts_trip_as_if_never_stopped() {
+        let mut before = Breaker::new(3, 10);
+        before.failed(Some("a"));
+        before.failed(Some("a"));
+        let (attempts, last, streak) = before.counts();
+        let mut after = Breaker::new(3, 10);
+        after.restore_counts(attempts, last.map(str::to_owned), streak);
+        assert_eq!(
+            after.failed(Some("a")),
+            Some(Trip::SameError {
+                count: 3,
+                signature: "a".into()
+            })
+        );
+    }
+
+    #[test]
     fn reset_forgets_the_streak() {
         let mut b = Breaker::new(2, 10);
         b.failed(Some("a"));
