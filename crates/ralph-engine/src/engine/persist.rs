@@ -179,7 +179,11 @@ impl Run {
         session.task_id = self.tasks.current_id().map(str::to_owned);
         session.stories = self.tasks.summary();
         session.wait = wait;
-        if let Err(err) = session.write(dir) {
+        let written = match working {
+            true => session.write_unsynced(dir),
+            false => session.write(dir),
+        };
+        if let Err(err) = written {
             tracing::warn!("cannot write the session file in {}: {err}", dir.display());
         }
     }
