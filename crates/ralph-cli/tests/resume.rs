@@ -221,11 +221,22 @@ fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_s
     assert_eq!(code(&out), 1, "max_iterations with the last run failing");
 }
 
-/// Waits until the third iteration's agent is running (it wrote its pid).
+/// Waits until the hanging iteration's agent is running (it wrote its pid) and the session
+/// file, written off the loop's thread, says so.
 fn kill_agent_when_started(p: &Project) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !p.path().join("agent.pid").exists() {
         assert!(Instant::now() < deadline, "the agent did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let session = run_dir(p).join("session.json");
+    loop {
+        let text = std::fs::read_to_string(&session).unwrap_or_default();
+        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        if value["working"] == true {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the session never said it works");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -44,6 +44,10 @@ fn status_json_follows_a_run_while_it_works_waits_and_after_it_ends() {
     let p = project();
     let mut child = p.spawn(&["run"]);
     until("the agent starts", || p.path().join("agent.pid").exists());
+    // The session file is written off the loop's thread: it may lag a moment.
+    until("the session names iteration 1", || {
+        status(&p)["iterations"] == 1
+    });
     let working = status(&p);
     assert_eq!(working["running"], true);
     assert_eq!(working["pid"], child.id());
@@ -64,7 +68,7 @@ fn status_json_follows_a_run_while_it_works_waits_and_after_it_ends() {
     );
 
     std::fs::write(p.path().join("go"), "").unwrap();
-    until("the idle wait", || !p.events_of("WAIT_STARTED").is_empty());
+    until("the idle wait", || status(&p)["state"] == "idle");
     let idle = status(&p);
     assert_eq!(idle["running"], true);
     assert_eq!(idle["state"], "idle");
@@ -95,6 +99,9 @@ fn status_after_kill_9_says_the_run_stopped_without_a_word() {
     let p = project();
     let mut child = p.spawn(&["run"]);
     until("the agent starts", || p.path().join("agent.pid").exists());
+    until("the session names iteration 1", || {
+        status(&p)["iterations"] == 1
+    });
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     let agent: u32 = std::fs::read_to_string(p.path().join("agent.pid"))

@@ -385,6 +385,8 @@ struct Run {
     agent_started: bool,
     /// The session file's content, written as the run goes; `None` without a log folder.
     session: Option<crate::session::Session>,
+    /// Writes it, off the loop's thread.
+    session_writer: Option<persist::SessionWriter>,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
     /// Sums of the tokens the agents reported, for the session file.
@@ -418,6 +420,7 @@ impl Run {
             last_failed: false,
             agent_started: false,
             session: None,
+            session_writer: None,
             elapsed_before: Duration::ZERO,
             tokens: persist::Tokens::default(),
             started: Instant::now(),

@@ -193,23 +193,8 @@ impl Session {
         crate::logs::write_atomic(&dir.join(SESSION_FILE), &self.bytes()?)
     }
 
-    /// Replaces `dir`'s session file with this one (temporary file, rename) without waiting
-    /// for the disk: for the note that an iteration started, which a power cut may lose (the
-    /// last step's file, written with [`write`](Self::write), then stays).
-    pub(crate) fn write_unsynced(&self, dir: &Path) -> std::io::Result<()> {
-        let path = dir.join(SESSION_FILE);
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".tmp-{}", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        let written =
-            std::fs::write(&tmp, self.bytes()?).and_then(|()| std::fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
-    }
-
-    fn bytes(&self) -> std::io::Result<Vec<u8>> {
+    /// The file's bytes.
+    pub(crate) fn bytes(&self) -> std::io::Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         Ok(bytes)

@@ -1,6 +1,9 @@
 //! The run's session file: written as the run goes, read back by a resumed run
 //! (`EngineOptions::resume`). The format lives in [`crate::session`].
 
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use ralph_backoff::FailureStreak;
@@ -18,6 +21,67 @@ use crate::state::millis;
 pub(super) struct Tokens {
     input: Option<u64>,
     output: Option<u64>,
+}
+
+/// Writes the session file on a thread of its own, so the loop never waits for the disk (an
+/// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
+/// each write is whole (temporary file, fsync, rename), in order.
+pub(super) struct SessionWriter {
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SessionWriter {
+    fn start(dir: &Path) -> Option<Self> {
+        let path = dir.join(session::SESSION_FILE);
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let thread = std::thread::Builder::new()
+            .name("ralph-session".to_owned())
+            .spawn(move || write_newest(&path, &rx));
+        match thread {
+            Ok(thread) => Some(Self {
+                tx: Some(tx),
+                thread: Some(thread),
+            }),
+            Err(err) => {
+                tracing::warn!(
+                    "cannot start writing the session file: {err}; the run cannot be resumed"
+                );
+                None
+            }
+        }
+    }
+
+    fn send(&self, bytes: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(bytes);
+        }
+    }
+
+    /// Waits until everything sent is on disk.
+    fn finish(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for SessionWriter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn write_newest(path: &Path, rx: &mpsc::Receiver<Vec<u8>>) {
+    while let Ok(mut bytes) = rx.recv() {
+        while let Ok(newer) = rx.try_recv() {
+            bytes = newer;
+        }
+        if let Err(err) = crate::logs::write_atomic(path, &bytes) {
+            tracing::warn!("cannot write the session file {}: {err}", path.display());
+        }
+    }
 }
 
 /// What a resumed run does before its first iteration.
@@ -51,6 +115,11 @@ impl Run {
             .map(|text| session::config_hash(&text))
             .unwrap_or_default();
         let ralph_file = self.options.ralph_file.display().to_string();
+        self.session_writer = self
+            .options
+            .log_dir
+            .as_deref()
+            .and_then(SessionWriter::start);
         let Some(old) = self.options.resume.take() else {
             if self.options.log_dir.is_some() {
                 self.session = Some(Session::new(&self.options.run_id, &ralph_file, hash));
@@ -155,7 +224,7 @@ impl Run {
             .and_then(|idle| idle["consecutive"].as_u64())
             .unwrap_or(0);
         let elapsed = self.elapsed();
-        let (Some(session), Some(dir)) = (self.session.as_mut(), &self.options.log_dir) else {
+        let (Some(session), Some(writer)) = (self.session.as_mut(), &self.session_writer) else {
             return;
         };
         session.updated = SystemTime::now();
@@ -179,12 +248,9 @@ impl Run {
         session.task_id = self.tasks.current_id().map(str::to_owned);
         session.stories = self.tasks.summary();
         session.wait = wait;
-        let written = match working {
-            true => session.write_unsynced(dir),
-            false => session.write(dir),
-        };
-        if let Err(err) = written {
-            tracing::warn!("cannot write the session file in {}: {err}", dir.display());
+        match session.bytes() {
+            Ok(bytes) => writer.send(bytes),
+            Err(err) => tracing::warn!("cannot write the session file: {err}"),
         }
     }
 
@@ -201,5 +267,9 @@ impl Run {
             resumable: session::resumable(reason),
         });
         self.write_session(false, wait, true);
+        // On disk before RUN_ENDED: whoever reads the events' end finds the session's.
+        if let Some(writer) = &mut self.session_writer {
+            writer.finish();
+        }
     }
 }
