@@ -208,6 +208,20 @@ impl IdleStreak {
         }
     }
 
+    /// A streak taken up again where a stopped run left it: `consecutive` idle iterations, the
+    /// first of which ended at `first_idle_end` (on the run's own clock, as passed to
+    /// [`record_idle`](Self::record_idle)).
+    #[must_use]
+    pub fn resumed(consecutive: u64, first_idle_end: Option<Duration>) -> Self {
+        match consecutive {
+            0 => Self::default(),
+            _ => Self {
+                consecutive,
+                first_idle_end,
+            },
+        }
+    }
+
     /// Records a non-idle iteration: the streak restarts, with no idle iteration and no idle time.
     pub fn record_activity(&mut self) {
         *self = Self::default();
@@ -367,6 +381,12 @@ impl FailureStreak {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A streak taken up again where a stopped run left it, at `consecutive` failures.
+    #[must_use]
+    pub fn resumed(consecutive: u64) -> Self {
+        Self { consecutive }
     }
 
     /// Records a failed run and decides what comes next.

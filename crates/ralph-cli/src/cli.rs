@@ -14,6 +14,8 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run the loop described by a RALPH.md.
@@ -30,6 +32,8 @@ pub(crate) enum Command {
     Logs(LogsArgs),
     /// Write a run's report: one self-contained HTML file (timeline, cost, checks, logs).
     Report(ReportArgs),
+    /// Show the folder's last run: running or ended, iterations, state, cost, log folder.
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -73,6 +77,17 @@ pub(crate) struct ReportArgs {
     /// The loop's folder (where `ralph run` ran).
     #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
     pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// The loop's folder (where `ralph run` ran).
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +163,15 @@ pub(crate) struct RunArgs {
     /// included); they keep their content and what you staged.
     #[arg(long)]
     pub(crate) allow_dirty: bool,
+
+    /// Go on with this folder's last run (or run RUN_ID) where it stopped: same run id and log
+    /// folder, iteration numbers, streaks, attempts and budgets carried on.
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) resume: Option<String>,
+
+    /// With --resume: skip what is left of the wait the run was stopped in.
+    #[arg(long, requires = "resume")]
+    pub(crate) now: bool,
 
     /// Run the commands, print the next iteration's prompt and agent command line, and stop
     /// without running the agent.

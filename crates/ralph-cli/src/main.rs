@@ -15,8 +15,10 @@ mod logs_cmd;
 mod ralph_file;
 mod render;
 mod report;
+mod resume;
 mod run;
 mod runs;
+mod status;
 mod status_line;
 mod terminal;
 
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(&args.path),
         Command::Run(args) => run::run(args),
         Command::Init(args) => init(&args),
+        Command::Status(args) => status::status(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.

@@ -114,6 +114,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     self.paint("1", "ralph")
                 )
             }
+            EventKind::RunResumed {
+                iteration,
+                previous_reason,
+            } if !quiet => self.paint(
+                "36",
+                &format!("resuming the run after iteration {iteration} ({previous_reason})"),
+            ),
             EventKind::IterationStarted {
                 iteration,
                 story_id,

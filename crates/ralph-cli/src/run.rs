@@ -57,6 +57,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(".ralph").join("runs"));
     options.log_dir = Some(log_root.join(&options.run_id));
+    let resuming = crate::resume::prepare(&mut options, &args, &log_root)?;
 
     if args.dry_run {
         // prd.json is read, never written, and git is not touched.
@@ -70,7 +71,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     // before escalation opens, which may already save work under a ref.
     let _locks = lock(&options)?;
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
-    let escalation = open_escalation(&mut options, &args, &log_root)?;
+    let escalation = open_escalation(&mut options, &args, &log_root, resuming.as_ref())?;
+    if let Some(dir) = &options.log_dir {
+        let written = std::fs::create_dir_all(dir)
+            .and_then(|()| ralph_engine::session::write_current(&options.cwd, dir));
+        if let Err(err) = written {
+            tracing::warn!("cannot record this run in .ralph/current: {err}");
+        }
+    }
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -85,6 +93,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         quiet: args.quiet,
     };
 
+    let resuming = resuming.is_some();
     runtime()?.block_on(async move {
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
@@ -112,7 +121,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             // The run's own copy of the events; the engine creates the folder, so make it here
             // first and let a failure only cost the copy.
             if std::fs::create_dir_all(&dir).is_ok() {
-                if let Ok(file) = std::fs::File::create(dir.join("events.jsonl")) {
+                // A resumed run appends to the events it already wrote.
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(resuming)
+                    .truncate(!resuming)
+                    .open(dir.join("events.jsonl"));
+                if let Ok(file) = file {
                     engine.add_sink(JsonLinesSink::new(file));
                 }
             }
@@ -131,7 +147,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             engine.set_task_source(escalation);
         }
         engine.interrupts(interrupts);
-        Ok(engine.run().await?.exit_code)
+        let outcome = engine.run().await?;
+        crate::resume::hint(&outcome.reason, &args.path, human_to_stderr);
+        Ok(outcome.exit_code)
     })
 }
 
@@ -163,6 +181,7 @@ fn open_escalation(
     options: &mut EngineOptions,
     args: &RunArgs,
     log_root: &std::path::Path,
+    resuming: Option<&ralph_escalation::Interrupted>,
 ) -> Result<Option<ralph_escalation::Escalation>, CliError> {
     // A revert must leave ralph's own output alone.
     let protect = args
@@ -172,14 +191,18 @@ fn open_escalation(
         .cloned()
         .chain([log_root.to_path_buf()])
         .collect();
-    let escalation = ralph_escalation::Escalation::open(
-        &options.file.config,
-        ralph_escalation::Options {
-            cwd: options.cwd.clone(),
-            allow_dirty: args.allow_dirty,
-            protect,
-        },
-    )?;
+    let opening = ralph_escalation::Options {
+        cwd: options.cwd.clone(),
+        allow_dirty: args.allow_dirty,
+        protect,
+    };
+    let escalation = match resuming {
+        Some(stopped) => {
+            ralph_escalation::Escalation::resume(&options.file.config, opening, stopped)?
+        }
+        None => ralph_escalation::Escalation::open(&options.file.config, opening)
+            .map_err(|err| crate::resume::explain_dirty(&options.cwd, err))?,
+    };
     if let Some(e) = &escalation {
         if let Some(saved) = e.preexisting_ref() {
             tracing::warn!("uncommitted changes saved under {saved} (--allow-dirty)");

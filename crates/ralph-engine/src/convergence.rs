@@ -10,6 +10,7 @@ use std::time::Duration;
 use ralph_frontmatter::ConvergenceConfig;
 
 use crate::event::{CheckResult, Outcome};
+use crate::session::AttemptsState;
 
 /// Bytes of a failing check's output that are kept.
 pub(crate) const TAIL_BYTES: usize = 4096;
@@ -108,6 +109,29 @@ impl Attempts {
 
     pub(crate) fn max_attempts(&self) -> u64 {
         self.config.max_attempts
+    }
+
+    /// The bookkeeping, for the session file.
+    pub(crate) fn snapshot(&self) -> AttemptsState {
+        AttemptsState {
+            attempt: self.attempt,
+            failed_before: self.failed_before,
+            flake_retries: self.flake_retries,
+            feedback: self.feedback.clone(),
+            pending_backoff_ms: self.pending_backoff.map(crate::state::millis),
+        }
+    }
+
+    /// Attempts taken up where a stopped run left them, under `config`.
+    pub(crate) fn resumed(config: ConvergenceConfig, state: &AttemptsState) -> Self {
+        Self {
+            config,
+            attempt: state.attempt,
+            failed_before: state.failed_before,
+            flake_retries: state.flake_retries,
+            feedback: state.feedback.clone(),
+            pending_backoff: state.pending_backoff_ms.map(Duration::from_millis),
+        }
     }
 }
 

@@ -33,6 +33,7 @@ use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
 mod failure;
+mod persist;
 mod states;
 mod supervise;
 
@@ -95,6 +96,12 @@ pub struct EngineOptions {
     pub max_cost: Option<f64>,
     /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
     pub max_runtime: Option<Duration>,
+    /// Go on with a stopped run from its session file (`ralph run --resume`): same run id and
+    /// log folder expected, iteration numbers, streaks, attempts, budgets and the task
+    /// source's state taken up where it stopped, the interrupted wait's remainder waited.
+    pub resume: Option<crate::session::Session>,
+    /// With `resume`: skip what is left of the interrupted wait.
+    pub resume_now: bool,
 }
 
 impl EngineOptions {
@@ -122,6 +129,8 @@ impl EngineOptions {
             kill_grace: Duration::from_secs(3),
             reload: false,
             subreaper: true,
+            resume: None,
+            resume_now: false,
         }
     }
 }
@@ -379,6 +388,12 @@ struct Run {
     /// An agent process has started in this run: a later spawn error is a failed run, not a
     /// mistake in the agent line.
     agent_started: bool,
+    /// The session file's content, written as the run goes; `None` without a log folder.
+    session: Option<crate::session::Session>,
+    /// Writes it, off the loop's thread.
+    session_writer: Option<persist::SessionWriter>,
+    /// Run time before this process took the run up (`--resume`).
+    elapsed_before: Duration,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -408,6 +423,9 @@ impl Run {
             agent_run: AgentRun::default(),
             last_failed: false,
             agent_started: false,
+            session: None,
+            session_writer: None,
+            elapsed_before: Duration::ZERO,
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -457,7 +475,11 @@ impl Run {
             max_cost_usd: self.options.max_cost,
             max_runtime_ms: self.options.max_runtime.map(millis),
         };
+        let resumed = self.resume();
         self.emit(started);
+        if let Some(reason) = self.resumed(resumed).await {
+            return Ok(self.finish(reason));
+        }
 
         let reason = loop {
             if let Some(max) = self.options.max_iterations {
@@ -498,6 +520,7 @@ impl Run {
             if self.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
+            self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
             self.containment
@@ -514,6 +537,7 @@ impl Run {
                 break EndReason::Interrupted;
             }
             let decision = self.after_agent(decision);
+            let planned = self.planned_wait(&decision);
             let decision = match decision {
                 // An ending the iteration reached (converged, say) stands even when a Ctrl+C
                 // asked to stop after it.
@@ -528,6 +552,7 @@ impl Run {
                 },
             };
             self.report_agent_run(iteration, &decision);
+            self.save_session(false, planned);
             let (delay, reason) = match decision {
                 Next::Stop(reason) => break reason,
                 Next::Wait(delay, reason) => (delay, reason),
@@ -618,6 +643,9 @@ impl Run {
                     (Some(_), false) => {}
                 }
                 self.options.file = parsed.file;
+                if let Some(session) = &mut self.session {
+                    session.config_hash = crate::session::config_hash(&text);
+                }
                 EventKind::ConfigReloaded { iteration }
             }
             Err(errors) => EventKind::ConfigRejected {
@@ -637,7 +665,7 @@ impl Run {
             }
         }
         match self.options.max_runtime {
-            Some(max) if self.started.elapsed() >= max => Some(EndReason::MaxRuntime),
+            Some(max) if self.elapsed() >= max => Some(EndReason::MaxRuntime),
             _ => None,
         }
     }
@@ -718,6 +746,7 @@ impl Run {
                     .then_some(InterruptSignal::Int),
             ),
         );
+        self.session_ended(&reason, exit_code);
         let converged = matches!(reason, EndReason::Converged | EndReason::StoriesDone);
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
@@ -876,7 +905,7 @@ impl Run {
         let mut events = Vec::new();
         let facts = Facts {
             iteration,
-            elapsed: self.started.elapsed(),
+            elapsed: self.elapsed(),
             checks_passed: verdict.map(|v| v == Verdict::Converged),
             task: self.tasks.current_id(),
         };
@@ -1362,7 +1391,10 @@ impl Run {
         delay: Duration,
     ) -> Option<EndReason> {
         let start = Instant::now();
-        let runtime_end = self.options.max_runtime.map(|max| self.started + max);
+        let runtime_end = self
+            .options
+            .max_runtime
+            .map(|max| start + max.saturating_sub(self.elapsed()));
         let (delay, cut) = match runtime_end {
             Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
             _ => (delay, false),

@@ -5,7 +5,7 @@
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::adapter::Usage;
 use crate::outcome::EndReason;
@@ -46,6 +46,15 @@ pub enum EventKind {
         max_cost_usd: Option<f64>,
         /// The runtime budget (`max_runtime`), if any.
         max_runtime_ms: Option<u64>,
+    },
+    /// A stopped run goes on (`ralph run --resume`): the first event of the resumed part,
+    /// before its `RUN_STARTED`.
+    RunResumed {
+        /// The last iteration the run started before it stopped; the next is one more.
+        iteration: u64,
+        /// How it stopped: its `RUN_ENDED` reason, or `killed` when it had none (a crash,
+        /// `kill -9`, a reboot).
+        previous_reason: String,
     },
     /// An iteration begins.
     IterationStarted {
@@ -286,7 +295,7 @@ pub enum EventKind {
 }
 
 /// One `done_when` check's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// The shell command.
     pub command: String,
@@ -359,7 +368,7 @@ pub struct IdleSummary {
 }
 
 /// Why the loop waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
     /// The agent reported idle and the `idle` handler asked for a wait.

@@ -50,6 +50,7 @@ mod outcome;
 mod process;
 mod rate_limit;
 pub mod run_folder;
+pub mod session;
 mod signal;
 mod state;
 mod tail;

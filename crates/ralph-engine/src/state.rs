@@ -126,6 +126,17 @@ pub trait StateHandler: Send {
     fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>) {
         let _ = (cx, exit_code);
     }
+
+    /// The handler's own state (a streak), saved in the run's session file so a resumed run
+    /// can [`restore`](Self::restore) it. `None`, the default: nothing to keep.
+    fn snapshot(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved.
+    fn restore(&mut self, state: serde_json::Value) {
+        let _ = state;
+    }
 }
 
 /// The state handlers of a run, by state name.
@@ -191,6 +202,23 @@ impl StateHandlers {
             }
         }
         decision
+    }
+
+    /// Each handler's [`snapshot`](StateHandler::snapshot), by state name.
+    pub(crate) fn snapshot(&self) -> BTreeMap<String, serde_json::Value> {
+        self.handlers
+            .iter()
+            .filter_map(|(name, h)| Some((name.clone(), h.snapshot()?)))
+            .collect()
+    }
+
+    /// Gives each handler the state its snapshot saved.
+    pub(crate) fn restore(&mut self, states: &BTreeMap<String, serde_json::Value>) {
+        for (name, state) in states {
+            if let Some(handler) = self.handlers.get_mut(name) {
+                handler.restore(state.clone());
+            }
+        }
     }
 
     /// Tells the handler of `marker`'s state how the hook it asked for ended.
@@ -331,6 +359,21 @@ impl StateHandler for IdleHandler {
     fn on_other_state(&mut self) {
         self.streak.record_activity();
     }
+
+    fn snapshot(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({
+            "consecutive": self.streak.consecutive(),
+            "first_idle_end_ms": self.streak.first_idle_end().map(millis),
+        }))
+    }
+
+    fn restore(&mut self, state: serde_json::Value) {
+        let consecutive = state["consecutive"].as_u64().unwrap_or(0);
+        let first = state["first_idle_end_ms"]
+            .as_u64()
+            .map(Duration::from_millis);
+        self.streak = IdleStreak::resumed(consecutive, first);
+    }
 }
 
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -367,6 +410,31 @@ mod tests {
         let mut cx = StateContext::new(facts, marker, &mut events, &mut requests);
         let decision = handler.on_state(&mut cx);
         (decision, events, requests)
+    }
+
+    #[test]
+    fn a_restored_idle_handler_goes_on_with_its_streak() {
+        let policy = IdlePolicy {
+            delay: Duration::from_secs(1),
+            backoff: 2.0,
+            max_delay: Duration::from_secs(60),
+            max: None,
+        };
+        let mut before = IdleHandler::new(policy);
+        for _ in 0..2 {
+            decide(&mut before, &marker("idle"), None, None);
+        }
+        let mut after = IdleHandler::new(policy);
+        after.restore(before.snapshot().unwrap());
+        let (decision, events, _) = decide(&mut after, &marker("idle"), None, None);
+        assert_eq!(decision, StateDecision::Wait(Duration::from_secs(4)));
+        assert!(matches!(
+            events[..],
+            [EventKind::IterationIdle {
+                consecutive_idle: 3,
+                ..
+            }]
+        ));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use ralph_marker::Marker;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::event::{CheckResult, EventKind};
 use crate::outcome::EndReason;
@@ -73,7 +73,7 @@ pub enum TaskDecision {
 }
 
 /// The stories of a run, as reported in `RUN_ENDED`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoriesSummary {
     /// Stories whose `passes` is `true`.
     pub passed: u64,
@@ -116,6 +116,22 @@ pub trait TaskSource: Send {
     /// The stories for `RUN_ENDED`, when the source has any.
     fn summary(&self) -> Option<StoriesSummary> {
         None
+    }
+
+    /// The source's own state, saved in the run's session file after every iteration and at
+    /// the end, so a resumed run can [`restore`](Self::restore) it. `None`, the default: none.
+    /// `ending` is set for the run's last snapshot (it stopped or ended), the one a resumed
+    /// run starts from when it was not killed: a source may record more then (escalation
+    /// records what the working tree holds).
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        let _ = ending;
+        None
+    }
+
+    /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved, before the
+    /// resumed run's first iteration.
+    fn restore(&mut self, state: serde_json::Value) {
+        let _ = state;
     }
 }
 
@@ -225,5 +241,15 @@ impl Tasks {
 
     pub(crate) fn summary(&self) -> Option<StoriesSummary> {
         self.source.as_ref().and_then(|s| s.summary())
+    }
+
+    pub(crate) fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.source.as_ref().and_then(|s| s.snapshot(ending))
+    }
+
+    pub(crate) fn restore(&mut self, state: serde_json::Value) {
+        if let Some(source) = self.source.as_mut() {
+            source.restore(state);
+        }
     }
 }

@@ -144,6 +144,17 @@ impl Breaker {
         self.last = None;
         self.streak = 0;
     }
+    /// Attempts, the last signature and its streak: what a stopped run saves.
+    pub fn counts(&self) -> (u64, Option<&str>, u64) {
+        (self.attempts, self.last.as_deref(), self.streak)
+    }
+
+    /// Takes up the [`counts`](Self::counts) of a stopped run, under this breaker's limits.
+    pub fn restore_counts(&mut self, attempts: u64, last: Option<String>, streak: u64) {
+        self.attempts = attempts;
+        self.last = last;
+        self.streak = streak;
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +195,23 @@ mod tests {
             assert_eq!(b.failed(Some(sig)), None);
         }
         assert_eq!(b.failed(Some("d")), Some(Trip::MaxAttempts { count: 4 }));
+    }
+
+    #[test]
+    fn restored_counts_trip_as_if_never_stopped() {
+        let mut before = Breaker::new(3, 10);
+        before.failed(Some("a"));
+        before.failed(Some("a"));
+        let (attempts, last, streak) = before.counts();
+        let mut after = Breaker::new(3, 10);
+        after.restore_counts(attempts, last.map(str::to_owned), streak);
+        assert_eq!(
+            after.failed(Some("a")),
+            Some(Trip::SameError {
+                count: 3,
+                signature: "a".into()
+            })
+        );
     }
 
     #[test]

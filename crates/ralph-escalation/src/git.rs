@@ -731,6 +731,16 @@ impl Git {
         Ok(Saved { refname, commit })
     }
 
+    /// The tree of everything in the working tree outside `excluded` (untracked files too,
+    /// ignored ones not), as [`save`](Self::save) would store it, without touching the index,
+    /// the working tree or HEAD: equal trees mean the same work.
+    pub fn work_tree(&self, excluded: &[PathBuf]) -> Result<String, GitError> {
+        let index = TempIndex::new(&self.git_dir);
+        let head = self.head()?;
+        self.stage_work(&head, excluded, index.path(), Nested::Files)?;
+        self.write_tree(index.path())
+    }
+
     /// The user's index as a commit on `head`, or `None` when nothing is staged. Works on a copy
     /// (at `scratch`) so the user's index file is never written.
     fn staged_commit(&self, head: &str, scratch: &Path) -> Result<Option<String>, GitError> {

@@ -17,6 +17,7 @@ pub mod git;
 pub mod lock;
 pub mod prd;
 pub mod progress;
+mod resume;
 pub mod signature;
 
 use std::fmt::Write as _;
@@ -34,6 +35,7 @@ pub use git::{Git, GitError, Saved};
 pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
+pub use resume::Interrupted;
 pub use signature::{Signature, signature};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
@@ -153,7 +155,7 @@ impl Escalation {
                 .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
                 .map(|p| options.cwd.join(p))
                 .collect();
-            this.open_repo(&options, &written)?;
+            this.open_repo(&options, &written, None)?;
         }
         Ok(Some(this))
     }
@@ -193,7 +195,12 @@ impl Escalation {
         }))
     }
 
-    fn open_repo(&mut self, options: &Options, written: &[PathBuf]) -> Result<(), EscalationError> {
+    fn open_repo(
+        &mut self,
+        options: &Options,
+        written: &[PathBuf],
+        resume: Option<&resume::Accept>,
+    ) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         let checkpoint = git.head()?;
         let branch = git.head_branch()?;
@@ -222,7 +229,14 @@ impl Escalation {
                 .filter_map(|p| rel(p)),
         );
         let prd = self.prd.as_deref().and_then(rel);
-        let dirty = git.dirty_paths(&keep)?;
+        if let Some(resume) = resume {
+            resume.extend_own(&mut own, &mut keep);
+        }
+        let mut dirty = git.dirty_paths(&keep)?;
+        if !dirty.is_empty() && resume.is_some_and(|r| r.accepts(&git, &own)) {
+            // The run's own interrupted attempt: it goes on from this tree.
+            dirty.clear();
+        }
         if !dirty.is_empty() {
             if !options.allow_dirty {
                 return Err(EscalationError::DirtyTree {
@@ -622,6 +636,14 @@ impl TaskSource for Escalation {
 
     fn summary(&self) -> Option<StoriesSummary> {
         self.counts
+    }
+
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.state(ending)
+    }
+
+    fn restore(&mut self, state: serde_json::Value) {
+        self.take_up(state);
     }
 }
 

@@ -177,6 +177,14 @@ pub(crate) struct RunCost {
 }
 
 impl RunCost {
+    /// A run's cost resumed from `total`, what it had cost when it stopped.
+    pub(crate) fn resumed(total: Option<f64>) -> Self {
+        Self {
+            before: total,
+            current: None,
+        }
+    }
+
     /// Takes in one agent run's usage.
     pub(crate) fn record(&mut self, usage: &Usage) {
         let Some(cost) = usage.cost_usd else {

@@ -32,7 +32,7 @@ impl Run {
         let mut events = Vec::new();
         let facts = Facts {
             iteration,
-            elapsed: self.started.elapsed(),
+            elapsed: self.elapsed(),
             checks_passed,
             task: self.tasks.current_id(),
         };

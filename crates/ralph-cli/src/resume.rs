@@ -1,0 +1,117 @@
+//! `ralph run --resume [RUN_ID]`: find the stopped run, check that it may go on, and point the
+//! engine at it. The engine takes its state up (`EngineOptions::resume`); escalation checks the
+//! tree (`Escalation::resume`).
+
+use std::path::{Path, PathBuf};
+
+use ralph_engine::EngineOptions;
+use ralph_engine::session::{self, Session};
+use ralph_escalation::{EscalationError, Interrupted};
+
+use crate::cli::RunArgs;
+use crate::error::CliError;
+
+/// With `--resume`, points `options` at the stopped run (its id, log folder and session) and
+/// returns what escalation needs to know of it; without, `None`. A run that ended by itself,
+/// or none at all, is refused (exit 2).
+pub(crate) fn prepare(
+    options: &mut EngineOptions,
+    args: &RunArgs,
+    log_root: &Path,
+) -> Result<Option<Interrupted>, CliError> {
+    let Some(id) = &args.resume else {
+        return Ok(None);
+    };
+    let dir = match id.as_str() {
+        "" => last_run(&options.cwd).ok_or_else(|| {
+            CliError::Usage(format!(
+                "nothing to resume: no run has started in this folder ({} is missing); start one \
+                 with `ralph run`",
+                session::CURRENT_FILE
+            ))
+        })?,
+        id => log_root.join(id),
+    };
+    let session =
+        Session::read(&dir).map_err(|err| CliError::Usage(format!("cannot resume: {err}")))?;
+    if let Some(ended) = session.ended.as_ref().filter(|_| !session.resumable()) {
+        return Err(CliError::Usage(format!(
+            "run {} ended by itself ({}, exit {}, at {}): there is nothing to resume; start a new \
+             run with `ralph run`",
+            session.run_id,
+            ended.reason,
+            ended.exit_code,
+            humantime::format_rfc3339_seconds(ended.at)
+        )));
+    }
+    options.run_id = session.run_id.clone();
+    options.log_dir = Some(dir);
+    options.resume_now = args.now;
+    let interrupted = Interrupted::new(session.task.clone(), session.ended.is_none());
+    options.resume = Some(session);
+    Ok(Some(interrupted))
+}
+
+/// The log folder of `folder`'s last run.
+pub(crate) fn last_run(folder: &Path) -> Option<PathBuf> {
+    session::read_current(folder).map(|dir| match dir.is_relative() {
+        true => folder.join(dir),
+        false => dir,
+    })
+}
+
+/// A plain `ralph run` refused on a dirty tree: when the folder's last run is a story-mode run
+/// that stopped mid-story, the dirt is most likely its work, so the message names the way on.
+pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
+    let EscalationError::DirtyTree { dir, paths } = &err else {
+        return err.into();
+    };
+    let Some(session) = last_run(folder).and_then(|d| Session::read(&d).ok()) else {
+        return err.into();
+    };
+    if !session.resumable() || session.stories.is_none() {
+        return err.into();
+    }
+    CliError::Usage(format!(
+        "{}: uncommitted changes ({}): run {} stopped in the middle of {}, and this is likely \
+         its work. Go on with it: `ralph run --resume`; or start afresh with `ralph run \
+         --allow-dirty` (the changes are then saved under refs/ralph/attempts/preexisting/<n> and \
+         left to you)",
+        dir.display(),
+        paths.join(", "),
+        session.run_id,
+        session
+            .task_id
+            .as_deref()
+            .map_or_else(|| "its work".to_owned(), |id| format!("story {id}")),
+    ))
+}
+
+/// After a run that was interrupted (Ctrl+C, a signal), ran out of a budget, or of
+/// iterations with stories left: its last line says how to resume it. A plain `-n` ending is
+/// what was asked for, and says nothing more (it can still be resumed).
+pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: bool) {
+    use ralph_engine::EndReason;
+    use std::io::Write as _;
+    if !matches!(
+        reason,
+        EndReason::Interrupted
+            | EndReason::MaxRuntime
+            | EndReason::MaxCost
+            | EndReason::MaxIterationsWorkLeft
+    ) {
+        return;
+    }
+    let command = match path == Path::new(".") {
+        true => "ralph run --resume".to_owned(),
+        false => format!(
+            "ralph run {} --resume",
+            shlex::try_quote(&path.to_string_lossy()).unwrap_or_default()
+        ),
+    };
+    let line = format!("  go on where it stopped: {command}\n");
+    let _ = match to_stderr {
+        true => std::io::stderr().write_all(line.as_bytes()),
+        false => std::io::stdout().write_all(line.as_bytes()),
+    };
+}

@@ -1,0 +1,215 @@
+//! `ralph status [PATH] [--json]`: the folder's last run, from its session file and the lock
+//! file's holder. Never takes the lock: a running loop is only read about.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ralph_engine::lock::{FOLDER_LOCK, LockHolder};
+use ralph_engine::session::{self, Session};
+use ralph_engine::{StoriesSummary, WaitReason};
+use serde_json::json;
+
+use crate::cli::StatusArgs;
+use crate::error::CliError;
+
+/// What `ralph status` knows of a run.
+struct Status {
+    session: Session,
+    log_dir: PathBuf,
+    /// The process running it, when one is.
+    holder: Option<LockHolder>,
+}
+
+/// Prints the folder's last run; exit 0, or 2 when no run has started there.
+pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
+    let log_dir = crate::resume::last_run(&args.path).ok_or_else(|| {
+        CliError::Usage(format!(
+            "{}: no ralph run has started in this folder ({} is missing)",
+            args.path.display(),
+            session::CURRENT_FILE
+        ))
+    })?;
+    let session = Session::read(&log_dir).map_err(|err| CliError::Usage(err.to_string()))?;
+    let holder = running(&args.path, &session.run_id);
+    let status = Status {
+        session,
+        log_dir,
+        holder,
+    };
+    let text = match args.json {
+        true => format!("{}\n", status.json()),
+        false => status.text(SystemTime::now()),
+    };
+    crate::print_out(text.as_bytes())?;
+    Ok(0)
+}
+
+/// The holder of `folder`'s lock, when it runs `run_id` and its process is alive. The file is
+/// only read: its holder writes its name there while it holds the lock, and clears it at the end.
+/// A name left by a killed run, whose pid another process took since (after a reboot), is told
+/// apart through the kernel's list of locks where there is one.
+fn running(folder: &Path, run_id: &str) -> Option<LockHolder> {
+    let path = folder.join(FOLDER_LOCK);
+    if flock_held(&path) == Some(false) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let holder: LockHolder = serde_json::from_str(text.trim()).ok()?;
+    let pid = i32::try_from(holder.pid).ok().filter(|pid| *pid > 0)?;
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    (alive && holder.run_id == run_id).then_some(holder)
+}
+
+impl Status {
+    /// `working`, `idle`, `failing`, `rate_limited`, `waiting` while running; `ended` after a
+    /// reported end; `stopped` when its process is gone without one (killed, crashed).
+    fn state(&self, now: SystemTime) -> &'static str {
+        let s = &self.session;
+        if self.holder.is_none() {
+            return match s.ended {
+                Some(_) => "ended",
+                None => "stopped",
+            };
+        }
+        match self.waiting(now) {
+            _ if s.working => "working",
+            Some(WaitReason::Idle) => "idle",
+            Some(WaitReason::Failure) => "failing",
+            Some(WaitReason::RateLimit) => "rate_limited",
+            Some(_) => "waiting",
+            None => "working",
+        }
+    }
+
+    /// Why the running loop waits now, if it does.
+    fn waiting(&self, now: SystemTime) -> Option<WaitReason> {
+        let wait = self.session.wait.as_ref()?;
+        (self.holder.is_some() && !self.session.working && wait.until > now).then_some(wait.reason)
+    }
+
+    /// The story's attempt in progress (escalation's breaker count plus this one).
+    fn attempt(&self) -> Option<u64> {
+        let task = self.session.task.as_ref()?;
+        let done = task.get("breaker")?.get("attempts")?.as_u64()?;
+        self.session.task_id.as_ref().map(|_| done + 1)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let s = &self.session;
+        let now = SystemTime::now();
+        let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+        json!({
+            "run_id": s.run_id,
+            "running": self.holder.is_some(),
+            "pid": self.holder.as_ref().map(|h| h.pid),
+            "started": ts(s.started),
+            "updated": ts(s.updated),
+            "reason": s.ended.as_ref().map(|e| e.reason.clone()),
+            "exit_code": s.ended.as_ref().map(|e| e.exit_code),
+            "ended_at": s.ended.as_ref().map(|e| ts(e.at)),
+            "resumable": self.holder.is_none() && s.resumable(),
+            "iterations": s.iteration,
+            "state": self.state(now),
+            "consecutive_idle": s.consecutive_idle,
+            "consecutive_failures": s.consecutive_failures,
+            "waiting_until": self.waiting(now).and(s.wait.map(|w| ts(w.until))),
+            "story": s.task_id.as_ref().filter(|_| s.stories.is_some()),
+            "attempt": self.attempt().filter(|_| s.stories.is_some()),
+            "stories": s.stories.map(|st| json!({
+                "passed": st.passed, "blocked": st.blocked, "remaining": st.remaining,
+            })),
+            "cost_usd": s.cost_usd,
+            "input_tokens": s.input_tokens,
+            "output_tokens": s.output_tokens,
+            "log_dir": self.log_dir.display().to_string(),
+        })
+    }
+
+    fn text(&self, now: SystemTime) -> String {
+        let s = &self.session;
+        let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+        let mut lines = vec![format!("run {}", s.run_id)];
+        lines.push(match (&self.holder, &s.ended) {
+            (Some(h), _) => format!("running: pid {}, since {}", h.pid, h.started),
+            (None, Some(e)) => {
+                format!("ended: {}, exit {}, at {}", e.reason, e.exit_code, ts(e.at))
+            }
+            (None, None) => format!(
+                "stopped without a word (killed or crashed) after {}",
+                ts(s.updated)
+            ),
+        });
+        lines.push(format!("iterations: {}", s.iteration));
+        if self.holder.is_some() {
+            let until = s.wait.map(|w| ts(w.until)).unwrap_or_default();
+            lines.push(format!(
+                "state: {}",
+                match self.state(now) {
+                    "idle" => format!("idle ×{}, waiting until {until}", s.consecutive_idle),
+                    "failing" =>
+                        format!("failing ×{}, waiting until {until}", s.consecutive_failures),
+                    "rate_limited" => format!("rate-limited until {until}"),
+                    "waiting" => format!("waiting until {until}"),
+                    _ => format!("working on iteration {}", s.iteration),
+                }
+            ));
+        }
+        if let (Some(story), Some(stories)) = (&s.task_id, s.stories) {
+            let attempt = self
+                .attempt()
+                .map(|n| format!(", attempt {n}"))
+                .unwrap_or_default();
+            lines.push(format!("story: {story}{attempt}"));
+            lines.push(stories_line(stories));
+        } else if let Some(stories) = s.stories {
+            lines.push(stories_line(stories));
+        }
+        if s.cost_usd.is_some() || s.input_tokens.is_some() {
+            let mut usage = Vec::new();
+            if let Some(cost) = s.cost_usd {
+                usage.push(format!("${cost:.2}"));
+            }
+            if let (Some(i), Some(o)) = (s.input_tokens, s.output_tokens) {
+                usage.push(format!("{i} input and {o} output tokens"));
+            }
+            lines.push(format!("cost: {}", usage.join(", ")));
+        }
+        lines.push(format!("logs: {}", self.log_dir.display()));
+        let events = self.log_dir.join("events.jsonl");
+        lines.push(match (&self.holder, s.resumable()) {
+            (Some(_), _) => format!("follow: tail -f {}", events.display()),
+            (None, true) => "resume: ralph run --resume".to_owned(),
+            (None, false) => "start a new run: ralph run".to_owned(),
+        });
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text
+    }
+}
+
+fn stories_line(stories: StoriesSummary) -> String {
+    format!(
+        "stories: {} passed, {} blocked, {} remaining",
+        stories.passed, stories.blocked, stories.remaining
+    )
+}
+
+/// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
+/// that cannot be told.
+fn flock_held(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let inode = std::fs::metadata(path).ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a waiter's line has `->` after the id.
+    Some(locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&"FLOCK")
+            && fields
+                .get(5)
+                .and_then(|id| id.rsplit(':').next())
+                .and_then(|ino| ino.parse::<u64>().ok())
+                == Some(inode)
+    }))
+}

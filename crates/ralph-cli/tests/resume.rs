@@ -1,0 +1,456 @@
+//! Resume: `ralph run --resume` takes a stopped run up where it stopped (same run, iteration
+//! numbers, streaks, the interrupted wait, the breaker's counts), and refuses a run that ended
+//! by itself. Every test drives the real binary; `ralph status --json` is checked in
+//! `tests/status.rs`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Project, code, fake_agent, send_signal, stderr};
+use serde_json::Value;
+
+/// The folder's last run's log folder, as `.ralph/current` names it.
+fn run_dir(p: &Project) -> PathBuf {
+    let text = std::fs::read_to_string(p.path().join(".ralph/current")).expect(".ralph/current");
+    PathBuf::from(text.trim_end())
+}
+
+/// The run's own events (the whole run, over every process that ran it).
+fn run_events(p: &Project) -> Vec<Value> {
+    read_events(&run_dir(p).join("events.jsonl"))
+}
+
+fn read_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn iterations_started(events: &[Value]) -> Vec<u64> {
+    of(events, "ITERATION_STARTED")
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect()
+}
+
+/// Polls the run's own events until `kind` has appeared `count` times.
+fn wait_for_run_event(p: &Project, kind: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = match p.path().join(".ralph/current").exists() {
+            true => of(&run_events(p), kind).len(),
+            false => 0,
+        };
+        if seen >= count {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no {count} x {kind} in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_run_stopped_by_max_iterations_goes_on_with_the_next_iteration_and_its_idle_streak() {
+    let agent = fake_agent();
+    let p = Project::new(
+        &format!(
+            "agent: {agent} --idle-from 2\nidle: {{delay: 10ms, backoff: 2, max_delay: 10ms}}"
+        ),
+        "work\n",
+    );
+    let out = p.run(&["run", "-n", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let first = run_events(&p);
+    let run_id = first[0]["run_id"].as_str().unwrap().to_owned();
+
+    let out = p.run(&["run", "--resume", "-n", "4"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).starts_with("resuming the run after iteration 2 (max_iterations)\n"),
+        "{}",
+        common::stdout(&out)
+    );
+
+    // One run: same id, same folder, events appended; the new --events file starts with
+    // RUN_RESUMED.
+    let all = run_events(&p);
+    assert!(all.iter().all(|e| e["run_id"] == run_id.as_str()));
+    assert_eq!(iterations_started(&all), [1, 2, 3, 4]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED");
+    assert_eq!(resumed[0]["iteration"], 2);
+    assert_eq!(resumed[0]["previous_reason"], "max_iterations");
+    assert_eq!(resumed[1]["type"], "RUN_STARTED");
+    assert_eq!(iterations_started(&resumed), [3, 4]);
+    // The idle streak goes on: idle at 2 was the first, 3 and 4 the second and third.
+    let streak: Vec<u64> = of(&resumed, "ITERATION_IDLE")
+        .iter()
+        .map(|e| e["consecutive_idle"].as_u64().unwrap())
+        .collect();
+    assert_eq!(streak, [2, 3]);
+    let ended = of(&resumed, "RUN_ENDED")[0];
+    assert_eq!(ended["iterations"], 4, "RUN_ENDED counts the whole run");
+    assert_eq!(ended["idle_iterations"], 3);
+
+    // By its id, too.
+    let out = p.run(&["run", "--resume", &run_id, "--now", "-n", "5"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(iterations_started(&p.events()), [5]);
+}
+
+#[test]
+fn sigint_during_an_idle_wait_resumes_with_what_is_left_of_that_wait() {
+    let agent = fake_agent();
+    // Waits of 50ms, 1s, then 20s: the run is stopped in the third.
+    let p = Project::new(
+        &format!(
+            "agent: {agent} --idle-from 1\nidle: {{delay: 50ms, backoff: 20, max_delay: 60s}}"
+        ),
+        "work\n",
+    );
+    let child = p.spawn(&["run"]);
+    wait_for_run_event(&p, "WAIT_STARTED", 3);
+    let waiting_since = Instant::now();
+    // A first Ctrl+C skips a wait; a second within a second stops the loop.
+    send_signal(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    send_signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let shown = common::stdout(&out);
+    assert!(
+        shown
+            .trim_end()
+            .ends_with("go on where it stopped: ralph run --resume"),
+        "the last line says how to go on: {shown}"
+    );
+    let first = run_events(&p);
+    assert_eq!(iterations_started(&first), [1, 2, 3]);
+
+    let mut child = p.spawn(&["run", "--resume"]);
+    wait_for_run_event(&p, "RUN_RESUMED", 1);
+    wait_for_run_event(&p, "WAIT_STARTED", 4);
+    let stopped_for = waiting_since.elapsed();
+    send_signal(child.id(), libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED");
+    assert_eq!(resumed[0]["iteration"], 3);
+    assert_eq!(resumed[0]["previous_reason"], "interrupted");
+    // No new iteration first: the rest of the third idle wait.
+    assert!(iterations_started(&resumed).is_empty());
+    let wait = of(&resumed, "WAIT_STARTED")[0];
+    assert_eq!(wait["reason"], "idle");
+    assert_eq!(wait["iteration"], 3);
+    let left = wait["delay_ms"].as_u64().unwrap();
+    assert!(
+        left < 20_000 && left + 5_000 > 20_000 - stopped_for.as_millis() as u64,
+        "what is left of the 20s wait: {left}ms"
+    );
+
+    // --now skips it; the streak goes on at its fourth idle iteration.
+    let out = p.run(&["run", "--resume", "--now", "-n", "4"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let resumed = p.events();
+    assert_eq!(resumed[0]["previous_reason"], "interrupted");
+    assert_eq!(iterations_started(&resumed), [4]);
+    assert_eq!(of(&resumed, "ITERATION_IDLE")[0]["consecutive_idle"], 4);
+    assert_eq!(of(&resumed, "WAIT_STARTED").len(), 0);
+}
+
+/// Fails (exit 1) on every iteration but the third, which sleeps until killed.
+const FAILS_THEN_HANGS: &str = r#"cat >/dev/null
+if [ "$RALPH_ITERATION" = 3 ]; then echo $$ > agent.pid; exec sleep 60; fi
+echo "boom at $RALPH_ITERATION" >&2
+exit 1
+"#;
+
+fn failing_project() -> Project {
+    let p = Project::new(
+        "agent: sh agent.sh\nfailure: {delay: 10ms, max_delay: 10ms, max_consecutive: 10}",
+        "work\n",
+    );
+    std::fs::write(p.path().join("agent.sh"), FAILS_THEN_HANGS).unwrap();
+    p
+}
+
+fn kill_agent(p: &Project) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(p.path().join("agent.pid")) {
+            if let Ok(pid) = text.trim().parse::<u32>() {
+                break pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "the agent wrote no pid");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    send_signal(pid, libc::SIGKILL);
+}
+
+#[test]
+fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_streak() {
+    let p = failing_project();
+    let mut child = p.spawn(&["run"]);
+    wait_for_run_event(&p, "ITERATION_STARTED", 3);
+    kill_agent_when_started(&p);
+    send_signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    kill_agent(&p);
+    std::fs::remove_file(p.path().join("agent.pid")).unwrap();
+
+    let out = p.run(&["run", "--resume", "-n", "4"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED");
+    assert_eq!(resumed[0]["iteration"], 3);
+    assert_eq!(resumed[0]["previous_reason"], "killed");
+    assert_eq!(iterations_started(&resumed), [4]);
+    // Iterations 1 and 2 failed; the killed third is no step; the fourth is the third failure.
+    let failed = of(&resumed, "ITERATION_FAILED")[0];
+    assert_eq!(failed["iteration"], 4);
+    assert_eq!(failed["consecutive_failures"], 3);
+    assert_eq!(code(&out), 1, "max_iterations with the last run failing");
+}
+
+/// Waits until the hanging iteration's agent is running (it wrote its pid) and the session
+/// file, written off the loop's thread, says so.
+fn kill_agent_when_started(p: &Project) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.path().join("agent.pid").exists() {
+        assert!(Instant::now() < deadline, "the agent did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let session = run_dir(p).join("session.json");
+    loop {
+        let text = std::fs::read_to_string(&session).unwrap_or_default();
+        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        if value["working"] == true {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the session never said it works");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_run_that_ended_by_itself_is_not_resumed() {
+    let agent = fake_agent();
+    let p = Project::new(&format!("agent: {agent} --marker done"), "work\n");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "agent_done");
+    assert!(!common::stdout(&out).contains("--resume"));
+
+    let out = p.run(&["run", "--resume"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("ended by itself (agent_done, exit 0"),
+        "says why: {err}"
+    );
+    assert_eq!(iterations_started(&run_events(&p)), [1], "nothing ran");
+}
+
+#[test]
+fn resume_with_no_run_in_the_folder_says_so() {
+    let p = Project::new(&format!("agent: {}", fake_agent()), "work\n");
+    let out = p.run(&["run", "--resume"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("nothing to resume"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_ralph_md_edited_while_stopped_is_reloaded_and_said_so() {
+    let agent = fake_agent();
+    let p = Project::new(&format!("agent: {agent} --out one"), "work\n");
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    std::fs::write(
+        p.path().join("RALPH.md"),
+        format!("---\nagent: {agent} --out two\n---\nwork\n"),
+    )
+    .unwrap();
+    let out = p.run(&["run", "--resume", "-n", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let resumed = p.events();
+    assert_eq!(of(&resumed, "CONFIG_RELOADED")[0]["iteration"], 2);
+    assert!(common::stdout(&out).contains("two"));
+
+    // A broken edit is refused with its errors, as at any start.
+    std::fs::write(
+        p.path().join("RALPH.md"),
+        "---\nagent: 12\nmax_iterations: x\n---\n",
+    )
+    .unwrap();
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("max_iterations"), "{}", stderr(&out));
+}
+
+// Story mode.
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The agent leaves uncommitted work (`work.txt`) and the check always fails the same way.
+const STORY_AGENT: &str = "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n";
+
+/// A repository with two stories, `agent` as `agent.sh`, all committed.
+fn story_repo(agent: &str) -> Project {
+    let prd = serde_json::json!({
+        "project": "Shop",
+        "userStories": [
+            {"id": "US-001", "title": "One", "description": "Do it", "acceptanceCriteria": ["ok"],
+             "priority": 1, "passes": false, "notes": ""},
+            {"id": "US-002", "title": "Two", "description": "Do it", "acceptanceCriteria": ["ok"],
+             "priority": 2, "passes": false, "notes": ""}
+        ]
+    });
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - 'echo \"error: it fails\"; exit 1'\n\
+         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+         failure: {delay: 10ms, max_delay: 10ms}\n\
+         escalation:\n  prd: prd.json\n  same_error_limit: 3",
+        "STORY={{ story.id }}\n",
+    );
+    let dir = p.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(
+        dir.join("prd.json"),
+        serde_json::to_string_pretty(&prd).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    p
+}
+
+#[test]
+fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
+    let p = story_repo(STORY_AGENT);
+    let out = p.run(&["run", "-n", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(of(&p.events(), "ATTEMPT_ENDED").len(), 2);
+    assert!(p.events_of("CIRCUIT_TRIPPED").is_empty());
+    let out = p.run(&["status", "--json"]);
+    let status: Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(status["story"], "US-001");
+    assert_eq!(
+        status["attempt"], 3,
+        "two attempts failed: the third is next"
+    );
+    assert_eq!(
+        status["stories"],
+        serde_json::json!({"passed": 0, "blocked": 0, "remaining": 2})
+    );
+    assert_eq!(status["resumable"], true);
+
+    // A plain run is refused on the attempt's uncommitted work, naming the way on.
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("ralph run --resume") && err.contains("--allow-dirty"),
+        "{err}"
+    );
+    assert!(err.contains("story US-001"), "{err}");
+
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    let attempts: Vec<u64> = of(&resumed, "ATTEMPT_ENDED")
+        .iter()
+        .map(|e| e["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [3], "convergence attempts go on");
+    let tripped = of(&resumed, "CIRCUIT_TRIPPED");
+    assert_eq!(tripped.len(), 1, "{}", stderr(&out));
+    assert_eq!(tripped[0]["story_id"], "US-001");
+    assert_eq!(tripped[0]["reason"], "same_error");
+    assert_eq!(tripped[0]["count"], 3);
+    // The whole attempt, all three tries, was saved before the revert.
+    let saved = of(&resumed, "REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        git(p.path(), &["show", &format!("{saved}:work.txt")]),
+        "try 1\ntry 2\ntry 3\n"
+    );
+}
+
+#[test]
+fn a_story_tree_changed_by_anything_else_is_still_refused() {
+    let p = story_repo(STORY_AGENT);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("uncommitted changes"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
+        "my own edit\n"
+    );
+}
+
+#[test]
+fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
+    // The second iteration leaves its work and hangs until killed.
+    let agent = format!(
+        "{STORY_AGENT}if [ \"$RALPH_ITERATION\" = 2 ]; then echo $$ > agent.pid; exec sleep 60; fi\n"
+    );
+    let p = story_repo(&agent);
+    std::fs::write(p.path().join(".gitignore"), "events.jsonl\nagent.pid\n").unwrap();
+    git(p.path(), &["commit", "-qam", "ignore the pid file"]);
+    let mut child = p.spawn(&["run"]);
+    kill_agent_when_started(&p);
+    send_signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    kill_agent(&p);
+
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(resumed[0]["previous_reason"], "killed");
+    assert_eq!(iterations_started(&resumed), [3]);
+    // The killed iteration was no attempt: this is the story's second.
+    assert_eq!(of(&resumed, "ATTEMPT_ENDED")[0]["attempt"], 2);
+    assert!(of(&resumed, "CIRCUIT_TRIPPED").is_empty());
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("work.txt")).unwrap(),
+        "try 1\ntry 2\ntry 3\n",
+        "the attempt went on from the tree the killed run left"
+    );
+}

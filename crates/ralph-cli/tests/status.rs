@@ -1,0 +1,151 @@
+//! `ralph status [PATH] [--json]`: the folder's last run, while it runs (from its session file
+//! and the lock file's holder, never the lock) and after it ended or was killed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Project, code, send_signal, stdout};
+use serde_json::Value;
+
+/// Iteration 1 works until the file `go` exists, then reports idle; iteration 2 hangs.
+const AGENT: &str = r#"cat >/dev/null
+echo $$ > agent.pid
+while [ ! -e go ]; do sleep 0.02; done
+if [ "$RALPH_ITERATION" = 1 ]; then echo '<!-- ralph:state idle -->'; exit 0; fi
+exec sleep 60
+"#;
+
+fn project() -> Project {
+    let p = Project::new(
+        "agent: sh agent.sh\nidle: {delay: 30s, max_delay: 30s}",
+        "work\n",
+    );
+    std::fs::write(p.path().join("agent.sh"), AGENT).unwrap();
+    p
+}
+
+fn status(p: &Project) -> Value {
+    let out = p.run(&["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("one JSON object")
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn status_json_follows_a_run_while_it_works_waits_and_after_it_ends() {
+    let p = project();
+    let mut child = p.spawn(&["run"]);
+    until("the agent starts", || p.path().join("agent.pid").exists());
+    // The session file is written off the loop's thread: it may lag a moment.
+    until("the session names iteration 1", || {
+        status(&p)["iterations"] == 1
+    });
+    let working = status(&p);
+    assert_eq!(working["running"], true);
+    assert_eq!(working["pid"], child.id());
+    assert_eq!(working["state"], "working");
+    assert_eq!(working["iterations"], 1);
+    assert_eq!(working["reason"], Value::Null);
+    assert_eq!(working["exit_code"], Value::Null);
+    let run_id = working["run_id"].as_str().unwrap().to_owned();
+    let log_dir = working["log_dir"].as_str().unwrap().to_owned();
+    assert!(
+        log_dir.ends_with(&format!(".ralph/runs/{run_id}")),
+        "{log_dir}"
+    );
+    assert!(
+        std::path::Path::new(&log_dir)
+            .join("session.json")
+            .is_file()
+    );
+
+    std::fs::write(p.path().join("go"), "").unwrap();
+    until("the idle wait", || status(&p)["state"] == "idle");
+    let idle = status(&p);
+    assert_eq!(idle["running"], true);
+    assert_eq!(idle["state"], "idle");
+    assert_eq!(idle["consecutive_idle"], 1);
+    assert!(idle["waiting_until"].is_string(), "{idle}");
+    assert_eq!(idle["cost_usd"], Value::Null);
+
+    send_signal(child.id(), libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let ended = status(&p);
+    assert_eq!(ended["run_id"], run_id.as_str());
+    assert_eq!(ended["running"], false);
+    assert_eq!(ended["state"], "ended");
+    assert_eq!(ended["reason"], "interrupted");
+    assert_eq!(ended["exit_code"], 143);
+    assert_eq!(ended["iterations"], 1);
+    assert_eq!(ended["resumable"], true);
+    assert_eq!(ended["log_dir"], log_dir.as_str());
+
+    let text = stdout(&p.run(&["status"]));
+    assert!(text.contains(&format!("run {run_id}")), "{text}");
+    assert!(text.contains("ended: interrupted, exit 143"), "{text}");
+    assert!(text.contains("ralph run --resume"), "{text}");
+}
+
+#[test]
+fn status_after_kill_9_says_the_run_stopped_without_a_word() {
+    let p = project();
+    let mut child = p.spawn(&["run"]);
+    until("the agent starts", || p.path().join("agent.pid").exists());
+    until("the session names iteration 1", || {
+        status(&p)["iterations"] == 1
+    });
+    send_signal(child.id(), libc::SIGKILL);
+    child.wait().unwrap();
+    let agent: u32 = std::fs::read_to_string(p.path().join("agent.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    send_signal(agent, libc::SIGKILL);
+
+    let stopped = status(&p);
+    assert_eq!(stopped["running"], false);
+    assert_eq!(stopped["state"], "stopped");
+    assert_eq!(stopped["reason"], Value::Null);
+    assert_eq!(stopped["iterations"], 1);
+    assert_eq!(stopped["resumable"], true);
+}
+
+#[test]
+fn status_where_no_run_started_says_so() {
+    let p = Project::new("agent: cat", "work\n");
+    let out = p.run(&["status"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        common::stderr(&out).contains("no ralph run has started in this folder"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+#[test]
+fn a_lock_file_naming_a_live_pid_without_the_lock_is_no_running_run() {
+    // What a reboot leaves: the killed run's name in .ralph/lock, its pid taken by another
+    // process (here, this test), and no one holding the lock.
+    let p = Project::new(&format!("agent: {} --out hi", common::fake_agent()), "x\n");
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    let run_id = status(&p)["run_id"].as_str().unwrap().to_owned();
+    let holder = serde_json::json!({
+        "pid": std::process::id(),
+        "started": "2026-11-23T08:00:00Z",
+        "run_id": run_id,
+        "folder": p.path(),
+    });
+    std::fs::write(p.path().join(".ralph/lock"), holder.to_string()).unwrap();
+    let after = status(&p);
+    assert_eq!(after["running"], false);
+    assert_eq!(after["state"], "ended");
+}

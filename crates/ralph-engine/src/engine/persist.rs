@@ -1,0 +1,262 @@
+//! The run's session file: written as the run goes, read back by a resumed run
+//! (`EngineOptions::resume`). The format lives in [`crate::session`].
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use ralph_backoff::FailureStreak;
+
+use super::{Next, Run};
+use crate::adapter::{RunCost, Usage};
+use crate::convergence::Attempts;
+use crate::event::{EventKind, WaitReason};
+use crate::outcome::EndReason;
+use crate::session::{self, Ended, PlannedWait, Session};
+use crate::state::millis;
+
+/// Writes the session file on a thread of its own, so the loop never waits for the disk (an
+/// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
+/// each write is whole (temporary file, fsync, rename), in order.
+pub(super) struct SessionWriter {
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SessionWriter {
+    fn start(dir: &Path) -> Option<Self> {
+        let path = dir.join(session::SESSION_FILE);
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let thread = std::thread::Builder::new()
+            .name("ralph-session".to_owned())
+            .spawn(move || write_newest(&path, &rx));
+        match thread {
+            Ok(thread) => Some(Self {
+                tx: Some(tx),
+                thread: Some(thread),
+            }),
+            Err(err) => {
+                tracing::warn!(
+                    "cannot start writing the session file: {err}; the run cannot be resumed"
+                );
+                None
+            }
+        }
+    }
+
+    fn send(&self, bytes: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(bytes);
+        }
+    }
+
+    /// Waits until everything sent is on disk.
+    fn finish(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for SessionWriter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn write_newest(path: &Path, rx: &mpsc::Receiver<Vec<u8>>) {
+    while let Ok(mut bytes) = rx.recv() {
+        while let Ok(newer) = rx.try_recv() {
+            bytes = newer;
+        }
+        if let Err(err) = crate::logs::write_atomic(path, &bytes) {
+            tracing::warn!("cannot write the session file {}: {err}", path.display());
+        }
+    }
+}
+
+/// What a resumed run does before its first iteration.
+pub(super) struct Resumed {
+    /// The interrupted wait, to finish first (none with `resume_now`).
+    wait: Option<PlannedWait>,
+    /// RALPH.md changed since the run's last step.
+    config_changed: bool,
+}
+
+impl Run {
+    /// The run's time so far, over every process that ran it (`max_runtime` counts it).
+    pub(super) fn elapsed(&self) -> Duration {
+        self.elapsed_before.saturating_add(self.started.elapsed())
+    }
+
+    /// Starts the session; with `resume`, takes the stopped run's state up and emits
+    /// `RUN_RESUMED`. Runs before `RUN_STARTED`.
+    pub(super) fn resume(&mut self) -> Option<Resumed> {
+        let hash = std::fs::read_to_string(&self.options.ralph_file)
+            .map(|text| session::config_hash(&text))
+            .unwrap_or_default();
+        let ralph_file = self.options.ralph_file.display().to_string();
+        self.session_writer = self
+            .options
+            .log_dir
+            .as_deref()
+            .and_then(SessionWriter::start);
+        let Some(old) = self.options.resume.take() else {
+            if self.options.log_dir.is_some() {
+                self.session = Some(Session::new(&self.options.run_id, &ralph_file, hash));
+            }
+            return None;
+        };
+        self.emit(EventKind::RunResumed {
+            iteration: old.iteration,
+            previous_reason: old.previous_reason().to_owned(),
+        });
+        self.iterations = old.iteration;
+        self.idle_iterations = old.idle_iterations;
+        self.idle_time = Duration::from_millis(old.idle_ms);
+        self.elapsed_before = Duration::from_millis(old.elapsed_ms);
+        self.num_turns = old.num_turns;
+        self.run_cost = RunCost::resumed(old.cost_usd);
+        let before = Usage {
+            cost_usd: old.cost_usd,
+            input_tokens: old.input_tokens,
+            output_tokens: old.output_tokens,
+            num_turns: old.num_turns,
+            ..Usage::default()
+        };
+        self.usage = (before != Usage::default()).then_some(before);
+        self.failures = FailureStreak::resumed(old.consecutive_failures);
+        self.last_failed = old.last_failed;
+        self.consecutive_idle = old.consecutive_idle;
+        self.handlers.restore(&old.handlers);
+        let config = &self.options.file.config;
+        if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
+            self.attempts = Some(Attempts::resumed(config.convergence.clone(), state));
+        }
+        if let Some(task) = old.task.clone() {
+            self.tasks.restore(task);
+        }
+        let resumed = Resumed {
+            wait: old.wait.filter(|_| !self.options.resume_now),
+            config_changed: old.config_hash != hash,
+        };
+        let mut session = old;
+        session.pid = std::process::id();
+        session.ralph_file = ralph_file;
+        session.config_hash = hash;
+        session.ended = None;
+        self.session = self.options.log_dir.is_some().then_some(session);
+        Some(resumed)
+    }
+
+    /// After `RUN_STARTED`: a resumed run says its config changed and finishes the wait it was
+    /// stopped in. Returns why the run ends, if it does before its first iteration.
+    pub(super) async fn resumed(&mut self, resumed: Option<Resumed>) -> Option<EndReason> {
+        let Some(resumed) = resumed else {
+            self.save_session(false, None);
+            return None;
+        };
+        if resumed.config_changed {
+            self.emit(EventKind::ConfigReloaded {
+                iteration: self.iterations + 1,
+            });
+        }
+        self.save_session(false, resumed.wait);
+        let limit_reached = self
+            .options
+            .max_iterations
+            .is_some_and(|max| self.iterations >= max);
+        let wait = resumed.wait.filter(|_| !limit_reached)?;
+        let left = wait
+            .until
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        if left.is_zero() {
+            return None;
+        }
+        self.wait(self.iterations, wait.reason, left).await
+    }
+
+    /// The wait `next` asks for after an iteration, before a limit or a stop request turns it
+    /// into an ending: a resumed run finishes it.
+    pub(super) fn planned_wait(&self, next: &Next) -> Option<PlannedWait> {
+        let (delay, reason) = match next {
+            Next::Wait(delay, reason) => (*delay, *reason),
+            Next::Continue => (self.options.delay, WaitReason::Delay),
+            Next::Stop(_) => return None,
+        };
+        (!delay.is_zero()).then(|| PlannedWait {
+            reason,
+            delay_ms: millis(delay),
+            until: SystemTime::now() + delay,
+        })
+    }
+
+    /// Replaces the session file: `working` while an iteration runs (the task source's state
+    /// is then its last step's), otherwise after a step, with the wait it planned.
+    pub(super) fn save_session(&mut self, working: bool, wait: Option<PlannedWait>) {
+        self.write_session(working, wait, false);
+    }
+
+    fn write_session(&mut self, working: bool, wait: Option<PlannedWait>, ending: bool) {
+        if self.session.is_none() {
+            return;
+        }
+        let task = (!working).then(|| self.tasks.snapshot(ending));
+        let handlers = self.handlers.snapshot();
+        let consecutive_idle = handlers
+            .get("idle")
+            .and_then(|idle| idle["consecutive"].as_u64())
+            .unwrap_or(0);
+        let elapsed = self.elapsed();
+        let (Some(session), Some(writer)) = (self.session.as_mut(), &self.session_writer) else {
+            return;
+        };
+        session.updated = SystemTime::now();
+        session.iteration = self.iterations;
+        session.working = working;
+        session.idle_iterations = self.idle_iterations;
+        session.idle_ms = millis(self.idle_time);
+        session.elapsed_ms = millis(elapsed);
+        session.cost_usd = self.run_cost.total();
+        session.num_turns = self.num_turns;
+        session.input_tokens = self.usage.as_ref().and_then(|u| u.input_tokens);
+        session.output_tokens = self.usage.as_ref().and_then(|u| u.output_tokens);
+        session.consecutive_failures = self.failures.consecutive();
+        session.last_failed = self.last_failed;
+        session.consecutive_idle = consecutive_idle;
+        session.handlers = handlers;
+        session.attempts = self.attempts.as_ref().map(Attempts::snapshot);
+        if let Some(task) = task {
+            session.task = task;
+        }
+        session.task_id = self.tasks.current_id().map(str::to_owned);
+        session.stories = self.tasks.summary();
+        session.wait = wait;
+        match session.bytes() {
+            Ok(bytes) => writer.send(bytes),
+            Err(err) => tracing::warn!("cannot write the session file: {err}"),
+        }
+    }
+
+    /// The run ended: the session says how, keeping the wait its last step planned.
+    pub(super) fn session_ended(&mut self, reason: &EndReason, exit_code: i32) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let wait = session.wait;
+        session.ended = Some(Ended {
+            reason: reason.as_str().to_owned(),
+            exit_code,
+            at: SystemTime::now(),
+            resumable: session::resumable(reason),
+        });
+        self.write_session(false, wait, true);
+        // On disk before RUN_ENDED: whoever reads the events' end finds the session's.
+        if let Some(writer) = &mut self.session_writer {
+            writer.finish();
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The session file: a run's state, saved in its folder so the run can go on after it stopped.
+//!
+//! The engine replaces `<log folder>/session.json` whole (temporary file, fsync, rename) when an
+//! iteration starts, after every iteration (the task source's step included) and when the run
+//! ends. A run stopped any way at all (Ctrl+C, a signal, `-n`, `max_runtime`, a crash,
+//! `kill -9`, a reboot) leaves the file of its last completed step; [`EngineOptions::resume`]
+//! takes it up again. `docs/session.md` documents the format; [`SESSION_VERSION`] names it.
+//!
+//! [`EngineOptions::resume`]: crate::EngineOptions::resume
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::WaitReason;
+use crate::outcome::EndReason;
+use crate::task::StoriesSummary;
+
+/// The session file's name inside the run's log folder.
+pub const SESSION_FILE: &str = "session.json";
+
+/// The format's version, written in every session file; a file of another version is refused.
+pub const SESSION_VERSION: u32 = 1;
+
+/// The file, relative to a loop's folder, that names the folder's last run (its log folder).
+pub const CURRENT_FILE: &str = ".ralph/current";
+
+/// A run's state after its last completed step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Session {
+    /// [`SESSION_VERSION`].
+    pub version: u32,
+    /// The run's id.
+    pub run_id: String,
+    /// The process running (or that last ran) it.
+    pub pid: u32,
+    /// When the run first started.
+    #[serde(with = "rfc3339")]
+    pub started: SystemTime,
+    /// When this file was written.
+    #[serde(with = "rfc3339")]
+    pub updated: SystemTime,
+    /// The RALPH.md path as given.
+    pub ralph_file: String,
+    /// A hash of the RALPH.md text the run's config came from ([`config_hash`]).
+    pub config_hash: String,
+    /// The last iteration started; a resumed run goes on with the next.
+    pub iteration: u64,
+    /// An iteration is under way (its commands, agent or checks run).
+    pub working: bool,
+    /// Idle iterations so far.
+    pub idle_iterations: u64,
+    /// Time spent in idle waits so far.
+    pub idle_ms: u64,
+    /// The run's time so far (`max_runtime` counts it), over every process that ran it.
+    pub elapsed_ms: u64,
+    /// The agents' reported cost so far, when they report one.
+    pub cost_usd: Option<f64>,
+    /// The agents' reported turns so far.
+    pub num_turns: Option<u64>,
+    /// The agents' reported input tokens so far.
+    pub input_tokens: Option<u64>,
+    /// The agents' reported output tokens so far.
+    pub output_tokens: Option<u64>,
+    /// Failed agent runs in a row (the failure streak).
+    pub consecutive_failures: u64,
+    /// The last agent run failed.
+    pub last_failed: bool,
+    /// Idle iterations in a row (the idle streak), as last reported.
+    pub consecutive_idle: u64,
+    /// Each state handler's own state, by state name (the idle streak's count and start).
+    pub handlers: BTreeMap<String, serde_json::Value>,
+    /// The `done_when` attempt bookkeeping, with `done_when`.
+    pub attempts: Option<AttemptsState>,
+    /// The task source's own state (escalation: the story, the breaker's counts, the
+    /// checkpoint, the tree), opaque to the engine.
+    pub task: Option<serde_json::Value>,
+    /// The task in progress (a story id).
+    pub task_id: Option<String>,
+    /// The stories, in story mode.
+    pub stories: Option<StoriesSummary>,
+    /// The wait the last iteration asked for, even when the run stopped before it.
+    pub wait: Option<PlannedWait>,
+    /// How the run ended; `None` while it runs, or when it was killed or crashed.
+    pub ended: Option<Ended>,
+}
+
+/// A wait after an iteration: why, how long, and when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PlannedWait {
+    /// Why the loop waits.
+    pub reason: WaitReason,
+    /// The whole wait.
+    pub delay_ms: u64,
+    /// When it ends (wall clock).
+    #[serde(with = "rfc3339")]
+    pub until: SystemTime,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Ended {
+    /// `RUN_ENDED`'s reason.
+    pub reason: String,
+    /// `RUN_ENDED`'s exit code.
+    pub exit_code: i32,
+    /// When.
+    #[serde(with = "rfc3339")]
+    pub at: SystemTime,
+    /// Whether `ralph run --resume` may take it up ([`resumable`]).
+    pub resumable: bool,
+}
+
+/// The `done_when` attempt bookkeeping of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AttemptsState {
+    /// Attempts recorded for the current task.
+    pub attempt: u64,
+    /// An attempt of the current task failed.
+    pub failed_before: bool,
+    /// Attempts that passed after a failure.
+    pub flake_retries: u64,
+    /// What the next prompt says about the last failed attempt.
+    pub feedback: Option<String>,
+    /// The wait before the next attempt.
+    pub pending_backoff_ms: Option<u64>,
+}
+
+/// Why a session file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The file is missing or unreadable.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a session.
+    #[error("{}: not a ralph session file: {source}", .path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The file is of another version.
+    #[error(
+        "{}: session format version {found}; this ralph reads version {SESSION_VERSION}",
+        .path.display()
+    )]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: u64,
+    },
+}
+
+impl Session {
+    /// The session of the run whose log folder is `dir`.
+    pub fn read(dir: &Path) -> Result<Self, SessionError> {
+        let path = dir.join(SESSION_FILE);
+        let bytes = std::fs::read(&path).map_err(|source| SessionError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| SessionError::Parse {
+                path: path.clone(),
+                source,
+            })?;
+        let found = value
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        if found != u64::from(SESSION_VERSION) {
+            return Err(SessionError::Version { path, found });
+        }
+        serde_json::from_value(value).map_err(|source| SessionError::Parse { path, source })
+    }
+
+    /// Replaces `dir`'s session file with this one (temporary file, fsync, rename).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        crate::logs::write_atomic(&dir.join(SESSION_FILE), &self.bytes()?)
+    }
+
+    /// The file's bytes.
+    pub(crate) fn bytes(&self) -> std::io::Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// A session for a run starting now.
+    pub(crate) fn new(run_id: &str, ralph_file: &str, config_hash: String) -> Self {
+        let now = SystemTime::now();
+        Self {
+            version: SESSION_VERSION,
+            run_id: run_id.to_owned(),
+            pid: std::process::id(),
+            started: now,
+            updated: now,
+            ralph_file: ralph_file.to_owned(),
+            config_hash,
+            iteration: 0,
+            working: false,
+            idle_iterations: 0,
+            idle_ms: 0,
+            elapsed_ms: 0,
+            cost_usd: None,
+            num_turns: None,
+            input_tokens: None,
+            output_tokens: None,
+            consecutive_failures: 0,
+            last_failed: false,
+            consecutive_idle: 0,
+            handlers: BTreeMap::new(),
+            attempts: None,
+            task: None,
+            task_id: None,
+            stories: None,
+            wait: None,
+            ended: None,
+        }
+    }
+
+    /// Whether the run can be resumed: it was stopped (by a person, a limit they set, a
+    /// signal, a crash), not ended by itself.
+    pub fn resumable(&self) -> bool {
+        self.ended.as_ref().is_none_or(|e| e.resumable)
+    }
+
+    /// How the run stopped, for `RUN_RESUMED`: `RUN_ENDED`'s reason, or `killed` when it
+    /// never reported one (a crash, `kill -9`, a reboot).
+    pub fn previous_reason(&self) -> &str {
+        self.ended.as_ref().map_or(KILLED, |e| e.reason.as_str())
+    }
+}
+
+/// [`Session::previous_reason`] of a run that ended without a word.
+pub const KILLED: &str = "killed";
+
+/// Whether a run that ended for `reason` may be resumed: a person stopped it, or a limit they
+/// set (`max_iterations`, `max_runtime`, `max_cost`) ran out, so going on is theirs to ask.
+/// An ending the loop reached by itself (done, converged, idle, failing, blocked) is final.
+pub fn resumable(reason: &EndReason) -> bool {
+    matches!(
+        reason,
+        EndReason::Interrupted
+            | EndReason::MaxIterations
+            | EndReason::MaxIterationsLastFailed
+            | EndReason::MaxIterationsWorkLeft
+            | EndReason::MaxRuntime
+            | EndReason::MaxCost
+    )
+}
+
+/// A short, stable hash of a RALPH.md's text (FNV-1a, 64 bits, hex): tells a resumed run
+/// whether its file changed. Not a security measure.
+pub fn config_hash(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// Records in `folder`'s [`CURRENT_FILE`] that its last run's log folder is `log_dir`.
+pub fn write_current(folder: &Path, log_dir: &Path) -> std::io::Result<()> {
+    let path = folder.join(CURRENT_FILE);
+    if let Some(dir) = path.parent() {
+        crate::logs::create_run_dir(dir)?;
+    }
+    let log_dir = std::fs::canonicalize(log_dir).unwrap_or_else(|_| log_dir.to_path_buf());
+    let mut text = log_dir.into_os_string().into_encoded_bytes();
+    text.push(b'\n');
+    crate::logs::write_atomic(&path, &text)
+}
+
+/// The log folder of `folder`'s last run, from its [`CURRENT_FILE`].
+pub fn read_current(folder: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(folder.join(CURRENT_FILE)).ok()?;
+    let line = text.trim_end_matches(['\n', '\r']);
+    (!line.is_empty()).then(|| PathBuf::from(line))
+}
+
+mod rfc3339 {
+    use std::time::SystemTime;
+
+    pub(super) fn serialize<S: serde::Serializer>(
+        ts: &SystemTime,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_rfc3339_millis(*ts))
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<SystemTime, D::Error> {
+        let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+        humantime::parse_rfc3339_weak(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_survives_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
+        let mut session = Session::new("r1", "RALPH.md", config_hash("x"));
+        // Times are written to the millisecond.
+        (session.started, session.updated) = (at, at);
+        session.iteration = 3;
+        session.wait = Some(PlannedWait {
+            reason: WaitReason::Idle,
+            delay_ms: 4000,
+            until: at,
+        });
+        session.write(dir.path()).unwrap();
+        assert_eq!(Session::read(dir.path()).unwrap(), session);
+    }
+
+    #[test]
+    fn another_version_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(SESSION_FILE), r#"{"version": 9}"#).unwrap();
+        let err = Session::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.ends_with("session format version 9; this ralph reads version 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_stops_a_person_asked_for_are_resumable() {
+        assert!(resumable(&EndReason::Interrupted));
+        assert!(resumable(&EndReason::MaxIterations));
+        assert!(resumable(&EndReason::MaxRuntime));
+        assert!(!resumable(&EndReason::StoriesDone));
+        assert!(!resumable(&EndReason::IdleLimit));
+        assert!(!resumable(&EndReason::AgentDone));
+        assert!(!resumable(&EndReason::AgentFailing));
+    }
+
+    #[test]
+    fn the_config_hash_tells_texts_apart() {
+        assert_eq!(config_hash("a"), config_hash("a"));
+        assert_ne!(config_hash("a"), config_hash("b"));
+        assert_eq!(config_hash("").len(), 16);
+    }
+}

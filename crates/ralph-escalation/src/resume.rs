@@ -1,0 +1,194 @@
+//! Resuming a stopped run: escalation's own state in the run's session file (the story, the
+//! breaker's counts, the checkpoint, what the tree held), and the check that a dirty tree holds
+//! only the run's own interrupted attempt.
+
+use std::path::PathBuf;
+
+use ralph_engine::CheckResult;
+use ralph_engine::frontmatter::Config;
+use serde::{Deserialize, Serialize};
+
+use crate::{Current, Escalation, EscalationError, Git, Options};
+
+/// What a resumed run knows of the stopped one, for [`Escalation::resume`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Interrupted {
+    /// The escalation's state from the session file ([`ralph_engine::TaskSource::snapshot`]).
+    pub state: Option<serde_json::Value>,
+    /// The run ended without a word (a crash, `kill -9`, a reboot): its last step was
+    /// recorded before its last iteration's work, which the tree may hold.
+    pub crashed: bool,
+}
+
+impl Interrupted {
+    /// A stopped run's escalation `state`; `crashed` when it never reported its end.
+    pub fn new(state: Option<serde_json::Value>, crashed: bool) -> Self {
+        Self { state, crashed }
+    }
+}
+
+/// The escalation's part of a session file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    breaker: BreakerState,
+    current: Option<CurrentState>,
+    repo: Option<RepoState>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct BreakerState {
+    attempts: u64,
+    last: Option<String>,
+    streak: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CurrentState {
+    id: String,
+    title: String,
+    iterations: Vec<u64>,
+    last_failure: Vec<CheckResult>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RepoState {
+    /// The last known-good commit, where a revert goes back to.
+    checkpoint: String,
+    branch: Option<String>,
+    /// HEAD when the state was saved.
+    head: Option<String>,
+    /// `git write-tree` of everything outside `own` when the state was saved.
+    tree: Option<String>,
+    /// Paths left out of saved work (ralph's output, paths dirty at start with --allow-dirty).
+    own: Vec<PathBuf>,
+}
+
+/// A resumed run's leave to start on a dirty tree.
+#[derive(Debug)]
+pub(crate) struct Accept {
+    head: Option<String>,
+    tree: Option<String>,
+    own: Vec<PathBuf>,
+    crashed: bool,
+}
+
+impl Accept {
+    /// The stopped run's own paths stay its own.
+    pub(crate) fn extend_own(&self, own: &mut Vec<PathBuf>, keep: &mut Vec<PathBuf>) {
+        for path in &self.own {
+            if !own.contains(path) {
+                own.push(path.clone());
+                keep.push(path.clone());
+            }
+        }
+    }
+
+    /// Whether the tree holds exactly what the stopped run left: same HEAD, same tree outside
+    /// `own`. A crashed run recorded its last step before its last iteration's work, so any
+    /// tree is taken as that work, with a warning.
+    pub(crate) fn accepts(&self, git: &Git, own: &[PathBuf]) -> bool {
+        if self.crashed {
+            tracing::warn!(
+                "the run was killed without a word; its tree's uncommitted changes are taken as \
+                 its interrupted attempt's work"
+            );
+            return true;
+        }
+        let (Some(head), Some(tree)) = (&self.head, &self.tree) else {
+            return false;
+        };
+        git.head().ok().as_ref() == Some(head) && git.work_tree(own).ok().as_ref() == Some(tree)
+    }
+}
+
+impl Escalation {
+    /// Opens the escalation of a stopped run that goes on (`ralph run --resume`), as
+    /// [`open`](Self::open) does, except that a tree dirty only with the run's own interrupted
+    /// attempt (the tree its state recorded) is not refused: the attempt goes on from it. A
+    /// tree changed by anything else still is. The state itself is taken up by
+    /// [`TaskSource::restore`](ralph_engine::TaskSource::restore).
+    pub fn resume(
+        config: &Config,
+        options: Options,
+        interrupted: &Interrupted,
+    ) -> Result<Option<Self>, EscalationError> {
+        let Some(mut this) = Self::preview(config, &options.cwd)? else {
+            return Ok(None);
+        };
+        if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
+            let written: Vec<PathBuf> = config
+                .escalation
+                .iter()
+                .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
+                .map(|p| options.cwd.join(p))
+                .collect();
+            let repo = interrupted
+                .state
+                .clone()
+                .and_then(|v| serde_json::from_value::<State>(v).ok())
+                .and_then(|s| s.repo);
+            let accept = Accept {
+                head: repo.as_ref().and_then(|r| r.head.clone()),
+                tree: repo.as_ref().and_then(|r| r.tree.clone()),
+                own: repo.map(|r| r.own).unwrap_or_default(),
+                crashed: interrupted.crashed,
+            };
+            this.open_repo(&options, &written, Some(&accept))?;
+        }
+        Ok(Some(this))
+    }
+
+    /// The state a resumed run takes up: see [`State`]. The tree is recorded only when the run
+    /// is `ending`: a run killed without a word is taken at its tree's word anyway
+    /// ([`Accept::accepts`]), and the tree costs a few git processes.
+    pub(crate) fn state(&self, ending: bool) -> Option<serde_json::Value> {
+        let (attempts, last, streak) = self.breaker.counts();
+        let state = State {
+            breaker: BreakerState {
+                attempts,
+                last: last.map(str::to_owned),
+                streak,
+            },
+            current: self.current.as_ref().map(|c| CurrentState {
+                id: c.id.clone(),
+                title: c.title.clone(),
+                iterations: c.iterations.clone(),
+                last_failure: c.last_failure.clone(),
+            }),
+            repo: self.repo.as_ref().map(|r| RepoState {
+                checkpoint: r.checkpoint.clone(),
+                branch: r.branch.clone(),
+                head: r.git.head().ok(),
+                tree: ending.then(|| r.git.work_tree(&r.own).ok()).flatten(),
+                own: r.own.clone(),
+            }),
+        };
+        serde_json::to_value(state).ok()
+    }
+
+    /// Takes up a stopped run's [`state`](Self::state).
+    pub(crate) fn take_up(&mut self, state: serde_json::Value) {
+        let state = match serde_json::from_value::<State>(state) {
+            Ok(state) => state,
+            Err(err) => {
+                tracing::warn!(
+                    "the session's escalation state is unreadable ({err}); starting the story afresh"
+                );
+                return;
+            }
+        };
+        let b = state.breaker;
+        self.breaker.restore_counts(b.attempts, b.last, b.streak);
+        self.current = state.current.map(|c| Current {
+            id: c.id,
+            title: c.title,
+            iterations: c.iterations,
+            last_failure: c.last_failure,
+        });
+        if let (Some(repo), Some(saved)) = (&mut self.repo, state.repo) {
+            repo.checkpoint = saved.checkpoint;
+            repo.branch = saved.branch;
+        }
+    }
+}
