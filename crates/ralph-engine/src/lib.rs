@@ -41,6 +41,7 @@
 //! ```
 
 mod adapter;
+pub mod atomic;
 mod convergence;
 mod engine;
 mod event;
