@@ -224,6 +224,17 @@ pub struct PtyConfig {
     pub idle_timeout: Duration,
 }
 
+impl Default for PtyConfig {
+    /// An empty `pty:` block (and `--pty` without one): autonomous, with the field table's
+    /// `idle_timeout`.
+    fn default() -> Self {
+        Self {
+            mode: PtyMode::Autonomous,
+            idle_timeout: schema::default_duration(schema::PTY_FIELDS, "idle_timeout"),
+        }
+    }
+}
+
 /// How a PTY agent is run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PtyMode {

@@ -997,10 +997,7 @@ fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Opti
 }
 
 fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<PtyConfig> {
-    let mut config = PtyConfig {
-        mode: PtyMode::Autonomous,
-        idle_timeout: Duration::from_secs(30),
-    };
+    let mut config = PtyConfig::default();
     let Some(mapping) = block(checker, path, value, &keys("pty"))? else {
         return Some(config);
     };
