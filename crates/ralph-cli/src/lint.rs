@@ -160,7 +160,9 @@ fn missing_program(command: &str, cwd: &Path) -> Option<String> {
             )
         });
     }
-    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+    ralph_engine::find_on_path(program)
+        .is_none()
+        .then(|| format!("`{program}` is not found on PATH"))
 }
 
 /// Why the agent's program (`argv[0]`, run without a shell) cannot run, if it clearly cannot.
@@ -178,7 +180,9 @@ fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
             )
         });
     }
-    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+    ralph_engine::find_on_path(program)
+        .is_none()
+        .then(|| format!("`{program}` is not found on PATH"))
 }
 
 /// Why a command that runs without a shell (no shell syntax) would fail on a script without a
@@ -209,18 +213,6 @@ fn is_assignment(word: &str) -> bool {
         !name.is_empty()
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
-}
-
-/// Whether an executable file named `program` is in one of PATH's folders.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    let Some(path) = std::env::var_os("PATH") else {
-        return false;
-    };
-    std::env::split_paths(&path).any(|dir| {
-        std::fs::metadata(dir.join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     })
 }
 

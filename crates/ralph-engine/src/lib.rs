@@ -65,6 +65,7 @@ pub use event::{
     Stream, Termination, WaitProgress, WaitReason,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
+pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,

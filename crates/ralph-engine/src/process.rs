@@ -26,7 +26,7 @@ use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
 mod descendants;
-mod program;
+pub(crate) mod program;
 pub(crate) mod pty;
 mod watchdog;
 
