@@ -62,7 +62,7 @@ pub use adapter::{
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
-    Stream, Termination, WaitProgress, WaitReason,
+    Stream, Termination, WaitProgress, WaitReason, exit_status,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::program::find_on_path;
