@@ -417,14 +417,38 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
 /// assert_eq!(error.to_string(), "RALPH.md:4:13: escalation.progress: is a link");
 /// ```
 pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>) -> ConfigError {
+    located(file, text, field, message.into(), false)
+}
+
+/// Like [`error_at`], located at the key of `field` rather than its value: for a problem with
+/// a whole block or setting (`idle` is on, `escalation.revert` is on). `field` may index a
+/// list: `done_when[0]`, `commands[1].run`.
+///
+/// ```
+/// let text = "---\nagent: x\nescalation:\n  revert: true\n---\n";
+/// let error = ralph_frontmatter::error_at_key("RALPH.md", text, "escalation.revert", "no git");
+/// assert_eq!(error.to_string(), "RALPH.md:4:3: escalation.revert: no git");
+/// ```
+pub fn error_at_key(
+    file: &str,
+    text: &str,
+    field: &str,
+    message: impl Into<String>,
+) -> ConfigError {
+    located(file, text, field, message.into(), true)
+}
+
+fn located(file: &str, text: &str, field: &str, message: String, at_key: bool) -> ConfigError {
     let text = document::normalize(text);
     let pos = match document::split(&text) {
         Ok(doc) => {
             let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
-            let path = field
-                .split('.')
-                .fold(locate::FieldPath::default(), |path, key| path.key(key));
-            locator.value(&path)
+            let path = field_path(field);
+            if at_key {
+                locator.key(&path)
+            } else {
+                locator.value(&path)
+            }
         }
         Err(_) => document::OPENING,
     };
@@ -433,8 +457,27 @@ pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>)
         line: pos.line,
         column: pos.column,
         path: field.to_owned(),
-        message: message.into(),
+        message,
     }
+}
+
+/// `commands[1].run` as a field path: dotted keys, each followed by any `[index]`es.
+fn field_path(field: &str) -> locate::FieldPath {
+    let mut path = locate::FieldPath::default();
+    for part in field.split('.') {
+        let (key, mut indexes) = part
+            .split_once('[')
+            .map_or((part, ""), |(k, rest)| (k, rest));
+        path = path.key(key);
+        while let Some((index, rest)) = indexes.split_once(']') {
+            match index.parse() {
+                Ok(index) => path = path.index(index),
+                Err(_) => break,
+            }
+            indexes = rest.strip_prefix('[').unwrap_or("");
+        }
+    }
+    path
 }
 
 /// The repeated key serde_norway complains about, located by the scanner: serde_norway itself
