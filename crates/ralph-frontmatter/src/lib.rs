@@ -14,6 +14,7 @@ use serde_norway::{Mapping, Value};
 
 mod body;
 mod document;
+mod duration;
 mod locate;
 pub mod schema;
 mod shell;
@@ -23,6 +24,7 @@ mod validate;
 
 use locate::{Locator, Pos};
 
+pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
