@@ -497,10 +497,12 @@ fn duplicate_key<'l>(
     })
 }
 
-/// Names the engine resolves under `ralph.`.
-const RALPH_NAMES: &[&str] = &["name", "iteration", "max_iterations", "failures"];
-/// Names the engine resolves under `story.` in story mode.
-const STORY_NAMES: &[&str] = &["id", "title", "description", "acceptance_criteria", "json"];
+/// The names the engine fills in under `{{ ralph.* }}`: the one list validation checks a
+/// body against (a test in the engine checks that each gets a value).
+pub const RALPH_PLACEHOLDERS: &[&str] = &["name", "iteration", "max_iterations", "failures"];
+/// The names story mode (`ralph-escalation`) fills in under `{{ story.* }}`, from this list.
+pub const STORY_PLACEHOLDERS: &[&str] =
+    &["id", "title", "description", "acceptance_criteria", "json"];
 const NAMESPACES: &[&str] = &["commands", "args", "ralph", "story"];
 
 /// Warnings for body placeholders that name nothing the engine can fill in.
@@ -535,13 +537,23 @@ fn placeholder_warnings(
                 "no argument of that name is declared in `args`",
                 "declared",
             ),
-            "ralph" => unknown_name(name, RALPH_NAMES, "`ralph` has no such value", "known"),
+            "ralph" => unknown_name(
+                name,
+                RALPH_PLACEHOLDERS,
+                "`ralph` has no such value",
+                "known",
+            ),
             "story" if !story_mode => Some(
                 "story placeholders are filled only in story mode (`escalation.prd`); without \
                  it this stays in the prompt as written"
                     .to_owned(),
             ),
-            "story" => unknown_name(name, STORY_NAMES, "`story` has no such value", "known"),
+            "story" => unknown_name(
+                name,
+                STORY_PLACEHOLDERS,
+                "`story` has no such value",
+                "known",
+            ),
             _ => Some(with_suggestion(
                 format!(
                     "unknown placeholder namespace `{namespace}`; known: {}",
