@@ -140,17 +140,25 @@ mod tests {
     }
 
     #[test]
-    fn a_write_through_a_symlink_replaces_its_target_and_keeps_the_link() {
+    fn an_atomic_write_keeps_permissions_and_follows_a_symlink() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.json");
         fs::write(&real, "{}").unwrap();
-        let link = dir.path().join("link.json");
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("prd.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
 
-        write(&link, b"[]").unwrap();
+        write(&link, b"{\"a\": 1}").unwrap();
 
-        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
-        assert_eq!(fs::read_to_string(&real).unwrap(), "[]");
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
+        let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
     }
 
     #[test]

@@ -718,29 +718,6 @@ fn syntax_message(err: &serde_json::Error) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_atomic_write_keeps_permissions_and_follows_a_symlink() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.json");
-        fs::write(&real, "{}").unwrap();
-        fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
-        let link = dir.path().join("prd.json");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-
-        ralph_engine::atomic::write(&link, b"{\"a\": 1}").unwrap();
-
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
-        let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
-    }
-
     const SAMPLE: &str = r#"{
   "project": "Shop",
   "branchName": "ralph/cart",
