@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ralph_frontmatter::{Config, OutputFormat, RalphFile, StateThen};
+use ralph_frontmatter::{Config, OutputFormat, RalphFile, StateThen, schema};
 
 use crate::render::human_duration;
 
@@ -48,7 +48,10 @@ pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
             c.commands
                 .iter()
                 .map(|cmd| {
-                    let t = cmd.timeout.map_or_else(|| "60s".to_owned(), human_duration);
+                    let t = cmd.timeout.map_or_else(
+                        || schema::DEFAULT_COMMAND_TIMEOUT.to_owned(),
+                        human_duration,
+                    );
                     format!("{} ({t})", cmd.name)
                 })
                 .collect::<Vec<_>>()

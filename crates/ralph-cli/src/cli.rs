@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use ralph_frontmatter::{DURATION_SYNTAX, DurationError};
 
 /// Run an AI coding agent in a loop on one prompt file until the work is done.
 #[derive(Debug, Parser)]
@@ -330,21 +331,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if text.starts_with('-') {
         return Err(format!("expected a duration >= 0, got \"{text}\""));
     }
-    let parsed = match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= Duration::MAX.as_secs_f64() => {
-            return Err(too_long(text));
-        }
-        Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
-        Err(_) => match humantime::parse_duration(text) {
-            Err(humantime::DurationError::NumberOverflow) => return Err(too_long(text)),
-            parsed => parsed.ok(),
-        },
-    };
-    parsed.ok_or_else(|| {
-        format!(
-            "expected a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare \
-             number is seconds), got \"{text}\""
-        )
+    ralph_frontmatter::parse_duration(text).map_err(|err| match err {
+        DurationError::TooLong => too_long(text),
+        _ => format!("expected {DURATION_SYNTAX}, got \"{text}\""),
     })
 }
 

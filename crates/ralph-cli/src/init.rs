@@ -1,8 +1,9 @@
 //! `ralph init`: write a commented RALPH.md template (and, for story mode, prd.json and
 //! progress.txt) without ever replacing a file unasked.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+use ralph_engine::atomic;
 
 use crate::cli::InitArgs;
 use crate::error::CliError;
@@ -69,39 +70,23 @@ fn check_folder(dir: &Path) -> Result<(), CliError> {
     })
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it into place: a reader never
-/// sees half a file. Without `replace`, the rename fails if `path` appeared meanwhile.
+/// Writes `text` whole (`ralph_engine::atomic`): a reader never sees half a file. Without
+/// `replace`, nothing is written if `path` appeared meanwhile.
 fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> {
-    let fail = |source: std::io::Error| CliError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    // A temporary file is created 0600; these are the user's files, so they get the mode any
-    // editor would give them: 0666 less the umask.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut temp = builder.tempfile_in(dir).map_err(fail)?;
-    temp.write_all(text.as_bytes()).map_err(fail)?;
-    temp.as_file().sync_all().map_err(fail)?;
-    let persisted = if replace {
-        temp.persist(path)
+    let written = if replace {
+        atomic::write(path, text.as_bytes())
     } else {
-        temp.persist_noclobber(path)
+        atomic::create_new(path, text.as_bytes())
     };
-    match persisted {
-        Ok(_) => Ok(()),
-        Err(err) if err.error.kind() == std::io::ErrorKind::AlreadyExists => {
+    match written {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
             Err(CliError::Exists(path.to_path_buf()))
         }
-        Err(err) => Err(fail(err.error)),
+        Err(source) => Err(CliError::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ralph_engine::marker::{self, Finding};
-use ralph_frontmatter::{ConfigError, RalphFile};
+use ralph_frontmatter::{ConfigError, RalphFile, error_at, error_at_key};
 
 /// Words a POSIX shell runs itself (builtins and keywords): never looked up on PATH.
 const SHELL_WORDS: &[&str] = &[
@@ -22,22 +22,13 @@ const SHELL_WORDS: &[&str] = &[
 /// without a shell, a prd.json that cannot be read, `revert` outside a git repository.
 pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
-    let at = |needle: &str, after: Option<&str>, path: String, message: String| {
-        let (line, column) = locate(text, needle, after);
-        ConfigError {
-            file: shown.to_owned(),
-            line,
-            column,
-            path,
-            message,
-        }
-    };
+    // A setting that is on is pointed at by its key; a value that names a program, by itself.
+    let key = |path: String, message: String| error_at_key(shown, text, &path, message);
+    let at = |path: String, message: String| error_at(shown, text, &path, message);
     let mut warnings = Vec::new();
 
     if config.idle.is_some() && !mentions_idle_marker(&file.body) {
-        warnings.push(at(
-            "idle:",
-            None,
+        warnings.push(key(
             "idle".to_owned(),
             "idle handling is on, but the prompt never shows the agent the idle marker; add a \
              line such as `When nothing is left to do, end with <!-- ralph:state idle -->`"
@@ -66,9 +57,7 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
             ralph_frontmatter::OutputFormat::Text => "read as text".to_owned(),
             other => format!("read as {}", other.name()),
         };
-        warnings.push(at(
-            "max_cost:",
-            None,
+        warnings.push(key(
             "max_cost".to_owned(),
             format!(
                 "the agent's output is {read_as}, which reports no cost: max_cost can never be \
@@ -79,8 +68,6 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
 
     if let Some(problem) = missing_agent(&config.agent_argv, cwd) {
         warnings.push(at(
-            &config.agent,
-            Some("agent:"),
             "agent".to_owned(),
             format!("{problem}; every iteration would fail to start the agent"),
         ));
@@ -90,20 +77,13 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
     let ralph_dir = Path::new(shown).parent().unwrap_or(Path::new(""));
     for (index, command) in config.commands.iter().enumerate() {
         if let Some(problem) = script_without_shebang(&command.run, &cwd.join(ralph_dir)) {
-            warnings.push(at(
-                &command.run,
-                Some("commands:"),
-                format!("commands[{index}].run"),
-                problem,
-            ));
+            warnings.push(at(format!("commands[{index}].run"), problem));
         }
     }
 
     for (index, check) in config.done_when.iter().enumerate() {
         if let Some(problem) = missing_program(check, cwd) {
             warnings.push(at(
-                check,
-                Some("done_when:"),
                 format!("done_when[{index}]"),
                 format!("{problem}; this check would fail on every attempt"),
             ));
@@ -113,9 +93,7 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
     if config.escalation.as_ref().is_some_and(|e| e.prd.is_some()) {
         // Read as `ralph run` reads it, never written. Paths are relative to where ralph runs.
         if let Err(err) = ralph_escalation::Escalation::preview(config, Path::new(".")) {
-            warnings.push(at(
-                "prd:",
-                Some("escalation:"),
+            warnings.push(key(
                 "escalation.prd".to_owned(),
                 format!("{err}; `ralph run` would refuse to start"),
             ));
@@ -124,9 +102,7 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
 
     if let Some(escalation) = &config.escalation {
         if escalation.revert && !in_git_repo(cwd) {
-            warnings.push(at(
-                "revert:",
-                Some("escalation:"),
+            warnings.push(key(
                 "escalation.revert".to_owned(),
                 format!(
                     "revert is on, but {} is not inside a git repository, so there is no \
@@ -172,7 +148,9 @@ fn missing_program(command: &str, cwd: &Path) -> Option<String> {
             )
         });
     }
-    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+    ralph_engine::find_on_path(program)
+        .is_none()
+        .then(|| format!("`{program}` is not found on PATH"))
 }
 
 /// Why the agent's program (`argv[0]`, run without a shell) cannot run, if it clearly cannot.
@@ -190,7 +168,9 @@ fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
             )
         });
     }
-    (!on_path(program)).then(|| format!("`{program}` is not found on PATH"))
+    ralph_engine::find_on_path(program)
+        .is_none()
+        .then(|| format!("`{program}` is not found on PATH"))
 }
 
 /// Why a command that runs without a shell (no shell syntax) would fail on a script without a
@@ -224,18 +204,6 @@ fn is_assignment(word: &str) -> bool {
     })
 }
 
-/// Whether an executable file named `program` is in one of PATH's folders.
-fn on_path(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    let Some(path) = std::env::var_os("PATH") else {
-        return false;
-    };
-    std::env::split_paths(&path).any(|dir| {
-        std::fs::metadata(dir.join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
-
 /// Whether `dir` or a folder above it is a git work tree (`.git` folder, or file for worktrees
 /// and submodules).
 fn in_git_repo(dir: &Path) -> bool {
@@ -244,36 +212,6 @@ fn in_git_repo(dir: &Path) -> bool {
     }
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     dir.ancestors().any(|d| d.join(".git").exists())
-}
-
-/// The 1-based line and column of the first frontmatter line holding `needle` (after the line
-/// holding `after`, when given). A key left out (`revert` at its default) points at `after`;
-/// with neither found, the opening `---`.
-fn locate(text: &str, needle: &str, after: Option<&str>) -> (usize, usize) {
-    let frontmatter: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .skip(1)
-        .take_while(|(_, line)| line.trim_end() != "---")
-        .collect();
-    let find = |lines: &[(usize, &str)], what: &str| {
-        lines.iter().find_map(|(index, line)| {
-            line.find(what)
-                .map(|column| (*index, line[..column].chars().count()))
-        })
-    };
-    let (start, anchor) = match after {
-        None => (0, None),
-        Some(after) => match find(&frontmatter, after) {
-            Some((index, column)) => (index - 1, Some((index, column))),
-            None => (0, None),
-        },
-    };
-    // The anchor's own line may hold the value too: `done_when: ["make check"]`.
-    match find(&frontmatter[start.min(frontmatter.len())..], needle).or(anchor) {
-        Some((index, column)) => (index + 1, column + 1),
-        None => (1, 1),
-    }
 }
 
 #[cfg(test)]
@@ -312,15 +250,23 @@ mod tests {
     }
 
     #[test]
-    fn locate_finds_a_key_after_its_block() {
+    fn warnings_point_at_the_key_of_a_setting_and_at_a_value_that_names_a_program() {
+        let at = |text: &str, field: &str| {
+            let e = error_at("RALPH.md", text, field, "x");
+            (e.line, e.column)
+        };
+        let key = |text: &str, field: &str| {
+            let e = error_at_key("RALPH.md", text, field, "x");
+            (e.line, e.column)
+        };
         let text = "---\nagent: x\ndone_when:\n  - make check\nescalation:\n  revert: true\n---\n";
-        assert_eq!(locate(text, "make check", Some("done_when:")), (4, 5));
-        assert_eq!(locate(text, "revert:", Some("escalation:")), (6, 3));
-        assert_eq!(locate(text, "idle:", None), (1, 1));
+        assert_eq!(at(text, "done_when[0]"), (4, 5));
+        assert_eq!(key(text, "escalation.revert"), (6, 3));
+        assert_eq!(key(text, "idle"), (2, 1));
         let defaults = "---\nagent: x\nescalation:\n  prd: prd.json\n---\n";
-        assert_eq!(locate(defaults, "revert:", Some("escalation:")), (3, 1));
+        assert_eq!(key(defaults, "escalation.revert"), (3, 1));
         let flow = "---\nagent: x\ndone_when: [\"make check\"]\n---\n";
-        assert_eq!(locate(flow, "make check", Some("done_when:")), (3, 14));
+        assert_eq!(at(flow, "done_when[0]"), (3, 13));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ralph_engine::{
     Event, EventKind, EventSink, Outcome, Stream, Termination, WaitProgress, WaitReason,
+    exit_status,
 };
 
 /// How the renderer writes.
@@ -150,7 +151,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 let status = if *timed_out {
                     "timed out".to_owned()
                 } else {
-                    exit_code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
+                    exit_status(*exit_code, None)
                 };
                 let mark = if ok {
                     self.paint("32", "✓")
@@ -176,9 +177,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     (Termination::Interrupted, _, _) => self.paint("33", "stopped"),
                     (Termination::IdleTimeout, _, _) => self.paint("33", "idle timeout"),
                     (_, Some(0), _) => self.paint("32", "exit 0"),
-                    (_, Some(code), _) => self.paint("31", &format!("exit {code}")),
-                    (_, None, Some(sig)) => self.paint("31", &format!("killed by signal {sig}")),
-                    (_, None, None) => self.paint("31", "killed"),
+                    (_, code, sig) => self.paint("31", &exit_status(*code, *sig)),
                 };
                 let state = state
                     .as_deref()

@@ -7,7 +7,6 @@
 //! under 1 MiB.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -37,22 +36,8 @@ pub(crate) fn write(folder: &Path, id: Option<&str>, output: &Path) -> Result<i3
         path: output.to_path_buf(),
         source,
     };
-    let parent = match output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(write_error)?;
-    tmp.write_all(html.as_bytes()).map_err(write_error)?;
-    // A temporary file is private (0600); a report is an ordinary file to share.
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(write_error)?;
-    }
-    tmp.as_file().sync_all().map_err(write_error)?;
-    tmp.persist(output).map_err(|e| write_error(e.error))?;
-    println!("wrote {}", output.display());
+    ralph_engine::atomic::write(output, html.as_bytes()).map_err(write_error)?;
+    crate::print_out(format!("wrote {}\n", output.display()).as_bytes())?;
     Ok(0)
 }
 

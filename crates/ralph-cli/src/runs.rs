@@ -16,20 +16,21 @@ pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
         let events = run_folder::read_events(&dir.events_path())?;
         records.push(RunRecord::from_events(&dir.id, &events, holder.as_ref()));
     }
-    if json {
+    let text = if json {
         let list: Vec<serde_json::Value> = records.iter().map(summary_json).collect();
-        println!(
-            "{}",
+        format!(
+            "{}\n",
             serde_json::to_string_pretty(&list).unwrap_or_default()
-        );
+        )
     } else if records.is_empty() {
-        println!(
-            "no runs in {} yet",
+        format!(
+            "no runs in {} yet\n",
             folder.join(run_folder::RUNS_DIR).display()
-        );
+        )
     } else {
-        print!("{}", table(&records, SystemTime::now()));
-    }
+        table(&records, SystemTime::now())
+    };
+    crate::print_out(text.as_bytes())?;
     Ok(0)
 }
 

@@ -16,9 +16,6 @@ use ralph_engine::{InterruptSignal, PtySize, PtyTerminal};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
-/// The `idle_timeout` when neither the frontmatter nor `--idle-timeout` gives one.
-const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The terminal settings found before raw mode, for the panic hook and the fatal-signal handler,
 /// which cannot reach the guard.
 static SAVED: OnceLock<libc::termios> = OnceLock::new();
@@ -37,10 +34,7 @@ pub(crate) fn pty_config(
     if file.is_none() && !pty && !interactive && idle_timeout.is_none() {
         return Ok(None);
     }
-    let mut config = file.unwrap_or(PtyConfig {
-        mode: PtyMode::Autonomous,
-        idle_timeout: DEFAULT_IDLE_TIMEOUT,
-    });
+    let mut config = file.unwrap_or_default();
     if interactive {
         config.mode = PtyMode::Interactive;
     }
@@ -253,7 +247,7 @@ mod tests {
     fn pty_flag_turns_autonomous_mode_on_with_the_default_idle_timeout() {
         let got = pty_config(None, true, false, None).unwrap().unwrap();
         assert_eq!(got.mode, PtyMode::Autonomous);
-        assert_eq!(got.idle_timeout, DEFAULT_IDLE_TIMEOUT);
+        assert_eq!(got.idle_timeout, PtyConfig::default().idle_timeout);
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl EngineOptions {
             stop_on_error: false,
             log_dir: None,
             run_id: new_run_id(),
-            command_timeout: Duration::from_secs(60),
+            command_timeout: ralph_frontmatter::schema::default_command_timeout(),
             kill_grace: Duration::from_secs(3),
             reload: false,
             subreaper: true,

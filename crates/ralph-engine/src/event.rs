@@ -311,6 +311,16 @@ pub struct CheckResult {
     pub timed_out: bool,
 }
 
+/// How a process ended, in the words ralph uses for it everywhere (events, the terminal,
+/// warnings): `exit 3`, `killed by signal 9`, or `killed` when the signal is not known.
+pub fn exit_status(exit_code: Option<i32>, signal: Option<i32>) -> String {
+    match (exit_code, signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "killed".to_owned(),
+    }
+}
+
 impl CheckResult {
     /// Whether the check passed: exit code 0 within its time limit.
     pub fn passed(&self) -> bool {
@@ -336,8 +346,7 @@ impl CheckResult {
     pub fn status(&self) -> String {
         match (self.timed_out, self.exit_code) {
             (true, _) => "timed out".to_owned(),
-            (false, Some(code)) => format!("exit {code}"),
-            (false, None) => "killed".to_owned(),
+            (false, code) => exit_status(code, None),
         }
     }
 }
@@ -499,5 +508,18 @@ impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
             tracing::warn!("writing events failed; further events are dropped for this sink");
             self.failed = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_status;
+
+    #[test]
+    fn exit_status_words_a_code_a_signal_or_an_unknown_kill() {
+        assert_eq!(exit_status(Some(3), None), "exit 3");
+        assert_eq!(exit_status(Some(0), Some(9)), "exit 0");
+        assert_eq!(exit_status(None, Some(9)), "killed by signal 9");
+        assert_eq!(exit_status(None, None), "killed");
     }
 }

@@ -41,6 +41,7 @@
 //! ```
 
 mod adapter;
+pub mod atomic;
 mod convergence;
 mod engine;
 mod event;
@@ -64,9 +65,10 @@ pub use adapter::{
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
-    Stream, Termination, WaitProgress, WaitReason,
+    Stream, Termination, WaitProgress, WaitReason, exit_status,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
+pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,

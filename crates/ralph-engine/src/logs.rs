@@ -23,34 +23,8 @@ pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomic_with(path, |out| out.write_all(bytes))
-}
-
-/// Like [`write_atomic`], with the content written by `fill`, so a large file is streamed
-/// rather than held in memory.
-pub(crate) fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let mut out = BufWriter::new(File::create(&tmp)?);
-        fill(&mut out)?;
-        let f = out
-            .into_inner()
-            .map_err(std::io::IntoInnerError::into_error)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+/// The run folder's files are written whole, as every file ralph writes.
+pub(crate) use crate::atomic::{write as write_atomic, write_with as write_atomic_with};
 
 /// Keeps the exact prompt `iteration`'s agent receives beside its log, as
 /// `iteration-NNN.prompt.md`; a failure costs only the copy.

@@ -26,7 +26,7 @@ use crate::event::{Stream, Termination};
 use crate::outcome::InterruptSignal;
 
 mod descendants;
-mod program;
+pub(crate) mod program;
 pub(crate) mod pty;
 mod watchdog;
 
@@ -256,7 +256,12 @@ pub(crate) async fn run(
         }
     }
 
-    let status = status.expect("loop ends only after the child was reaped");
+    // The loop ends only after the child was reaped.
+    let Some(status) = status else {
+        return Err(std::io::Error::other(
+            "the child ended without an exit status",
+        ));
+    };
     Ok(ProcessExit::new(status, stopping, started))
 }
 

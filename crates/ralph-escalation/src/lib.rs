@@ -20,6 +20,7 @@ pub mod progress;
 mod resume;
 pub mod signature;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -334,27 +335,9 @@ impl Escalation {
                 last_failure: Vec::new(),
             });
         }
-        let placeholders = [
-            ("story.id", story.id.clone()),
-            ("story.title", story.title.clone()),
-            ("story.description", story.description.clone()),
-            (
-                "story.acceptance_criteria",
-                story
-                    .acceptance_criteria
-                    .iter()
-                    .map(|c| format!("- {c}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            ("story.json", story.json.clone()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
         Ok(NextTask::Work(Task {
             id: story.id.clone(),
-            placeholders,
+            placeholders: story_placeholders(story),
         }))
     }
 
@@ -647,6 +630,30 @@ impl TaskSource for Escalation {
     }
 }
 
+/// The `{{ story.* }}` values of `story`, one for each name validation knows
+/// ([`STORY_PLACEHOLDERS`](ralph_engine::frontmatter::STORY_PLACEHOLDERS)).
+fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
+    ralph_engine::frontmatter::STORY_PLACEHOLDERS
+        .iter()
+        .filter_map(|name| {
+            let value = match *name {
+                "id" => story.id.clone(),
+                "title" => story.title.clone(),
+                "description" => story.description.clone(),
+                "acceptance_criteria" => story
+                    .acceptance_criteria
+                    .iter()
+                    .map(|c| format!("- {c}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                "json" => story.json.clone(),
+                _ => return None,
+            };
+            Some((format!("story.{name}"), value))
+        })
+        .collect()
+}
+
 /// The file `path` names, through a symlink (the link's target), or `path` itself.
 fn followed(path: PathBuf) -> PathBuf {
     match std::fs::symlink_metadata(&path) {
@@ -671,5 +678,33 @@ fn push_indented(out: &mut String, text: &str, empty: &str) {
     }
     for line in text.lines() {
         let _ = writeln!(out, "    {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `{{ story.* }}` name validation accepts gets a value in story mode.
+    #[test]
+    fn every_story_placeholder_validation_knows_gets_a_value() {
+        let story = prd::Story {
+            id: "US-1".to_owned(),
+            title: "Cart".to_owned(),
+            description: "A cart".to_owned(),
+            acceptance_criteria: vec!["a".to_owned(), "b".to_owned()],
+            priority: 1.0,
+            passes: prd::Passes::No,
+            json: "{}".to_owned(),
+        };
+        let values = story_placeholders(&story);
+        let names: Vec<&str> = values
+            .keys()
+            .map(|k| k.strip_prefix("story.").unwrap())
+            .collect();
+        let mut expected = ralph_engine::frontmatter::STORY_PLACEHOLDERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        assert_eq!(values["story.acceptance_criteria"], "- a\n- b");
     }
 }

@@ -17,7 +17,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -587,9 +586,11 @@ impl Prd {
 
     /// Writes the file atomically: temporary file, fsync, rename.
     pub fn save(&self) -> Result<(), PrdError> {
-        write_atomic(&self.path, self.to_text().as_bytes()).map_err(|source| PrdError::Write {
-            path: self.path.clone(),
-            source,
+        ralph_engine::atomic::write(&self.path, self.to_text().as_bytes()).map_err(|source| {
+            PrdError::Write {
+                path: self.path.clone(),
+                source,
+            }
         })
     }
 }
@@ -713,69 +714,9 @@ fn syntax_message(err: &serde_json::Error) -> String {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder, fsynced, then renamed
-/// over `path`; the folder is fsynced too so the rename itself survives a power cut. A symlink
-/// is followed (its target is replaced, the link stays) and the file keeps its permissions.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let path = target.as_path();
-    let permissions = fs::metadata(path).ok().map(|m| m.permissions());
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.ralph-tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        if let Some(permissions) = &permissions {
-            file.set_permissions(permissions.clone())?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(&dir) {
-            // Some filesystems refuse to fsync a folder; the rename has happened either way.
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_atomic_write_keeps_permissions_and_follows_a_symlink() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.json");
-        fs::write(&real, "{}").unwrap();
-        fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
-        let link = dir.path().join("prd.json");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-
-        write_atomic(&link, b"{\"a\": 1}").unwrap();
-
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
-        let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
-    }
 
     const SAMPLE: &str = r#"{
   "project": "Shop",

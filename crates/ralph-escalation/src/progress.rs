@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::prd::write_atomic;
+use ralph_engine::atomic;
 
 /// progress.txt could not be updated.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +110,7 @@ pub fn append(path: &Path, entry: &str) -> Result<usize, ProgressError> {
     if !entry.ends_with('\n') {
         bytes.push(b'\n');
     }
-    write_atomic(path, &bytes).map_err(error)?;
+    atomic::write(path, &bytes).map_err(error)?;
     Ok(line)
 }
 

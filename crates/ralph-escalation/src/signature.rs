@@ -67,7 +67,7 @@ pub fn signature(results: &[CheckResult]) -> Option<Signature> {
 /// Normalises a check's output tail (see the module documentation); one line per kept line,
 /// each ending in `\n`.
 pub fn normalize(tail: &str, truncated: bool) -> String {
-    let clean = strip_ansi(tail);
+    let clean = ralph_engine::marker::strip_ansi(tail);
     let mut lines = clean.split(['\n', '\r']);
     if truncated {
         lines.next();
@@ -94,45 +94,6 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            Some('[') => {
-                chars.next();
-                // Parameters and intermediates, then one final byte.
-                for c in chars.by_ref() {
-                    if ('\x40'..='\x7e').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                // OSC: up to BEL or ESC \.
-                while let Some(c) = chars.next() {
-                    if c == '\x07' {
-                        break;
-                    }
-                    if c == '\x1b' {
-                        chars.next();
-                        break;
-                    }
-                }
-            }
-            Some(_) => {
-                chars.next();
-            }
-            None => {}
-        }
-    }
-    out
 }
 
 const PROGRESS: &[&str] = &[

@@ -14,6 +14,7 @@ use serde_norway::{Mapping, Value};
 
 mod body;
 mod document;
+mod duration;
 mod locate;
 pub mod schema;
 mod shell;
@@ -23,6 +24,7 @@ mod validate;
 
 use locate::{Locator, Pos};
 
+pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
@@ -222,6 +224,17 @@ pub struct PtyConfig {
     pub mode: PtyMode,
     /// End the agent after this long without output.
     pub idle_timeout: Duration,
+}
+
+impl Default for PtyConfig {
+    /// An empty `pty:` block (and `--pty` without one): autonomous, with the field table's
+    /// `idle_timeout`.
+    fn default() -> Self {
+        Self {
+            mode: PtyMode::Autonomous,
+            idle_timeout: schema::default_duration(schema::PTY_FIELDS, "idle_timeout"),
+        }
+    }
 }
 
 /// How a PTY agent is run.
@@ -452,14 +465,38 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
 /// assert_eq!(error.to_string(), "RALPH.md:4:13: escalation.progress: is a link");
 /// ```
 pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>) -> ConfigError {
+    located(file, text, field, message.into(), false)
+}
+
+/// Like [`error_at`], located at the key of `field` rather than its value: for a problem with
+/// a whole block or setting (`idle` is on, `escalation.revert` is on). `field` may index a
+/// list: `done_when[0]`, `commands[1].run`.
+///
+/// ```
+/// let text = "---\nagent: x\nescalation:\n  revert: true\n---\n";
+/// let error = ralph_frontmatter::error_at_key("RALPH.md", text, "escalation.revert", "no git");
+/// assert_eq!(error.to_string(), "RALPH.md:4:3: escalation.revert: no git");
+/// ```
+pub fn error_at_key(
+    file: &str,
+    text: &str,
+    field: &str,
+    message: impl Into<String>,
+) -> ConfigError {
+    located(file, text, field, message.into(), true)
+}
+
+fn located(file: &str, text: &str, field: &str, message: String, at_key: bool) -> ConfigError {
     let text = document::normalize(text);
     let pos = match document::split(&text) {
         Ok(doc) => {
             let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
-            let path = field
-                .split('.')
-                .fold(locate::FieldPath::default(), |path, key| path.key(key));
-            locator.value(&path)
+            let path = field_path(field);
+            if at_key {
+                locator.key(&path)
+            } else {
+                locator.value(&path)
+            }
         }
         Err(_) => document::OPENING,
     };
@@ -468,8 +505,27 @@ pub fn error_at(file: &str, text: &str, field: &str, message: impl Into<String>)
         line: pos.line,
         column: pos.column,
         path: field.to_owned(),
-        message: message.into(),
+        message,
     }
+}
+
+/// `commands[1].run` as a field path: dotted keys, each followed by any `[index]`es.
+fn field_path(field: &str) -> locate::FieldPath {
+    let mut path = locate::FieldPath::default();
+    for part in field.split('.') {
+        let (key, mut indexes) = part
+            .split_once('[')
+            .map_or((part, ""), |(k, rest)| (k, rest));
+        path = path.key(key);
+        while let Some((index, rest)) = indexes.split_once(']') {
+            match index.parse() {
+                Ok(index) => path = path.index(index),
+                Err(_) => break,
+            }
+            indexes = rest.strip_prefix('[').unwrap_or("");
+        }
+    }
+    path
 }
 
 /// The repeated key serde_norway complains about, located by the scanner: serde_norway itself
@@ -487,10 +543,12 @@ fn duplicate_key<'l>(
     })
 }
 
-/// Names the engine resolves under `ralph.`.
-const RALPH_NAMES: &[&str] = &["name", "iteration", "max_iterations", "failures"];
-/// Names the engine resolves under `story.` in story mode.
-const STORY_NAMES: &[&str] = &["id", "title", "description", "acceptance_criteria", "json"];
+/// The names the engine fills in under `{{ ralph.* }}`: the one list validation checks a
+/// body against (a test in the engine checks that each gets a value).
+pub const RALPH_PLACEHOLDERS: &[&str] = &["name", "iteration", "max_iterations", "failures"];
+/// The names story mode (`ralph-escalation`) fills in under `{{ story.* }}`, from this list.
+pub const STORY_PLACEHOLDERS: &[&str] =
+    &["id", "title", "description", "acceptance_criteria", "json"];
 const NAMESPACES: &[&str] = &["commands", "args", "ralph", "story"];
 
 /// Warnings for body placeholders that name nothing the engine can fill in.
@@ -525,13 +583,23 @@ fn placeholder_warnings(
                 "no argument of that name is declared in `args`",
                 "declared",
             ),
-            "ralph" => unknown_name(name, RALPH_NAMES, "`ralph` has no such value", "known"),
+            "ralph" => unknown_name(
+                name,
+                RALPH_PLACEHOLDERS,
+                "`ralph` has no such value",
+                "known",
+            ),
             "story" if !story_mode => Some(
                 "story placeholders are filled only in story mode (`escalation.prd`); without \
                  it this stays in the prompt as written"
                     .to_owned(),
             ),
-            "story" => unknown_name(name, STORY_NAMES, "`story` has no such value", "known"),
+            "story" => unknown_name(
+                name,
+                STORY_PLACEHOLDERS,
+                "`story` has no such value",
+                "known",
+            ),
             _ => Some(with_suggestion(
                 format!(
                     "unknown placeholder namespace `{namespace}`; known: {}",

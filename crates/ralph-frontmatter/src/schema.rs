@@ -138,6 +138,16 @@ pub const IGNORED_RALPHIFY_KEYS: &[&str] = &["description", "enabled"];
 /// The one home of this default; validation fills it in and the JSON Schema shows it.
 pub const DEFAULT_MAX_OUTPUT: u64 = 64 * 1024;
 
+/// A command's (and a state hook's) time limit when it sets no `timeout`, as the field table
+/// writes it; [`default_command_timeout`] is the same as a `Duration`.
+pub const DEFAULT_COMMAND_TIMEOUT: &str = "60s";
+
+/// [`DEFAULT_COMMAND_TIMEOUT`] as a `Duration`: the time limit the engine gives a command or a
+/// state hook that sets no `timeout` (an embedder may change it in its options).
+pub fn default_command_timeout() -> std::time::Duration {
+    default_duration(COMMAND_FIELDS, "timeout")
+}
+
 /// The keys of one `commands` entry.
 pub const COMMAND_FIELDS: &[Field] = &[
     required(
@@ -154,8 +164,8 @@ pub const COMMAND_FIELDS: &[Field] = &[
     optional(
         "timeout",
         Kind::Duration { positive: true },
-        None,
-        "Kill the command after this long (default 60s).",
+        Some(DefaultValue::Duration(DEFAULT_COMMAND_TIMEOUT)),
+        "Kill the command (its whole process group) after this long.",
     ),
     optional(
         "max_output",
@@ -269,7 +279,7 @@ pub const STATE_FIELDS: &[Field] = &[
         "timeout",
         Kind::Duration { positive: true },
         None,
-        "With `run`: kill the hook after this long (default 60s).",
+        "With `run`: kill the hook after this long (by default a command's `timeout`).",
     ),
     optional(
         "then",
@@ -665,6 +675,28 @@ mod tests {
             Some(DefaultValue::Choice("autonomous"))
         );
         assert_eq!(pty.mode, crate::PtyMode::Autonomous);
+    }
+
+    /// The command timeout's default is the table's, as text and as a `Duration`.
+    #[test]
+    fn the_command_timeout_default_is_the_tables() {
+        assert_eq!(
+            duration(COMMAND_FIELDS, "timeout"),
+            default_command_timeout()
+        );
+        assert_eq!(
+            field(COMMAND_FIELDS, "timeout").default,
+            Some(DefaultValue::Duration(DEFAULT_COMMAND_TIMEOUT))
+        );
+        assert!(!default_command_timeout().is_zero());
+    }
+
+    /// `--pty` without a `pty:` block (`PtyConfig::default`) gets what an empty block gets.
+    #[test]
+    fn the_pty_default_is_an_empty_block() {
+        let text = "---\nagent: x\npty:\n---\n";
+        let config = crate::parse("RALPH.md", text).unwrap().file.config;
+        assert_eq!(config.pty, Some(crate::PtyConfig::default()));
     }
 
     /// Every key the table lists is accepted, so a file the schema allows is not rejected for

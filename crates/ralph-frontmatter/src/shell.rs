@@ -525,7 +525,10 @@ fn here_document(
             i = span.end;
             continue;
         }
-        let c = template[i..].chars().next().expect("i is a char boundary");
+        // `i` is a char boundary below the length, so there is always one.
+        let Some(c) = template[i..].chars().next() else {
+            break;
+        };
         match (quote, c) {
             (None, ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')') => break,
             (None, '\'' | '"') => quote = Some(c),
@@ -718,7 +721,10 @@ fn words<'v>(command: &str, value: &impl Fn(&str, &str) -> Option<&'v str>) -> V
             i = found.span.end;
             continue;
         }
-        let c = command[i..].chars().next().expect("i is a char boundary");
+        // `i` is a char boundary below the length, so there is always one.
+        let Some(c) = command[i..].chars().next() else {
+            break;
+        };
         i += c.len_utf8();
         match (quote, c) {
             (None, ' ' | '\t' | '\n') => {

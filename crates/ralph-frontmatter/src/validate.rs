@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
 
+use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
 use crate::schema::{self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN};
 use crate::suggest::nearest;
@@ -24,9 +25,6 @@ fn keys(block: &str) -> Vec<&'static str> {
 
 const BYTE_SIZE_SYNTAX: &str = "a size such as \"64KiB\", \"1MB\" or a number of bytes \
      (units: B, KB, KiB, MB, MiB, GB, GiB)";
-
-const DURATION_SYNTAX: &str =
-    "a duration such as \"250ms\", \"30s\", \"5m\" or \"1h 30m\" (a bare number is seconds)";
 
 /// Collects errors while the frontmatter is read.
 pub(crate) struct Checker<'a> {
@@ -223,7 +221,7 @@ impl<'a> Checker<'a> {
                 .as_f64()
                 .filter(|secs| *secs >= 0.0)
                 .and_then(|secs| Duration::try_from_secs_f64(secs).ok()),
-            Value::String(text) => humantime::parse_duration(text.trim()).ok(),
+            Value::String(text) => crate::parse_duration(text).ok(),
             _ => None,
         };
         let bound = if positive { " > 0" } else { "" };
@@ -994,10 +992,7 @@ fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Opti
 }
 
 fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<PtyConfig> {
-    let mut config = PtyConfig {
-        mode: PtyMode::Autonomous,
-        idle_timeout: Duration::from_secs(30),
-    };
+    let mut config = PtyConfig::default();
     let Some(mapping) = block(checker, path, value, &keys("pty"))? else {
         return Some(config);
     };

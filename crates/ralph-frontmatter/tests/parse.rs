@@ -373,3 +373,17 @@ fn a_bad_max_output_is_a_located_error_that_names_the_units() {
         ["RALPH.md:3:42: commands[0].max_output: expected a size >= 1 bytes, got 0"]
     );
 }
+
+/// A caller's own problem is located like the parser's, list items included: at the value,
+/// or at the key for a whole setting.
+#[test]
+fn error_at_and_error_at_key_locate_indexed_fields() {
+    let text =
+        "---\nagent: x\ncommands:\n  - name: a\n    run: one\n  - name: b\n    run: two\n---\n";
+    let value = ralph_frontmatter::error_at("RALPH.md", text, "commands[1].run", "m");
+    assert_eq!((value.line, value.column), (7, 10));
+    let key = ralph_frontmatter::error_at_key("RALPH.md", text, "commands[1].run", "m");
+    assert_eq!((key.line, key.column), (7, 5));
+    let item = ralph_frontmatter::error_at_key("RALPH.md", text, "commands[0]", "m");
+    assert_eq!((item.line, item.column), (4, 3));
+}

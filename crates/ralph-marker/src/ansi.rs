@@ -1,4 +1,5 @@
-//! The ANSI escape-sequence recogniser used by [`MarkerScanner::skipping_ansi`].
+//! The ANSI escape-sequence recogniser used by [`MarkerScanner::skipping_ansi`] and
+//! [`strip_ansi`].
 //!
 //! It is a byte-at-a-time state machine so that a sequence split over chunks, or over the
 //! carry buffer and the next chunk, is recognised exactly as it would be in one piece.
@@ -88,6 +89,28 @@ impl Esc {
     }
 }
 
+/// `text` without its ANSI escape sequences (colours, cursor moves, window titles, links), each
+/// recognised exactly as [`MarkerScanner::skipping_ansi`] recognises it.
+///
+/// [`MarkerScanner::skipping_ansi`]: crate::MarkerScanner::skipping_ansi
+pub fn strip_ansi(text: &str) -> String {
+    if !text.contains('\x1b') {
+        return text.to_owned();
+    }
+    let mut esc = Esc::Ground;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        // Sequences are ASCII: any other char acts as a byte that cannot continue one (and is
+        // dropped with the sequence only where a terminal would drop it, after `ESC` or in an
+        // OSC string).
+        let byte = if c.is_ascii() { c as u8 } else { 0x80 };
+        if esc.step(byte) {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Finds the next `<` that is text and may open a marker, starting in state `esc`; `esc` is
 /// left as the state just before the returned `<` (always [`Esc::Ground`]), or at the end of
 /// `bytes` if there is none.
@@ -128,4 +151,25 @@ pub(crate) fn find_lt(esc: &mut Esc, bytes: &[u8]) -> Option<usize> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_ansi;
+
+    #[test]
+    fn strip_ansi_removes_colours_titles_links_and_charsets_and_keeps_the_text() {
+        assert_eq!(strip_ansi("plain ünïcode"), "plain ünïcode");
+        assert_eq!(
+            strip_ansi("\x1b[1m\x1b[38;5;9merror\x1b[0m: bad"),
+            "error: bad"
+        );
+        assert_eq!(strip_ansi("\x1b]0;title\x07ok"), "ok");
+        assert_eq!(
+            strip_ansi("see \x1b]8;;http://x\x1b\\here\x1b]8;;\x1b\\ now"),
+            "see here now"
+        );
+        assert_eq!(strip_ansi("\x1b(Bé\x1b[2K\r"), "é\r");
+        assert_eq!(strip_ansi("cut at the end\x1b["), "cut at the end");
+    }
 }

@@ -79,6 +79,7 @@ mod scanner;
 
 use std::fmt;
 
+pub use ansi::strip_ansi;
 pub use scanner::MarkerScanner;
 
 /// The longest marker, in bytes from its `<!--` through its `-->`; a longer candidate is

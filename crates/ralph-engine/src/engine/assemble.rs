@@ -18,11 +18,10 @@ pub(super) fn agent_words(
     for word in argv {
         let mut word = word.clone();
         if word.contains("{prompt_file}") {
-            let path = path.get_or_insert_with(|| {
-                let make = prompt_file.take().expect("called once");
-                make().display().to_string()
-            });
-            word = word.replace("{prompt_file}", path);
+            if let Some(make) = prompt_file.take() {
+                path = Some(make().display().to_string());
+            }
+            word = word.replace("{prompt_file}", path.as_deref().unwrap_or_default());
             uses_argv = true;
         }
         if word.contains("{prompt}") {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::event::Termination;
+use crate::event::{Termination, exit_status};
 use crate::process::ProcessExit;
 
 /// How much of a failed agent run's output is read for its failure line and a rate limit.
@@ -40,12 +40,10 @@ pub(super) fn failure_of(
             "timed out after {}",
             humantime::format_duration(timeout.unwrap_or(exit.duration))
         ),
-        (_, None, Some(signal)) => format!("killed by signal {signal}"),
-        (_, None, None) => "killed".to_owned(),
         (_, Some(_), _) if exit.success() => {
             return reported.map(|words| format!("the agent reported an error: {words}"));
         }
-        (_, Some(code), _) => format!("exit {code}"),
+        (_, code, signal) => exit_status(code, signal),
     };
     match reported.or_else(|| last_line(&words.tail)) {
         Some(words) => Some(format!("{status}: {words}")),

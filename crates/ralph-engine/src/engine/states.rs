@@ -7,6 +7,7 @@ use ralph_marker::Marker;
 
 use super::Run;
 use super::assemble::shown_command;
+use crate::event::exit_status;
 use crate::process::ProcessSpec;
 use crate::state::{Facts, Requests};
 
@@ -77,10 +78,10 @@ impl Run {
         match result {
             Ok(exit) if exit.exit_code == Some(0) && !exit.timed_out() => Some(0),
             Ok(exit) => {
-                let how = match (exit.timed_out(), exit.exit_code) {
-                    (true, _) => "timed out".to_owned(),
-                    (false, Some(code)) => format!("exited {code}"),
-                    (false, None) => "was killed".to_owned(),
+                let how = if exit.timed_out() {
+                    "timed out".to_owned()
+                } else {
+                    format!("failed ({})", exit_status(exit.exit_code, exit.signal))
                 };
                 tracing::warn!(
                     "state `{name}`: its hook `{run}` {how}: {}",

@@ -73,19 +73,27 @@ pub(crate) fn refuse_script_without_shebang(program: &Path, cwd: &Path) -> std::
     Err(std::io::Error::from_raw_os_error(libc::ENOEXEC))
 }
 
+/// The first executable file named `program` in one of `PATH`'s folders, in order, as
+/// `execvp` would pick it; a relative entry (`.`, or an empty one) is read from the current
+/// folder. `ralph check` uses it to warn of an agent or command that would not start.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let dirs = std::env::var_os("PATH")?;
+    first_executable(program, std::env::split_paths(&dirs))
+}
+
 /// The first executable file named `program` in the `PATH` value `dirs`, as `execvp` would
-/// pick it; `None` when a relative entry (`.`, or an empty one) comes first.
+/// pick it; `None` when a relative entry (`.`, or an empty one) comes first, since what it
+/// finds depends on the child's working folder.
 fn find(program: &str, dirs: &OsStr) -> Option<PathBuf> {
-    for dir in std::env::split_paths(dirs) {
-        if !dir.is_absolute() {
-            return None;
-        }
-        let candidate = dir.join(program);
-        if is_executable_file(&candidate) {
-            return Some(candidate);
-        }
-    }
-    None
+    first_executable(
+        program,
+        std::env::split_paths(dirs).take_while(|dir| dir.is_absolute()),
+    )
+}
+
+fn first_executable(program: &str, dirs: impl Iterator<Item = PathBuf>) -> Option<PathBuf> {
+    dirs.map(|dir| dir.join(program))
+        .find(|candidate| is_executable_file(candidate))
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -138,6 +146,13 @@ mod tests {
         assert_eq!(find("folder", &dirs(&[&a])), None);
         assert_eq!(find("tool", &dirs(&[Path::new("bin"), &b])), None);
         assert_eq!(find("tool", OsStr::new(&format!(":{}", b.display()))), None);
+    }
+
+    #[test]
+    fn find_on_path_finds_what_execvp_would_run_and_nothing_else() {
+        let sh = find_on_path("sh").unwrap();
+        assert!(sh.ends_with("sh") && is_executable_file(&sh));
+        assert_eq!(find_on_path("ralph-no-such-program-anywhere"), None);
     }
 
     #[test]

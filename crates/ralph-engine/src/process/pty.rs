@@ -241,7 +241,12 @@ pub(crate) async fn run(
     }
     drop(group);
 
-    let status = status.expect("loop ends only after the child was reaped");
+    // The loop ends only after the child was reaped.
+    let Some(status) = status else {
+        return Err(std::io::Error::other(
+            "the child ended without an exit status",
+        ));
+    };
     Ok(ProcessExit::new(status, stopping, started))
 }
 
