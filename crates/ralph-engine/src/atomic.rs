@@ -21,7 +21,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_with(path, |out| out.write_all(bytes))
 }
 
-/// Like [`write`], with the content written by `fill`, so a large file is streamed rather than
+/// Like [`write()`], with the content written by `fill`, so a large file is streamed rather than
 /// held in memory.
 pub fn write_with(
     path: &Path,
