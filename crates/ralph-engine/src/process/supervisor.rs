@@ -19,7 +19,7 @@ use crate::outcome::InterruptSignal;
 /// How long to keep reading after the child exited and its group was killed. A process that
 /// left the group (setsid) can hold a pipe or the terminal open forever; ralph does not wait
 /// for it.
-pub(super) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// What happened to a supervised child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
