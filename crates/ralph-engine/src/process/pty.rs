@@ -1,8 +1,8 @@
 //! PTY mode: the agent runs on a pseudo-terminal, for agents that only behave on one
 //! (interactive TUIs, tools that buffer or change their output when piped).
 //!
-//! Still the process layer: the same [`Supervision`], the same group kill and timeout as
-//! [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
+//! Still the process layer: the same [`Supervision`] and the same supervisor (group kill,
+//! timeout, drain) as [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
 //! process group is its pid. Output (stdout and stderr are one stream on a terminal) is handed
 //! over chunk by chunk as [`Stream::Stdout`], raw, escape sequences included.
 //!
