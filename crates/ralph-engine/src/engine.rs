@@ -33,15 +33,15 @@ use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
 mod failure;
+mod interrupts;
 mod persist;
 mod states;
 mod supervise;
 
 use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, shown_command};
 use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
-use supervise::{
-    AgentOutput, AgentReader, Collector, DOUBLE_PRESS, Interrupts, TailCollector, emit,
-};
+use interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
+use supervise::{AgentOutput, AgentReader, Collector, TailCollector, emit};
 
 /// How often a countdown is refreshed.
 const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
@@ -501,7 +501,8 @@ impl Run {
                 tokio::task::yield_now().await;
             }
             while let Ok(signal) = self.signals.try_recv() {
-                self.interrupts.between_iterations(signal, interactive);
+                let between = Phase::Between { interactive };
+                self.interrupts.receive(signal, between, Instant::now());
             }
             if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
                 break EndReason::Interrupted;
@@ -1433,24 +1434,17 @@ impl Run {
             tokio::select! {
                 () = tokio::time::sleep_until(tick) => {}
                 signal = self.signals.recv() => match signal {
-                    Some(signal @ (InterruptSignal::Term | InterruptSignal::Hup)) => {
-                        self.interrupts.stop_now = Some(signal);
-                        end = Some(EndReason::Interrupted);
-                        break;
-                    }
-                    Some(InterruptSignal::Int) => {
-                        let now = Instant::now();
-                        if self.interrupts.within_double_press(now) {
-                            self.interrupts.stop_now = Some(InterruptSignal::Int);
-                            end = Some(EndReason::Interrupted);
-                        } else {
-                            self.interrupts.last_int = Some(now);
-                            end = None;
-                            skipped = true;
-                            self.emit(EventKind::WaitSkipped {
-                                iteration,
-                                grace_ms: millis(DOUBLE_PRESS),
-                            });
+                    Some(signal) => {
+                        match self.interrupts.receive(signal, Phase::Waiting, Instant::now()) {
+                            Response::SkipWait => {
+                                end = None;
+                                skipped = true;
+                                self.emit(EventKind::WaitSkipped {
+                                    iteration,
+                                    grace_ms: millis(DOUBLE_PRESS),
+                                });
+                            }
+                            _ => end = Some(EndReason::Interrupted),
                         }
                         break;
                     }
@@ -1482,7 +1476,7 @@ impl Run {
             () = tokio::time::sleep_until(until) => None,
             signal = self.signals.recv() => match signal {
                 Some(signal) => {
-                    self.interrupts.stop_now = Some(signal);
+                    self.interrupts.receive(signal, Phase::Grace, Instant::now());
                     Some(EndReason::Interrupted)
                 }
                 None => {

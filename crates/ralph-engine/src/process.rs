@@ -28,11 +28,10 @@ use crate::outcome::InterruptSignal;
 mod descendants;
 pub(crate) mod program;
 pub(crate) mod pty;
+mod supervisor;
 mod watchdog;
 
-/// How long to keep reading pipes after the child exited and its group was killed. A process
-/// that left the group (setsid) can hold a pipe open forever; ralph does not wait for it.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+use supervisor::{Read, Reader, Supervisor};
 
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
@@ -192,77 +191,73 @@ pub(crate) async fn run(
         group.abort_on_drop(writer);
     }
 
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut out_buf = vec![0u8; READ_CHUNK];
-    let mut err_buf = vec![0u8; READ_CHUNK];
+    let mut reader = Pipes {
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        out_buf: vec![0u8; READ_CHUNK],
+        err_buf: vec![0u8; READ_CHUNK],
+        eof_reported: false,
+    };
+    let supervisor = Supervisor::new(started, spec.timeout, None, spec.kill_grace);
+    let (status, stopping) = supervisor::drive(
+        &mut child,
+        pgid,
+        &mut group,
+        &mut reader,
+        supervisor,
+        supervision,
+        signals,
+    )
+    .await?;
+    Ok(ProcessExit::new(status, stopping, started))
+}
 
-    let deadline = spec.timeout.map(|t| started + t);
-    let mut stopping: Option<Termination> = None;
-    let mut kill_at: Option<Instant> = None;
-    let mut status = None;
-    let mut drain_until: Option<Instant> = None;
-    let mut signals_open = true;
+/// A child's stdout and stderr, read concurrently.
+struct Pipes {
+    stdout: Option<tokio::process::ChildStdout>,
+    stderr: Option<tokio::process::ChildStderr>,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+    eof_reported: bool,
+}
 
-    loop {
-        if status.is_some() && stdout.is_none() && stderr.is_none() {
-            break;
-        }
-        tokio::select! {
-            read = read_some(&mut stdout, &mut out_buf) => {
-                match read {
-                    Some(n) => supervision.output(Stream::Stdout, &out_buf[..n]),
-                    None => stdout = None,
+impl Reader for Pipes {
+    const STOP_SIGNALS: &'static [i32] = &[libc::SIGTERM];
+
+    async fn next(&mut self, _running: bool, _exited: bool) -> Read {
+        loop {
+            if self.stdout.is_none() && self.stderr.is_none() {
+                if self.eof_reported {
+                    return std::future::pending().await;
                 }
+                self.eof_reported = true;
+                return Read::Eof;
             }
-            read = read_some(&mut stderr, &mut err_buf) => {
-                match read {
-                    Some(n) => supervision.output(Stream::Stderr, &err_buf[..n]),
-                    None => stderr = None,
-                }
-            }
-            exit = child.wait(), if status.is_none() => {
-                status = Some(exit?);
-                // Whatever the agent left behind in its group goes with it.
-                group.kill();
-                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
-            }
-            () = sleep_until_opt(deadline), if stopping.is_none() && status.is_none() => {
-                stopping = Some(Termination::Timeout);
-                kill_at = Some(begin_stop(pgid, spec.kill_grace));
-            }
-            () = sleep_until_opt(kill_at), if status.is_none() => {
-                if let Some(pgid) = pgid {
-                    signal_group(pgid, libc::SIGKILL);
-                }
-                kill_at = None;
-            }
-            () = sleep_until_opt(drain_until) => {
-                // Pipes still held open by a process that escaped the group: stop reading.
-                stdout = None;
-                stderr = None;
-            }
-            signal = signals.recv(), if signals_open && stopping.is_none() && status.is_none() => {
-                match signal {
-                    Some(signal) => {
-                        if supervision.interrupt(signal) {
-                            stopping = Some(Termination::Interrupted);
-                            kill_at = Some(begin_stop(pgid, spec.kill_grace));
-                        }
-                    }
-                    None => signals_open = false,
-                }
+            tokio::select! {
+                read = read_some(&mut self.stdout, &mut self.out_buf) => match read {
+                    Some(n) => return Read::Chunk(Stream::Stdout, n),
+                    None => self.stdout = None,
+                },
+                read = read_some(&mut self.stderr, &mut self.err_buf) => match read {
+                    Some(n) => return Read::Chunk(Stream::Stderr, n),
+                    None => self.stderr = None,
+                },
             }
         }
     }
 
-    // The loop ends only after the child was reaped.
-    let Some(status) = status else {
-        return Err(std::io::Error::other(
-            "the child ended without an exit status",
-        ));
-    };
-    Ok(ProcessExit::new(status, stopping, started))
+    fn chunk(&self, stream: Stream, n: usize) -> &[u8] {
+        match stream {
+            Stream::Stdout => &self.out_buf[..n],
+            Stream::Stderr => &self.err_buf[..n],
+        }
+    }
+
+    fn close(&mut self) {
+        self.stdout = None;
+        self.stderr = None;
+        self.eof_reported = true;
+    }
 }
 
 async fn read_some<R: tokio::io::AsyncRead + Unpin>(
@@ -370,14 +365,6 @@ impl Drop for GroupGuard {
             task.abort();
         }
     }
-}
-
-/// SIGTERM to the group now; returns when SIGKILL is due.
-fn begin_stop(pgid: Option<i32>, grace: Duration) -> Instant {
-    if let Some(pgid) = pgid {
-        signal_group(pgid, libc::SIGTERM);
-    }
-    Instant::now() + grace
 }
 
 /// Sends `signal` to every process of group `pgid`.

@@ -1,13 +1,13 @@
 //! Supervision of a running process on the loop's behalf: where its output goes (the log, the
-//! agent's adapter and marker scanners, the sinks, or a buffer for a command's output) and what
-//! Ctrl+C and SIGTERM mean while it runs (stop after this iteration, stop now, or, in PTY
-//! interactive mode, a key for the agent).
+//! agent's adapter and marker scanners, the sinks, or a buffer for a command's output), and the
+//! interrupts that arrive meanwhile, which [`Interrupts`] rules on.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use ralph_marker::{Finding, MarkerScanner};
 use tokio::time::Instant;
 
+use super::interrupts::{Interrupts, Phase, Response};
 use crate::adapter::{AdapterOutput, OutputAdapter};
 use crate::event::{Event, EventKind, EventSink, Stream};
 use crate::logs::IterationLog;
@@ -15,71 +15,22 @@ use crate::outcome::InterruptSignal;
 use crate::process::Supervision;
 use crate::tail::{HeadTail, Tail};
 
-/// Two Ctrl+C within this window stop the loop; after a Ctrl+C skips a wait, nothing starts for
-/// this long.
-pub(super) const DOUBLE_PRESS: Duration = Duration::from_secs(1);
-
-/// Ctrl+C bookkeeping shared by waits and running processes.
-#[derive(Debug, Default)]
-pub(super) struct Interrupts {
-    /// When the last Ctrl+C arrived, for the double press.
-    pub(super) last_int: Option<Instant>,
-    /// A first Ctrl+C while a process ran: the loop stops after this iteration.
-    pub(super) stop_requested: bool,
-    /// The loop stops now, and why.
-    pub(super) stop_now: Option<InterruptSignal>,
-}
-
-impl Interrupts {
-    /// Whether a Ctrl+C at `now` is the second of a double press.
-    pub(super) fn within_double_press(&self, now: Instant) -> bool {
-        self.last_int
-            .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS)
-    }
-
-    /// An interrupt that arrived between iterations, when no process ran and no wait was under
-    /// way to take it: the loop stops before the next iteration, now for SIGTERM and SIGHUP
-    /// (and a double Ctrl+C), as after this iteration for a single Ctrl+C. In PTY interactive
-    /// mode a single Ctrl+C was a key for the agent that has ended: it only counts towards a
-    /// double press.
-    pub(super) fn between_iterations(&mut self, signal: InterruptSignal, interactive: bool) {
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Int if !self.within_double_press(now) => {
-                self.stop_requested |= !interactive;
-                self.last_int = Some(now);
-            }
-            signal => self.stop_now = Some(signal),
+/// An interrupt while a process runs (agent, command or check), as [`Phase::Running`]: `true`
+/// stops it now; a first Ctrl+C emits `STOP_REQUESTED` and lets it finish.
+fn while_running(
+    interrupts: &mut Interrupts,
+    signal: InterruptSignal,
+    iteration: u64,
+    sinks: &mut [Box<dyn EventSink>],
+    run_id: &str,
+) -> bool {
+    match interrupts.receive(signal, Phase::Running, Instant::now()) {
+        Response::StopNow => true,
+        Response::StopAfterIteration => {
+            emit(sinks, run_id, EventKind::StopRequested { iteration });
+            false
         }
-    }
-
-    /// An interrupt while a process runs (agent, command or check): SIGTERM, a second Ctrl+C
-    /// or a double press stop now (`true`); a first Ctrl+C asks the loop to stop after this
-    /// iteration and emits `STOP_REQUESTED`.
-    fn while_running(
-        &mut self,
-        signal: InterruptSignal,
-        iteration: u64,
-        sinks: &mut [Box<dyn EventSink>],
-        run_id: &str,
-    ) -> bool {
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Term | InterruptSignal::Hup => {
-                self.stop_now = Some(signal);
-                true
-            }
-            InterruptSignal::Int if self.stop_requested || self.within_double_press(now) => {
-                self.stop_now = Some(InterruptSignal::Int);
-                true
-            }
-            InterruptSignal::Int => {
-                self.stop_requested = true;
-                self.last_int = Some(now);
-                emit(sinks, run_id, EventKind::StopRequested { iteration });
-                false
-            }
-        }
+        Response::SkipWait | Response::Continue => false,
     }
 }
 
@@ -168,24 +119,22 @@ impl Supervision for Collector<'_> {
     }
 
     fn interrupt(&mut self, signal: InterruptSignal) -> bool {
-        self.interrupts
-            .while_running(signal, self.iteration, self.sinks, self.run_id)
+        while_running(
+            self.interrupts,
+            signal,
+            self.iteration,
+            self.sinks,
+            self.run_id,
+        )
     }
 
     fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
         // The user drives the agent: one Ctrl+C is theirs to give it, two within a second stop
         // the loop now.
-        let now = Instant::now();
-        match signal {
-            InterruptSignal::Int if !self.interrupts.within_double_press(now) => {
-                self.interrupts.last_int = Some(now);
-                false
-            }
-            signal => {
-                self.interrupts.stop_now = Some(signal);
-                true
-            }
-        }
+        let response = self
+            .interrupts
+            .receive(signal, Phase::Interactive, Instant::now());
+        response == Response::StopNow
     }
 }
 
@@ -205,7 +154,12 @@ impl Supervision for TailCollector<'_> {
 
     fn interrupt(&mut self, signal: InterruptSignal) -> bool {
         // As for the agent: a first Ctrl+C lets the checks finish and the verdict be recorded.
-        self.interrupts
-            .while_running(signal, self.iteration, self.sinks, self.run_id)
+        while_running(
+            self.interrupts,
+            signal,
+            self.iteration,
+            self.sinks,
+            self.run_id,
+        )
     }
 }

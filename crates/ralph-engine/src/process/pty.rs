@@ -1,8 +1,8 @@
 //! PTY mode: the agent runs on a pseudo-terminal, for agents that only behave on one
 //! (interactive TUIs, tools that buffer or change their output when piped).
 //!
-//! Still the process layer: the same [`Supervision`], the same group kill and timeout as
-//! [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
+//! Still the process layer: the same [`Supervision`] and the same supervisor (group kill,
+//! timeout, drain) as [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
 //! process group is its pid. Output (stdout and stderr are one stream on a terminal) is handed
 //! over chunk by chunk as [`Stream::Stdout`], raw, escape sequences included.
 //!
@@ -13,18 +13,15 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
 
 use ralph_frontmatter::{PtyConfig, PtyMode};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{
-    DRAIN_AFTER_EXIT, GroupGuard, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some,
-    signal_group, sleep_until_opt,
-};
-use crate::event::{Stream, Termination};
+use super::supervisor::{Read, Reader, Supervisor};
+use super::{GroupGuard, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some};
+use crate::event::Stream;
 use crate::outcome::InterruptSignal;
 
 /// The byte a terminal sends for Ctrl+C.
@@ -143,7 +140,6 @@ pub(crate) async fn run(
     drop(spawning);
 
     let (reader, writer) = pty.into_split();
-    let mut reader = Some(reader);
     let (to_pty, writes) = mpsc::unbounded_channel();
     // Writes go through their own task so an agent that does not read its input never stalls
     // the reading of its output (or the idle clock).
@@ -152,102 +148,102 @@ pub(crate) async fn run(
         let _ = to_pty.send(PtyWrite::Bytes(typed(prompt, !interactive)));
     }
 
-    let mut buf = vec![0u8; READ_CHUNK];
-    let deadline = spec.timeout.map(|t| started + t);
-    let mut last_output = started;
-    let mut stopping: Option<Termination> = None;
-    let mut kill_at: Option<Instant> = None;
-    let mut status = None;
-    let mut drain_until: Option<Instant> = None;
-    let mut signals_open = true;
+    let mut reader = Terminal {
+        reader: Some(reader),
+        buf: vec![0u8; READ_CHUNK],
+        eof_reported: false,
+        interactive,
+        terminal,
+        to_pty,
+    };
+    let supervisor = Supervisor::new(
+        started,
+        spec.timeout,
+        Some(config.idle_timeout),
+        spec.kill_grace,
+    );
+    let (status, stopping) = super::supervisor::drive(
+        &mut child,
+        pgid,
+        &mut group,
+        &mut reader,
+        supervisor,
+        supervision,
+        signals,
+    )
+    .await?;
+    drop(reader);
+    drop(group);
+    Ok(ProcessExit::new(status, stopping, started))
+}
 
-    loop {
-        if status.is_some() && reader.is_none() {
-            break;
-        }
-        let running = stopping.is_none() && status.is_none();
-        let idle_at = running.then(|| last_output + config.idle_timeout);
-        tokio::select! {
-            read = read_some(&mut reader, &mut buf) => {
-                match read {
-                    Some(n) => {
-                        last_output = Instant::now();
-                        supervision.output(Stream::Stdout, &buf[..n]);
-                    }
+/// The agent's terminal: its output, and the user's input and size on their way to it.
+struct Terminal<'a> {
+    reader: Option<pty_process::OwnedReadPty>,
+    buf: Vec<u8>,
+    eof_reported: bool,
+    interactive: bool,
+    terminal: &'a mut PtyTerminal,
+    to_pty: mpsc::UnboundedSender<PtyWrite>,
+}
+
+impl Reader for Terminal<'_> {
+    /// What a terminal closing does: SIGHUP, then SIGTERM.
+    const STOP_SIGNALS: &'static [i32] = &[libc::SIGHUP, libc::SIGTERM];
+
+    async fn next(&mut self, running: bool, exited: bool) -> Read {
+        let terminal = &mut *self.terminal;
+        loop {
+            if self.reader.is_none() && !self.eof_reported {
+                self.eof_reported = true;
+                return Read::Eof;
+            }
+            tokio::select! {
+                read = read_some(&mut self.reader, &mut self.buf) => match read {
+                    Some(n) => return Read::Chunk(Stream::Stdout, n),
                     // EIO once every holder of the terminal's other side is gone.
-                    None => reader = None,
-                }
-            }
-            exit = child.wait(), if status.is_none() => {
-                status = Some(exit?);
-                // Whatever the agent left behind in its group goes with it.
-                group.kill();
-                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
-            }
-            () = sleep_until_opt(deadline), if running => {
-                stopping = Some(Termination::Timeout);
-                kill_at = Some(hang_up(pgid, spec.kill_grace));
-            }
-            () = sleep_until_opt(idle_at), if running => {
-                stopping = Some(Termination::IdleTimeout);
-                kill_at = Some(hang_up(pgid, spec.kill_grace));
-            }
-            () = sleep_until_opt(kill_at), if status.is_none() => {
-                if let Some(pgid) = pgid {
-                    signal_group(pgid, libc::SIGKILL);
-                }
-                kill_at = None;
-            }
-            () = sleep_until_opt(drain_until) => {
-                // The terminal is still held open by a process that escaped the group.
-                reader = None;
-            }
-            signal = signals.recv(), if signals_open && running => {
-                match signal {
-                    Some(signal) if interactive => {
-                        if supervision.interrupt_interactive(signal) {
-                            stopping = Some(Termination::Interrupted);
-                            kill_at = Some(hang_up(pgid, spec.kill_grace));
-                        } else {
-                            let _ = to_pty.send(PtyWrite::Bytes(vec![CTRL_C]));
+                    None => self.reader = None,
+                },
+                input = terminal.input.recv(), if self.interactive && terminal.input_open && running => {
+                    match input {
+                        Some(bytes) => {
+                            let _ = self.to_pty.send(PtyWrite::Bytes(bytes));
                         }
+                        None => terminal.input_open = false,
                     }
-                    Some(signal) => {
-                        if supervision.interrupt(signal) {
-                            stopping = Some(Termination::Interrupted);
-                            kill_at = Some(hang_up(pgid, spec.kill_grace));
+                }
+                changed = terminal.size.changed(), if terminal.size_open && !exited => {
+                    match changed {
+                        Ok(()) => {
+                            let _ = self.to_pty.send(PtyWrite::Resize(terminal.current_size()));
                         }
+                        Err(_) => terminal.size_open = false,
                     }
-                    None => signals_open = false,
-                }
-            }
-            input = terminal.input.recv(), if interactive && terminal.input_open && running => {
-                match input {
-                    Some(bytes) => {
-                        let _ = to_pty.send(PtyWrite::Bytes(bytes));
-                    }
-                    None => terminal.input_open = false,
-                }
-            }
-            changed = terminal.size.changed(), if terminal.size_open && status.is_none() => {
-                match changed {
-                    Ok(()) => {
-                        let _ = to_pty.send(PtyWrite::Resize(terminal.current_size()));
-                    }
-                    Err(_) => terminal.size_open = false,
                 }
             }
         }
     }
-    drop(group);
 
-    // The loop ends only after the child was reaped.
-    let Some(status) = status else {
-        return Err(std::io::Error::other(
-            "the child ended without an exit status",
-        ));
-    };
-    Ok(ProcessExit::new(status, stopping, started))
+    fn chunk(&self, _stream: Stream, n: usize) -> &[u8] {
+        &self.buf[..n]
+    }
+
+    fn close(&mut self) {
+        // The terminal is still held open by a process that escaped the group.
+        self.reader = None;
+        self.eof_reported = true;
+    }
+
+    fn interrupt(&mut self, supervision: &mut dyn Supervision, signal: InterruptSignal) -> bool {
+        if !self.interactive {
+            return supervision.interrupt(signal);
+        }
+        let stop = supervision.interrupt_interactive(signal);
+        if !stop {
+            let _ = self.to_pty.send(PtyWrite::Bytes(vec![CTRL_C]));
+        }
+        stop
+    }
 }
 
 /// The keys that type `prompt` into a terminal in its initial (canonical) mode so that the
@@ -307,16 +303,6 @@ async fn write_pty(
             }
         }
     }
-}
-
-/// What a terminal closing does: SIGHUP, then SIGTERM to the group now; returns when SIGKILL
-/// is due.
-fn hang_up(pgid: Option<i32>, grace: Duration) -> Instant {
-    if let Some(pgid) = pgid {
-        signal_group(pgid, libc::SIGHUP);
-        signal_group(pgid, libc::SIGTERM);
-    }
-    Instant::now() + grace
 }
 
 fn to_size(size: PtySize) -> pty_process::Size {
