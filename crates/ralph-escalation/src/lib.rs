@@ -16,6 +16,7 @@ pub mod breaker;
 pub mod git;
 pub mod lock;
 pub mod prd;
+pub mod preflight;
 pub mod progress;
 mod resume;
 pub mod signature;
