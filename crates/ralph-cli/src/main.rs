@@ -10,7 +10,6 @@ mod cli;
 mod dry_run;
 mod error;
 mod init;
-mod lint;
 mod logs_cmd;
 mod ralph_file;
 mod render;
@@ -66,7 +65,12 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
     let text = std::fs::read_to_string(&loaded.path).unwrap_or_default();
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut warnings = loaded.parsed.warnings.clone();
-    warnings.extend(lint::warnings(&shown, &text, &loaded.parsed.file, &cwd));
+    warnings.extend(ralph_escalation::preflight::warnings(
+        &shown,
+        &text,
+        &loaded.parsed.file,
+        &cwd,
+    ));
     warnings.sort_by_key(|w| (w.line, w.column));
     for warning in &warnings {
         eprintln!("warning: {warning}");

@@ -1,7 +1,5 @@
 //! `ralph run`: wire the engine to the renderer, the events file and the process's signals.
 
-use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -22,12 +20,13 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         tracing::warn!("{warning}");
     }
     let file = parsed.file;
-    let user_args = user_args(
-        &file.config.args,
-        &used_args(&file),
+    let user_args = ralph_frontmatter::match_args(
+        &file,
         &args.named_args,
         &args.positional_args,
-    )?;
+        &crate::cli::run_options(),
+    )
+    .map_err(|err| CliError::Usage(err.to_string()))?;
 
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
@@ -62,16 +61,13 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     if args.dry_run {
         // prd.json is read, never written, and git is not touched.
         let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
-        if stories.as_ref().is_some_and(|s| s.story_mode()) && options.max_iterations.is_none() {
-            options.max_iterations = Some(ralph_escalation::STORY_MODE_MAX_ITERATIONS);
-        }
         return crate::dry_run::dry_run(options, stories);
     }
     // One loop per folder (per repository when it escalates), held until ralph exits; taken
     // before escalation opens, which may already save work under a ref.
     let _locks = lock(&options)?;
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
-    let escalation = open_escalation(&mut options, &args, &log_root, resuming.as_ref())?;
+    let escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
     if let Some(dir) = &options.log_dir {
         let written = std::fs::create_dir_all(dir)
             .and_then(|()| ralph_engine::session::write_current(&options.cwd, dir));
@@ -93,7 +89,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         quiet: args.quiet,
     };
 
-    let resuming = resuming.is_some();
     runtime()?.block_on(async move {
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
@@ -116,22 +111,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
                 engine.add_sink(JsonLinesSink::new(file));
             }
             None => {}
-        }
-        if let Some(dir) = log_dir {
-            // The run's own copy of the events; the engine creates the folder, so make it here
-            // first and let a failure only cost the copy.
-            if std::fs::create_dir_all(&dir).is_ok() {
-                // A resumed run appends to the events it already wrote.
-                let file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .append(resuming)
-                    .truncate(!resuming)
-                    .open(dir.join("events.jsonl"));
-                if let Ok(file) = file {
-                    engine.add_sink(JsonLinesSink::new(file));
-                }
-            }
         }
         let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
         // Before raw mode: from then on a signal must not end ralph with its terminal raw.
@@ -175,10 +154,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::Runtime)
 }
 
-/// The file's escalation, if any; in story mode `max_iterations` defaults to
-/// [`STORY_MODE_MAX_ITERATIONS`](ralph_escalation::STORY_MODE_MAX_ITERATIONS).
+/// The file's escalation, if any (in story mode, `Engine::set_task_source` gives it its
+/// default `max_iterations`).
 fn open_escalation(
-    options: &mut EngineOptions,
+    options: &EngineOptions,
     args: &RunArgs,
     log_root: &std::path::Path,
     resuming: Option<&ralph_escalation::Interrupted>,
@@ -206,9 +185,6 @@ fn open_escalation(
     if let Some(e) = &escalation {
         if let Some(saved) = e.preexisting_ref() {
             tracing::warn!("uncommitted changes saved under {saved} (--allow-dirty)");
-        }
-        if e.story_mode() && options.max_iterations.is_none() {
-            options.max_iterations = Some(ralph_escalation::STORY_MODE_MAX_ITERATIONS);
         }
     }
     Ok(escalation)
@@ -249,95 +225,6 @@ fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
     }
 }
 
-/// The names of the `{{ args.NAME }}` placeholders in the prompt and the commands.
-fn used_args(file: &ralph_frontmatter::RalphFile) -> Vec<String> {
-    std::iter::once(file.body.as_str())
-        .chain(file.config.commands.iter().map(|c| c.run.as_str()))
-        .flat_map(ralph_frontmatter::placeholders)
-        .filter(|p| p.namespace == "args")
-        .map(|p| p.name.to_owned())
-        .collect()
-}
-
-/// Matches named values and positional values (in declaration order) against the declared `args`.
-/// A named value may also go to an undeclared name that a placeholder uses (`used`), as in
-/// ralphify, where `args` is only needed for positional values; a name nothing uses is refused,
-/// so a mistyped `--name` is caught.
-fn user_args(
-    declared: &[String],
-    used: &[String],
-    named: &[(String, Option<OsString>)],
-    positional: &[OsString],
-) -> Result<BTreeMap<String, String>, CliError> {
-    let allowed = || {
-        if declared.is_empty() {
-            "this RALPH.md declares no args".to_owned()
-        } else {
-            format!(
-                "declared args: {}",
-                declared
-                    .iter()
-                    .map(|a| format!("--{a}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    };
-    let mut values = BTreeMap::new();
-    for (name, value) in named {
-        if !declared.contains(name) && !used.contains(name) {
-            // A mistyped ralph option (`--dryrun`) lands here too: suggest the closest name.
-            let options = crate::cli::run_options();
-            let candidates: Vec<&str> = declared
-                .iter()
-                .chain(used)
-                .chain(&options)
-                .map(String::as_str)
-                .collect();
-            let suggestion = ralph_frontmatter::nearest(name, &candidates)
-                .map(|near| format!("; did you mean --{near}?"))
-                .unwrap_or_default();
-            return Err(CliError::Usage(format!(
-                "unknown argument --{name} ({}){suggestion}",
-                allowed()
-            )));
-        }
-        let Some(value) = value else {
-            return Err(CliError::Usage(format!(
-                "--{name} needs a value (--{name} VALUE, or --{name}=VALUE for a value that \
-                 starts with --)"
-            )));
-        };
-        values.insert(name.clone(), utf8(&format!("--{name}"), value)?);
-    }
-    let free: Vec<&String> = declared
-        .iter()
-        .filter(|d| !values.contains_key(*d))
-        .collect();
-    let mut free = free.into_iter();
-    for value in positional {
-        let Some(name) = free.next() else {
-            return Err(CliError::Usage(format!(
-                "too many values: \"{}\" has no arg to go to ({})",
-                value.to_string_lossy(),
-                allowed()
-            )));
-        };
-        values.insert(name.clone(), utf8(name, value)?);
-    }
-    Ok(values)
-}
-
-/// A user value as text: it goes into the prompt and into commands, which are text.
-fn utf8(arg: &str, value: &OsStr) -> Result<String, CliError> {
-    value.to_str().map(str::to_owned).ok_or_else(|| {
-        CliError::Usage(format!(
-            "argument {arg}: value is not valid UTF-8 (\"{}\"); user values must be text",
-            value.to_string_lossy()
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,90 +238,6 @@ mod tests {
         assert!(
             wants_color(true, false, Some("".into())),
             "an empty NO_COLOR is unset"
-        );
-    }
-
-    fn declared() -> Vec<String> {
-        vec!["dir".into(), "focus".into()]
-    }
-
-    fn strings(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| (*w).to_owned()).collect()
-    }
-
-    fn named(pairs: &[(&str, &str)]) -> Vec<(String, Option<OsString>)> {
-        pairs
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), Some(OsString::from(v))))
-            .collect()
-    }
-
-    fn values(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn named_args_are_matched_by_name() {
-        let got = user_args(
-            &declared(),
-            &[],
-            &named(&[("focus", "tests"), ("dir", "src")]),
-            &[],
-        )
-        .unwrap();
-        assert_eq!(got["dir"], "src");
-        assert_eq!(got["focus"], "tests");
-    }
-
-    #[test]
-    fn positional_args_fill_the_declared_order_after_named_ones() {
-        let got = user_args(
-            &declared(),
-            &[],
-            &named(&[("dir", "src")]),
-            &values(&["tests"]),
-        )
-        .unwrap();
-        assert_eq!(got["dir"], "src");
-        assert_eq!(got["focus"], "tests");
-    }
-
-    #[test]
-    fn unknown_arg_names_the_declared_ones() {
-        let err = user_args(&declared(), &[], &named(&[("nope", "x")]), &[]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown argument --nope (declared args: --dir, --focus)"
-        );
-    }
-
-    #[test]
-    fn an_undeclared_name_a_placeholder_uses_takes_a_named_value() {
-        let used = strings(&["extra"]);
-        let got = user_args(&declared(), &used, &named(&[("extra", "x")]), &[]).unwrap();
-        assert_eq!(got["extra"], "x");
-    }
-
-    #[test]
-    fn too_many_positional_values_is_an_error() {
-        let err = user_args(&declared(), &[], &[], &values(&["a", "b", "c"])).unwrap_err();
-        assert!(err.to_string().starts_with("too many values: \"c\""));
-    }
-
-    #[test]
-    fn a_value_that_is_not_utf8_is_named() {
-        use std::os::unix::ffi::OsStringExt;
-        let bad = OsString::from_vec(vec![b'a', 0xff]);
-        let named = [("dir".to_owned(), Some(bad.clone()))];
-        let err = user_args(&declared(), &[], &named, &[]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "argument --dir: value is not valid UTF-8 (\"a\u{fffd}\"); user values must be text"
-        );
-        let err = user_args(&declared(), &[], &[], &[bad]).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("argument dir: value is not valid UTF-8")
         );
     }
 }

@@ -285,7 +285,12 @@ impl Engine {
     }
 
     /// Lets `source` pick the task of every iteration and judge its result (see [`TaskSource`]).
+    /// Without a `max_iterations` of their own, the options take the source's
+    /// [`default_max_iterations`](TaskSource::default_max_iterations).
     pub fn set_task_source(&mut self, source: impl TaskSource + 'static) -> &mut Self {
+        if self.options.max_iterations.is_none() {
+            self.options.max_iterations = source.default_max_iterations();
+        }
         self.tasks = Some(Box::new(source));
         self
     }
@@ -459,6 +464,12 @@ impl Run {
                     dir.display()
                 );
                 self.options.log_dir = None;
+            }
+        }
+        if let Some(dir) = &self.options.log_dir {
+            let resuming = self.options.resume.is_some();
+            if let Some(copy) = logs::events_file(dir, resuming) {
+                self.sinks.push(Box::new(crate::JsonLinesSink::new(copy)));
             }
         }
         let config = &self.options.file.config;

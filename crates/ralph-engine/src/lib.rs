@@ -48,6 +48,7 @@ mod event;
 pub mod lock;
 mod logs;
 mod outcome;
+pub mod preflight;
 mod process;
 mod rate_limit;
 pub mod run_folder;

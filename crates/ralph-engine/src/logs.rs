@@ -23,6 +23,25 @@ pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The run's own copy of its events, `events.jsonl` in `dir`, for the engine's last sink: a
+/// resumed run appends to the events it already wrote. A failure costs only the copy.
+pub(crate) fn events_file(dir: &Path, resuming: bool) -> Option<File> {
+    let path = dir.join("events.jsonl");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(resuming)
+        .truncate(!resuming)
+        .open(&path)
+        .inspect_err(|err| {
+            tracing::warn!(
+                "cannot write {}: {err}; going on without it",
+                path.display()
+            );
+        })
+        .ok()
+}
+
 /// The run folder's files are written whole, as every file ralph writes.
 pub(crate) use crate::atomic::{write as write_atomic, write_with as write_atomic_with};
 

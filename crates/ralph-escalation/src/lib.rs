@@ -16,6 +16,7 @@ pub mod breaker;
 pub mod git;
 pub mod lock;
 pub mod prd;
+pub mod preflight;
 pub mod progress;
 mod resume;
 pub mod signature;
@@ -578,6 +579,11 @@ impl Escalation {
 }
 
 impl TaskSource for Escalation {
+    /// Story mode stops after [`STORY_MODE_MAX_ITERATIONS`] unless told otherwise.
+    fn default_max_iterations(&self) -> Option<u64> {
+        self.story_mode().then_some(STORY_MODE_MAX_ITERATIONS)
+    }
+
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         let next = self
             .pick()

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
 
+mod args;
 mod body;
 mod document;
 mod duration;
@@ -24,6 +25,7 @@ mod validate;
 
 use locate::{Locator, Pos};
 
+pub use args::{ArgsError, match_args, used_args};
 pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 pub use shell::{

@@ -1,11 +1,14 @@
-//! `ralph check`'s warnings that need the machine: the PATH, the file system, git. The parser's
-//! own warnings (placeholders that name nothing) come from `ralph_frontmatter::parse`, which
-//! stays free of I/O; these are added beside them, in the same located format.
+//! Preflight: what would go wrong at run time that a look at the machine can tell before
+//! anything runs (`ralph check`'s warnings): an agent or a check's program not found, a script
+//! without `#!`, a `max_cost` the agent's output can never reach, the idle block without the
+//! idle marker in the prompt. The parser's own warnings (placeholders that name nothing) come
+//! from `ralph_frontmatter::parse`, which stays free of I/O; these are located the same way.
+//! `ralph_escalation::preflight` adds the checks of prd.json and git.
 
 use std::path::Path;
 
-use ralph_engine::marker::{self, Finding};
 use ralph_frontmatter::{ConfigError, RalphFile, error_at, error_at_key};
+use ralph_marker::{self as marker, Finding};
 
 /// Words a POSIX shell runs itself (builtins and keywords): never looked up on PATH.
 const SHELL_WORDS: &[&str] = &[
@@ -19,8 +22,9 @@ const SHELL_WORDS: &[&str] = &[
 /// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
 /// loop would run: the `idle` block without the idle marker in the prompt, an agent or
 /// `done_when` programs that cannot be found, a command script without `#!` that would run
-/// without a shell, a prd.json that cannot be read, `revert` outside a git repository.
-pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
+/// without a shell, a `max_cost` that cannot be reached. Each is located at the setting it is
+/// about, in the order of the checks.
+pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
     // A setting that is on is pointed at by its key; a value that names a program, by itself.
     let key = |path: String, message: String| error_at_key(shown, text, &path, message);
@@ -38,7 +42,7 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
 
     // Only an adapter that reads the agent's cost (Claude Code's stream-json and json, Amp's
     // stream-json, opencode's json) can reach max_cost.
-    let format = ralph_engine::choose_output(
+    let format = crate::choose_output(
         &config.agent_argv,
         config
             .output
@@ -90,28 +94,6 @@ pub(crate) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) ->
         }
     }
 
-    if config.escalation.as_ref().is_some_and(|e| e.prd.is_some()) {
-        // Read as `ralph run` reads it, never written. Paths are relative to where ralph runs.
-        if let Err(err) = ralph_escalation::Escalation::preview(config, Path::new(".")) {
-            warnings.push(key(
-                "escalation.prd".to_owned(),
-                format!("{err}; `ralph run` would refuse to start"),
-            ));
-        }
-    }
-
-    if let Some(escalation) = &config.escalation {
-        if escalation.revert && !in_git_repo(cwd) {
-            warnings.push(key(
-                "escalation.revert".to_owned(),
-                format!(
-                    "revert is on, but {} is not inside a git repository, so there is no \
-                     checkpoint to revert to; run from a git checkout or set `revert: false`",
-                    cwd.display()
-                ),
-            ));
-        }
-    }
     warnings
 }
 
@@ -148,7 +130,7 @@ fn missing_program(command: &str, cwd: &Path) -> Option<String> {
             )
         });
     }
-    ralph_engine::find_on_path(program)
+    crate::find_on_path(program)
         .is_none()
         .then(|| format!("`{program}` is not found on PATH"))
 }
@@ -168,7 +150,7 @@ fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
             )
         });
     }
-    ralph_engine::find_on_path(program)
+    crate::find_on_path(program)
         .is_none()
         .then(|| format!("`{program}` is not found on PATH"))
 }
@@ -202,16 +184,6 @@ fn is_assignment(word: &str) -> bool {
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     })
-}
-
-/// Whether `dir` or a folder above it is a git work tree (`.git` folder, or file for worktrees
-/// and submodules).
-fn in_git_repo(dir: &Path) -> bool {
-    if std::env::var_os("GIT_DIR").is_some() {
-        return true;
-    }
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    dir.ancestors().any(|d| d.join(".git").exists())
 }
 
 #[cfg(test)]

@@ -1,0 +1,55 @@
+//! A task source's `default_max_iterations` applies to a run that sets no `max_iterations`
+//! of its own (story mode's 10 comes this way), and never overrides one that does.
+
+use std::collections::BTreeMap;
+
+use ralph_engine::{
+    Engine, EngineOptions, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
+};
+
+/// One endless task, with a default limit of 2 iterations.
+struct Endless;
+
+impl TaskSource for Endless {
+    fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
+        NextTask::Work(Task {
+            id: "endless".to_owned(),
+            placeholders: BTreeMap::new(),
+        })
+    }
+
+    fn iteration_ended(
+        &mut self,
+        _report: &IterationReport<'_>,
+        _cx: &mut TaskContext<'_>,
+    ) -> TaskDecision {
+        TaskDecision::Continue
+    }
+
+    fn default_max_iterations(&self) -> Option<u64> {
+        Some(2)
+    }
+}
+
+async fn iterations(max_iterations: Option<u64>) -> u64 {
+    let text = "---\nagent: 'true'\n---\nx\n";
+    let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
+    let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    options.cwd = std::env::temp_dir();
+    options.max_iterations = max_iterations;
+    let mut engine = Engine::new(options);
+    engine.set_task_source(Endless);
+    let outcome = engine.run().await.expect("the run ends");
+    assert_eq!(outcome.reason.as_str(), "max_iterations");
+    outcome.iterations
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_sources_default_limit_applies_when_the_run_sets_none() {
+    assert_eq!(iterations(None).await, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_limit_the_run_sets_wins_over_the_sources_default() {
+    assert_eq!(iterations(Some(3)).await, 3);
+}
