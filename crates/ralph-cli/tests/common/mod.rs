@@ -139,8 +139,22 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(rc, 0, "kill({pid}, {signal})");
 }
 
-/// Whether any process's command line contains `needle`.
+/// Whether a process whose command line contains `needle` is still running a second from now.
+/// A process ralph killed as it exited may not have been scheduled to die yet on a loaded
+/// machine; one that is still there after a second was left behind.
 pub fn process_running(needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while process_matching(needle) {
+        if Instant::now() >= deadline {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+/// Whether any process's command line contains `needle` now.
+fn process_matching(needle: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
