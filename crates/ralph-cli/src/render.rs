@@ -316,7 +316,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ..
             } => format!(
                 "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
-                &checkpoint[..checkpoint.len().min(12)]
+                short_commit(checkpoint)
             ),
             EventKind::StateHandled {
                 state,
@@ -539,11 +539,25 @@ fn tokens_summary(usage: &ralph_engine::Usage) -> String {
     )
 }
 
+/// A commit id shortened as git shows it (12 characters); an id that is not plain ASCII is
+/// shown whole rather than cut inside a character.
+fn short_commit(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ralph_engine::EndReason;
     use std::time::SystemTime;
+
+    #[test]
+    fn a_commit_id_is_shortened_to_twelve_characters_never_inside_one() {
+        assert_eq!(super::short_commit("0123456789abcdef0123"), "0123456789ab");
+        assert_eq!(super::short_commit("abc"), "abc");
+        let odd = "aaaaaaaaaaa\u{e9}b";
+        assert_eq!(super::short_commit(odd), odd);
+    }
 
     fn render(kinds: &[EventKind], style: Style) -> String {
         let mut out = Vec::new();
