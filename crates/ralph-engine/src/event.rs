@@ -9,7 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::adapter::Usage;
 use crate::outcome::EndReason;
-use crate::task::StoriesSummary;
+use crate::task::TaskEvent;
+
+/// The version of the event format written in `RUN_STARTED`. Within a version, new event
+/// types and new fields may appear; no field is removed, renamed or changes its meaning or type.
+/// 2: story events come from the task source, `max_iterations_work_left`, `WARNING`.
+pub const EVENTS_VERSION: u32 = 2;
 
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,6 +39,9 @@ fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S:
 pub enum EventKind {
     /// The loop is about to run its first iteration.
     RunStarted {
+        /// The version of the event format, [`EVENTS_VERSION`]: within one, events and fields
+        /// are only added (`docs/events.md` has the promise).
+        events_version: u32,
         /// The RALPH.md path as given.
         ralph_file: String,
         /// The agent command line.
@@ -60,12 +68,12 @@ pub enum EventKind {
     IterationStarted {
         /// 1-based iteration number.
         iteration: u64,
-        /// Story mode: the story this iteration works on (from the last `STORY_STARTED`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        story_id: Option<String>,
-        /// Story mode: the attempt on that story, from 1.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        attempt: Option<u64>,
+        /// The fields the task source gives the iteration's task ([`Task::fields`]; story
+        /// mode: `story_id` and `attempt`), written flat after `iteration`.
+        ///
+        /// [`Task::fields`]: crate::Task::fields
+        #[serde(flatten)]
+        task: serde_json::Map<String, serde_json::Value>,
     },
     /// One of `commands` finished.
     CommandFinished {
@@ -210,55 +218,12 @@ pub enum EventKind {
         /// The running iteration.
         iteration: u64,
     },
-    /// Escalation: the circuit breaker tripped on a task.
-    CircuitTripped {
-        /// The story; `None` without stories (`escalation.prd`).
-        story_id: Option<String>,
-        /// `same_error`, `max_attempts` or `blocked` (the agent's marker).
-        reason: String,
-        /// `same_error`: the same-error streak; `max_attempts` and `blocked`: the attempts made
-        /// on the task, this one included.
-        count: u64,
-        /// The persistent error's signature (16 hex digits), when checks failed.
-        signature: Option<String>,
-    },
-    /// Escalation: the work since the checkpoint was saved under a ref, then reverted.
-    Reverted {
-        /// The story; `None` without stories.
-        story_id: Option<String>,
-        /// The commit the tree went back to.
-        checkpoint: String,
-        /// The ref holding the abandoned work (`git checkout <ref>` gets it back).
-        saved_ref: String,
-    },
-    /// Escalation: a story was marked `"blocked"` in prd.json.
-    StoryBlocked {
-        /// The story.
-        story_id: String,
-        /// Why, as written in its `notes`.
-        reason: String,
-    },
-    /// A story passed; the loop goes on with the next one.
-    StoryPassed {
-        /// The story.
-        story_id: String,
-        /// Attempts it took.
-        attempts: u64,
-        /// The checkpoint recorded for it (HEAD, after committing its work); `None` when none is
-        /// kept (ralph-escalation keeps one only with `escalation.revert`).
-        checkpoint: Option<String>,
-    },
-    /// Story mode: an attempt on a story begins (before its first iteration, and before each
-    /// new attempt).
-    StoryStarted {
-        /// The story.
-        story_id: String,
-        /// Its title.
-        title: String,
-        /// The attempt, from 1.
-        attempt: u64,
-        /// The attempts the circuit breaker allows (`convergence.max_attempts`).
-        max_attempts: u64,
+    /// Something went wrong that does not stop the loop (a check or command that could not
+    /// start, a hook that failed, a malformed marker, a log that could not be written). A
+    /// terminal shows it as `warning: MESSAGE`.
+    Warning {
+        /// What went wrong, in words.
+        message: String,
     },
     /// The run is over.
     RunEnded {
@@ -278,9 +243,12 @@ pub enum EventKind {
         /// With `done_when`: attempts that converged after an earlier attempt failed.
         #[serde(skip_serializing_if = "Option::is_none")]
         flake_retries: Option<u64>,
-        /// In story mode (`escalation.prd`): how many stories passed, are blocked, remain.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        stories: Option<StoriesSummary>,
+        /// The task source's fields ([`TaskSource::summary`]; story mode: `stories`), written
+        /// flat after `flake_retries`.
+        ///
+        /// [`TaskSource::summary`]: crate::TaskSource::summary
+        #[serde(flatten)]
+        task: serde_json::Map<String, serde_json::Value>,
         /// Total cost in US dollars of the iterations whose agent reported one.
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
@@ -292,6 +260,10 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    /// An event of the task source's own (ralph-escalation's `STORY_PASSED`, say): its `type`
+    /// and fields, written flat like the engine's own.
+    #[serde(untagged)]
+    Task(TaskEvent),
 }
 
 /// One `done_when` check's result.

@@ -64,8 +64,8 @@ pub use adapter::{
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
-    CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
-    Stream, Termination, WaitProgress, WaitReason, exit_status,
+    CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary, JsonLinesSink,
+    MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason, exit_status,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::program::find_on_path;
@@ -75,8 +75,8 @@ pub use state::{
     StateHandler, StateHandlers,
 };
 pub use task::{
-    AttemptReport, IterationReport, NextTask, StoriesSummary, Task, TaskContext, TaskDecision,
-    TaskSource,
+    AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
+    TaskEventError, TaskSource,
 };
 
 pub use ralph_frontmatter as frontmatter;

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use ralph_engine::{EndReason, Event, EventKind, StoriesSummary};
+use ralph_engine::{EndReason, Event, EventKind};
+use ralph_escalation::{StoriesSummary, StoryEnd, StoryEvent};
 
 fn line(kind: EventKind) -> String {
     let event = Event {
@@ -16,14 +17,36 @@ fn line(kind: EventKind) -> String {
 
 const HEAD: &str = r#"{"ts":"2023-11-14T22:13:20.123Z","run_id":"r1","#;
 
-fn pinned(kind: EventKind, rest: &str) {
-    assert_eq!(line(kind), format!("{HEAD}{rest}"));
+fn pinned(kind: impl Into<Kind>, rest: &str) {
+    assert_eq!(line(kind.into().0), format!("{HEAD}{rest}"));
+}
+
+/// An engine event, or one of escalation's, written as the engine writes a task's events.
+struct Kind(EventKind);
+
+impl From<EventKind> for Kind {
+    fn from(kind: EventKind) -> Self {
+        Kind(kind)
+    }
+}
+
+impl From<StoryEvent> for Kind {
+    fn from(event: StoryEvent) -> Self {
+        Kind(EventKind::Task(event.into()))
+    }
+}
+
+fn fields(pairs: &[(&str, serde_json::Value)]) -> serde_json::Map<String, serde_json::Value> {
+    pairs
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), value.clone()))
+        .collect()
 }
 
 #[test]
 fn circuit_tripped_keeps_its_wire_form() {
     pinned(
-        EventKind::CircuitTripped {
+        StoryEvent::CircuitTripped {
             story_id: Some("S-1".into()),
             reason: "same_error".into(),
             count: 3,
@@ -32,7 +55,7 @@ fn circuit_tripped_keeps_its_wire_form() {
         r#""type":"CIRCUIT_TRIPPED","story_id":"S-1","reason":"same_error","count":3,"signature":"0123456789abcdef"}"#,
     );
     pinned(
-        EventKind::CircuitTripped {
+        StoryEvent::CircuitTripped {
             story_id: None,
             reason: "blocked".into(),
             count: 1,
@@ -45,7 +68,7 @@ fn circuit_tripped_keeps_its_wire_form() {
 #[test]
 fn reverted_keeps_its_wire_form() {
     pinned(
-        EventKind::Reverted {
+        StoryEvent::Reverted {
             story_id: None,
             checkpoint: "abc123".into(),
             saved_ref: "refs/ralph/attempts/main/1".into(),
@@ -57,7 +80,7 @@ fn reverted_keeps_its_wire_form() {
 #[test]
 fn story_blocked_keeps_its_wire_form() {
     pinned(
-        EventKind::StoryBlocked {
+        StoryEvent::StoryBlocked {
             story_id: "S-2".into(),
             reason: "the same error 3 times".into(),
         },
@@ -68,7 +91,7 @@ fn story_blocked_keeps_its_wire_form() {
 #[test]
 fn story_passed_keeps_its_wire_form() {
     pinned(
-        EventKind::StoryPassed {
+        StoryEvent::StoryPassed {
             story_id: "S-1".into(),
             attempts: 2,
             checkpoint: Some("def456".into()),
@@ -76,7 +99,7 @@ fn story_passed_keeps_its_wire_form() {
         r#""type":"STORY_PASSED","story_id":"S-1","attempts":2,"checkpoint":"def456"}"#,
     );
     pinned(
-        EventKind::StoryPassed {
+        StoryEvent::StoryPassed {
             story_id: "S-1".into(),
             attempts: 1,
             checkpoint: None,
@@ -88,7 +111,7 @@ fn story_passed_keeps_its_wire_form() {
 #[test]
 fn story_started_keeps_its_wire_form() {
     pinned(
-        EventKind::StoryStarted {
+        StoryEvent::StoryStarted {
             story_id: "S-1".into(),
             title: "Add a flag".into(),
             attempt: 1,
@@ -103,16 +126,14 @@ fn iteration_started_on_a_story_keeps_its_wire_form() {
     pinned(
         EventKind::IterationStarted {
             iteration: 4,
-            story_id: Some("S-1".into()),
-            attempt: Some(2),
+            task: fields(&[("story_id", "S-1".into()), ("attempt", 2.into())]),
         },
         r#""type":"ITERATION_STARTED","iteration":4,"story_id":"S-1","attempt":2}"#,
     );
     pinned(
         EventKind::IterationStarted {
             iteration: 4,
-            story_id: None,
-            attempt: None,
+            task: serde_json::Map::new(),
         },
         r#""type":"ITERATION_STARTED","iteration":4}"#,
     );
@@ -127,7 +148,7 @@ fn run_ended(reason: EndReason, exit_code: i32, stories: Option<StoriesSummary>)
         exit_code,
         outcome: None,
         flake_retries: None,
-        stories,
+        task: stories.map(StoriesSummary::fields).unwrap_or_default(),
         cost_usd: Some(0.5),
         num_turns: None,
         usage: None,
@@ -145,21 +166,23 @@ fn story_end_reasons_keep_their_wire_form() {
     let tail = r#""iterations":3,"idle_iterations":0,"idle_ms":0"#;
     let stories = r#""stories":{"passed":2,"blocked":1,"remaining":0},"cost_usd":0.5}"#;
     pinned(
-        run_ended(EndReason::StoriesDone, 0, Some(COUNTS)),
+        run_ended(StoryEnd::StoriesDone.reason(), 0, Some(COUNTS)),
         &format!(r#""type":"RUN_ENDED","reason":"stories_done",{tail},"exit_code":0,{stories}"#),
     );
     pinned(
-        run_ended(EndReason::StoriesBlocked, 1, Some(COUNTS)),
+        run_ended(StoryEnd::StoriesBlocked.reason(), 1, Some(COUNTS)),
         &format!(r#""type":"RUN_ENDED","reason":"stories_blocked",{tail},"exit_code":1,{stories}"#),
     );
     pinned(
-        run_ended(EndReason::CircuitOpen, 1, None),
+        run_ended(StoryEnd::CircuitOpen.reason(), 1, None),
         &format!(
             r#""type":"RUN_ENDED","reason":"circuit_open",{tail},"exit_code":1,"cost_usd":0.5}}"#
         ),
     );
     pinned(
-        run_ended(EndReason::MaxIterationsWorkLeft, 1, Some(COUNTS)),
-        &format!(r#""type":"RUN_ENDED","reason":"max_iterations",{tail},"exit_code":1,{stories}"#),
+        run_ended(StoryEnd::MaxIterationsWorkLeft.reason(), 1, Some(COUNTS)),
+        &format!(
+            r#""type":"RUN_ENDED","reason":"max_iterations_work_left",{tail},"exit_code":1,{stories}"#
+        ),
     );
 }
