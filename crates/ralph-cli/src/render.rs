@@ -497,6 +497,7 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Retry => "retry".to_owned(),
             WaitReason::Failure => "failed".to_owned(),
             WaitReason::RateLimit => "rate-limited".to_owned(),
+            _ => "waiting".to_owned(),
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.

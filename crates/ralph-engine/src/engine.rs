@@ -48,6 +48,7 @@ const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
 
 /// Everything a run needs, with the frontmatter's values already merged with any overrides.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineOptions {
     /// The RALPH.md path as the user gave it.
     pub ralph_file: PathBuf,
@@ -181,6 +182,7 @@ fn interpreter(path: &std::path::Path) -> Option<String> {
 
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The agent program could not be started.
     #[error(
@@ -200,6 +202,7 @@ pub enum EngineError {
 
 /// What iteration 1 would do, from [`Engine::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DryRun {
     /// The exact prompt the agent would receive.
     pub prompt: String,
@@ -221,6 +224,7 @@ pub struct DryRun {
 
 /// One of `commands`, run by [`Engine::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DryRunCommand {
     /// The command's name.
     pub name: String,

@@ -36,6 +36,7 @@ fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S:
 /// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum EventKind {
     /// The loop is about to run its first iteration.
     RunStarted {
@@ -326,6 +327,7 @@ impl CheckResult {
 /// How a converging run went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Converged on the first attempt.
     Clean,
@@ -337,6 +339,7 @@ pub enum Outcome {
 
 /// The idle policy as reported in [`EventKind::RunStarted`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct IdleSummary {
     /// First wait.
     pub delay_ms: u64,
@@ -351,6 +354,7 @@ pub struct IdleSummary {
 /// Why the loop waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WaitReason {
     /// The agent reported idle and the `idle` handler asked for a wait.
     Idle,
@@ -369,6 +373,7 @@ pub enum WaitReason {
 /// How an agent run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Termination {
     /// It exited by itself.
     Natural,
@@ -384,6 +389,7 @@ pub enum Termination {
 
 /// A marker as reported in [`EventKind::IterationEnded`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct MarkerRecord {
     /// Marker kind (`state`).
     pub kind: String,
@@ -397,6 +403,7 @@ pub struct MarkerRecord {
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Stream {
     /// Standard output.
     Stdout,

@@ -72,7 +72,7 @@ pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers,
+    StateHandler, StateHandlers, StateOutbox,
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,

@@ -99,6 +99,7 @@ impl Serialize for EndReason {
 
 /// Which signal interrupted the run, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InterruptSignal {
     /// SIGINT (Ctrl+C).
     Int,
@@ -111,6 +112,7 @@ pub enum InterruptSignal {
 
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunOutcome {
     /// Why it ended.
     pub reason: EndReason,

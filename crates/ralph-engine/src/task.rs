@@ -69,6 +69,7 @@ pub struct TaskEvent {
 
 /// Why a value cannot be a [`TaskEvent`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TaskEventError {
     /// It did not serialise to a JSON object with a string `type`.
     #[error("a task event must serialise to a JSON object with a string \"type\"")]
@@ -138,6 +139,7 @@ impl Serialize for TaskEvent {
 
 /// What the source has for the next iteration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NextTask {
     /// Work on this.
     Work(Task),
@@ -147,6 +149,7 @@ pub enum NextTask {
 
 /// The `done_when` checks of one attempt.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct AttemptReport<'a> {
     /// Each check, in `done_when` order.
     pub results: &'a [CheckResult],
@@ -158,6 +161,7 @@ pub struct AttemptReport<'a> {
 
 /// What a source sees of an iteration that ended.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct IterationReport<'a> {
     /// The iteration.
     pub iteration: u64,
@@ -174,6 +178,7 @@ pub struct IterationReport<'a> {
 
 /// What the loop does after an iteration, as the source decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskDecision {
     /// Carry on as the engine would without a source (retry, converge, wait, ...).
     Continue,
