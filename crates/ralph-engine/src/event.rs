@@ -17,10 +17,12 @@ use crate::task::TaskEvent;
 pub const EVENTS_VERSION: u32 = 2;
 
 /// One event of a run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// When it happened (RFC 3339 UTC with milliseconds when serialized).
     #[serde(serialize_with = "serialize_ts")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub ts: SystemTime,
     /// The run it belongs to.
     pub run_id: String,
@@ -34,6 +36,7 @@ fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S:
 }
 
 /// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
@@ -138,6 +141,7 @@ pub enum EventKind {
         iteration: u64,
         /// When the limit resets, as the agent said (RFC 3339 UTC).
         #[serde(serialize_with = "serialize_ts")]
+        #[cfg_attr(feature = "schema", schemars(with = "String"))]
         until: SystemTime,
         /// The wait before the next run; `None` when the loop ends instead.
         wait_ms: Option<u64>,
@@ -268,6 +272,7 @@ pub enum EventKind {
 }
 
 /// One `done_when` check's result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// The shell command.
@@ -325,6 +330,7 @@ impl CheckResult {
 }
 
 /// How a converging run went.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -338,6 +344,7 @@ pub enum Outcome {
 }
 
 /// The idle policy as reported in [`EventKind::RunStarted`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct IdleSummary {
@@ -352,6 +359,7 @@ pub struct IdleSummary {
 }
 
 /// Why the loop waits.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -371,6 +379,7 @@ pub enum WaitReason {
 }
 
 /// How an agent run ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -388,6 +397,7 @@ pub enum Termination {
 }
 
 /// A marker as reported in [`EventKind::IterationEnded`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct MarkerRecord {
@@ -397,6 +407,7 @@ pub struct MarkerRecord {
     pub name: String,
     /// Attributes, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(default))]
     pub attrs: Vec<(String, String)>,
 }
 

@@ -97,6 +97,22 @@ impl Serialize for EndReason {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for EndReason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EndReason".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Open: a task source or a declared state brings reasons of its own.
+        schemars::json_schema!({
+            "type": "string",
+            "description": "Why the run ended: `max_iterations`, `converged`, ..., a declared \
+                            state's name, or a task source's own reason (docs/events.md)."
+        })
+    }
+}
+
 /// Which signal interrupted the run, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

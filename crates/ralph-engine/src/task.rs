@@ -125,6 +125,22 @@ impl TaskEvent {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for TaskEvent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskEvent".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An event of the task source's own: its `type` and fields.",
+            "type": "object",
+            "properties": { "type": { "type": "string" } },
+            "required": ["type"]
+        })
+    }
+}
+
 impl Serialize for TaskEvent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 /// event line like the engine's own; a sink gets it back from a [`TaskEvent`] with
 /// [`StoryEvent::from_task_event`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum StoryEvent {
@@ -134,6 +135,7 @@ impl StoryEnd {
 
 /// The stories of a run, as reported in `RUN_ENDED` (and the session file) under `stories`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StoriesSummary {
     /// Stories whose `passes` is `true`.
     pub passed: u64,
