@@ -4,12 +4,13 @@
 //! - `bench`: build ralph in release mode, measure it against its baselines, print the table and
 //!   write it to `docs/benchmarks.md`.
 //! - `schema [--check]`: write the RALPH.md frontmatter's JSON Schema to `docs/ralph.schema.json`
-//!   (or fail when it is out of date).
+//!   and the events' to `docs/events.schema.json` (or fail when one is out of date).
 //! - `man [DIR]`: write man pages for `ralph` and its subcommands (default `target/man/`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod events_schema;
 mod man;
 mod schema;
 
@@ -21,8 +22,9 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   bench    build ralph in release mode, run the benchmarks, print the table and
            write it to docs/benchmarks.md
-  schema   write docs/ralph.schema.json from the frontmatter's field table
-           (--check: exit 1 when the file is out of date)
+  schema   write docs/ralph.schema.json from the frontmatter's field table and
+           docs/events.schema.json from the event types
+           (--check: exit 1 when a file is out of date)
   man      write man pages to target/man/ (or the DIR given)";
 
 fn main() -> ExitCode {
@@ -41,7 +43,9 @@ fn main() -> ExitCode {
             }
         },
         ["schema", rest @ ..] if rest.is_empty() || rest == ["--check"] => {
-            match schema::run(&workspace_root(), !rest.is_empty()) {
+            let check = !rest.is_empty();
+            let root = workspace_root();
+            match schema::run(&root, check).and_then(|()| events_schema::run(&root, check)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
                     eprintln!("xtask schema: {err}");

@@ -4,7 +4,8 @@
 
 use std::io::Write as _;
 
-use ralph_engine::{DryRun, EndReason, Engine, EngineOptions, TaskSource};
+use ralph_engine::{DryRun, Engine, EngineOptions, TaskSource};
+use ralph_escalation::StoryEnd;
 
 use crate::error::CliError;
 
@@ -20,10 +21,10 @@ pub(crate) fn dry_run(
     }
     let dry = crate::run::runtime()?.block_on(engine.dry_run())?;
     if let Some(end) = &dry.end {
-        let why = match end {
-            EndReason::StoriesDone => "every story passes",
-            EndReason::StoriesBlocked => "no story left to do; the rest are blocked",
-            other => other.as_str(),
+        let why = match StoryEnd::of(end) {
+            Some(StoryEnd::StoriesDone) => "every story passes",
+            Some(StoryEnd::StoriesBlocked) => "no story left to do; the rest are blocked",
+            _ => end.as_str(),
         };
         eprintln!("dry run: no iteration would run: {why} ({end})");
         return Ok(0);

@@ -4,9 +4,10 @@ use std::io::Write;
 use std::time::Duration;
 
 use ralph_engine::{
-    Event, EventKind, EventSink, Outcome, Stream, Termination, WaitProgress, WaitReason,
+    Event, EventKind, EventSink, Outcome, Stream, TaskEvent, Termination, WaitProgress, WaitReason,
     exit_status,
 };
+use ralph_escalation::{StoriesSummary, StoryEnd, StoryEvent};
 
 /// How the renderer writes.
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +87,78 @@ impl<W: Write + Send> TerminalRenderer<W> {
         }
     }
 
+    /// The line for a task source's event: escalation's, from its typed form; another
+    /// source's, its type and fields.
+    fn describe_task(&self, event: &TaskEvent) -> Option<String> {
+        let quiet = self.style.quiet;
+        let Some(story) = StoryEvent::from_task_event(event) else {
+            if quiet {
+                return None;
+            }
+            let fields: Vec<String> = event
+                .fields()
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            return Some(format!("  {} {}", event.type_name(), fields.join(" ")));
+        };
+        Some(match &story {
+            StoryEvent::StoryStarted {
+                story_id,
+                title,
+                attempt: 1,
+                ..
+            } if !quiet => self.paint("1", &format!("story {story_id}: {title}")),
+            StoryEvent::CircuitTripped {
+                story_id,
+                reason,
+                count,
+                signature,
+            } => {
+                let on = story_id
+                    .as_deref()
+                    .map(|id| format!(" on {id}"))
+                    .unwrap_or_default();
+                let sig = signature
+                    .as_deref()
+                    .map(|s| format!(" · error {s}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{on}: {reason} ×{count}{sig}",
+                    self.paint("1;33", "circuit breaker tripped")
+                )
+            }
+            StoryEvent::Reverted {
+                checkpoint,
+                saved_ref,
+                ..
+            } => format!(
+                "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
+                short_commit(checkpoint)
+            ),
+            StoryEvent::StoryBlocked { story_id, reason } => format!(
+                "{} {story_id}: {reason}",
+                self.paint("1;31", "story blocked")
+            ),
+            StoryEvent::StoryPassed {
+                story_id,
+                attempts,
+                checkpoint,
+            } => {
+                let at = checkpoint
+                    .as_deref()
+                    .map(|c| format!(" · checkpoint {}", &c[..c.len().min(12)]))
+                    .unwrap_or_default();
+                let s = if *attempts == 1 { "" } else { "s" };
+                format!(
+                    "{} {story_id} ({attempts} attempt{s}){at}",
+                    self.paint("1;32", "story passes")
+                )
+            }
+            _ => return None,
+        })
+    }
+
     /// The line for one event, if it has one.
     fn describe(&self, kind: &EventKind) -> Option<String> {
         let quiet = self.style.quiet;
@@ -122,24 +195,18 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 "36",
                 &format!("resuming the run after iteration {iteration} ({previous_reason})"),
             ),
-            EventKind::IterationStarted {
-                iteration,
-                story_id,
-                attempt,
-            } if !quiet => {
-                let story = match (story_id, attempt) {
+            EventKind::IterationStarted { iteration, task } if !quiet => {
+                let story = match (
+                    task.get("story_id").and_then(|v| v.as_str()),
+                    task.get("attempt").and_then(|v| v.as_u64()),
+                ) {
                     (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
                     (Some(id), None) => format!(" · {id}"),
                     _ => String::new(),
                 };
                 self.paint("1;36", &format!("── iteration {iteration}{story} ──"))
             }
-            EventKind::StoryStarted {
-                story_id,
-                title,
-                attempt: 1,
-                ..
-            } if !quiet => self.paint("1", &format!("story {story_id}: {title}")),
+            EventKind::Task(event) => return self.describe_task(event),
             EventKind::CommandFinished {
                 name,
                 exit_code,
@@ -291,33 +358,6 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 "33",
                 "Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now",
             ),
-            EventKind::CircuitTripped {
-                story_id,
-                reason,
-                count,
-                signature,
-            } => {
-                let on = story_id
-                    .as_deref()
-                    .map(|id| format!(" on {id}"))
-                    .unwrap_or_default();
-                let sig = signature
-                    .as_deref()
-                    .map(|s| format!(" · error {s}"))
-                    .unwrap_or_default();
-                format!(
-                    "{}{on}: {reason} ×{count}{sig}",
-                    self.paint("1;33", "circuit breaker tripped")
-                )
-            }
-            EventKind::Reverted {
-                checkpoint,
-                saved_ref,
-                ..
-            } => format!(
-                "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
-                short_commit(checkpoint)
-            ),
             EventKind::StateHandled {
                 state,
                 then,
@@ -329,25 +369,6 @@ impl<W: Write + Send> TerminalRenderer<W> {
                     .unwrap_or_default();
                 format!("  {} {state} → {then}{hook}", self.paint("1;36", "state"))
             }
-            EventKind::StoryBlocked { story_id, reason } => format!(
-                "{} {story_id}: {reason}",
-                self.paint("1;31", "story blocked")
-            ),
-            EventKind::StoryPassed {
-                story_id,
-                attempts,
-                checkpoint,
-            } => {
-                let at = checkpoint
-                    .as_deref()
-                    .map(|c| format!(" · checkpoint {}", &c[..c.len().min(12)]))
-                    .unwrap_or_default();
-                let s = if *attempts == 1 { "" } else { "s" };
-                format!(
-                    "{} {story_id} ({attempts} attempt{s}){at}",
-                    self.paint("1;32", "story passes")
-                )
-            }
             EventKind::RunEnded {
                 reason,
                 iterations,
@@ -358,11 +379,22 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 flake_retries,
                 cost_usd,
                 num_turns,
-                stories,
+                task,
                 usage,
             } => {
+                let stories = StoriesSummary::from_fields(task);
+                let why = match StoryEnd::of(reason) {
+                    Some(StoryEnd::StoriesDone) => "every story passes",
+                    Some(StoryEnd::StoriesBlocked) => "no story left to do; some are blocked",
+                    Some(StoryEnd::CircuitOpen) => {
+                        "circuit breaker open: the work was logged and reverted"
+                    }
+                    Some(StoryEnd::MaxIterationsWorkLeft) => "reached max_iterations",
+                    _ => "",
+                };
                 let why = match reason.as_str() {
-                    "max_iterations" if *exit_code != 0 && stories.is_none() => {
+                    _ if !why.is_empty() => why.to_owned(),
+                    "max_iterations" if *exit_code != 0 => {
                         "reached max_iterations; the last run failed".to_owned()
                     }
                     "max_iterations" => "reached max_iterations".to_owned(),
@@ -387,11 +419,6 @@ impl<W: Write + Send> TerminalRenderer<W> {
                         _ => "converged: every check passes".to_owned(),
                     },
                     "max_attempts_reached" => "not converged: max_attempts reached".to_owned(),
-                    "circuit_open" => {
-                        "circuit breaker open: the work was logged and reverted".to_owned()
-                    }
-                    "stories_done" => "every story passes".to_owned(),
-                    "stories_blocked" => "no story left to do; some are blocked".to_owned(),
                     "agent_done" => "the agent reported done".to_owned(),
                     other => other.to_owned(),
                 };
@@ -426,6 +453,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     fn event(&mut self, event: &Event) {
+        if let EventKind::Warning { message } = &event.kind {
+            // As the libraries' `tracing` warnings are printed: stderr, `warning: MESSAGE`.
+            self.erase_countdown();
+            let _ = self.out.flush();
+            let _ = writeln!(std::io::stderr(), "warning: {message}");
+            return;
+        }
         if let Some(mut line) = self.describe(&event.kind) {
             // The summary names the folder again, on its own line even with --quiet.
             if let (EventKind::RunEnded { .. }, Some(dir)) = (&event.kind, &self.run_dir) {
@@ -463,6 +497,7 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Retry => "retry".to_owned(),
             WaitReason::Failure => "failed".to_owned(),
             WaitReason::RateLimit => "rate-limited".to_owned(),
+            _ => "waiting".to_owned(),
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.
@@ -588,6 +623,7 @@ mod tests {
                 .with_run_dir(std::path::Path::new(".ralph/runs/20260101T000000000-1"));
             for kind in [
                 EventKind::RunStarted {
+                    events_version: ralph_engine::EVENTS_VERSION,
                     ralph_file: "RALPH.md".into(),
                     agent: "claude -p".into(),
                     max_iterations: Some(20),
@@ -605,7 +641,7 @@ mod tests {
                     flake_retries: None,
                     cost_usd: None,
                     num_turns: None,
-                    stories: None,
+                    task: Default::default(),
                     usage: None,
                 },
             ] {
@@ -640,8 +676,7 @@ mod tests {
             &[
                 EventKind::IterationStarted {
                     iteration: 3,
-                    story_id: None,
-                    attempt: None,
+                    task: Default::default(),
                 },
                 EventKind::CommandFinished {
                     iteration: 3,
@@ -724,7 +759,7 @@ mod tests {
                 cost_usd: None,
                 num_turns: None,
                 usage: None,
-                stories: None,
+                task: Default::default(),
             })
             .collect();
         insta::assert_snapshot!(render(&kinds, PLAIN));
@@ -787,6 +822,7 @@ mod tests {
     #[test]
     fn the_header_shows_the_budgets() {
         let started = |max_cost_usd, max_runtime_ms| EventKind::RunStarted {
+            events_version: ralph_engine::EVENTS_VERSION,
             ralph_file: "RALPH.md".into(),
             agent: "claude -p".into(),
             max_iterations: Some(40),
@@ -840,7 +876,7 @@ mod tests {
             cost_usd,
             num_turns,
             usage: None,
-            stories: None,
+            task: Default::default(),
         };
         let kinds = [
             ended(Some(0.3018245), Some(13)),
@@ -863,44 +899,58 @@ mod tests {
             cost_usd: None,
             num_turns: None,
             usage: None,
-            stories: Some(ralph_engine::StoriesSummary {
+            task: ralph_escalation::StoriesSummary {
                 passed,
                 blocked,
                 remaining,
-            }),
+            }
+            .fields(),
         };
+        let story = |e: ralph_escalation::StoryEvent| EventKind::Task(e.into());
         let kinds = [
-            EventKind::StoryPassed {
+            story(ralph_escalation::StoryEvent::StoryPassed {
                 story_id: "US-001".into(),
                 attempts: 1,
                 checkpoint: Some("0123456789abcdef0123456789abcdef01234567".into()),
-            },
-            EventKind::CircuitTripped {
+            }),
+            story(ralph_escalation::StoryEvent::CircuitTripped {
                 story_id: Some("US-002".into()),
                 reason: "same_error".into(),
                 count: 3,
                 signature: Some("3f2a9c0d1e2b4a5c".into()),
-            },
-            EventKind::Reverted {
+            }),
+            story(ralph_escalation::StoryEvent::Reverted {
                 story_id: Some("US-002".into()),
                 checkpoint: "0123456789abcdef0123456789abcdef01234567".into(),
                 saved_ref: "refs/ralph/attempts/US-002/1".into(),
-            },
-            EventKind::StoryBlocked {
+            }),
+            story(ralph_escalation::StoryEvent::StoryBlocked {
                 story_id: "US-002".into(),
                 reason: "the same error 3 times in a row (signature 3f2a9c0d1e2b4a5c)".into(),
-            },
-            EventKind::CircuitTripped {
+            }),
+            story(ralph_escalation::StoryEvent::CircuitTripped {
                 story_id: None,
                 reason: "blocked".into(),
                 count: 1,
                 signature: None,
-            },
-            ended(EndReason::StoriesDone, 0, 3, 0, 0),
-            ended(EndReason::StoriesBlocked, 1, 2, 1, 0),
-            ended(EndReason::MaxIterationsWorkLeft, 1, 1, 0, 2),
+            }),
+            ended(ralph_escalation::StoryEnd::StoriesDone.reason(), 0, 3, 0, 0),
+            ended(
+                ralph_escalation::StoryEnd::StoriesBlocked.reason(),
+                1,
+                2,
+                1,
+                0,
+            ),
+            ended(
+                ralph_escalation::StoryEnd::MaxIterationsWorkLeft.reason(),
+                1,
+                1,
+                0,
+                2,
+            ),
             EventKind::RunEnded {
-                reason: EndReason::CircuitOpen,
+                reason: ralph_escalation::StoryEnd::CircuitOpen.reason(),
                 iterations: 3,
                 idle_iterations: 0,
                 idle_ms: 0,
@@ -910,7 +960,7 @@ mod tests {
                 cost_usd: None,
                 num_turns: None,
                 usage: None,
-                stories: None,
+                task: Default::default(),
             },
         ];
         insta::assert_snapshot!(render(&kinds, PLAIN));
@@ -1020,7 +1070,7 @@ mod tests {
                     cost_usd: None,
                     num_turns: None,
                     usage: None,
-                    stories: None,
+                    task: Default::default(),
                 },
             ],
             PLAIN,

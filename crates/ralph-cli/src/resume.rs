@@ -69,7 +69,9 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
     let Some(session) = last_run(folder).and_then(|d| Session::read(&d).ok()) else {
         return err.into();
     };
-    if !session.resumable() || session.stories.is_none() {
+    if !session.resumable()
+        || ralph_escalation::StoriesSummary::from_fields(&session.task_fields).is_none()
+    {
         return err.into();
     }
     CliError::Usage(format!(
@@ -98,7 +100,10 @@ pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: boo
         EndReason::Interrupted
             | EndReason::MaxRuntime
             | EndReason::MaxCost
-            | EndReason::MaxIterationsWorkLeft
+            | EndReason::Task {
+                resumable: true,
+                ..
+            }
     ) {
         return;
     }

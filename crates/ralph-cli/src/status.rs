@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use ralph_engine::WaitReason;
 use ralph_engine::lock::{FOLDER_LOCK, LockHolder};
 use ralph_engine::session::{self, Session};
-use ralph_engine::{StoriesSummary, WaitReason};
+use ralph_escalation::StoriesSummary;
 use serde_json::json;
 
 use crate::cli::StatusArgs;
@@ -115,9 +116,9 @@ impl Status {
             "consecutive_idle": s.consecutive_idle,
             "consecutive_failures": s.consecutive_failures,
             "waiting_until": self.waiting(now).and(s.wait.map(|w| ts(w.until))),
-            "story": s.task_id.as_ref().filter(|_| s.stories.is_some()),
-            "attempt": self.attempt().filter(|_| s.stories.is_some()),
-            "stories": s.stories.map(|st| json!({
+            "story": s.task_id.as_ref().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
+            "attempt": self.attempt().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
+            "stories": StoriesSummary::from_fields(&s.task_fields).map(|st| json!({
                 "passed": st.passed, "blocked": st.blocked, "remaining": st.remaining,
             })),
             "cost_usd": s.cost_usd,
@@ -156,14 +157,16 @@ impl Status {
                 }
             ));
         }
-        if let (Some(story), Some(stories)) = (&s.task_id, s.stories) {
+        if let (Some(story), Some(stories)) =
+            (&s.task_id, StoriesSummary::from_fields(&s.task_fields))
+        {
             let attempt = self
                 .attempt()
                 .map(|n| format!(", attempt {n}"))
                 .unwrap_or_default();
             lines.push(format!("story: {story}{attempt}"));
             lines.push(stories_line(stories));
-        } else if let Some(stories) = s.stories {
+        } else if let Some(stories) = StoriesSummary::from_fields(&s.task_fields) {
             lines.push(stories_line(stories));
         }
         if s.cost_usd.is_some() || s.input_tokens.is_some() {

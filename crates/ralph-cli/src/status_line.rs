@@ -230,15 +230,18 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
             EventKind::RunStarted { max_iterations, .. } => {
                 status.max_iterations = *max_iterations;
             }
-            EventKind::StoryStarted { max_attempts, .. } => {
-                status.max_attempts = Some(*max_attempts);
+            EventKind::Task(task) => {
+                if let Some(ralph_escalation::StoryEvent::StoryStarted { max_attempts, .. }) =
+                    ralph_escalation::StoryEvent::from_task_event(task)
+                {
+                    status.max_attempts = Some(max_attempts);
+                }
             }
-            EventKind::IterationStarted {
-                iteration,
-                story_id,
-                attempt,
-            } => {
-                status.story = story_id.clone().map(|id| (id, *attempt));
+            EventKind::IterationStarted { iteration, task } => {
+                status.story = task
+                    .get("story_id")
+                    .and_then(|v| v.as_str())
+                    .map(|id| (id.to_owned(), task.get("attempt").and_then(|v| v.as_u64())));
                 status.iteration = Some(*iteration);
                 status.started = Some(Instant::now());
                 status.last_output = None;

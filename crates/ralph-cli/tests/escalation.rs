@@ -398,7 +398,7 @@ echo "$story" > "$story.txt"
     );
     assert_eq!(code(&p.run(&["run", "-n", "2"])), 1);
     let ended = p.run_ended();
-    assert_eq!(ended["reason"], "max_iterations");
+    assert_eq!(ended["reason"], "max_iterations_work_left");
     assert_eq!(ended["stories"]["remaining"], 1);
 }
 

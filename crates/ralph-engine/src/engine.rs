@@ -48,6 +48,7 @@ const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
 
 /// Everything a run needs, with the frontmatter's values already merged with any overrides.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineOptions {
     /// The RALPH.md path as the user gave it.
     pub ralph_file: PathBuf,
@@ -181,6 +182,7 @@ fn interpreter(path: &std::path::Path) -> Option<String> {
 
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The agent program could not be started.
     #[error(
@@ -200,6 +202,7 @@ pub enum EngineError {
 
 /// What iteration 1 would do, from [`Engine::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DryRun {
     /// The exact prompt the agent would receive.
     pub prompt: String,
@@ -221,6 +224,7 @@ pub struct DryRun {
 
 /// One of `commands`, run by [`Engine::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DryRunCommand {
     /// The command's name.
     pub name: String,
@@ -456,6 +460,11 @@ impl Run {
         emit(&mut self.sinks, &self.options.run_id, kind);
     }
 
+    /// A problem that does not stop the loop, for every sink to see (not only `tracing`).
+    fn warn(&mut self, message: String) {
+        self.emit(EventKind::Warning { message });
+    }
+
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
         if let Some(dir) = &self.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
@@ -474,6 +483,7 @@ impl Run {
         }
         let config = &self.options.file.config;
         let started = EventKind::RunStarted {
+            events_version: crate::event::EVENTS_VERSION,
             ralph_file: self.options.ralph_file.display().to_string(),
             agent: config.agent.clone(),
             max_iterations: self.options.max_iterations,
@@ -759,7 +769,14 @@ impl Run {
             ),
         );
         self.session_ended(&reason, exit_code);
-        let converged = matches!(reason, EndReason::Converged | EndReason::StoriesDone);
+        let converged = matches!(
+            reason,
+            EndReason::Converged
+                | EndReason::Task {
+                    converged: true,
+                    ..
+                }
+        );
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
             iterations: self.iterations,
@@ -768,7 +785,7 @@ impl Run {
             exit_code,
             outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
             flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
-            stories: self.tasks.summary(),
+            task: self.tasks.summary(),
             cost_usd: self.run_cost.total(),
             num_turns: self.num_turns,
             usage: self.usage.clone(),
@@ -784,11 +801,9 @@ impl Run {
 
     /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
     async fn iteration(&mut self, iteration: u64) -> Result<Next, EngineError> {
-        let (story_id, attempt) = self.tasks.story();
         self.emit(EventKind::IterationStarted {
             iteration,
-            story_id,
-            attempt,
+            task: self.tasks.fields(),
         });
         let mut log = match &self.options.log_dir {
             Some(dir) => IterationLog::create(dir, iteration),
@@ -860,11 +875,10 @@ impl Run {
             }
         }
         for d in &malformed {
-            tracing::warn!(
+            self.warn(format!(
                 "iteration {iteration}: malformed marker at byte {}: {}",
-                d.offset,
-                d.message
-            );
+                d.offset, d.message
+            ));
         }
         let state_name = state.as_ref().map(|m| m.name.clone());
         log.section(&format!(
@@ -1082,7 +1096,7 @@ impl Run {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
                 let problem = spawn_problem("sh", &err);
-                tracing::warn!("check `{check}` could not start: {problem}");
+                self.warn(format!("check `{check}` could not start: {problem}"));
                 (None, Duration::ZERO, false)
             }
         };
@@ -1204,7 +1218,10 @@ impl Run {
         let (exit_code, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(problem) => {
-                tracing::warn!("command {} could not start: {problem}", command.name);
+                self.warn(format!(
+                    "command {} could not start: {problem}",
+                    command.name
+                ));
                 (None, Duration::ZERO, false)
             }
         };

@@ -9,13 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::adapter::Usage;
 use crate::outcome::EndReason;
-use crate::task::StoriesSummary;
+use crate::task::TaskEvent;
+
+/// The version of the event format written in `RUN_STARTED`. Within a version, new event
+/// types and new fields may appear; no field is removed, renamed or changes its meaning or type.
+/// 2: story events come from the task source, `max_iterations_work_left`, `WARNING`.
+pub const EVENTS_VERSION: u32 = 2;
 
 /// One event of a run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// When it happened (RFC 3339 UTC with milliseconds when serialized).
     #[serde(serialize_with = "serialize_ts")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub ts: SystemTime,
     /// The run it belongs to.
     pub run_id: String,
@@ -29,11 +36,16 @@ fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S:
 }
 
 /// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum EventKind {
     /// The loop is about to run its first iteration.
     RunStarted {
+        /// The version of the event format, [`EVENTS_VERSION`]: within one, events and fields
+        /// are only added (`docs/events.md` has the promise).
+        events_version: u32,
         /// The RALPH.md path as given.
         ralph_file: String,
         /// The agent command line.
@@ -60,12 +72,12 @@ pub enum EventKind {
     IterationStarted {
         /// 1-based iteration number.
         iteration: u64,
-        /// Story mode: the story this iteration works on (from the last `STORY_STARTED`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        story_id: Option<String>,
-        /// Story mode: the attempt on that story, from 1.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        attempt: Option<u64>,
+        /// The fields the task source gives the iteration's task ([`Task::fields`]; story
+        /// mode: `story_id` and `attempt`), written flat after `iteration`.
+        ///
+        /// [`Task::fields`]: crate::Task::fields
+        #[serde(flatten)]
+        task: serde_json::Map<String, serde_json::Value>,
     },
     /// One of `commands` finished.
     CommandFinished {
@@ -129,6 +141,7 @@ pub enum EventKind {
         iteration: u64,
         /// When the limit resets, as the agent said (RFC 3339 UTC).
         #[serde(serialize_with = "serialize_ts")]
+        #[cfg_attr(feature = "schema", schemars(with = "String"))]
         until: SystemTime,
         /// The wait before the next run; `None` when the loop ends instead.
         wait_ms: Option<u64>,
@@ -210,55 +223,12 @@ pub enum EventKind {
         /// The running iteration.
         iteration: u64,
     },
-    /// Escalation: the circuit breaker tripped on a task.
-    CircuitTripped {
-        /// The story; `None` without stories (`escalation.prd`).
-        story_id: Option<String>,
-        /// `same_error`, `max_attempts` or `blocked` (the agent's marker).
-        reason: String,
-        /// `same_error`: the same-error streak; `max_attempts` and `blocked`: the attempts made
-        /// on the task, this one included.
-        count: u64,
-        /// The persistent error's signature (16 hex digits), when checks failed.
-        signature: Option<String>,
-    },
-    /// Escalation: the work since the checkpoint was saved under a ref, then reverted.
-    Reverted {
-        /// The story; `None` without stories.
-        story_id: Option<String>,
-        /// The commit the tree went back to.
-        checkpoint: String,
-        /// The ref holding the abandoned work (`git checkout <ref>` gets it back).
-        saved_ref: String,
-    },
-    /// Escalation: a story was marked `"blocked"` in prd.json.
-    StoryBlocked {
-        /// The story.
-        story_id: String,
-        /// Why, as written in its `notes`.
-        reason: String,
-    },
-    /// A story passed; the loop goes on with the next one.
-    StoryPassed {
-        /// The story.
-        story_id: String,
-        /// Attempts it took.
-        attempts: u64,
-        /// The checkpoint recorded for it (HEAD, after committing its work); `None` when none is
-        /// kept (ralph-escalation keeps one only with `escalation.revert`).
-        checkpoint: Option<String>,
-    },
-    /// Story mode: an attempt on a story begins (before its first iteration, and before each
-    /// new attempt).
-    StoryStarted {
-        /// The story.
-        story_id: String,
-        /// Its title.
-        title: String,
-        /// The attempt, from 1.
-        attempt: u64,
-        /// The attempts the circuit breaker allows (`convergence.max_attempts`).
-        max_attempts: u64,
+    /// Something went wrong that does not stop the loop (a check or command that could not
+    /// start, a hook that failed, a malformed marker, a log that could not be written). A
+    /// terminal shows it as `warning: MESSAGE`.
+    Warning {
+        /// What went wrong, in words.
+        message: String,
     },
     /// The run is over.
     RunEnded {
@@ -278,9 +248,12 @@ pub enum EventKind {
         /// With `done_when`: attempts that converged after an earlier attempt failed.
         #[serde(skip_serializing_if = "Option::is_none")]
         flake_retries: Option<u64>,
-        /// In story mode (`escalation.prd`): how many stories passed, are blocked, remain.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        stories: Option<StoriesSummary>,
+        /// The task source's fields ([`TaskSource::summary`]; story mode: `stories`), written
+        /// flat after `flake_retries`.
+        ///
+        /// [`TaskSource::summary`]: crate::TaskSource::summary
+        #[serde(flatten)]
+        task: serde_json::Map<String, serde_json::Value>,
         /// Total cost in US dollars of the iterations whose agent reported one.
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
@@ -292,9 +265,14 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    /// An event of the task source's own (ralph-escalation's `STORY_PASSED`, say): its `type`
+    /// and fields, written flat like the engine's own.
+    #[serde(untagged)]
+    Task(TaskEvent),
 }
 
 /// One `done_when` check's result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// The shell command.
@@ -352,8 +330,10 @@ impl CheckResult {
 }
 
 /// How a converging run went.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Converged on the first attempt.
     Clean,
@@ -364,7 +344,9 @@ pub enum Outcome {
 }
 
 /// The idle policy as reported in [`EventKind::RunStarted`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct IdleSummary {
     /// First wait.
     pub delay_ms: u64,
@@ -377,8 +359,10 @@ pub struct IdleSummary {
 }
 
 /// Why the loop waits.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WaitReason {
     /// The agent reported idle and the `idle` handler asked for a wait.
     Idle,
@@ -395,8 +379,10 @@ pub enum WaitReason {
 }
 
 /// How an agent run ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Termination {
     /// It exited by itself.
     Natural,
@@ -411,7 +397,9 @@ pub enum Termination {
 }
 
 /// A marker as reported in [`EventKind::IterationEnded`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct MarkerRecord {
     /// Marker kind (`state`).
     pub kind: String,
@@ -419,12 +407,14 @@ pub struct MarkerRecord {
     pub name: String,
     /// Attributes, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(default))]
     pub attrs: Vec<(String, String)>,
 }
 
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Stream {
     /// Standard output.
     Stdout,

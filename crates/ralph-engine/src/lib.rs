@@ -65,19 +65,19 @@ pub use adapter::{
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
-    CheckResult, Event, EventKind, EventSink, IdleSummary, JsonLinesSink, MarkerRecord, Outcome,
-    Stream, Termination, WaitProgress, WaitReason, exit_status,
+    CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary, JsonLinesSink,
+    MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason, exit_status,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers,
+    StateHandler, StateHandlers, StateOutbox,
 };
 pub use task::{
-    AttemptReport, IterationReport, NextTask, StoriesSummary, Task, TaskContext, TaskDecision,
-    TaskSource,
+    AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
+    TaskEventError, TaskSource,
 };
 
 pub use ralph_frontmatter as frontmatter;

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EndReason {
     /// `max_iterations` iterations ran.
     MaxIterations,
@@ -19,16 +20,19 @@ pub enum EndReason {
     MaxAttemptsReached,
     /// PTY autonomous mode: the agent printed nothing for `idle_timeout`, a safety stop.
     PtyIdleTimeout,
-    /// Escalation without stories: the circuit breaker tripped (the work was logged and
-    /// reverted).
-    CircuitOpen,
-    /// Story mode: every story passed.
-    StoriesDone,
-    /// Story mode: no story is left to do, and some are blocked.
-    StoriesBlocked,
-    /// Story mode: `max_iterations` ran out with stories still to do. Reported as
-    /// `max_iterations`, but a failure: the work is not done.
-    MaxIterationsWorkLeft,
+    /// The task source ended the run for a reason of its own (ralph-escalation:
+    /// `stories_done`, `stories_blocked`, `circuit_open`, `max_iterations_work_left`).
+    Task {
+        /// The reason as it appears in `RUN_ENDED`.
+        reason: String,
+        /// The exit code (unless a signal interrupted the run).
+        exit_code: i32,
+        /// Whether the work is done, as convergence would have it: `RUN_ENDED`'s `outcome` is
+        /// `clean` or `clean_with_flake`, not `failed`.
+        converged: bool,
+        /// Whether `ralph run --resume` makes sense after it (work is left).
+        resumable: bool,
+    },
     /// The agent reported `<!-- ralph:state done -->` (or its `completion_signal`) and no
     /// `done_when` check or task source had a say.
     AgentDone,
@@ -62,10 +66,8 @@ impl EndReason {
     /// The reason as written in events: `max_iterations`, `idle_limit`, ...
     pub fn as_str(&self) -> &str {
         match self {
-            EndReason::MaxIterations | EndReason::MaxIterationsWorkLeft => "max_iterations",
-            EndReason::CircuitOpen => "circuit_open",
-            EndReason::StoriesDone => "stories_done",
-            EndReason::StoriesBlocked => "stories_blocked",
+            EndReason::MaxIterations => "max_iterations",
+            EndReason::Task { reason, .. } => reason,
             EndReason::IdleLimit => "idle_limit",
             EndReason::Interrupted => "interrupted",
             EndReason::AgentFailed => "agent_failed",
@@ -95,8 +97,25 @@ impl Serialize for EndReason {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for EndReason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EndReason".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Open: a task source or a declared state brings reasons of its own.
+        schemars::json_schema!({
+            "type": "string",
+            "description": "Why the run ended: `max_iterations`, `converged`, ..., a declared \
+                            state's name, or a task source's own reason (docs/events.md)."
+        })
+    }
+}
+
 /// Which signal interrupted the run, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InterruptSignal {
     /// SIGINT (Ctrl+C).
     Int,
@@ -109,6 +128,7 @@ pub enum InterruptSignal {
 
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunOutcome {
     /// Why it ended.
     pub reason: EndReason,
@@ -134,10 +154,7 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
         (EndReason::AgentFailed | EndReason::MaxAttemptsReached | EndReason::PtyIdleTimeout, _) => {
             1
         }
-        (
-            EndReason::CircuitOpen | EndReason::StoriesBlocked | EndReason::MaxIterationsWorkLeft,
-            _,
-        ) => 1,
+        (EndReason::Task { exit_code, .. }, _) => *exit_code,
         (
             EndReason::AgentFailing
             | EndReason::MaxCost
@@ -152,7 +169,6 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
             EndReason::MaxIterations
             | EndReason::IdleLimit
             | EndReason::Converged
-            | EndReason::StoriesDone
             | EndReason::State { .. },
             _,
         ) => 0,
@@ -219,27 +235,15 @@ mod tests {
     }
 
     #[test]
-    fn circuit_open_exits_1() {
-        assert_eq!(exit_code(&EndReason::CircuitOpen, None), 1);
-        assert_eq!(EndReason::CircuitOpen.as_str(), "circuit_open");
-    }
-
-    #[test]
-    fn stories_done_is_a_normal_end() {
-        assert_eq!(exit_code(&EndReason::StoriesDone, None), 0);
-        assert_eq!(EndReason::StoriesDone.as_str(), "stories_done");
-    }
-
-    #[test]
-    fn stories_blocked_exits_1() {
-        assert_eq!(exit_code(&EndReason::StoriesBlocked, None), 1);
-        assert_eq!(EndReason::StoriesBlocked.as_str(), "stories_blocked");
-    }
-
-    #[test]
-    fn max_iterations_with_work_left_is_reported_as_max_iterations_and_exits_1() {
-        assert_eq!(exit_code(&EndReason::MaxIterationsWorkLeft, None), 1);
-        assert_eq!(EndReason::MaxIterationsWorkLeft.as_str(), "max_iterations");
+    fn a_task_source_ending_exits_with_its_own_code_unless_interrupted() {
+        let end = EndReason::Task {
+            reason: "issues_closed".into(),
+            exit_code: 3,
+            converged: true,
+            resumable: false,
+        };
+        assert_eq!(exit_code(&end, None), 3);
+        assert_eq!(end.as_str(), "issues_closed");
     }
 
     #[test]

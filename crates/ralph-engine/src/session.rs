@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::WaitReason;
 use crate::outcome::EndReason;
-use crate::task::StoriesSummary;
 
 /// The session file's name inside the run's log folder.
 pub const SESSION_FILE: &str = "session.json";
@@ -80,8 +79,12 @@ pub struct Session {
     pub task: Option<serde_json::Value>,
     /// The task in progress (a story id).
     pub task_id: Option<String>,
-    /// The stories, in story mode.
-    pub stories: Option<StoriesSummary>,
+    /// The task source's `RUN_ENDED` fields so far ([`TaskSource::summary`]; story mode:
+    /// `stories`), written flat.
+    ///
+    /// [`TaskSource::summary`]: crate::TaskSource::summary
+    #[serde(flatten)]
+    pub task_fields: serde_json::Map<String, serde_json::Value>,
     /// The wait the last iteration asked for, even when the run stopped before it.
     pub wait: Option<PlannedWait>,
     /// How the run ended; `None` while it runs, or when it was killed or crashed.
@@ -227,7 +230,7 @@ impl Session {
             attempts: None,
             task: None,
             task_id: None,
-            stories: None,
+            task_fields: serde_json::Map::new(),
             wait: None,
             ended: None,
         }
@@ -258,7 +261,10 @@ pub fn resumable(reason: &EndReason) -> bool {
         EndReason::Interrupted
             | EndReason::MaxIterations
             | EndReason::MaxIterationsLastFailed
-            | EndReason::MaxIterationsWorkLeft
+            | EndReason::Task {
+                resumable: true,
+                ..
+            }
             | EndReason::MaxRuntime
             | EndReason::MaxCost
     )
@@ -349,7 +355,6 @@ mod tests {
         assert!(resumable(&EndReason::Interrupted));
         assert!(resumable(&EndReason::MaxIterations));
         assert!(resumable(&EndReason::MaxRuntime));
-        assert!(!resumable(&EndReason::StoriesDone));
         assert!(!resumable(&EndReason::IdleLimit));
         assert!(!resumable(&EndReason::AgentDone));
         assert!(!resumable(&EndReason::AgentFailing));

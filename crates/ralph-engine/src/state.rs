@@ -18,6 +18,7 @@ use crate::outcome::EndReason;
 
 /// What the loop does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateDecision {
     /// Run the next iteration as usual.
     Continue,
@@ -53,6 +54,71 @@ pub(crate) struct Requests {
     pub(crate) hook_timeout: Option<Duration>,
     /// Text for the front of the next prompt's feedback.
     pub(crate) feedback: Option<String>,
+}
+
+/// Where a [`StateContext`] puts what a handler emits and asks for: the engine keeps one per
+/// iteration; an embedder's tests make one to call a handler directly and look at the result.
+///
+/// ```
+/// use ralph_engine::marker::{Finding, last_state, scan};
+/// use ralph_engine::{StateContext, StateDecision, StateHandler, StateOutbox};
+///
+/// struct Review;
+/// impl StateHandler for Review {
+///     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+///         cx.run_hook("gh pr view {{ state.pr }}", None);
+///         StateDecision::Continue
+///     }
+/// }
+///
+/// let findings: Vec<Finding> = scan(b"<!-- ralph:state review pr=42 -->");
+/// let marker = last_state(&findings).expect("a state marker");
+/// let mut outbox = StateOutbox::new();
+/// let decision = Review.on_state(&mut outbox.context(3, marker));
+/// assert_eq!(decision, StateDecision::Continue);
+/// assert_eq!(outbox.hook(), Some(("gh pr view {{ state.pr }}", None)));
+/// ```
+#[derive(Debug, Default)]
+pub struct StateOutbox {
+    events: Vec<EventKind>,
+    requests: Requests,
+}
+
+impl StateOutbox {
+    /// Empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A context for `iteration`, ended in `marker`: no time elapsed, no checks, no task (set
+    /// the public fields to taste).
+    pub fn context<'a>(&'a mut self, iteration: u64, marker: &'a Marker) -> StateContext<'a> {
+        let facts = Facts {
+            iteration,
+            elapsed: Duration::ZERO,
+            checks_passed: None,
+            task: None,
+        };
+        StateContext::new(facts, marker, &mut self.events, &mut self.requests)
+    }
+
+    /// The events handlers emitted, in order.
+    pub fn events(&self) -> &[EventKind] {
+        &self.events
+    }
+
+    /// The hook a handler asked for ([`StateContext::run_hook`]) and its timeout.
+    pub fn hook(&self) -> Option<(&str, Option<Duration>)> {
+        self.requests
+            .hook
+            .as_deref()
+            .map(|hook| (hook, self.requests.hook_timeout))
+    }
+
+    /// The feedback a handler added ([`StateContext::add_feedback`]).
+    pub fn feedback(&self) -> Option<&str> {
+        self.requests.feedback.as_deref()
+    }
 }
 
 /// What the engine knows of the iteration besides its state.

@@ -10,22 +10,152 @@
 use std::collections::BTreeMap;
 
 use ralph_marker::Marker;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use crate::event::{CheckResult, EventKind};
 use crate::outcome::EndReason;
 
 /// The piece of work the next iteration is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Task {
     /// Its id (a story id). Names the attempt log: `<log folder>/<id>.log`.
     pub id: String,
     /// Prompt placeholders by `namespace.name` (`story.title`), filled where the body has them.
     pub placeholders: BTreeMap<String, String>,
+    /// Fields written flat into the `ITERATION_STARTED` of every iteration on it (story mode:
+    /// `story_id` and `attempt`). Empty by default.
+    pub fields: Map<String, Value>,
+}
+
+impl Task {
+    /// A task with no placeholders and no fields.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            placeholders: BTreeMap::new(),
+            fields: Map::new(),
+        }
+    }
+}
+
+/// An event of a task source's own: a `type` (SCREAMING_SNAKE_CASE by convention) and its
+/// fields, serialised flat and in order like the engine's events:
+/// `{"ts":…,"run_id":…,"type":"STORY_PASSED","story_id":"US-1",…}`.
+///
+/// A source usually keeps its events as a serde enum tagged `type` and converts with
+/// [`from_tagged`](Self::from_tagged); a reader gets them back with
+/// [`to_tagged`](Self::to_tagged), so the names live in one place.
+///
+/// ```
+/// use ralph_engine::TaskEvent;
+/// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+/// #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+/// enum IssueEvent {
+///     IssueClosed { number: u64 },
+/// }
+/// let event = TaskEvent::from_tagged(&IssueEvent::IssueClosed { number: 7 }).unwrap();
+/// assert_eq!(event.type_name(), "ISSUE_CLOSED");
+/// assert_eq!(serde_json::to_string(&event).unwrap(), r#"{"type":"ISSUE_CLOSED","number":7}"#);
+/// assert_eq!(event.to_tagged::<IssueEvent>().unwrap(), IssueEvent::IssueClosed { number: 7 });
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEvent {
+    type_name: String,
+    fields: Map<String, Value>,
+}
+
+/// Why a value cannot be a [`TaskEvent`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskEventError {
+    /// It did not serialise to a JSON object with a string `type`.
+    #[error("a task event must serialise to a JSON object with a string \"type\"")]
+    NotTagged,
+    /// Serde failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+impl TaskEvent {
+    /// An event of type `type_name` with `fields` (in the order they are to be written). A
+    /// `type` among the fields is dropped: the event's own comes first.
+    pub fn new(type_name: impl Into<String>, mut fields: Map<String, Value>) -> Self {
+        fields.shift_remove("type");
+        Self {
+            type_name: type_name.into(),
+            fields,
+        }
+    }
+
+    /// The event a value serialised with a string `type` field describes (a serde enum with
+    /// `#[serde(tag = "type")]`).
+    pub fn from_tagged<T: Serialize>(value: &T) -> Result<Self, TaskEventError> {
+        let Value::Object(mut fields) = serde_json::to_value(value)? else {
+            return Err(TaskEventError::NotTagged);
+        };
+        match fields.shift_remove("type") {
+            Some(Value::String(type_name)) => Ok(Self { type_name, fields }),
+            _ => Err(TaskEventError::NotTagged),
+        }
+    }
+
+    /// The event as the tagged type that wrote it, for a sink that knows the source.
+    pub fn to_tagged<T: DeserializeOwned>(&self) -> Result<T, TaskEventError> {
+        Ok(serde_json::from_value(Value::Object(self.tagged_map()))?)
+    }
+
+    /// Its `type`.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// Its fields, without `type`.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    fn tagged_map(&self) -> Map<String, Value> {
+        let mut map = Map::with_capacity(self.fields.len() + 1);
+        map.insert("type".to_owned(), Value::String(self.type_name.clone()));
+        map.extend(self.fields.clone());
+        map
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for TaskEvent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskEvent".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An event of the task source's own: its `type` and fields.",
+            "type": "object",
+            "properties": { "type": { "type": "string" } },
+            "required": ["type"]
+        })
+    }
+}
+
+impl Serialize for TaskEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = s.serialize_map(Some(self.fields.len() + 1))?;
+        map.serialize_entry("type", &self.type_name)?;
+        for (key, value) in &self.fields {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// What the source has for the next iteration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NextTask {
     /// Work on this.
     Work(Task),
@@ -35,6 +165,7 @@ pub enum NextTask {
 
 /// The `done_when` checks of one attempt.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct AttemptReport<'a> {
     /// Each check, in `done_when` order.
     pub results: &'a [CheckResult],
@@ -46,6 +177,7 @@ pub struct AttemptReport<'a> {
 
 /// What a source sees of an iteration that ended.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct IterationReport<'a> {
     /// The iteration.
     pub iteration: u64,
@@ -62,6 +194,7 @@ pub struct IterationReport<'a> {
 
 /// What the loop does after an iteration, as the source decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskDecision {
     /// Carry on as the engine would without a source (retry, converge, wait, ...).
     Continue,
@@ -72,17 +205,6 @@ pub enum TaskDecision {
     Stop(EndReason),
 }
 
-/// The stories of a run, as reported in `RUN_ENDED`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoriesSummary {
-    /// Stories whose `passes` is `true`.
-    pub passed: u64,
-    /// Stories whose `passes` is `"blocked"`.
-    pub blocked: u64,
-    /// Stories still to do.
-    pub remaining: u64,
-}
-
 /// Lets a source report what it did.
 pub struct TaskContext<'a> {
     events: &'a mut Vec<EventKind>,
@@ -90,8 +212,8 @@ pub struct TaskContext<'a> {
 
 impl TaskContext<'_> {
     /// Emits an event, after the iteration's own events.
-    pub fn emit(&mut self, event: EventKind) {
-        self.events.push(event);
+    pub fn emit(&mut self, event: impl Into<TaskEvent>) {
+        self.events.push(EventKind::Task(event.into()));
     }
 }
 
@@ -118,14 +240,16 @@ pub trait TaskSource: Send {
         None
     }
 
-    /// `max_iterations` ended the loop: the reason to report (say, that work was left).
+    /// `max_iterations` ended the loop: the reason to report (say, that work was left, as an
+    /// [`EndReason::Task`]).
     fn limit_reached(&mut self) -> EndReason {
         EndReason::MaxIterations
     }
 
-    /// The stories for `RUN_ENDED`, when the source has any.
-    fn summary(&self) -> Option<StoriesSummary> {
-        None
+    /// Fields written flat into `RUN_ENDED` and kept in the session file (story mode:
+    /// `stories`). Empty, the default: none.
+    fn summary(&self) -> Map<String, Value> {
+        Map::new()
     }
 
     /// The source's own state, saved in the run's session file after every iteration and at
@@ -150,9 +274,6 @@ pub trait TaskSource: Send {
 pub(crate) struct Tasks {
     source: Option<Box<dyn TaskSource>>,
     current: Option<Task>,
-    /// The story and attempt of the last `STORY_STARTED` the source reported, for
-    /// `ITERATION_STARTED`.
-    story: Option<(String, u64)>,
 }
 
 impl Tasks {
@@ -160,7 +281,6 @@ impl Tasks {
         Self {
             source,
             current: None,
-            story: None,
         }
     }
 
@@ -168,14 +288,6 @@ impl Tasks {
     pub(crate) fn begin(&mut self, events: &mut Vec<EventKind>) -> Option<EndReason> {
         let source = self.source.as_mut()?;
         let next = source.next_task(&mut TaskContext { events });
-        for event in events.iter() {
-            if let EventKind::StoryStarted {
-                story_id, attempt, ..
-            } = event
-            {
-                self.story = Some((story_id.clone(), *attempt));
-            }
-        }
         match next {
             NextTask::Work(task) => {
                 self.current = Some(task);
@@ -185,12 +297,12 @@ impl Tasks {
         }
     }
 
-    /// Story mode: the story of the next iteration and the attempt on it.
-    pub(crate) fn story(&self) -> (Option<String>, Option<u64>) {
-        match &self.story {
-            Some((id, attempt)) => (Some(id.clone()), Some(*attempt)),
-            None => (None, None),
-        }
+    /// The current task's fields for `ITERATION_STARTED`.
+    pub(crate) fn fields(&self) -> Map<String, Value> {
+        self.current
+            .as_ref()
+            .map(|task| task.fields.clone())
+            .unwrap_or_default()
     }
 
     /// The current task's id.
@@ -249,8 +361,11 @@ impl Tasks {
             .map_or(EndReason::MaxIterations, |s| s.limit_reached())
     }
 
-    pub(crate) fn summary(&self) -> Option<StoriesSummary> {
-        self.source.as_ref().and_then(|s| s.summary())
+    pub(crate) fn summary(&self) -> Map<String, Value> {
+        self.source
+            .as_ref()
+            .map(|s| s.summary())
+            .unwrap_or_default()
     }
 
     pub(crate) fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {

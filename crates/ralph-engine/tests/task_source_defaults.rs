@@ -1,8 +1,6 @@
 //! A task source's `default_max_iterations` applies to a run that sets no `max_iterations`
 //! of its own (story mode's 10 comes this way), and never overrides one that does.
 
-use std::collections::BTreeMap;
-
 use ralph_engine::{
     Engine, EngineOptions, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
 };
@@ -12,10 +10,7 @@ struct Endless;
 
 impl TaskSource for Endless {
     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
-        NextTask::Work(Task {
-            id: "endless".to_owned(),
-            placeholders: BTreeMap::new(),
-        })
+        NextTask::Work(Task::new("endless"))
     }
 
     fn iteration_ended(

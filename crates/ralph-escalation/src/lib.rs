@@ -13,6 +13,7 @@
 //! [`git`], the one module here that starts processes.
 
 pub mod breaker;
+pub mod events;
 pub mod git;
 pub mod lock;
 pub mod prd;
@@ -28,11 +29,11 @@ use std::time::SystemTime;
 
 use ralph_engine::frontmatter::Config;
 use ralph_engine::{
-    CheckResult, EndReason, EventKind, IterationReport, NextTask, StoriesSummary, Task,
-    TaskContext, TaskDecision, TaskSource,
+    CheckResult, EndReason, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
 };
 
 pub use breaker::{Breaker, Trip};
+pub use events::{StoriesSummary, StoryEnd, StoryEvent};
 pub use git::{Git, GitError, Saved};
 pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
@@ -303,10 +304,7 @@ impl Escalation {
                 iterations: Vec::new(),
                 last_failure: Vec::new(),
             });
-            return Ok(NextTask::Work(Task {
-                id: current.id.clone(),
-                placeholders: Default::default(),
-            }));
+            return Ok(NextTask::Work(Task::new(current.id.clone())));
         };
         // With checks, the checks judge the story, not a `passes` the agent set itself.
         let keep_on = |s: &&Story| match self.has_checks {
@@ -322,9 +320,9 @@ impl Escalation {
         let Some(story) = story else {
             let (_, blocked, _) = prd.counts();
             return Ok(NextTask::End(if blocked > 0 {
-                EndReason::StoriesBlocked
+                StoryEnd::StoriesBlocked.reason()
             } else {
-                EndReason::StoriesDone
+                StoryEnd::StoriesDone.reason()
             }));
         };
         if self.current.as_ref().is_none_or(|c| c.id != story.id) {
@@ -336,10 +334,9 @@ impl Escalation {
                 last_failure: Vec::new(),
             });
         }
-        Ok(NextTask::Work(Task {
-            id: story.id.clone(),
-            placeholders: story_placeholders(story),
-        }))
+        let mut task = Task::new(story.id.clone());
+        task.placeholders = story_placeholders(story);
+        Ok(NextTask::Work(task))
     }
 
     fn judge(
@@ -438,7 +435,7 @@ impl Escalation {
             self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
-        cx.emit(EventKind::StoryPassed {
+        cx.emit(StoryEvent::StoryPassed {
             story_id: current.id,
             attempts: self.breaker.attempts() + 1,
             checkpoint,
@@ -466,7 +463,7 @@ impl Escalation {
             Trip::SameError { signature, .. } => Some(signature.clone()),
             _ => signature(&last_failure).map(|s| s.hash),
         };
-        cx.emit(EventKind::CircuitTripped {
+        cx.emit(StoryEvent::CircuitTripped {
             story_id: story_id.clone(),
             reason: trip.as_str().to_owned(),
             count: trip.count(),
@@ -543,7 +540,7 @@ impl Escalation {
         if let (Some(repo), Some((work, _, _))) = (&self.repo, &saved) {
             repo.git
                 .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, work)?;
-            cx.emit(EventKind::Reverted {
+            cx.emit(StoryEvent::Reverted {
                 story_id: story_id.clone(),
                 checkpoint: repo.checkpoint.clone(),
                 saved_ref: work.refname.clone(),
@@ -551,7 +548,7 @@ impl Escalation {
         }
 
         let Some(id) = story_id else {
-            return Ok(TaskDecision::Stop(EndReason::CircuitOpen));
+            return Ok(TaskDecision::Stop(StoryEnd::CircuitOpen.reason()));
         };
         let mut notes = format!(
             "blocked by ralph at {now}: {}. Details: {}:{line}",
@@ -569,7 +566,7 @@ impl Escalation {
             self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
-        cx.emit(EventKind::StoryBlocked {
+        cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
             reason: trip.describe(),
         });
@@ -585,13 +582,17 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        let next = self
+        let mut next = self
             .pick()
             .unwrap_or_else(|err| NextTask::End(self.failed(&err)));
         // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
-        if let (NextTask::Work(_), Some(current)) = (&next, &self.current) {
+        if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
             if self.story_mode() {
-                cx.emit(EventKind::StoryStarted {
+                let attempt = self.breaker.attempts() + 1;
+                task.fields
+                    .insert("story_id".to_owned(), current.id.clone().into());
+                task.fields.insert("attempt".to_owned(), attempt.into());
+                cx.emit(StoryEvent::StoryStarted {
                     story_id: current.id.clone(),
                     title: current.title.clone(),
                     attempt: self.breaker.attempts() + 1,
@@ -614,17 +615,17 @@ impl TaskSource for Escalation {
     fn limit_reached(&mut self) -> EndReason {
         match self.load() {
             Ok(Some(prd)) => match prd.counts() {
-                (_, _, remaining) if remaining > 0 => EndReason::MaxIterationsWorkLeft,
-                (_, blocked, _) if blocked > 0 => EndReason::StoriesBlocked,
-                _ => EndReason::StoriesDone,
+                (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
+                (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),
+                _ => StoryEnd::StoriesDone.reason(),
             },
             Ok(None) => EndReason::MaxIterations,
             Err(err) => self.failed(&err),
         }
     }
 
-    fn summary(&self) -> Option<StoriesSummary> {
-        self.counts
+    fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.counts.map(StoriesSummary::fields).unwrap_or_default()
     }
 
     fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {

@@ -85,6 +85,7 @@ pub trait OutputAdapter: Send {
 /// What an agent run cost, as the agent reported it, in one shape for every adapter. Every
 /// figure is optional: an agent reports what it knows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Usage {
     /// Cost in US dollars, with the agent's own digits (Claude Code's `total_cost_usd`,

@@ -233,7 +233,7 @@ impl Run {
             session.task = task;
         }
         session.task_id = self.tasks.current_id().map(str::to_owned);
-        session.stories = self.tasks.summary();
+        session.task_fields = self.tasks.summary();
         session.wait = wait;
         match session.bytes() {
             Ok(bytes) => writer.send(bytes),

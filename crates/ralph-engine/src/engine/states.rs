@@ -60,11 +60,11 @@ impl Run {
         let line = match line {
             Ok(line) => line,
             Err((_, reason)) => {
-                tracing::warn!(
+                self.warn(format!(
                     "state `{}`: its hook was not run: a placeholder {}",
                     marker.name,
                     reason.explain()
-                );
+                ));
                 return None;
             }
         };
@@ -83,14 +83,16 @@ impl Run {
                 } else {
                     format!("failed ({})", exit_status(exit.exit_code, exit.signal))
                 };
-                tracing::warn!(
+                self.warn(format!(
                     "state `{name}`: its hook `{run}` {how}: {}",
                     tail.trim_end()
-                );
+                ));
                 exit.exit_code.filter(|_| !exit.timed_out())
             }
             Err(err) => {
-                tracing::warn!("state `{name}`: its hook `{run}` could not start: {err}");
+                self.warn(format!(
+                    "state `{name}`: its hook `{run}` could not start: {err}"
+                ));
                 None
             }
         }

@@ -1,0 +1,205 @@
+//! What escalation reports: its events and end reasons, which the engine writes as
+//! [`TaskEvent`]s and [`EndReason::Task`] without knowing what a story is.
+
+use ralph_engine::{EndReason, TaskEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// An escalation event. Serialised with a `type` field in SCREAMING_SNAKE_CASE, flat in the
+/// event line like the engine's own; a sink gets it back from a [`TaskEvent`] with
+/// [`StoryEvent::from_task_event`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum StoryEvent {
+    /// The circuit breaker tripped on a task.
+    CircuitTripped {
+        /// The story; `None` without stories (`escalation.prd`).
+        story_id: Option<String>,
+        /// `same_error`, `max_attempts` or `blocked` (the agent's marker).
+        reason: String,
+        /// `same_error`: the same-error streak; `max_attempts` and `blocked`: the attempts made
+        /// on the task, this one included.
+        count: u64,
+        /// The persistent error's signature (16 hex digits), when checks failed.
+        signature: Option<String>,
+    },
+    /// The work since the checkpoint was saved under a ref, then reverted.
+    Reverted {
+        /// The story; `None` without stories.
+        story_id: Option<String>,
+        /// The commit the tree went back to.
+        checkpoint: String,
+        /// The ref holding the abandoned work (`git checkout <ref>` gets it back).
+        saved_ref: String,
+    },
+    /// A story was marked `"blocked"` in prd.json.
+    StoryBlocked {
+        /// The story.
+        story_id: String,
+        /// Why, as written in its `notes`.
+        reason: String,
+    },
+    /// A story passed; the loop goes on with the next one.
+    StoryPassed {
+        /// The story.
+        story_id: String,
+        /// Attempts it took.
+        attempts: u64,
+        /// The checkpoint recorded for it (HEAD, after committing its work); `None` when none is
+        /// kept (one is kept only with `escalation.revert`).
+        checkpoint: Option<String>,
+    },
+    /// An attempt on a story begins (before its first iteration, and before each new attempt).
+    StoryStarted {
+        /// The story.
+        story_id: String,
+        /// Its title.
+        title: String,
+        /// The attempt, from 1.
+        attempt: u64,
+        /// The attempts the circuit breaker allows (`convergence.max_attempts`).
+        max_attempts: u64,
+    },
+}
+
+impl StoryEvent {
+    /// The escalation event a task event is, or `None` when another source wrote it.
+    pub fn from_task_event(event: &TaskEvent) -> Option<Self> {
+        event.to_tagged().ok()
+    }
+}
+
+impl From<StoryEvent> for TaskEvent {
+    fn from(event: StoryEvent) -> Self {
+        // A derived enum of strings and numbers always serialises to a tagged object.
+        TaskEvent::from_tagged(&event).unwrap_or_else(|_| TaskEvent::new("STORY_EVENT", Map::new()))
+    }
+}
+
+/// Why escalation ended a run: the `RUN_ENDED` reasons it owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoryEnd {
+    /// Every story passed (exit 0; counts as converged).
+    StoriesDone,
+    /// No story is left to do, and some are blocked (exit 1).
+    StoriesBlocked,
+    /// Without stories: the circuit breaker tripped, the work was logged and reverted (exit 1).
+    CircuitOpen,
+    /// `max_iterations` ran out with stories still to do (exit 1; `ralph run --resume` goes
+    /// on).
+    MaxIterationsWorkLeft,
+}
+
+impl StoryEnd {
+    const ALL: [StoryEnd; 4] = [
+        StoryEnd::StoriesDone,
+        StoryEnd::StoriesBlocked,
+        StoryEnd::CircuitOpen,
+        StoryEnd::MaxIterationsWorkLeft,
+    ];
+
+    /// The reason as written in `RUN_ENDED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoryEnd::StoriesDone => "stories_done",
+            StoryEnd::StoriesBlocked => "stories_blocked",
+            StoryEnd::CircuitOpen => "circuit_open",
+            StoryEnd::MaxIterationsWorkLeft => "max_iterations_work_left",
+        }
+    }
+
+    /// The engine's end reason for it.
+    pub fn reason(self) -> EndReason {
+        EndReason::Task {
+            reason: self.as_str().to_owned(),
+            exit_code: match self {
+                StoryEnd::StoriesDone => 0,
+                _ => 1,
+            },
+            converged: self == StoryEnd::StoriesDone,
+            resumable: self == StoryEnd::MaxIterationsWorkLeft,
+        }
+    }
+
+    /// Which of these ended a run, if one did.
+    pub fn of(reason: &EndReason) -> Option<Self> {
+        let EndReason::Task { reason, .. } = reason else {
+            return None;
+        };
+        Self::ALL.into_iter().find(|end| end.as_str() == reason)
+    }
+}
+
+/// The stories of a run, as reported in `RUN_ENDED` (and the session file) under `stories`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StoriesSummary {
+    /// Stories whose `passes` is `true`.
+    pub passed: u64,
+    /// Stories whose `passes` is `"blocked"`.
+    pub blocked: u64,
+    /// Stories still to do.
+    pub remaining: u64,
+}
+
+impl StoriesSummary {
+    /// The key it is written under.
+    pub const FIELD: &'static str = "stories";
+
+    /// It as task fields for `RUN_ENDED`: `{"stories": {...}}`.
+    pub fn fields(self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert(
+            Self::FIELD.to_owned(),
+            serde_json::json!({
+                "passed": self.passed,
+                "blocked": self.blocked,
+                "remaining": self.remaining,
+            }),
+        );
+        fields
+    }
+
+    /// The summary among a run's task fields (`RUN_ENDED`, the session file), if there is one.
+    pub fn from_fields(fields: &Map<String, Value>) -> Option<Self> {
+        serde_json::from_value(fields.get(Self::FIELD)?.clone()).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_story_end_is_read_back_from_its_reason_with_its_exit_code() {
+        for end in StoryEnd::ALL {
+            assert_eq!(StoryEnd::of(&end.reason()), Some(end));
+        }
+        let code = |end: StoryEnd| ralph_engine::exit_code(&end.reason(), None);
+        assert_eq!(code(StoryEnd::StoriesDone), 0);
+        assert_eq!(code(StoryEnd::StoriesBlocked), 1);
+        assert_eq!(code(StoryEnd::CircuitOpen), 1);
+        assert_eq!(code(StoryEnd::MaxIterationsWorkLeft), 1);
+        assert_eq!(StoryEnd::of(&EndReason::MaxIterations), None);
+    }
+
+    #[test]
+    fn only_work_left_is_resumable_and_only_done_is_converged() {
+        assert!(ralph_engine::session::resumable(
+            &StoryEnd::MaxIterationsWorkLeft.reason()
+        ));
+        assert!(!ralph_engine::session::resumable(
+            &StoryEnd::StoriesDone.reason()
+        ));
+        assert!(matches!(
+            StoryEnd::StoriesDone.reason(),
+            EndReason::Task {
+                converged: true,
+                ..
+            }
+        ));
+    }
+}
