@@ -1,0 +1,105 @@
+//! [`EngineOptions`]: what a run needs, and ralph's defaults for what the file leaves out.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use ralph_backoff::FailurePolicy;
+use ralph_frontmatter::{PtyConfig, RalphFile};
+
+/// Everything a run needs, with the frontmatter's values already merged with any overrides.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EngineOptions {
+    /// The RALPH.md path as the user gave it.
+    pub ralph_file: PathBuf,
+    /// The parsed file.
+    pub file: RalphFile,
+    /// Where the agent and most commands run.
+    pub cwd: PathBuf,
+    /// User argument values by name.
+    pub args: BTreeMap<String, String>,
+    /// Iteration cap.
+    pub max_iterations: Option<u64>,
+    /// Wait between iterations.
+    pub delay: Duration,
+    /// Per agent run time limit.
+    pub timeout: Option<Duration>,
+    /// End the loop (exit 1) when the agent fails or times out.
+    pub stop_on_error: bool,
+    /// The run's log folder; `None` writes no logs.
+    pub log_dir: Option<PathBuf>,
+    /// The run's id, in every event.
+    pub run_id: String,
+    /// Default time limit of a command without its own `timeout`.
+    pub command_timeout: Duration,
+    /// Time between SIGTERM and SIGKILL when ralph stops a process.
+    pub kill_grace: Duration,
+    /// Re-read `ralph_file` before every iteration after the first, so edits made while the
+    /// loop runs take effect: the prompt, agent, commands and checks are reloaded; limits set
+    /// at start (iterations, delay, timeout, idle, failure, rate limit, budgets) stay. An
+    /// invalid edit is reported and the previous version kept.
+    pub reload: bool,
+    /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
+    pub pty: Option<PtyConfig>,
+    /// Linux: make this process a child subreaper for the run and, when an iteration ends,
+    /// end every process the iteration started that still runs, even one that left the
+    /// agent's process group (a daemon started with `setsid`): SIGTERM, SIGKILL after
+    /// `kill_grace`, then reaped. On by default. Turn it off in a program that starts
+    /// processes of its own while a run is under way (they would be taken for the
+    /// iteration's), or that must not become a subreaper. Other platforms ignore it: there,
+    /// only the process group of each agent, command and check is killed.
+    pub subreaper: bool,
+    /// Backoff after failed agent runs, and how many in a row end the loop (`failure`).
+    pub failure: FailurePolicy,
+    /// Longest wait for a rate limit's reset (`rate_limit.max_wait`).
+    pub rate_limit_max_wait: Duration,
+    /// Start no iteration once the agents' reported cost reached this many US dollars.
+    pub max_cost: Option<f64>,
+    /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
+    pub max_runtime: Option<Duration>,
+    /// Go on with a stopped run from its session file (`ralph run --resume`): same run id and
+    /// log folder expected, iteration numbers, streaks, attempts, budgets and the task
+    /// source's state taken up where it stopped, the interrupted wait's remainder waited.
+    pub resume: Option<crate::session::Session>,
+    /// With `resume`: skip what is left of the interrupted wait.
+    pub resume_now: bool,
+}
+
+impl EngineOptions {
+    /// Options taken from the file, with ralph's defaults for the rest: run from the current
+    /// directory, no logs, a fresh run id.
+    pub fn new(ralph_file: impl Into<PathBuf>, file: RalphFile) -> Self {
+        let config = &file.config;
+        Self {
+            ralph_file: ralph_file.into(),
+            max_iterations: config.max_iterations,
+            delay: config.delay,
+            timeout: config.timeout,
+            pty: config.pty,
+            failure: config.failure,
+            rate_limit_max_wait: config.rate_limit.max_wait,
+            max_cost: config.max_cost,
+            max_runtime: config.max_runtime,
+            file,
+            cwd: PathBuf::from("."),
+            args: BTreeMap::new(),
+            stop_on_error: false,
+            log_dir: None,
+            run_id: new_run_id(),
+            command_timeout: ralph_frontmatter::schema::default_command_timeout(),
+            kill_grace: Duration::from_secs(3),
+            reload: false,
+            subreaper: true,
+            resume: None,
+            resume_now: false,
+        }
+    }
+}
+
+/// A run id: the UTC start time and the process id, sortable and unique on one machine.
+pub fn new_run_id() -> String {
+    let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let compact: String = ts.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{}-{:x}", compact.trim_end_matches('Z'), std::process::id())
+}
