@@ -15,8 +15,7 @@ use tokio::time::Instant;
 use crate::adapter::{self, OutputAdapter, RunCost, Usage};
 use crate::convergence::{self, Attempts, Verdict};
 use crate::event::{
-    CheckResult, EventKind, EventSink, IdleSummary, MarkerRecord, Termination, WaitProgress,
-    WaitReason,
+    CheckResult, EventKind, EventSink, IdleSummary, MarkerRecord, Termination, WaitReason,
 };
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
@@ -38,16 +37,14 @@ mod options;
 mod persist;
 mod states;
 mod supervise;
+mod wait;
 
 use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, shown_command};
 use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
-use interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
+use interrupts::{Interrupts, Phase};
 use supervise::{AgentOutput, AgentReader, Collector, TailCollector, emit};
 
 pub use options::{EngineOptions, new_run_id};
-
-/// How often a countdown is refreshed.
-const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
 
 /// Why a program did not start, in words that say what to check.
 fn spawn_problem(program: &str, err: &std::io::Error) -> String {
@@ -1314,111 +1311,6 @@ impl Run {
             tracing::warn!("cannot write the prompt file {}: {err}", path.display());
         }
         std::fs::canonicalize(&path).unwrap_or(path)
-    }
-
-    /// Waits `delay`, counting down, cut short at `max_runtime`. Ctrl+C skips the wait, and the
-    /// next run starts after a grace period in which a second Ctrl+C stops the loop with no new
-    /// run; SIGTERM and SIGHUP stop it. Returns why the loop ends, or `None` to go on.
-    async fn wait(
-        &mut self,
-        iteration: u64,
-        reason: WaitReason,
-        delay: Duration,
-    ) -> Option<EndReason> {
-        let start = Instant::now();
-        let runtime_end = self
-            .options
-            .max_runtime
-            .map(|max| start + max.saturating_sub(self.elapsed()));
-        let (delay, cut) = match runtime_end {
-            Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
-            _ => (delay, false),
-        };
-        self.emit(EventKind::WaitStarted {
-            iteration,
-            reason,
-            delay_ms: millis(delay),
-        });
-        let consecutive_idle = if reason == WaitReason::Idle {
-            self.consecutive_idle
-        } else {
-            0
-        };
-        let deadline = start + delay;
-        let mut end = cut.then_some(EndReason::MaxRuntime);
-        let mut skipped = false;
-        let mut first_tick = true;
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            let progress = WaitProgress {
-                reason,
-                consecutive_idle,
-                total: delay,
-                // The first report is the whole wait, so a renderer can tell it from the rest.
-                remaining: if first_tick { delay } else { deadline - now },
-            };
-            first_tick = false;
-            for sink in &mut self.sinks {
-                sink.wait_progress(&progress);
-            }
-            let tick = (now + COUNTDOWN_TICK).min(deadline);
-            tokio::select! {
-                () = tokio::time::sleep_until(tick) => {}
-                signal = self.signals.recv() => match signal {
-                    Some(signal) => {
-                        match self.interrupts.receive(signal, Phase::Waiting, Instant::now()) {
-                            Response::SkipWait => {
-                                end = None;
-                                skipped = true;
-                                self.emit(EventKind::WaitSkipped {
-                                    iteration,
-                                    grace_ms: millis(DOUBLE_PRESS),
-                                });
-                            }
-                            _ => end = Some(EndReason::Interrupted),
-                        }
-                        break;
-                    }
-                    None => {
-                        // No more interrupts can come: finish the wait plainly.
-                        tokio::time::sleep_until(deadline).await;
-                        break;
-                    }
-                },
-            }
-        }
-        for sink in &mut self.sinks {
-            sink.wait_finished();
-        }
-        if reason == WaitReason::Idle {
-            self.idle_time += start.elapsed();
-        }
-        if skipped {
-            end = self.grace().await;
-        }
-        end
-    }
-
-    /// After a Ctrl+C skipped a wait: nothing starts for [`DOUBLE_PRESS`], so a second Ctrl+C
-    /// (the user meant to stop) costs no agent run.
-    async fn grace(&mut self) -> Option<EndReason> {
-        let until = Instant::now() + DOUBLE_PRESS;
-        tokio::select! {
-            () = tokio::time::sleep_until(until) => None,
-            signal = self.signals.recv() => match signal {
-                Some(signal) => {
-                    self.interrupts.receive(signal, Phase::Grace, Instant::now());
-                    Some(EndReason::Interrupted)
-                }
-                None => {
-                    tokio::time::sleep_until(until).await;
-                    None
-                }
-            },
-        }
     }
 }
 
