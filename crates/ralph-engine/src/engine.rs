@@ -35,11 +35,12 @@ mod failure;
 mod interrupts;
 mod options;
 mod persist;
+mod prompt;
 mod states;
 mod supervise;
 mod wait;
 
-use assemble::{agent_words, max_turns_args, ralph_dir, ralph_name, shown_command};
+use assemble::{agent_words, max_turns_args, ralph_dir, shown_command};
 use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
 use interrupts::{Interrupts, Phase};
 use supervise::{AgentOutput, AgentReader, Collector, TailCollector, emit};
@@ -1142,42 +1143,6 @@ impl Run {
         }
     }
 
-    fn prompt(&self, iteration: u64, outputs: &BTreeMap<String, String>) -> String {
-        let options = &self.options;
-        let failures = self.attempts.as_ref().and_then(Attempts::feedback);
-        let mut prompt =
-            ralph_frontmatter::render(&options.file.body, |p| match (p.namespace, p.name) {
-                ("commands", name) => outputs
-                    .get(name)
-                    .map(|o| o.trim_end_matches(['\n', '\r']).to_owned()),
-                ("args", name) => Some(options.args.get(name).cloned().unwrap_or_default()),
-                ("ralph", "iteration") => Some(iteration.to_string()),
-                ("ralph", "max_iterations") => Some(
-                    options
-                        .max_iterations
-                        .map(|n| n.to_string())
-                        .unwrap_or_default(),
-                ),
-                ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
-                ("ralph", "failures") => Some(failures.unwrap_or_default().to_owned()),
-                (namespace, name) => self.tasks.placeholder(namespace, name),
-            });
-        // Feedback goes at the end when the body has no place for it.
-        if let Some(failures) = failures {
-            let placed = ralph_frontmatter::placeholders(&options.file.body)
-                .iter()
-                .any(|p| p.namespace == "ralph" && p.name == "failures");
-            if !placed {
-                if !prompt.ends_with('\n') {
-                    prompt.push('\n');
-                }
-                prompt.push('\n');
-                prompt.push_str(failures);
-            }
-        }
-        prompt
-    }
-
     /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
     fn max_turns_args(&self) -> Vec<String> {
         let config = &self.options.file.config;
@@ -1296,21 +1261,6 @@ impl Run {
             source,
         })?;
         Ok((exit, findings, usage, words))
-    }
-
-    fn prompt_file_path(&self, iteration: u64) -> PathBuf {
-        match &self.options.log_dir {
-            Some(dir) => dir.join(format!("prompt-{iteration:03}.md")),
-            None => std::env::temp_dir().join(format!("ralph-{}-prompt.md", self.options.run_id)),
-        }
-    }
-
-    fn write_prompt_file(&self, iteration: u64, prompt: &str) -> PathBuf {
-        let path = self.prompt_file_path(iteration);
-        if let Err(err) = logs::write_atomic(&path, prompt.as_bytes()) {
-            tracing::warn!("cannot write the prompt file {}: {err}", path.display());
-        }
-        std::fs::canonicalize(&path).unwrap_or(path)
     }
 }
 
