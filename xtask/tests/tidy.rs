@@ -34,7 +34,7 @@ const UNWRAP_ALLOWED: &[(&str, &str, &str)] = &[
         "the lexer starts with the script's own frame and pops only frames it pushed",
     ),
     (
-        "crates/ralph-engine/src/engine.rs",
+        "crates/ralph-engine/src/engine/attempt.rs",
         r#".expect("attempt runs only with done_when")"#,
         "`attempts` is set whenever `done_when` is, and only then does an attempt run",
     ),
