@@ -1,12 +1,11 @@
 //! The loop: commands, prompt, agent, state, wait; again until something ends it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ralph_backoff::{FailureDecision, FailureStreak};
-use ralph_frontmatter::{CommandSpec, OutputFormat, PtyConfig, PtyMode};
+use ralph_frontmatter::{OutputFormat, PtyConfig, PtyMode};
 use ralph_marker::{Finding, MarkerScanner};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -24,11 +23,12 @@ use crate::state::{
     DeclaredStateHandler, DoneHandler, Facts, IdleHandler, Requests, StateDecision, StateHandlers,
     millis,
 };
-use crate::tail::{HeadTail, Tail};
+use crate::tail::Tail;
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
 mod assemble;
 mod attempt;
+mod commands;
 mod failure;
 mod interrupts;
 mod options;
@@ -38,7 +38,7 @@ mod states;
 mod supervise;
 mod wait;
 
-use assemble::{agent_words, max_turns_args, ralph_dir, shown_command};
+use assemble::{agent_words, max_turns_args};
 use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
 use interrupts::{Interrupts, Phase};
 use supervise::{AgentOutput, AgentReader, Collector, emit};
@@ -930,83 +930,6 @@ impl Run {
                 failure: Some(failure),
                 rate_limited_until: None,
             },
-        }
-    }
-
-    fn cwd_for(&self, command: &str) -> PathBuf {
-        // As in ralphify: `./script` is relative to the RALPH.md, anything else to the cwd.
-        if command.trim_start().starts_with("./") {
-            ralph_dir(&self.options.ralph_file)
-        } else {
-            self.options.cwd.clone()
-        }
-    }
-
-    fn env(&self, iteration: u64) -> Vec<(String, String)> {
-        vec![
-            ("RALPH_ITERATION".to_owned(), iteration.to_string()),
-            ("RALPH_RUN_ID".to_owned(), self.options.run_id.clone()),
-            ("RALPH_FILE".to_owned(), self.ralph_file_abs.clone()),
-        ]
-    }
-
-    async fn run_command(
-        &mut self,
-        iteration: u64,
-        command: &CommandSpec,
-        log: &mut IterationLog,
-    ) -> CommandRun {
-        // User values are literal text wherever they stand: an argument never becomes shell
-        // code (a placement that cannot be quoted is refused, at load or here).
-        let line = ralph_frontmatter::command_line(&command.run, &self.options.args);
-        let cwd = self.cwd_for(&command.run);
-        let spec = line.as_ref().map(|line| {
-            let mut spec = ProcessSpec::command(line, cwd, self.options.kill_grace);
-            spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
-            spec.env = self.env(iteration);
-            spec
-        });
-        let shown = line.as_ref().map_or(command.run.clone(), shown_command);
-        log.section(&format!("command {}: {shown}", command.name));
-
-        let mut collector = Collector {
-            iteration,
-            output: Some(HeadTail::new(command.max_output)),
-            log,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
-            agent: None,
-            interrupts: &mut self.interrupts,
-        };
-        let result = match &spec {
-            Ok(spec) => process::run(spec, &mut collector, &mut self.signals)
-                .await
-                .map_err(|err| spawn_problem(&spec.program, &err)),
-            Err((_, reason)) => Err(format!("{{{{ args.* }}}} {}", reason.explain())),
-        };
-        let output = collector.output.map(HeadTail::finish).unwrap_or_default();
-        log.write(output.after_head.as_bytes());
-        let (exit_code, duration, timed_out) = match result {
-            Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
-            Err(problem) => {
-                self.warn(format!(
-                    "command {} could not start: {problem}",
-                    command.name
-                ));
-                (None, Duration::ZERO, false)
-            }
-        };
-        self.emit(EventKind::CommandFinished {
-            iteration,
-            name: command.name.clone(),
-            exit_code,
-            duration_ms: millis(duration),
-            timed_out,
-        });
-        CommandRun {
-            output: output.text,
-            exit_code,
-            timed_out,
         }
     }
 
