@@ -1,12 +1,11 @@
 //! The loop: commands, prompt, agent, state, wait; again until something ends it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ralph_backoff::{FailureDecision, FailureStreak};
-use ralph_frontmatter::{OutputFormat, PtyConfig, PtyMode};
-use ralph_marker::{Finding, MarkerScanner};
+use ralph_frontmatter::{PtyConfig, PtyMode};
+use ralph_marker::Finding;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -15,17 +14,16 @@ use crate::convergence::{Attempts, Verdict};
 use crate::event::{EventKind, EventSink, IdleSummary, MarkerRecord, Termination, WaitReason};
 use crate::logs::{self, IterationLog};
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
-use crate::process::pty::{self, PtyTerminal};
-use crate::process::{self, Containment, ProcessExit, ProcessSpec};
+use crate::process::pty::PtyTerminal;
+use crate::process::{Containment, ProcessExit};
 use crate::rate_limit;
-use crate::signal::{self, SignalMatcher};
 use crate::state::{
     DeclaredStateHandler, DoneHandler, Facts, IdleHandler, Requests, StateDecision, StateHandlers,
     millis,
 };
-use crate::tail::Tail;
 use crate::task::{AttemptReport, TaskDecision, TaskSource, Tasks};
 
+mod agent;
 mod assemble;
 mod attempt;
 mod commands;
@@ -38,10 +36,10 @@ mod states;
 mod supervise;
 mod wait;
 
-use assemble::{agent_words, max_turns_args};
-use failure::{AgentWords, FAILURE_TAIL_BYTES, failure_of};
+use assemble::agent_words;
+use failure::{AgentWords, failure_of};
 use interrupts::{Interrupts, Phase};
-use supervise::{AgentOutput, AgentReader, Collector, emit};
+use supervise::emit;
 
 pub use options::{EngineOptions, new_run_id};
 
@@ -931,126 +929,6 @@ impl Run {
                 rate_limited_until: None,
             },
         }
-    }
-
-    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
-    fn max_turns_args(&self) -> Vec<String> {
-        let config = &self.options.file.config;
-        max_turns_args(&config.agent_argv, config.max_turns)
-    }
-
-    /// The built-in adapter for this agent, and the arguments it adds to the command line.
-    fn builtin_output(&self) -> adapter::OutputChoice {
-        let config = &self.options.file.config;
-        // A PTY agent is interactive: read as text unless the file says otherwise.
-        let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
-        adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
-    }
-
-    async fn run_agent(
-        &mut self,
-        iteration: u64,
-        prompt: String,
-        log: &mut IterationLog,
-    ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
-        let (mut adapter, extra_args) = match &mut self.adapter {
-            Some(make) => (make(), Vec::new()),
-            None => {
-                let choice = self.builtin_output();
-                let mut extra_args = choice.extra_args.clone();
-                extra_args.extend(self.max_turns_args());
-                (choice.adapter(), extra_args)
-            }
-        };
-        let mut completion = self
-            .options
-            .file
-            .config
-            .completion_text()
-            .map(|text| SignalMatcher::new(text.as_bytes()));
-        let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
-        let mut prompt_file = None;
-        let (mut words, uses_argv) =
-            agent_words(&self.options.file.config.agent_argv, &prompt, || {
-                prompt_file
-                    .insert(self.write_prompt_file(iteration, &prompt))
-                    .clone()
-            });
-        words.extend(extra_args);
-        let Some((program, args)) = words.split_first() else {
-            return Err(EngineError::EmptyAgent);
-        };
-        let spec = ProcessSpec {
-            program: program.clone(),
-            args: args.to_vec(),
-            cwd: self.options.cwd.clone(),
-            env: self.env(iteration),
-            stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
-            timeout: self.options.timeout,
-            kill_grace: self.options.kill_grace,
-        };
-        log.section("agent");
-        let pty = self.options.pty;
-        // On a terminal, colours or cursor moves inside a marker must not hide it.
-        let mut scanners = match pty {
-            Some(_) => [
-                MarkerScanner::skipping_ansi(),
-                MarkerScanner::skipping_ansi(),
-            ],
-            None => [MarkerScanner::new(), MarkerScanner::new()],
-        };
-        let mut collector = Collector {
-            iteration,
-            output: None,
-            log,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
-            agent: Some(AgentReader {
-                adapter: &mut watched,
-                scanners: &mut scanners,
-                findings: Vec::new(),
-                tail: Tail::new(FAILURE_TAIL_BYTES),
-            }),
-            interrupts: &mut self.interrupts,
-        };
-        let result = match pty {
-            Some(pty) => {
-                let signals = &mut self.signals;
-                pty::run(&spec, pty, &mut self.terminal, &mut collector, signals).await
-            }
-            None => process::run(&spec, &mut collector, &mut self.signals).await,
-        };
-        let (mut findings, tail) = collector
-            .agent
-            .map(|a| (a.findings, a.tail))
-            .unwrap_or_else(|| (Vec::new(), Tail::new(0)));
-        let usage = watched.finish(&mut AgentOutput {
-            iteration,
-            sinks: &mut self.sinks,
-            scanners: &mut scanners,
-            findings: &mut findings,
-        });
-        let words = AgentWords {
-            reported_error: adapter.reported_error(),
-            tail: tail.into_text().0,
-            not_started: None,
-        };
-        for scanner in &mut scanners {
-            scanner.finish(&mut findings);
-        }
-        if completion.as_ref().is_some_and(SignalMatcher::found) {
-            findings.push(signal::done_finding());
-        }
-        if let Some(path) = prompt_file {
-            if self.options.log_dir.is_none() {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-        let exit = result.map_err(|source| EngineError::AgentSpawn {
-            program: program.clone(),
-            source,
-        })?;
-        Ok((exit, findings, usage, words))
     }
 }
 

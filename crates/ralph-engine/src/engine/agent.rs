@@ -1,0 +1,140 @@
+//! The agent run: its command line and adapter, the process (piped or on a PTY), and what its
+//! output said (markers, usage, its error).
+
+use std::sync::Arc;
+
+use ralph_frontmatter::OutputFormat;
+use ralph_marker::{Finding, MarkerScanner};
+
+use super::assemble::{agent_words, max_turns_args};
+use super::failure::{AgentWords, FAILURE_TAIL_BYTES};
+use super::supervise::{AgentOutput, AgentReader, Collector};
+use super::{EngineError, Run};
+use crate::adapter::{self, OutputAdapter as _, Usage};
+use crate::logs::IterationLog;
+use crate::process::pty;
+use crate::process::{self, ProcessExit, ProcessSpec};
+use crate::signal::{self, SignalMatcher};
+use crate::tail::Tail;
+
+impl Run {
+    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
+    pub(super) fn max_turns_args(&self) -> Vec<String> {
+        let config = &self.options.file.config;
+        max_turns_args(&config.agent_argv, config.max_turns)
+    }
+
+    /// The built-in adapter for this agent, and the arguments it adds to the command line.
+    pub(super) fn builtin_output(&self) -> adapter::OutputChoice {
+        let config = &self.options.file.config;
+        // A PTY agent is interactive: read as text unless the file says otherwise.
+        let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
+        adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
+    }
+
+    pub(super) async fn run_agent(
+        &mut self,
+        iteration: u64,
+        prompt: String,
+        log: &mut IterationLog,
+    ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
+        let (mut adapter, extra_args) = match &mut self.adapter {
+            Some(make) => (make(), Vec::new()),
+            None => {
+                let choice = self.builtin_output();
+                let mut extra_args = choice.extra_args.clone();
+                extra_args.extend(self.max_turns_args());
+                (choice.adapter(), extra_args)
+            }
+        };
+        let mut completion = self
+            .options
+            .file
+            .config
+            .completion_text()
+            .map(|text| SignalMatcher::new(text.as_bytes()));
+        let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
+        let mut prompt_file = None;
+        let (mut words, uses_argv) =
+            agent_words(&self.options.file.config.agent_argv, &prompt, || {
+                prompt_file
+                    .insert(self.write_prompt_file(iteration, &prompt))
+                    .clone()
+            });
+        words.extend(extra_args);
+        let Some((program, args)) = words.split_first() else {
+            return Err(EngineError::EmptyAgent);
+        };
+        let spec = ProcessSpec {
+            program: program.clone(),
+            args: args.to_vec(),
+            cwd: self.options.cwd.clone(),
+            env: self.env(iteration),
+            stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
+            timeout: self.options.timeout,
+            kill_grace: self.options.kill_grace,
+        };
+        log.section("agent");
+        let pty = self.options.pty;
+        // On a terminal, colours or cursor moves inside a marker must not hide it.
+        let mut scanners = match pty {
+            Some(_) => [
+                MarkerScanner::skipping_ansi(),
+                MarkerScanner::skipping_ansi(),
+            ],
+            None => [MarkerScanner::new(), MarkerScanner::new()],
+        };
+        let mut collector = Collector {
+            iteration,
+            output: None,
+            log,
+            sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
+            agent: Some(AgentReader {
+                adapter: &mut watched,
+                scanners: &mut scanners,
+                findings: Vec::new(),
+                tail: Tail::new(FAILURE_TAIL_BYTES),
+            }),
+            interrupts: &mut self.interrupts,
+        };
+        let result = match pty {
+            Some(pty) => {
+                let signals = &mut self.signals;
+                pty::run(&spec, pty, &mut self.terminal, &mut collector, signals).await
+            }
+            None => process::run(&spec, &mut collector, &mut self.signals).await,
+        };
+        let (mut findings, tail) = collector
+            .agent
+            .map(|a| (a.findings, a.tail))
+            .unwrap_or_else(|| (Vec::new(), Tail::new(0)));
+        let usage = watched.finish(&mut AgentOutput {
+            iteration,
+            sinks: &mut self.sinks,
+            scanners: &mut scanners,
+            findings: &mut findings,
+        });
+        let words = AgentWords {
+            reported_error: adapter.reported_error(),
+            tail: tail.into_text().0,
+            not_started: None,
+        };
+        for scanner in &mut scanners {
+            scanner.finish(&mut findings);
+        }
+        if completion.as_ref().is_some_and(SignalMatcher::found) {
+            findings.push(signal::done_finding());
+        }
+        if let Some(path) = prompt_file {
+            if self.options.log_dir.is_none() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let exit = result.map_err(|source| EngineError::AgentSpawn {
+            program: program.clone(),
+            source,
+        })?;
+        Ok((exit, findings, usage, words))
+    }
+}
