@@ -1,0 +1,265 @@
+//! One iteration: commands, prompt, agent, markers, checks, state and task decisions, and what
+//! the loop does next.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use ralph_frontmatter::{PtyConfig, PtyMode};
+use ralph_marker::Finding;
+
+use super::failure::{AgentWords, failure_of};
+use super::{AgentRun, EngineError, Next, Run};
+use crate::adapter::Usage;
+use crate::convergence::{Attempts, Verdict};
+use crate::event::{EventKind, MarkerRecord, Termination, WaitReason};
+use crate::logs::{self, IterationLog};
+use crate::outcome::EndReason;
+use crate::process::ProcessExit;
+use crate::rate_limit;
+use crate::state::{Facts, Requests, StateDecision, millis};
+use crate::task::{AttemptReport, TaskDecision};
+
+/// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
+/// one is at the keyboard and the end of the iteration when someone is; an agent killed by a
+/// signal ralph did not send (the user's `kill`) stops the loop as an interrupt.
+fn pty_stop(pty: PtyConfig, termination: Termination) -> Option<EndReason> {
+    match (pty.mode, termination) {
+        (PtyMode::Autonomous, Termination::IdleTimeout) => Some(EndReason::PtyIdleTimeout),
+        (_, Termination::Killed | Termination::Interrupted) => Some(EndReason::Interrupted),
+        _ => None,
+    }
+}
+
+impl Run {
+    /// One iteration: commands, prompt, agent, state. Returns what the state handlers decided.
+    pub(super) async fn iteration(&mut self, iteration: u64) -> Result<Next, EngineError> {
+        self.emit(EventKind::IterationStarted {
+            iteration,
+            task: self.tasks.fields(),
+        });
+        let mut log = match &self.options.log_dir {
+            Some(dir) => IterationLog::create(dir, iteration),
+            None => IterationLog::disabled(),
+        };
+
+        let mut outputs = BTreeMap::new();
+        let commands = self.options.file.config.commands.clone();
+        for command in &commands {
+            let output = self.run_command(iteration, command, &mut log).await.output;
+            outputs.insert(command.name.clone(), output);
+            if self.interrupts.stop_now.is_some() {
+                log.flush();
+                return Ok(Next::Continue);
+            }
+        }
+
+        let prompt = self.prompt(iteration, &outputs);
+        if let Some(dir) = &self.options.log_dir {
+            logs::write_iteration_prompt(dir, iteration, &prompt);
+        }
+        let (exit, findings, usage, words) = match self.run_agent(iteration, prompt, &mut log).await
+        {
+            Ok(ran) => {
+                self.agent_started = true;
+                ran
+            }
+            // The agent ran before: its program went missing (an update replacing it, say),
+            // which may pass. Before that, a program that cannot start is a mistake to fix.
+            Err(err @ EngineError::AgentSpawn { .. }) if self.agent_started => {
+                let exit = ProcessExit {
+                    exit_code: None,
+                    signal: None,
+                    duration: Duration::ZERO,
+                    termination: Termination::Natural,
+                };
+                let words = AgentWords {
+                    not_started: Some(err.to_string()),
+                    ..AgentWords::default()
+                };
+                (exit, Vec::new(), None, words)
+            }
+            Err(err) => return Err(err),
+        };
+        self.agent_run = self.judge_agent_run(&exit, &words);
+        let failed = self.agent_run.failure.is_some();
+        if let Some(usage) = &usage {
+            self.run_cost.record(usage);
+            let total = self.usage.get_or_insert_with(Usage::default);
+            total.add(usage);
+            total.cost_usd = self.run_cost.total();
+            if let Some(turns) = usage.num_turns {
+                let total = self.num_turns.get_or_insert(0);
+                *total = total.saturating_add(turns);
+            }
+        }
+
+        let state = ralph_marker::last_state(&findings).cloned();
+        let mut markers = Vec::new();
+        let mut malformed = Vec::new();
+        for finding in findings {
+            match finding {
+                Finding::Marker(m) => markers.push(MarkerRecord {
+                    kind: m.kind,
+                    name: m.name,
+                    attrs: m.attrs,
+                }),
+                Finding::Diagnostic(d) => malformed.push(d),
+            }
+        }
+        for d in &malformed {
+            self.warn(format!(
+                "iteration {iteration}: malformed marker at byte {}: {}",
+                d.offset, d.message
+            ));
+        }
+        let state_name = state.as_ref().map(|m| m.name.clone());
+        log.section(&format!(
+            "end: exit {}, state {}, {} ms",
+            exit.exit_code.map_or_else(
+                || format!("signal {}", exit.signal.unwrap_or(0)),
+                |c| c.to_string()
+            ),
+            state_name.as_deref().unwrap_or("none"),
+            exit.duration.as_millis()
+        ));
+        log.flush();
+        if state_name.as_deref() == Some("idle") {
+            self.idle_iterations += 1;
+        }
+        self.emit(EventKind::IterationEnded {
+            iteration,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_ms: millis(exit.duration),
+            timed_out: exit.timed_out(),
+            termination: exit.termination,
+            state: state_name,
+            markers,
+            log_file: log.path().map(|p| p.display().to_string()),
+            usage,
+            failed,
+            failure: self.agent_run.failure.clone(),
+        });
+
+        if exit.termination == Termination::Interrupted {
+            return Ok(Next::Stop(EndReason::Interrupted));
+        }
+        if let Some(reason) = self
+            .options
+            .pty
+            .and_then(|pty| pty_stop(pty, exit.termination))
+        {
+            return Ok(Next::Stop(reason));
+        }
+        // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
+        let handled = state
+            .as_ref()
+            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
+        let attempt = match self.attempts.is_some() && !handled {
+            true => Some(self.attempt(iteration, &exit, &log).await),
+            false => None,
+        };
+        let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
+        let mut events = Vec::new();
+        let facts = Facts {
+            iteration,
+            elapsed: self.elapsed(),
+            checks_passed: verdict.map(|v| v == Verdict::Converged),
+            task: self.tasks.current_id(),
+        };
+        let mut requests = Requests::default();
+        let decision = self
+            .handlers
+            .decide(facts, state.as_ref(), &mut events, &mut requests);
+        for event in events {
+            if let EventKind::IterationIdle {
+                consecutive_idle, ..
+            } = event
+            {
+                self.consecutive_idle = consecutive_idle;
+            }
+            self.emit(event);
+        }
+        let checks_passed = verdict.map(|v| v == Verdict::Converged);
+        self.state_requests(iteration, checks_passed, state.as_ref(), requests)
+            .await;
+        if self.interrupts.stop_now.is_none() && !matches!(decision, StateDecision::Stop(_)) {
+            let report = attempt.as_ref().map(|(verdict, results)| AttemptReport {
+                results,
+                converged: *verdict == Verdict::Converged,
+                exhausted: *verdict == Verdict::Exhausted,
+            });
+            let mut events = Vec::new();
+            let task = self.tasks.ended(
+                iteration,
+                exit.exit_code,
+                state.as_ref(),
+                report,
+                &mut events,
+            );
+            events.into_iter().for_each(|e| self.emit(e));
+            match task {
+                TaskDecision::Continue => {}
+                TaskDecision::NextTask => {
+                    // A new task starts with fresh attempts.
+                    let config = &self.options.file.config;
+                    self.attempts = (!config.done_when.is_empty())
+                        .then(|| Attempts::new(config.convergence.clone()));
+                    return Ok(Next::Continue);
+                }
+                TaskDecision::Stop(reason) => return Ok(Next::Stop(reason)),
+            }
+        }
+        Ok(match (verdict, decision) {
+            (_, StateDecision::Stop(reason)) => Next::Stop(reason),
+            (Some(Verdict::Converged), _) => Next::Stop(EndReason::Converged),
+            (Some(Verdict::Exhausted), _) => Next::Stop(EndReason::MaxAttemptsReached),
+            (_, _) if self.interrupts.stop_now.is_some() => Next::Stop(EndReason::Interrupted),
+            // With done_when the checks judge the work; the agent's exit code is only logged.
+            // Silence ending an interactive iteration is its normal end, not a failure. A state
+            // the agent reported (idle, say) does not make a failed run a success: no wait.
+            (None, StateDecision::Continue | StateDecision::Wait(_))
+                if self.options.stop_on_error && failed =>
+            {
+                Next::Stop(EndReason::AgentFailed)
+            }
+            (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
+            (None, StateDecision::Wait(wait)) => {
+                let reason = match state.as_ref().map(|m| m.name.as_str()) {
+                    Some("idle") => WaitReason::Idle,
+                    _ => WaitReason::State,
+                };
+                Next::Wait(wait, reason)
+            }
+            (None, StateDecision::Continue) => Next::Continue,
+        })
+    }
+
+    /// Whether an agent run failed, and why, or says it is rate-limited until a known time.
+    pub(super) fn judge_agent_run(&self, exit: &ProcessExit, words: &AgentWords) -> AgentRun {
+        let Some(failure) = failure_of(exit, words, self.options.timeout) else {
+            return AgentRun::default();
+        };
+        // The adapter's error is the agent's own word on its run; without one, the output's end.
+        // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
+        let text = words.reported_error.as_deref().unwrap_or(&words.tail);
+        let now = jiff::Zoned::now();
+        match rate_limit::detect(text, &now) {
+            Some(limit) => match limit.until {
+                Some(until) if until > SystemTime::now() => AgentRun {
+                    failure: None,
+                    rate_limited_until: Some(until),
+                },
+                // No reset time to wait for (or one already past): back off as for a failure.
+                _ => AgentRun {
+                    failure: Some(format!("rate-limited, no reset time given ({failure})")),
+                    rate_limited_until: None,
+                },
+            },
+            None => AgentRun {
+                failure: Some(failure),
+                rate_limited_until: None,
+            },
+        }
+    }
+}
