@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use ralph_backoff::{FailureDecision, FailureStreak};
+use ralph_backoff::FailureStreak;
 use ralph_frontmatter::PtyMode;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -29,11 +29,13 @@ mod options;
 mod persist;
 mod prompt;
 mod states;
+mod step;
 mod supervise;
 mod wait;
 
 use assemble::agent_words;
 use interrupts::{Interrupts, Phase};
+use step::{AgentFacts, Limits};
 use supervise::emit;
 
 pub use options::{EngineOptions, new_run_id};
@@ -455,19 +457,12 @@ impl Run {
             }
             let decision = self.after_agent(decision);
             let planned = self.planned_wait(&decision);
-            let decision = match decision {
-                // An ending the iteration reached (converged, say) stands even when a Ctrl+C
-                // asked to stop after it.
-                Next::Stop(reason) => Next::Stop(reason),
-                _ if self.interrupts.stop_requested => Next::Stop(EndReason::Interrupted),
-                _ if self.options.max_iterations == Some(iteration) => {
-                    Next::Stop(EndReason::MaxIterations)
-                }
-                next => match self.budget_spent() {
-                    Some(reason) => Next::Stop(reason),
-                    None => next,
-                },
+            let limits = Limits {
+                stop_requested: self.interrupts.stop_requested,
+                last_iteration: self.options.max_iterations == Some(iteration),
+                budget_spent: self.budget_spent(),
             };
+            let decision = step::limit_step(decision, limits);
             self.report_agent_run(iteration, &decision);
             self.save_session(false, planned);
             let (delay, reason) = match decision {
@@ -594,31 +589,19 @@ impl Run {
     fn after_agent(&mut self, next: Next) -> Next {
         let run = &self.agent_run;
         self.last_failed = run.failure.is_some();
-        if let Some(until) = run.rate_limited_until {
+        let agent = if let Some(until) = run.rate_limited_until {
             let wait = until
                 .duration_since(SystemTime::now())
                 .unwrap_or_default()
                 .min(self.options.rate_limit_max_wait);
-            return match next {
-                Next::Stop(reason) => Next::Stop(reason),
-                _ => Next::Wait(wait, WaitReason::RateLimit),
-            };
-        }
-        if run.failure.is_none() {
+            AgentFacts::RateLimited(wait)
+        } else if run.failure.is_none() {
             self.failures.record_success();
-            return next;
-        }
-        match (next, self.failures.record_failure(&self.options.failure)) {
-            (Next::Stop(reason), _) => Next::Stop(reason),
-            (_, FailureDecision::Stop { .. }) => Next::Stop(EndReason::AgentFailing),
-            // A wait the iteration asked for (a convergence retry, say) is kept when longer.
-            (Next::Wait(other, _), FailureDecision::Wait { delay, .. }) => {
-                Next::Wait(delay.max(other), WaitReason::Failure)
-            }
-            (Next::Continue, FailureDecision::Wait { delay, .. }) => {
-                Next::Wait(delay.max(self.options.delay), WaitReason::Failure)
-            }
-        }
+            AgentFacts::Succeeded
+        } else {
+            AgentFacts::Failed(self.failures.record_failure(&self.options.failure))
+        };
+        step::agent_step(next, agent, self.options.delay)
     }
 
     /// `ITERATION_FAILED` or `RATE_LIMITED` for the last agent run, with the wait `next` holds

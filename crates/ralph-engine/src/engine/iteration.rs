@@ -8,10 +8,11 @@ use ralph_frontmatter::{PtyConfig, PtyMode};
 use ralph_marker::Finding;
 
 use super::failure::{AgentWords, failure_of};
+use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::adapter::Usage;
 use crate::convergence::{Attempts, Verdict};
-use crate::event::{EventKind, MarkerRecord, Termination, WaitReason};
+use crate::event::{EventKind, MarkerRecord, Termination};
 use crate::logs::{self, IterationLog};
 use crate::outcome::EndReason;
 use crate::process::ProcessExit;
@@ -210,29 +211,14 @@ impl Run {
                 TaskDecision::Stop(reason) => return Ok(Next::Stop(reason)),
             }
         }
-        Ok(match (verdict, decision) {
-            (_, StateDecision::Stop(reason)) => Next::Stop(reason),
-            (Some(Verdict::Converged), _) => Next::Stop(EndReason::Converged),
-            (Some(Verdict::Exhausted), _) => Next::Stop(EndReason::MaxAttemptsReached),
-            (_, _) if self.interrupts.stop_now.is_some() => Next::Stop(EndReason::Interrupted),
-            // With done_when the checks judge the work; the agent's exit code is only logged.
-            // Silence ending an interactive iteration is its normal end, not a failure. A state
-            // the agent reported (idle, say) does not make a failed run a success: no wait.
-            (None, StateDecision::Continue | StateDecision::Wait(_))
-                if self.options.stop_on_error && failed =>
-            {
-                Next::Stop(EndReason::AgentFailed)
-            }
-            (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
-            (None, StateDecision::Wait(wait)) => {
-                let reason = match state.as_ref().map(|m| m.name.as_str()) {
-                    Some("idle") => WaitReason::Idle,
-                    _ => WaitReason::State,
-                };
-                Next::Wait(wait, reason)
-            }
-            (None, StateDecision::Continue) => Next::Continue,
-        })
+        Ok(step::iteration_step(IterationFacts {
+            verdict,
+            decision,
+            idle: state.as_ref().is_some_and(|m| m.name == "idle"),
+            stop_now: self.interrupts.stop_now.is_some(),
+            stop_on_error: self.options.stop_on_error,
+            failed,
+        }))
     }
 
     /// Whether an agent run failed, and why, or says it is rate-limited until a known time.
