@@ -1,6 +1,5 @@
 //! The loop: commands, prompt, agent, state, wait; again until something ends it.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use ralph_backoff::FailureStreak;
@@ -8,10 +7,10 @@ use ralph_frontmatter::PtyMode;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::adapter::{self, OutputAdapter, RunCost, Usage};
+use crate::adapter::{OutputAdapter, RunCost, Usage};
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
-use crate::logs::{self, IterationLog};
+use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::Containment;
 use crate::process::pty::PtyTerminal;
@@ -22,6 +21,7 @@ mod agent;
 mod assemble;
 mod attempt;
 mod commands;
+mod dry_run;
 mod failure;
 mod interrupts;
 mod iteration;
@@ -33,11 +33,11 @@ mod step;
 mod supervise;
 mod wait;
 
-use assemble::agent_words;
 use interrupts::{Interrupts, Phase};
 use step::{AgentFacts, Limits};
 use supervise::emit;
 
+pub use dry_run::{DryRun, DryRunCommand};
 pub use options::{EngineOptions, new_run_id};
 
 /// Why a program did not start, in words that say what to check.
@@ -95,43 +95,6 @@ pub enum EngineError {
     /// The agent command line is empty after substitution.
     #[error("the agent command line is empty")]
     EmptyAgent,
-}
-
-/// What iteration 1 would do, from [`Engine::dry_run`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DryRun {
-    /// The exact prompt the agent would receive.
-    pub prompt: String,
-    /// The agent's command line, placeholders substituted.
-    pub argv: Vec<String>,
-    /// Whether the prompt would go to the agent's stdin (no `{prompt}` or `{prompt_file}`).
-    pub stdin: bool,
-    /// The `commands` that ran, in order, with their output.
-    pub commands: Vec<DryRunCommand>,
-    /// The task iteration 1 would work on (a story id), when a [`TaskSource`](crate::TaskSource) is set.
-    pub task: Option<String>,
-    /// Why the loop would end before iteration 1 (every story done, say). Then nothing ran:
-    /// the prompt, the command line and the commands are empty.
-    pub end: Option<EndReason>,
-    /// The built-in adapter that would read the agent's output, and why; `None` when an
-    /// embedder set its own ([`Engine::set_adapter`]) or nothing would run.
-    pub output: Option<adapter::OutputChoice>,
-}
-
-/// One of `commands`, run by [`Engine::dry_run`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DryRunCommand {
-    /// The command's name.
-    pub name: String,
-    /// Its output (stdout and stderr, in the order written).
-    pub output: String,
-    /// Its exit code; `None` when it ended by a signal, was killed at its timeout, or could not
-    /// start.
-    pub exit_code: Option<i32>,
-    /// Whether it was killed for running past its `timeout`.
-    pub timed_out: bool,
 }
 
 /// How one of `commands` ended, as `Engine::run_command` reports it.
@@ -477,59 +440,6 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
-    }
-
-    async fn dry_run(mut self) -> Result<DryRun, EngineError> {
-        self.options.log_dir = None;
-        // The task source's events (none are written in a dry run) are dropped.
-        if let Some(end) = self.tasks.begin(&mut Vec::new()) {
-            return Ok(DryRun {
-                prompt: String::new(),
-                argv: Vec::new(),
-                stdin: false,
-                commands: Vec::new(),
-                task: None,
-                end: Some(end),
-                output: None,
-            });
-        }
-        let iteration = 1;
-        let mut log = IterationLog::disabled();
-        let mut commands = Vec::new();
-        let mut outputs = BTreeMap::new();
-        for command in self.options.file.config.commands.clone() {
-            let ran = self.run_command(iteration, &command, &mut log).await;
-            outputs.insert(command.name.clone(), ran.output.clone());
-            commands.push(DryRunCommand {
-                name: command.name,
-                output: ran.output,
-                exit_code: ran.exit_code,
-                timed_out: ran.timed_out,
-            });
-        }
-        let prompt = self.prompt(iteration, &outputs);
-        let prompt_file = self.prompt_file_path(iteration);
-        let (mut argv, uses_argv) =
-            agent_words(&self.options.file.config.agent_argv, &prompt, || {
-                prompt_file.clone()
-            });
-        let output = self.adapter.is_none().then(|| self.builtin_output());
-        if let Some(output) = &output {
-            argv.extend(output.extra_args.iter().cloned());
-            argv.extend(self.max_turns_args());
-        }
-        if argv.is_empty() {
-            return Err(EngineError::EmptyAgent);
-        }
-        Ok(DryRun {
-            prompt,
-            argv,
-            stdin: !uses_argv,
-            commands,
-            task: self.tasks.current_id().map(str::to_owned),
-            end: None,
-            output,
-        })
     }
 
     /// Picks up edits to the RALPH.md made since the last iteration.
