@@ -28,6 +28,7 @@ mod iteration;
 mod options;
 mod persist;
 mod prompt;
+mod reload;
 mod states;
 mod step;
 mod supervise;
@@ -440,43 +441,6 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
-    }
-
-    /// Picks up edits to the RALPH.md made since the last iteration.
-    fn reload(&mut self, iteration: u64) {
-        let Ok(text) = std::fs::read_to_string(&self.options.ralph_file) else {
-            // A file being replaced (editors write then rename) can be missing for a moment;
-            // the previous version stays.
-            return;
-        };
-        if self.source.as_deref() == Some(text.as_str()) {
-            return;
-        }
-        let name = self.options.ralph_file.display().to_string();
-        let kind = match ralph_frontmatter::parse(&name, &text) {
-            Ok(parsed) => {
-                let config = &parsed.file.config;
-                // Convergence follows the file; an attempt count already under way is kept.
-                match (&self.attempts, config.done_when.is_empty()) {
-                    (_, true) => self.attempts = None,
-                    (None, false) => {
-                        self.attempts = Some(Attempts::new(config.convergence.clone()))
-                    }
-                    (Some(_), false) => {}
-                }
-                self.options.file = parsed.file;
-                if let Some(session) = &mut self.session {
-                    session.config_hash = crate::session::config_hash(&text);
-                }
-                EventKind::ConfigReloaded { iteration }
-            }
-            Err(errors) => EventKind::ConfigRejected {
-                iteration,
-                errors: errors.errors.iter().map(ToString::to_string).collect(),
-            },
-        };
-        self.source = Some(text);
-        self.emit(kind);
     }
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
