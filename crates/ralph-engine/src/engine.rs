@@ -378,9 +378,13 @@ impl Run {
             self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
-            self.containment
+            let warnings = self
+                .containment
                 .iteration_ended(before, self.options.kill_grace)
                 .await;
+            for warning in warnings {
+                self.warn(warning);
+            }
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {

@@ -313,10 +313,15 @@ impl Containment {
     }
 
     /// Ends whatever the iteration started that still runs: SIGTERM, then SIGKILL after
-    /// `grace`. Nothing without the subreaper.
-    pub(crate) async fn iteration_ended(&self, start: IterationStart, grace: Duration) {
-        if let (Some(reaper), Some(before)) = (&self.reaper, &start.0) {
-            reaper.end_new(before, grace).await;
+    /// `grace`. Nothing without the subreaper. Returns warnings for the engine to emit.
+    pub(crate) async fn iteration_ended(
+        &self,
+        start: IterationStart,
+        grace: Duration,
+    ) -> Vec<String> {
+        match (&self.reaper, &start.0) {
+            (Some(reaper), Some(before)) => reaper.end_new(before, grace).await,
+            _ => Vec::new(),
         }
     }
 }
