@@ -116,6 +116,7 @@ impl Run {
         let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
             scanners: &mut scanners,
             findings: &mut findings,
         });
