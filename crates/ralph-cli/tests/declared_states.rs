@@ -112,6 +112,21 @@ fn an_unknown_state_is_warned_about_once_per_run() {
 }
 
 #[test]
+fn an_unknown_state_is_a_warning_event_once_per_run() {
+    let p = project("<!-- ralph:state mystery -->", "max_iterations: 3");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0);
+    let warnings = p.events_of("WARNING");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let message = warnings[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message
+            .starts_with("iteration 1: the agent reported state `mystery`, which nothing handles"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_declared_state_is_not_warned_about() {
     let p = project(
         "<!-- ralph:state review -->",

@@ -187,4 +187,12 @@ fi
     );
     assert!(!alive(daemon), "the daemon outlived ralph");
     assert!(!still_beating(&p.path().join("beat")));
+    // Every sink hears why the daemon is gone, not only the terminal.
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("ended what the iteration left running"))),
+        "{warnings:?}"
+    );
 }

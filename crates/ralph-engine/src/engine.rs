@@ -292,19 +292,23 @@ impl Run {
     }
 
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
+        // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
+        // open yet, and `RUN_STARTED` comes first.
+        let mut early_warnings: Vec<String> = self.containment.take_warning().into_iter().collect();
         if let Some(dir) = &self.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
-                tracing::warn!(
+                early_warnings.push(format!(
                     "cannot create the log folder {}: {err}; going on without logs",
                     dir.display()
-                );
+                ));
                 self.options.log_dir = None;
             }
         }
         if let Some(dir) = &self.options.log_dir {
             let resuming = self.options.resume.is_some();
-            if let Some(copy) = logs::events_file(dir, resuming) {
-                self.sinks.push(Box::new(crate::JsonLinesSink::new(copy)));
+            match logs::events_file(dir, resuming) {
+                Ok(copy) => self.sinks.push(Box::new(crate::JsonLinesSink::new(copy))),
+                Err(warning) => early_warnings.push(warning),
             }
         }
         let config = &self.options.file.config;
@@ -324,6 +328,9 @@ impl Run {
         };
         let resumed = self.resume();
         self.emit(started);
+        for warning in early_warnings {
+            self.warn(warning);
+        }
         if let Some(reason) = self.resumed(resumed).await {
             return Ok(self.finish(reason));
         }
@@ -371,9 +378,13 @@ impl Run {
             self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
-            self.containment
+            let warnings = self
+                .containment
                 .iteration_ended(before, self.options.kill_grace)
                 .await;
+            for warning in warnings {
+                self.warn(warning);
+            }
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {

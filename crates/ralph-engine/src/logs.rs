@@ -24,8 +24,9 @@ pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The run's own copy of its events, `events.jsonl` in `dir`, for the engine's last sink: a
-/// resumed run appends to the events it already wrote. A failure costs only the copy.
-pub(crate) fn events_file(dir: &Path, resuming: bool) -> Option<File> {
+/// resumed run appends to the events it already wrote. A failure costs only the copy; the
+/// error is the warning for the engine to emit.
+pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<File, String> {
     let path = dir.join("events.jsonl");
     std::fs::OpenOptions::new()
         .create(true)
@@ -33,34 +34,36 @@ pub(crate) fn events_file(dir: &Path, resuming: bool) -> Option<File> {
         .append(resuming)
         .truncate(!resuming)
         .open(&path)
-        .inspect_err(|err| {
-            tracing::warn!(
+        .map_err(|err| {
+            format!(
                 "cannot write {}: {err}; going on without it",
                 path.display()
-            );
+            )
         })
-        .ok()
 }
 
 /// The run folder's files are written whole, as every file ralph writes.
 pub(crate) use crate::atomic::{write as write_atomic, write_with as write_atomic_with};
 
 /// Keeps the exact prompt `iteration`'s agent receives beside its log, as
-/// `iteration-NNN.prompt.md`; a failure costs only the copy.
-pub(crate) fn write_iteration_prompt(dir: &Path, iteration: u64, prompt: &str) {
+/// `iteration-NNN.prompt.md`; a failure costs only the copy, and returns the warning for the
+/// engine to emit.
+pub(crate) fn write_iteration_prompt(dir: &Path, iteration: u64, prompt: &str) -> Option<String> {
     let path = dir.join(format!("iteration-{iteration:03}.prompt.md"));
-    if let Err(err) = write_atomic(&path, prompt.as_bytes()) {
-        tracing::warn!(
+    write_atomic(&path, prompt.as_bytes()).err().map(|err| {
+        format!(
             "cannot write {}: {err}; going on without it",
             path.display()
-        );
-    }
+        )
+    })
 }
 
 /// One iteration's log. Writes go straight through a buffer; a failed write disables the log.
 pub(crate) struct IterationLog {
     path: Option<PathBuf>,
     out: Option<BufWriter<File>>,
+    /// Why the log could not be written, for the engine to emit as a warning.
+    warning: Option<String>,
 }
 
 impl IterationLog {
@@ -69,6 +72,7 @@ impl IterationLog {
         Self {
             path: None,
             out: None,
+            warning: None,
         }
     }
 
@@ -79,15 +83,21 @@ impl IterationLog {
             Ok(f) => Self {
                 out: Some(BufWriter::with_capacity(64 * 1024, f)),
                 path: Some(path),
+                warning: None,
             },
-            Err(err) => {
-                tracing::warn!(
+            Err(err) => Self {
+                warning: Some(format!(
                     "cannot write {}: {err}; going on without it",
                     path.display()
-                );
-                Self::disabled()
-            }
+                )),
+                ..Self::disabled()
+            },
         }
+    }
+
+    /// Why the log stopped (or never started), once.
+    pub(crate) fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
     }
 
     pub(crate) fn path(&self) -> Option<&Path> {
@@ -99,7 +109,9 @@ impl IterationLog {
     pub(crate) fn write(&mut self, bytes: &[u8]) {
         if let Some(out) = &mut self.out {
             if let Err(err) = out.write_all(bytes).and_then(|()| out.flush()) {
-                tracing::warn!("writing the iteration log failed: {err}; going on without it");
+                self.warning = Some(format!(
+                    "writing the iteration log failed: {err}; going on without it"
+                ));
                 self.out = None;
             }
         }

@@ -287,6 +287,8 @@ pub(crate) struct Containment {
     reaper: Option<descendants::Reaper>,
     /// Only held: shared with concurrent runs, it ends when the last one drops its handle.
     _watchdog: Option<Arc<watchdog::Watchdog>>,
+    /// Why the watchdog could not start, for the engine to emit.
+    warning: Option<String>,
 }
 
 /// What ran before an iteration began: it is not the iteration's to end.
@@ -297,14 +299,23 @@ impl Containment {
     /// Starts (or joins) the watchdog and, with `subreaper` (Linux only), makes ralph a child
     /// subreaper until the containment is dropped.
     pub(crate) fn start(subreaper: bool) -> Self {
-        let watchdog = watchdog::Watchdog::acquire();
+        let (watchdog, warning) = match watchdog::Watchdog::acquire() {
+            Ok(watchdog) => (Some(watchdog), None),
+            Err(warning) => (None, Some(warning)),
+        };
         let reaper = subreaper
             .then(|| descendants::Reaper::start(watchdog.as_ref().map(|w| w.pid())))
             .flatten();
         Self {
             reaper,
             _watchdog: watchdog,
+            warning,
         }
+    }
+
+    /// Why the watchdog could not start, once.
+    pub(crate) fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
     }
 
     /// Notes what runs before an iteration.
@@ -313,10 +324,15 @@ impl Containment {
     }
 
     /// Ends whatever the iteration started that still runs: SIGTERM, then SIGKILL after
-    /// `grace`. Nothing without the subreaper.
-    pub(crate) async fn iteration_ended(&self, start: IterationStart, grace: Duration) {
-        if let (Some(reaper), Some(before)) = (&self.reaper, &start.0) {
-            reaper.end_new(before, grace).await;
+    /// `grace`. Nothing without the subreaper. Returns warnings for the engine to emit.
+    pub(crate) async fn iteration_ended(
+        &self,
+        start: IterationStart,
+        grace: Duration,
+    ) -> Vec<String> {
+        match (&self.reaper, &start.0) {
+            (Some(reaper), Some(before)) => reaper.end_new(before, grace).await,
+            _ => Vec::new(),
         }
     }
 }

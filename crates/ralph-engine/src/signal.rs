@@ -105,6 +105,10 @@ impl AdapterOutput for Tee<'_, '_> {
         }
         self.out.result_text(stream, bytes);
     }
+
+    fn warn(&mut self, message: String) {
+        self.out.warn(message);
+    }
 }
 
 impl OutputAdapter for Watched<'_> {

@@ -250,11 +250,14 @@ impl StateHandlers {
                 && !BUILT_IN_STATES.contains(&name)
                 && self.warned.insert(name.to_owned())
             {
-                tracing::warn!(
-                    "iteration {}: the agent reported state `{name}`, which nothing handles; \
-                     declare it in `states` to give it a meaning (warned once per run)",
-                    facts.iteration
-                );
+                // An event, not only `tracing`, so every sink (events.jsonl too) sees it.
+                events.push(EventKind::Warning {
+                    message: format!(
+                        "iteration {}: the agent reported state `{name}`, which nothing handles; \
+                         declare it in `states` to give it a meaning (warned once per run)",
+                        facts.iteration
+                    ),
+                });
             }
         }
         let mut decision = StateDecision::Continue;

@@ -215,6 +215,13 @@ impl TaskContext<'_> {
     pub fn emit(&mut self, event: impl Into<TaskEvent>) {
         self.events.push(EventKind::Task(event.into()));
     }
+
+    /// Emits a `WARNING` event: a problem of the source's that every sink should see.
+    pub fn warn(&mut self, message: impl Into<String>) {
+        self.events.push(EventKind::Warning {
+            message: message.into(),
+        });
+    }
 }
 
 /// Picks the work of each iteration and judges its result. Register one with

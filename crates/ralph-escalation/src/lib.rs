@@ -278,8 +278,19 @@ impl Escalation {
         self.prd.is_some()
     }
 
+    /// Where no [`TaskContext`] is at hand (`limit_reached`): only `tracing` can say why.
     fn failed(&self, err: &EscalationError) -> EndReason {
         tracing::error!("escalation failed: {err}");
+        Self::failure()
+    }
+
+    /// Says why as a `WARNING` event, so every sink sees it.
+    fn failed_in(err: &EscalationError, cx: &mut TaskContext<'_>) -> EndReason {
+        cx.warn(format!("escalation failed: {err}"));
+        Self::failure()
+    }
+
+    fn failure() -> EndReason {
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
             failure: true,
@@ -584,7 +595,7 @@ impl TaskSource for Escalation {
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         let mut next = self
             .pick()
-            .unwrap_or_else(|err| NextTask::End(self.failed(&err)));
+            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
         // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
         if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
             if self.story_mode() {
@@ -608,8 +619,10 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        self.judge(report, cx)
-            .unwrap_or_else(|err| TaskDecision::Stop(self.failed(&err)))
+        match self.judge(report, cx) {
+            Ok(decision) => decision,
+            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
+        }
     }
 
     fn limit_reached(&mut self) -> EndReason {

@@ -346,7 +346,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
         });
-        self.not_json.summarise(self.name());
+        self.not_json.summarise(self.name(), out);
         if !self.denied.is_empty() {
             let n = self.usage.denied_tool_calls.unwrap_or(0);
             let s = if n == 1 { "" } else { "s" };

@@ -162,7 +162,7 @@ impl OutputAdapter for CodexJsonAdapter {
 
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
         self.finish_lines(out);
-        self.not_json.summarise("codex exec --json");
+        self.not_json.summarise("codex exec --json", out);
         self.answer.hand_over(out);
         let usage = std::mem::take(&mut self.usage);
         (!usage.is_empty()).then_some(usage)

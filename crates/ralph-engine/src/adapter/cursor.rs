@@ -131,7 +131,7 @@ impl OutputAdapter for CursorStreamJsonAdapter {
 
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
         self.finish_lines(out);
-        self.not_json.summarise("Cursor stream-json");
+        self.not_json.summarise("Cursor stream-json", out);
         if !self.saw_result {
             self.error = Some("the agent's run ended without a final answer".to_owned());
             show_text("✗ the agent's run ended without a final answer", "", out);

@@ -160,7 +160,7 @@ impl OutputAdapter for GeminiStreamJsonAdapter {
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
         self.finish_lines(out);
         self.end_line(out);
-        self.not_json.summarise("Gemini stream-json");
+        self.not_json.summarise("Gemini stream-json", out);
         self.answer.hand_over(out);
         let usage = std::mem::take(&mut self.usage);
         (!usage.is_empty()).then_some(usage)

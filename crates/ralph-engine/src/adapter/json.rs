@@ -15,9 +15,12 @@ pub(crate) struct NotJson(u64);
 
 impl NotJson {
     /// Warns once more when more than one line was not JSON.
-    pub(crate) fn summarise(&self, format: &str) {
+    pub(crate) fn summarise(&self, format: &str, out: &mut dyn AdapterOutput) {
         if self.0 > 1 {
-            tracing::warn!("{} lines of the agent's output were not {format}", self.0);
+            out.warn(format!(
+                "{} lines of the agent's output were not {format}",
+                self.0
+            ));
         }
     }
 }
@@ -40,9 +43,9 @@ pub(crate) fn object(
         Err(err) => {
             not_json.0 += 1;
             if not_json.0 == 1 {
-                tracing::warn!(
+                out.warn(format!(
                     "the agent printed a line that is not {format} ({err}); shown as text"
-                );
+                ));
             }
             out.show(Stream::Stdout, line);
             out.show(Stream::Stdout, b"\n");

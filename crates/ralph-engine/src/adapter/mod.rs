@@ -62,6 +62,13 @@ pub trait AdapterOutput {
 
     /// Part of the agent's result text; markers are looked for here and nowhere else.
     fn result_text(&mut self, stream: Stream, bytes: &[u8]);
+
+    /// Something about the output the user should hear (lines that are not the expected
+    /// JSON, say). The engine's output emits it as a `WARNING` event; the default, for an
+    /// output of an embedder's own, logs it with `tracing`.
+    fn warn(&mut self, message: String) {
+        tracing::warn!("{message}");
+    }
 }
 
 /// Reads one agent run's output. A fresh adapter is made for every agent run.

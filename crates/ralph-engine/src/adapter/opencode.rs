@@ -125,7 +125,7 @@ impl OutputAdapter for OpencodeJsonAdapter {
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
         self.finish_lines(out);
         self.end_step();
-        self.not_json.summarise("opencode json");
+        self.not_json.summarise("opencode json", out);
         self.answer.hand_over(out);
         let usage = std::mem::take(&mut self.usage);
         (!usage.is_empty()).then_some(usage)

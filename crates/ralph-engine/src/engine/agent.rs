@@ -55,12 +55,16 @@ impl Run {
             .map(|text| SignalMatcher::new(text.as_bytes()));
         let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
+        let mut prompt_warning = None;
         let (mut words, uses_argv) =
             agent_words(&self.options.file.config.agent_argv, &prompt, || {
-                prompt_file
-                    .insert(self.write_prompt_file(iteration, &prompt))
-                    .clone()
+                let (path, warning) = self.write_prompt_file(iteration, &prompt);
+                prompt_warning = warning;
+                prompt_file.insert(path).clone()
             });
+        if let Some(warning) = prompt_warning {
+            self.warn(warning);
+        }
         words.extend(extra_args);
         let Some((program, args)) = words.split_first() else {
             return Err(EngineError::EmptyAgent);
@@ -112,6 +116,7 @@ impl Run {
         let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.sinks,
+            run_id: &self.options.run_id,
             scanners: &mut scanners,
             findings: &mut findings,
         });

@@ -97,7 +97,7 @@ impl Run {
 
     /// `<log folder>/main.log`: the latest attempt, replaced whole (temp file, then rename).
     pub(super) fn write_attempt_log(
-        &self,
+        &mut self,
         agent: &ProcessExit,
         log: &IterationLog,
         results: &[CheckResult],
@@ -142,7 +142,7 @@ impl Run {
             out.write_all(checks.as_bytes())
         });
         if let Err(err) = written {
-            tracing::warn!("cannot write {}: {err}", path.display());
+            self.warn(format!("cannot write {}: {err}", path.display()));
         }
     }
 }

@@ -42,6 +42,9 @@ impl Run {
             Some(dir) => IterationLog::create(dir, iteration),
             None => IterationLog::disabled(),
         };
+        if let Some(warning) = log.take_warning() {
+            self.warn(warning);
+        }
 
         let mut outputs = BTreeMap::new();
         let commands = self.options.file.config.commands.clone();
@@ -55,11 +58,17 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        if let Some(dir) = &self.options.log_dir {
-            logs::write_iteration_prompt(dir, iteration, &prompt);
+        let warning = (self.options.log_dir.as_deref())
+            .and_then(|dir| logs::write_iteration_prompt(dir, iteration, &prompt));
+        if let Some(warning) = warning {
+            self.warn(warning);
         }
-        let (exit, findings, usage, words) = match self.run_agent(iteration, prompt, &mut log).await
-        {
+        let ran = self.run_agent(iteration, prompt, &mut log).await;
+        // A write failure of the commands' or the agent's output, said once.
+        if let Some(warning) = log.take_warning() {
+            self.warn(warning);
+        }
+        let (exit, findings, usage, words) = match ran {
             Ok(ran) => {
                 self.agent_started = true;
                 ran

@@ -22,27 +22,42 @@ use crate::state::millis;
 pub(super) struct SessionWriter {
     tx: Option<mpsc::Sender<Vec<u8>>>,
     thread: Option<JoinHandle<()>>,
+    /// What went wrong, for the engine to emit as warnings (the thread cannot emit).
+    warnings: mpsc::Receiver<String>,
 }
 
 impl SessionWriter {
-    fn start(dir: &Path) -> Option<Self> {
+    fn start(dir: &Path) -> Self {
         let path = dir.join(session::SESSION_FILE);
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let (warn_tx, warnings) = mpsc::channel::<String>();
+        let thread_warn_tx = warn_tx.clone();
         let thread = std::thread::Builder::new()
             .name("ralph-session".to_owned())
-            .spawn(move || write_newest(&path, &rx));
+            .spawn(move || write_newest(&path, &rx, &thread_warn_tx));
         match thread {
-            Ok(thread) => Some(Self {
+            Ok(thread) => Self {
                 tx: Some(tx),
                 thread: Some(thread),
-            }),
+                warnings,
+            },
             Err(err) => {
-                tracing::warn!(
+                // Said with the first session write, after `RUN_STARTED`.
+                let _ = warn_tx.send(format!(
                     "cannot start writing the session file: {err}; the run cannot be resumed"
-                );
-                None
+                ));
+                Self {
+                    tx: None,
+                    thread: None,
+                    warnings,
+                }
             }
         }
+    }
+
+    /// What went wrong since the last call.
+    fn take_warnings(&self) -> Vec<String> {
+        self.warnings.try_iter().collect()
     }
 
     fn send(&self, bytes: Vec<u8>) {
@@ -66,13 +81,24 @@ impl Drop for SessionWriter {
     }
 }
 
-fn write_newest(path: &Path, rx: &mpsc::Receiver<Vec<u8>>) {
+fn write_newest(path: &Path, rx: &mpsc::Receiver<Vec<u8>>, warnings: &mpsc::Sender<String>) {
+    // A failing disk fails every write: said once, until a write succeeds again.
+    let mut failing = false;
     while let Ok(mut bytes) = rx.recv() {
         while let Ok(newer) = rx.try_recv() {
             bytes = newer;
         }
-        if let Err(err) = crate::logs::write_atomic(path, &bytes) {
-            tracing::warn!("cannot write the session file {}: {err}", path.display());
+        match crate::logs::write_atomic(path, &bytes) {
+            Ok(()) => failing = false,
+            Err(err) => {
+                if !failing {
+                    let _ = warnings.send(format!(
+                        "cannot write the session file {}: {err}",
+                        path.display()
+                    ));
+                }
+                failing = true;
+            }
         }
     }
 }
@@ -98,11 +124,7 @@ impl Run {
             .map(|text| session::config_hash(&text))
             .unwrap_or_default();
         let ralph_file = self.options.ralph_file.display().to_string();
-        self.session_writer = self
-            .options
-            .log_dir
-            .as_deref()
-            .and_then(SessionWriter::start);
+        self.session_writer = self.options.log_dir.as_deref().map(SessionWriter::start);
         let Some(old) = self.options.resume.take() else {
             if self.options.log_dir.is_some() {
                 self.session = Some(Session::new(&self.options.run_id, &ralph_file, hash));
@@ -200,7 +222,18 @@ impl Run {
         self.write_session(working, wait, false);
     }
 
+    /// Emits what went wrong writing the session file since the last call.
+    fn session_warnings(&mut self) {
+        let warnings = (self.session_writer.as_ref())
+            .map(SessionWriter::take_warnings)
+            .unwrap_or_default();
+        for warning in warnings {
+            self.warn(warning);
+        }
+    }
+
     fn write_session(&mut self, working: bool, wait: Option<PlannedWait>, ending: bool) {
+        self.session_warnings();
         if self.session.is_none() {
             return;
         }
@@ -237,7 +270,7 @@ impl Run {
         session.wait = wait;
         match session.bytes() {
             Ok(bytes) => writer.send(bytes),
-            Err(err) => tracing::warn!("cannot write the session file: {err}"),
+            Err(err) => self.warn(format!("cannot write the session file: {err}")),
         }
     }
 
@@ -258,5 +291,6 @@ impl Run {
         if let Some(writer) = &mut self.session_writer {
             writer.finish();
         }
+        self.session_warnings();
     }
 }

@@ -53,11 +53,16 @@ impl Run {
         }
     }
 
-    pub(super) fn write_prompt_file(&self, iteration: u64, prompt: &str) -> PathBuf {
+    /// The prompt file's path, and why it could not be written, for the caller to emit.
+    pub(super) fn write_prompt_file(
+        &self,
+        iteration: u64,
+        prompt: &str,
+    ) -> (PathBuf, Option<String>) {
         let path = self.prompt_file_path(iteration);
-        if let Err(err) = logs::write_atomic(&path, prompt.as_bytes()) {
-            tracing::warn!("cannot write the prompt file {}: {err}", path.display());
-        }
-        std::fs::canonicalize(&path).unwrap_or(path)
+        let warning = logs::write_atomic(&path, prompt.as_bytes())
+            .err()
+            .map(|err| format!("cannot write the prompt file {}: {err}", path.display()));
+        (std::fs::canonicalize(&path).unwrap_or(path), warning)
     }
 }

@@ -74,6 +74,7 @@ pub(super) struct AgentReader<'a> {
 pub(super) struct AgentOutput<'a> {
     pub(super) iteration: u64,
     pub(super) sinks: &'a mut Vec<Box<dyn EventSink>>,
+    pub(super) run_id: &'a str,
     pub(super) scanners: &'a mut [MarkerScanner; 2],
     pub(super) findings: &'a mut Vec<Finding>,
 }
@@ -91,6 +92,10 @@ impl AdapterOutput for AgentOutput<'_> {
             Stream::Stderr => 1,
         };
         self.scanners[i].feed(bytes, self.findings);
+    }
+
+    fn warn(&mut self, message: String) {
+        emit(self.sinks, self.run_id, EventKind::Warning { message });
     }
 }
 
@@ -111,6 +116,7 @@ impl Supervision for Collector<'_> {
                 &mut AgentOutput {
                     iteration: self.iteration,
                     sinks: self.sinks,
+                    run_id: self.run_id,
                     scanners: agent.scanners,
                     findings: &mut agent.findings,
                 },

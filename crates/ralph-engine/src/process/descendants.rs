@@ -113,10 +113,12 @@ impl Reaper {
     }
 
     /// Ends every descendant not in `before`: SIGTERM, SIGKILL after `grace`, then reaped.
-    pub(crate) async fn end_new(&self, before: &Snapshot, grace: Duration) {
+    /// Returns what the user should hear, for the engine to emit as warnings.
+    pub(crate) async fn end_new(&self, before: &Snapshot, grace: Duration) -> Vec<String> {
         let kill_at = Instant::now() + grace;
         let mut termed = HashSet::new();
         let mut ended = Vec::new();
+        let mut warnings = Vec::new();
         loop {
             let spawning = spawning();
             let strays = self.new_strays(&before.0);
@@ -126,10 +128,10 @@ impl Reaper {
             }
             let now = Instant::now();
             if now >= kill_at + AFTER_KILL {
-                tracing::warn!(
+                warnings.push(format!(
                     "{} process(es) the iteration started did not end after SIGKILL",
                     live.len()
-                );
+                ));
                 break;
             }
             for id in live {
@@ -145,12 +147,16 @@ impl Reaper {
         }
         if !ended.is_empty() {
             // The user learns why their server is gone, and where to run one instead.
-            tracing::warn!(
-                "ended what the iteration left running ({}): a process that must outlive an \
-                 iteration has to be started outside ralph",
-                ended.join(", ")
+            warnings.insert(
+                0,
+                format!(
+                    "ended what the iteration left running ({}): a process that must outlive \
+                     an iteration has to be started outside ralph",
+                    ended.join(", ")
+                ),
             );
         }
+        warnings
     }
 
     /// The processes started since `before` whose parents lead back to ralph through

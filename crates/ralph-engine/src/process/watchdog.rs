@@ -42,25 +42,22 @@ pub(crate) struct Watchdog {
 static CURRENT: Mutex<Weak<Watchdog>> = Mutex::new(Weak::new());
 
 impl Watchdog {
-    /// The running watchdog, started if no run holds one. `None` (with a warning) if it
-    /// cannot start: the run goes on, without protection against ralph's own death.
-    pub(crate) fn acquire() -> Option<Arc<Watchdog>> {
+    /// The running watchdog, started if no run holds one. The warning for the engine to emit
+    /// if it cannot start: the run goes on, without protection against ralph's own death.
+    pub(crate) fn acquire() -> Result<Arc<Watchdog>, String> {
         let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(watchdog) = current.upgrade() {
-            return Some(watchdog);
+            return Ok(watchdog);
         }
         match start() {
             Ok(watchdog) => {
                 let watchdog = Arc::new(watchdog);
                 *current = Arc::downgrade(&watchdog);
-                Some(watchdog)
+                Ok(watchdog)
             }
-            Err(err) => {
-                tracing::warn!(
-                    "cannot start the watchdog ({err}): if ralph is killed, its agent may run on"
-                );
-                None
-            }
+            Err(err) => Err(format!(
+                "cannot start the watchdog ({err}): if ralph is killed, its agent may run on"
+            )),
         }
     }
 
