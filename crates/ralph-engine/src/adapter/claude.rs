@@ -383,8 +383,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             self.usage.cached_input_tokens = self.message_tokens.cached_input_tokens;
             self.usage.output_tokens = self.message_tokens.output_tokens;
         }
-        let usage = std::mem::take(&mut self.usage);
-        (!usage.is_empty()).then_some(usage)
+        self.usage.take_reported()
     }
 
     fn reported_error(&self) -> Option<String> {

@@ -164,8 +164,7 @@ impl OutputAdapter for CodexJsonAdapter {
         self.finish_lines(out);
         self.not_json.summarise("codex exec --json", out);
         self.answer.hand_over(out);
-        let usage = std::mem::take(&mut self.usage);
-        (!usage.is_empty()).then_some(usage)
+        self.usage.take_reported()
     }
 
     fn reported_error(&self) -> Option<String> {

@@ -137,8 +137,7 @@ impl OutputAdapter for CursorStreamJsonAdapter {
             show_text("✗ the agent's run ended without a final answer", "", out);
         }
         self.answer.hand_over(out);
-        let usage = std::mem::take(&mut self.usage);
-        (!usage.is_empty()).then_some(usage)
+        self.usage.take_reported()
     }
 
     fn reported_error(&self) -> Option<String> {

@@ -162,8 +162,7 @@ impl OutputAdapter for GeminiStreamJsonAdapter {
         self.end_line(out);
         self.not_json.summarise("Gemini stream-json", out);
         self.answer.hand_over(out);
-        let usage = std::mem::take(&mut self.usage);
-        (!usage.is_empty()).then_some(usage)
+        self.usage.take_reported()
     }
 
     fn reported_error(&self) -> Option<String> {

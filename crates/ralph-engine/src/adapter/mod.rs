@@ -169,6 +169,13 @@ impl Usage {
     fn is_empty(&self) -> bool {
         *self == Usage::default()
     }
+
+    /// What an adapter hands over at `finish`: the figures gathered in `self`, which is left
+    /// empty, or `None` when the agent reported none.
+    pub(crate) fn take_reported(&mut self) -> Option<Usage> {
+        let usage = std::mem::take(self);
+        (!usage.is_empty()).then_some(usage)
+    }
 }
 
 /// A run's cost from its agent runs' usage. Where an agent's reported cost is its session's

@@ -127,8 +127,7 @@ impl OutputAdapter for OpencodeJsonAdapter {
         self.end_step();
         self.not_json.summarise("opencode json", out);
         self.answer.hand_over(out);
-        let usage = std::mem::take(&mut self.usage);
-        (!usage.is_empty()).then_some(usage)
+        self.usage.take_reported()
     }
 
     fn reported_error(&self) -> Option<String> {
