@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Project, code, send_signal};
+use common::{Project, code, send_signal, wait_for_pid};
 
 /// Whether `pid` is a live process (a zombie waiting for its reaper is not).
 fn alive(pid: i32) -> bool {
@@ -36,26 +36,6 @@ fn group_members(pgid: i32) -> Vec<i32> {
             })
         })
         .collect()
-}
-
-/// Reads a pid the agent wrote, waiting for it.
-fn wait_for_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(pid) = std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .trim()
-            .parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Waits until `path` exists and is not empty.
@@ -115,7 +95,7 @@ fn killing_ralph_by_any_signal_ends_the_agents_whole_process_group_within_a_seco
         let mut args = vec!["run", "-n", "1"];
         args.extend(mode);
         let mut ralph = p.spawn(&args);
-        let agent = wait_for_pid(&p.path().join("agent.pid"));
+        let agent = wait_for_pid(&p.path().join("agent.pid")) as i32;
         let _cleanup = Cleanup(vec![agent]);
         wait_for_beat(&p.path().join("beat-agent"));
         wait_for_beat(&p.path().join("beat-child"));
@@ -175,7 +155,7 @@ fi
     )
     .unwrap();
     let out = p.run(&["run", "-n", "2"]);
-    let daemon = wait_for_pid(&p.path().join("daemon.pid"));
+    let daemon = wait_for_pid(&p.path().join("daemon.pid")) as i32;
     let _cleanup = Cleanup(vec![daemon]);
     assert_eq!(code(&out), 0, "{}", common::stderr(&out));
     assert_eq!(

@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Project, code, fake_agent, process_running, send_signal};
+use common::{Project, code, fake_agent, process_running, send_signal, wait_for_pid};
 use serde_json::{Value, json};
 
 fn wait_exit(child: &mut Child) -> i32 {
@@ -184,18 +184,7 @@ fn an_agent_killed_by_someone_else_stops_the_loop_as_interrupted() {
         "x\n",
     );
     let mut child = p.spawn(&["run", "-n", "3"]);
-    let pid_file = p.path().join("agent.pid");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-        {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the agent did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let pid = wait_for_pid(&p.path().join("agent.pid"));
     send_signal(pid, libc::SIGKILL);
     assert_eq!(wait_exit(&mut child), 130);
     assert_eq!(terminations(&p), [json!("killed")]);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Project, code, fake_agent, send_signal, stderr};
+use common::{Project, code, fake_agent, kill_if_running, send_signal, stderr, wait_for_pid};
 use serde_json::Value;
 
 /// The folder's last run's log folder, as `.ralph/current` names it.
@@ -183,29 +183,15 @@ fn failing_project() -> Project {
     p
 }
 
-fn kill_agent(p: &Project) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid = loop {
-        if let Ok(text) = std::fs::read_to_string(p.path().join("agent.pid")) {
-            if let Ok(pid) = text.trim().parse::<u32>() {
-                break pid;
-            }
-        }
-        assert!(Instant::now() < deadline, "the agent wrote no pid");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    send_signal(pid, libc::SIGKILL);
-}
-
 #[test]
 fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_streak() {
     let p = failing_project();
     let mut child = p.spawn(&["run"]);
     wait_for_run_event(&p, "ITERATION_STARTED", 3);
-    kill_agent_when_started(&p);
+    let agent = agent_started(&p);
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
-    kill_agent(&p);
+    kill_if_running(agent);
     std::fs::remove_file(p.path().join("agent.pid")).unwrap();
 
     let out = p.run(&["run", "--resume", "-n", "4"]);
@@ -222,19 +208,16 @@ fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_s
 }
 
 /// Waits until the hanging iteration's agent is running (it wrote its pid) and the session
-/// file, written off the loop's thread, says so.
-fn kill_agent_when_started(p: &Project) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !p.path().join("agent.pid").exists() {
-        assert!(Instant::now() < deadline, "the agent did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// file, written off the loop's thread, says so; returns the agent's pid.
+fn agent_started(p: &Project) -> u32 {
+    let agent = wait_for_pid(&p.path().join("agent.pid"));
+    let deadline = Instant::now() + Duration::from_secs(20);
     let session = run_dir(p).join("session.json");
     loop {
         let text = std::fs::read_to_string(&session).unwrap_or_default();
         let value: Value = serde_json::from_str(&text).unwrap_or_default();
         if value["working"] == true {
-            return;
+            return agent;
         }
         assert!(Instant::now() < deadline, "the session never said it works");
         std::thread::sleep(Duration::from_millis(20));
@@ -435,10 +418,10 @@ fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
     std::fs::write(p.path().join(".gitignore"), "events.jsonl\nagent.pid\n").unwrap();
     git(p.path(), &["commit", "-qam", "ignore the pid file"]);
     let mut child = p.spawn(&["run"]);
-    kill_agent_when_started(&p);
+    let agent = agent_started(&p);
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
-    kill_agent(&p);
+    kill_if_running(agent);
 
     let out = p.run(&["run", "--resume", "-n", "3"]);
     let resumed = p.events();

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Project, code, send_signal, stdout};
+use common::{Project, code, kill_if_running, send_signal, stdout, wait_for_pid};
 use serde_json::Value;
 
 /// Iteration 1 works until the file `go` exists, then reports idle; iteration 2 hangs.
@@ -98,18 +98,13 @@ fn status_json_follows_a_run_while_it_works_waits_and_after_it_ends() {
 fn status_after_kill_9_says_the_run_stopped_without_a_word() {
     let p = project();
     let mut child = p.spawn(&["run"]);
-    until("the agent starts", || p.path().join("agent.pid").exists());
+    let agent = wait_for_pid(&p.path().join("agent.pid"));
     until("the session names iteration 1", || {
         status(&p)["iterations"] == 1
     });
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
-    let agent: u32 = std::fs::read_to_string(p.path().join("agent.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    send_signal(agent, libc::SIGKILL);
+    kill_if_running(agent);
 
     let stopped = status(&p);
     assert_eq!(stopped["running"], false);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Project, code, fake_agent};
+use common::{Project, code, fake_agent, wait_for_pid};
 use serde_json::Value;
 
 fn agent(args: &str) -> String {
@@ -29,26 +29,10 @@ fn runs_json(p: &Project) -> Vec<Value> {
     serde_json::from_slice(&out.stdout).expect("runs --json prints JSON")
 }
 
-/// The pid of the agent (a process group leader), once it has written it to `agent.pid`.
-fn agent_pid(p: &Project) -> i32 {
-    let pid_file = p.path().join("agent.pid");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "the agent wrote no pid");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Ends the agent's process group, in case a SIGKILLed ralph left it running.
-fn kill_agent_group(pid: i32) {
+fn kill_agent_group(pid: u32) {
     // SAFETY: kill(2) only sends a signal, here to the agent's own process group.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
 }
 
 #[test]
@@ -102,7 +86,7 @@ fn runs_says_running_with_the_pid_then_killed_once_the_process_is_gone() {
         "x\n",
     );
     let mut child = p.spawn(&["run", "-n", "1"]);
-    let agent = agent_pid(&p);
+    let agent = wait_for_pid(&p.path().join("agent.pid"));
     let running = runs_json(&p);
     assert_eq!(running[0]["status"], "running", "{running:#?}");
     assert_eq!(running[0]["pid"], child.id());
@@ -185,7 +169,7 @@ fn logs_follow_stops_when_the_runs_process_is_gone() {
         "x\n",
     );
     let mut run = p.spawn(&["run", "-n", "1"]);
-    let agent = agent_pid(&p);
+    let agent = wait_for_pid(&p.path().join("agent.pid"));
     let follow = p
         .ralph(&["logs", "-f"])
         .stdin(Stdio::null())

@@ -139,6 +139,35 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(rc, 0, "kill({pid}, {signal})");
 }
 
+/// The pid a fake agent wrote to `path` (`echo $$ > path`), once the write is complete: the
+/// file exists, empty, between the shell's open and its write.
+pub fn wait_for_pid(path: &Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a pid",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Sends SIGKILL to `pid` unless it has already gone: after ralph is killed its watchdog ends
+/// the agent too, and may be first.
+pub fn kill_if_running(pid: u32) {
+    // SAFETY: kill(2) only sends a signal.
+    let rc = unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let gone = std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    assert!(rc == 0 || gone, "kill({pid}, SIGKILL)");
+}
+
 /// Whether a process whose command line contains `needle` is still running a second from now.
 /// A process ralph killed as it exited may not have been scheduled to die yet on a loaded
 /// machine; one that is still there after a second was left behind.
