@@ -624,6 +624,133 @@ fn docs_links_resolve() {
     assert_none("a docs link does not resolve", &problems);
 }
 
+/// The backticked spans of a markdown text, with their 1-based line numbers; a span may run
+/// over a line break, as a long test path does in ARCHITECTURE.md.
+fn code_spans(text: &str) -> Vec<(usize, String)> {
+    let mut spans = Vec::new();
+    let mut line = 1;
+    let mut open: Option<(usize, String)> = None;
+    for c in text.chars() {
+        match (c, open.as_mut()) {
+            ('`', None) => open = Some((line, String::new())),
+            ('`', Some(_)) => spans.extend(open.take()),
+            (c, Some((_, span))) if c != '\n' => span.push(c),
+            _ => {}
+        }
+        if c == '\n' {
+            line += 1;
+        }
+    }
+    spans
+}
+
+/// The Rust files a name in ARCHITECTURE.md may mean: `tests/x.rs` or `ralph-engine/tests/x.rs`
+/// (a file in a crate's `tests`, the CLI's when no crate is named), `tidy.rs` (any file of
+/// that name), or a module path (`process::watchdog`: `.../process/watchdog.rs` or
+/// `.../process/watchdog/mod.rs`, any crate).
+fn files_named(name: &str, files: &[PathBuf]) -> Vec<PathBuf> {
+    let root = root();
+    if let Some(file) = name.strip_suffix(".rs") {
+        if let Some((krate, rest)) = file.split_once("/tests/") {
+            let krate = if krate == "xtask" {
+                root.join(krate)
+            } else {
+                root.join("crates").join(krate)
+            };
+            return vec![krate.join(format!("tests/{rest}.rs"))];
+        }
+        if file.starts_with("tests/") {
+            return vec![root.join(format!("crates/ralph-cli/{file}.rs"))];
+        }
+        let wanted = format!("/{file}.rs");
+        return files
+            .iter()
+            .filter(|f| f.to_string_lossy().ends_with(&wanted))
+            .cloned()
+            .collect();
+    }
+    let module = name.replace("::", "/");
+    let endings = [format!("/{module}.rs"), format!("/{module}/mod.rs")];
+    files
+        .iter()
+        .filter(|f| {
+            let f = f.to_string_lossy();
+            endings.iter().any(|e| f.ends_with(e.as_str()))
+        })
+        .cloned()
+        .collect()
+}
+
+/// ARCHITECTURE.md names the tests that defend each invariant (`tests/resume.rs`,
+/// `tidy.rs::dependencies_point_one_way`, `process::supervisor::tests`): each file, module and
+/// test it names exists, so the document cannot point at a test that was renamed or removed.
+#[test]
+fn architecture_names_only_tests_that_exist() {
+    let root = root();
+    let text = read(&root.join("ARCHITECTURE.md"));
+    let Some(start) = text.find("## Invariants the tests defend") else {
+        panic!("ARCHITECTURE.md has no `## Invariants the tests defend` section");
+    };
+    let first_line = text[..start].lines().count();
+    let mut files = rust_files(&root.join("crates"));
+    files.extend(rust_files(&root.join("xtask")));
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (number, span) in code_spans(&text[start..]) {
+        let at = format!("ARCHITECTURE.md:{}", first_line + number);
+        // `file.rs::test`, `module::tests::test`, `module::tests`; other spans are not names.
+        let (place, item) = if let Some((file, item)) = span.split_once(".rs::") {
+            (format!("{file}.rs"), Some(item.to_owned()))
+        } else if let Some((module, rest)) = span.split_once("::tests") {
+            let item = rest.strip_prefix("::").map(str::to_owned);
+            (module.to_owned(), item)
+        } else if span.ends_with(".rs") && span.contains("tests/") {
+            (span.clone(), None)
+        } else {
+            continue;
+        };
+        if place.contains(char::is_whitespace) {
+            continue;
+        }
+        let candidates: Vec<PathBuf> = files_named(&place, &files)
+            .into_iter()
+            .filter(|f| f.exists())
+            .collect();
+        checked += 1;
+        if candidates.is_empty() {
+            problems.push(format!("{at}: `{span}`: no file for `{place}`"));
+            continue;
+        }
+        let Some(item) = item else { continue };
+        let defined = candidates.iter().any(|file| {
+            let mut sources = vec![read(file)];
+            // A module's tests may live in a file of their own (`#[cfg(test)] mod tests;`).
+            let dir = file.with_extension("");
+            for sibling in [dir.join("tests.rs"), file.with_file_name("tests.rs")] {
+                if sibling.exists() {
+                    sources.push(read(&sibling));
+                }
+            }
+            sources.iter().any(|source| {
+                source.contains(&format!("fn {item}("))
+                    || source.contains(&format!("mod {item} "))
+                    || source.contains(&format!("fn {item}<"))
+            })
+        });
+        if !defined {
+            problems.push(format!("{at}: `{span}`: no test `{item}` there"));
+        }
+    }
+    assert_none(
+        "ARCHITECTURE.md names a test that does not exist",
+        &problems,
+    );
+    assert!(
+        checked >= 30,
+        "only {checked} test names found: is the parsing wrong?"
+    );
+}
+
 /// The tidy helpers themselves: a check that cannot see an offence proves nothing.
 #[test]
 fn the_scanner_sees_library_code_and_skips_tests_and_comments() {
