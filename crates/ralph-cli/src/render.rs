@@ -337,9 +337,17 @@ mod tests {
     }
 
     fn render(kinds: &[EventKind], style: Style) -> String {
+        render_in(kinds, style, None)
+    }
+
+    /// The renderer's output for `kinds`, naming `run_dir` where given.
+    fn render_in(kinds: &[EventKind], style: Style, run_dir: Option<&str>) -> String {
         let mut out = Vec::new();
         {
             let mut r = TerminalRenderer::new(&mut out, style);
+            if let Some(dir) = run_dir {
+                r = r.with_run_dir(std::path::Path::new(dir));
+            }
             for kind in kinds {
                 r.event(&Event {
                     ts: SystemTime::UNIX_EPOCH,
@@ -357,13 +365,22 @@ mod tests {
         quiet: false,
     };
 
+    /// Where the countdown redraws in place, and the lines before it name the wait.
+    const TERMINAL: Style = Style {
+        terminal: true,
+        ..PLAIN
+    };
+
+    /// An event's line on a terminal, then off one.
+    fn on_and_off_a_terminal(kind: EventKind) -> [String; 2] {
+        let kinds = [kind];
+        [render(&kinds, TERMINAL), render(&kinds, PLAIN)]
+    }
+
     #[test]
     fn header_and_summary_name_the_run_folder() {
-        let mut out = Vec::new();
-        {
-            let mut r = TerminalRenderer::new(&mut out, PLAIN)
-                .with_run_dir(std::path::Path::new(".ralph/runs/20260101T000000000-1"));
-            for kind in [
+        let text = render_in(
+            &[
                 EventKind::RunStarted {
                     events_version: ralph_engine::EVENTS_VERSION,
                     ralph_file: "RALPH.md".into(),
@@ -386,15 +403,11 @@ mod tests {
                     task: Default::default(),
                     usage: None,
                 },
-            ] {
-                r.event(&Event {
-                    ts: SystemTime::UNIX_EPOCH,
-                    run_id: "test".into(),
-                    kind,
-                });
-            }
-        }
-        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+            ],
+            PLAIN,
+            Some(".ralph/runs/20260101T000000000-1"),
+        );
+        insta::assert_snapshot!(text);
     }
 
     #[test]
@@ -455,22 +468,15 @@ mod tests {
 
     #[test]
     fn the_idle_line_names_the_wait_only_where_the_countdown_is_erased() {
-        let idle = [EventKind::IterationIdle {
+        let [on, off] = on_and_off_a_terminal(EventKind::IterationIdle {
             iteration: 3,
             consecutive_idle: 2,
             idle_elapsed_ms: 30_000,
             next_delay_ms: Some(60_000),
-        }];
-        let terminal = Style {
-            terminal: true,
-            ..PLAIN
-        };
-        assert_eq!(
-            render(&idle, terminal),
-            "  idle ×2 · idle for 30s · next run in 1m\n"
-        );
+        });
+        assert_eq!(on, "  idle ×2 · idle for 30s · next run in 1m\n");
         // Off a terminal the wait's own line follows: "idle ×2 — waiting 1m before the next run".
-        assert_eq!(render(&idle, PLAIN), "  idle ×2 · idle for 30s\n");
+        assert_eq!(off, "  idle ×2 · idle for 30s\n");
     }
 
     #[test]
@@ -534,31 +540,21 @@ mod tests {
                 },
             ],
             // On a terminal, where the lines name the wait (the countdown is erased).
-            Style {
-                terminal: true,
-                ..PLAIN
-            },
+            TERMINAL,
         );
         insta::assert_snapshot!(text);
     }
 
     #[test]
     fn the_failure_line_names_the_wait_only_where_the_countdown_is_erased() {
-        let failed = [EventKind::IterationFailed {
+        let [on, off] = on_and_off_a_terminal(EventKind::IterationFailed {
             iteration: 2,
             consecutive_failures: 3,
             failure: "exit 1".into(),
             next_delay_ms: Some(20_000),
-        }];
-        let terminal = Style {
-            terminal: true,
-            ..PLAIN
-        };
-        assert_eq!(
-            render(&failed, terminal),
-            "  ✗ failed ×3: exit 1 · next run in 20s\n"
-        );
-        assert_eq!(render(&failed, PLAIN), "  ✗ failed ×3: exit 1\n");
+        });
+        assert_eq!(on, "  ✗ failed ×3: exit 1 · next run in 20s\n");
+        assert_eq!(off, "  ✗ failed ×3: exit 1\n");
     }
 
     #[test]
@@ -586,12 +582,7 @@ mod tests {
     fn failure_and_rate_limit_countdowns() {
         let mut out = Vec::new();
         {
-            let style = Style {
-                color: false,
-                terminal: true,
-                quiet: false,
-            };
-            let mut r = TerminalRenderer::new(&mut out, style);
+            let mut r = TerminalRenderer::new(&mut out, TERMINAL);
             for (reason, secs) in [(WaitReason::Failure, 20), (WaitReason::RateLimit, 21_600)] {
                 r.wait_progress(&WaitProgress {
                     reason,
@@ -748,12 +739,7 @@ mod tests {
     fn countdown_on_a_terminal_redraws_in_place_and_is_erased() {
         let mut out = Vec::new();
         {
-            let style = Style {
-                color: false,
-                terminal: true,
-                quiet: false,
-            };
-            let mut r = TerminalRenderer::new(&mut out, style);
+            let mut r = TerminalRenderer::new(&mut out, TERMINAL);
             for remaining in [72, 71] {
                 r.wait_progress(&WaitProgress {
                     reason: WaitReason::Idle,
@@ -818,5 +804,75 @@ mod tests {
             PLAIN,
         );
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn quiet_keeps_the_summary_and_what_a_person_must_know() {
+        let story = |e: ralph_escalation::StoryEvent| EventKind::Task(e.into());
+        let mut field = serde_json::Map::new();
+        field.insert("number".into(), 7.into());
+        let kinds = [
+            EventKind::RunStarted {
+                events_version: ralph_engine::EVENTS_VERSION,
+                ralph_file: "RALPH.md".into(),
+                agent: "claude -p".into(),
+                max_iterations: Some(3),
+                idle: None,
+                max_cost_usd: None,
+                max_runtime_ms: None,
+            },
+            story(ralph_escalation::StoryEvent::StoryStarted {
+                story_id: "US-001".into(),
+                title: "Log in".into(),
+                attempt: 1,
+                max_attempts: 3,
+            }),
+            EventKind::IterationStarted {
+                iteration: 1,
+                task: Default::default(),
+            },
+            EventKind::Task(ralph_engine::TaskEvent::new("ISSUE_OPENED", field)),
+            EventKind::IterationFailed {
+                iteration: 1,
+                consecutive_failures: 1,
+                failure: "exit 1".into(),
+                next_delay_ms: Some(1000),
+            },
+            EventKind::RateLimited {
+                iteration: 1,
+                until: SystemTime::UNIX_EPOCH,
+                wait_ms: None,
+            },
+            EventKind::StopRequested { iteration: 2 },
+            story(ralph_escalation::StoryEvent::StoryPassed {
+                story_id: "US-001".into(),
+                attempts: 2,
+                checkpoint: None,
+            }),
+            EventKind::RunEnded {
+                reason: EndReason::Interrupted,
+                iterations: 2,
+                idle_iterations: 0,
+                idle_ms: 0,
+                exit_code: 130,
+                outcome: None,
+                flake_retries: None,
+                cost_usd: None,
+                num_turns: None,
+                usage: None,
+                task: Default::default(),
+            },
+        ];
+        let quiet = Style {
+            quiet: true,
+            ..PLAIN
+        };
+        assert_eq!(
+            render(&kinds, quiet),
+            "  rate-limited until 1970-01-01T00:00:00Z\n\
+             Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now\n\
+             story passes US-001 (2 attempts)\n\
+             ■ done: interrupted · 2 iterations (0 idle) · idle 0ms · exit 130\n"
+        );
     }
 }
