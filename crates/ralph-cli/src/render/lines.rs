@@ -26,6 +26,7 @@ pub(super) fn run_started_line(
     )
 }
 
+/// `resuming the run after iteration 4 (interrupted)`.
 pub(super) fn run_resumed_line(style: Style, iteration: u64, previous_reason: &str) -> String {
     style.paint(
         "36",
@@ -51,6 +52,7 @@ pub(super) fn iteration_started_line(
     style.paint("1;36", &format!("── iteration {iteration}{story} ──"))
 }
 
+/// `  ✓ command tests (exit 0, 120ms)`: a per-iteration command; `!` where it failed.
 pub(super) fn command_finished_line(
     style: Style,
     name: &str,
@@ -74,6 +76,8 @@ pub(super) fn command_finished_line(
     )
 }
 
+/// `── iteration 3 done · exit 0 · 3.2s · state idle`: how the agent ended, and the state it
+/// reported.
 pub(super) fn iteration_ended_line(
     style: Style,
     iteration: u64,
@@ -117,6 +121,7 @@ pub(super) fn iteration_idle_line(
     )
 }
 
+/// `  ✗ failed ×3: exit 1 · next run in 20s`: the failure streak and why.
 pub(super) fn iteration_failed_line(
     style: Style,
     consecutive_failures: u64,
@@ -132,6 +137,7 @@ pub(super) fn iteration_failed_line(
     )
 }
 
+/// `  rate-limited until 2025-08-19T15:00:00Z · next run in 6h`.
 pub(super) fn rate_limited_line(
     style: Style,
     until: std::time::SystemTime,
@@ -187,6 +193,7 @@ pub(super) fn attempt_ended_line(
     )
 }
 
+/// RALPH.md was edited during the run and the new version is used.
 pub(super) fn config_reloaded_line(style: Style) -> String {
     style.paint(
         "36",
@@ -207,6 +214,7 @@ pub(super) fn config_rejected_line(style: Style, errors: &[String]) -> String {
     text
 }
 
+/// Ctrl+C during a wait: the next run starts after a grace period.
 pub(super) fn wait_skipped_line(grace_ms: u64) -> String {
     format!(
         "  wait skipped (Ctrl+C): running in {} · Ctrl+C again stops",
@@ -214,6 +222,7 @@ pub(super) fn wait_skipped_line(grace_ms: u64) -> String {
     )
 }
 
+/// The first Ctrl+C while the agent runs.
 pub(super) fn stop_requested_line(style: Style) -> String {
     style.paint(
         "33",
@@ -221,6 +230,7 @@ pub(super) fn stop_requested_line(style: Style) -> String {
     )
 }
 
+/// `  state review → wait · hook exit 0`: a declared state and what it did.
 pub(super) fn state_handled_line(
     style: Style,
     state: &str,

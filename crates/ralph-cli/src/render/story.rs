@@ -64,6 +64,7 @@ fn story_started_line(style: Style, story_id: &str, title: &str) -> String {
     style.paint("1", &format!("story {story_id}: {title}"))
 }
 
+/// `circuit breaker tripped on US-002: same_error ×3 · error 3f2a9c0d1e2b4a5c`.
 fn circuit_tripped_line(
     style: Style,
     story_id: Option<&str>,
@@ -81,6 +82,7 @@ fn circuit_tripped_line(
     )
 }
 
+/// `  reverted to 0123456789ab · abandoned work saved: git checkout refs/ralph/attempts/...`.
 fn reverted_line(checkpoint: &str, saved_ref: &str) -> String {
     format!(
         "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
@@ -88,6 +90,7 @@ fn reverted_line(checkpoint: &str, saved_ref: &str) -> String {
     )
 }
 
+/// `story blocked US-002: ` and why, as written in its notes.
 fn story_blocked_line(style: Style, story_id: &str, reason: &str) -> String {
     format!(
         "{} {story_id}: {reason}",
@@ -95,6 +98,7 @@ fn story_blocked_line(style: Style, story_id: &str, reason: &str) -> String {
     )
 }
 
+/// `story passes US-001 (1 attempt) · checkpoint 0123456789ab`.
 fn story_passed_line(
     style: Style,
     story_id: &str,
