@@ -1,13 +1,17 @@
 //! The terminal renderer: turns engine events into lines for a person.
+//!
+//! [`TerminalRenderer`] writes (agent output, the countdown, erasing it); `describe` picks the
+//! line for an event, built by one function per event kind: `lines` for the loop's own events,
+//! `story` for a task source's, `run_end` for the summary.
+
+mod lines;
+mod run_end;
+mod story;
 
 use std::io::Write;
 use std::time::Duration;
 
-use ralph_engine::{
-    Event, EventKind, EventSink, Outcome, Stream, TaskEvent, Termination, WaitProgress, WaitReason,
-    exit_status,
-};
-use ralph_escalation::{StoriesSummary, StoryEnd, StoryEvent};
+use ralph_engine::{Event, EventKind, EventSink, Stream, WaitProgress, WaitReason};
 
 /// How the renderer writes.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +22,17 @@ pub(crate) struct Style {
     pub(crate) terminal: bool,
     /// Only the summary: no agent output, no per-iteration lines.
     pub(crate) quiet: bool,
+}
+
+impl Style {
+    /// `text` in the SGR colour `code` (`1;32`: bold green), or plain without colours.
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
 }
 
 /// Renders a run for a person.
@@ -54,19 +69,11 @@ impl<W: Write + Send> TerminalRenderer<W> {
     fn run_dir_line(&self, kind: &EventKind) -> Option<String> {
         let dir = self.run_dir.as_deref()?;
         match kind {
-            EventKind::RunStarted { .. } if !self.style.quiet => Some(self.paint(
+            EventKind::RunStarted { .. } if !self.style.quiet => Some(self.style.paint(
                 "2",
                 &format!("  logs: {dir}/ · follow from another terminal: ralph logs -f"),
             )),
             _ => None,
-        }
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.style.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
         }
     }
 
@@ -87,81 +94,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
         }
     }
 
-    /// The line for a task source's event: escalation's, from its typed form; another
-    /// source's, its type and fields.
-    fn describe_task(&self, event: &TaskEvent) -> Option<String> {
-        let quiet = self.style.quiet;
-        let Some(story) = StoryEvent::from_task_event(event) else {
-            if quiet {
-                return None;
-            }
-            let fields: Vec<String> = event
-                .fields()
-                .iter()
-                .map(|(key, value)| format!("{key}={value}"))
-                .collect();
-            return Some(format!("  {} {}", event.type_name(), fields.join(" ")));
-        };
-        Some(match &story {
-            StoryEvent::StoryStarted {
-                story_id,
-                title,
-                attempt: 1,
-                ..
-            } if !quiet => self.paint("1", &format!("story {story_id}: {title}")),
-            StoryEvent::CircuitTripped {
-                story_id,
-                reason,
-                count,
-                signature,
-            } => {
-                let on = story_id
-                    .as_deref()
-                    .map(|id| format!(" on {id}"))
-                    .unwrap_or_default();
-                let sig = signature
-                    .as_deref()
-                    .map(|s| format!(" · error {s}"))
-                    .unwrap_or_default();
-                format!(
-                    "{}{on}: {reason} ×{count}{sig}",
-                    self.paint("1;33", "circuit breaker tripped")
-                )
-            }
-            StoryEvent::Reverted {
-                checkpoint,
-                saved_ref,
-                ..
-            } => format!(
-                "  reverted to {} · abandoned work saved: git checkout {saved_ref}",
-                short_commit(checkpoint)
-            ),
-            StoryEvent::StoryBlocked { story_id, reason } => format!(
-                "{} {story_id}: {reason}",
-                self.paint("1;31", "story blocked")
-            ),
-            StoryEvent::StoryPassed {
-                story_id,
-                attempts,
-                checkpoint,
-            } => {
-                let at = checkpoint
-                    .as_deref()
-                    .map(|c| format!(" · checkpoint {}", &c[..c.len().min(12)]))
-                    .unwrap_or_default();
-                let s = if *attempts == 1 { "" } else { "s" };
-                format!(
-                    "{} {story_id} ({attempts} attempt{s}){at}",
-                    self.paint("1;32", "story passes")
-                )
-            }
-            _ => return None,
-        })
-    }
-
     /// The line for one event, if it has one.
     fn describe(&self, kind: &EventKind) -> Option<String> {
-        let quiet = self.style.quiet;
+        use lines::*;
+        let style = self.style;
+        if style.quiet && !kept_when_quiet(kind) {
+            return None;
+        }
         Some(match kind {
             EventKind::RunStarted {
                 ralph_file,
@@ -170,66 +109,29 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 max_cost_usd,
                 max_runtime_ms,
                 ..
-            } => {
-                if quiet {
-                    return None;
-                }
-                let mut limit =
-                    max_iterations.map_or_else(|| "no limit".to_owned(), |n| format!("max {n}"));
-                if let Some(usd) = max_cost_usd {
-                    limit.push_str(&format!(" · max ${usd:.2}"));
-                }
-                if let Some(ms) = max_runtime_ms {
-                    let runtime = human_duration(Duration::from_millis(*ms));
-                    limit.push_str(&format!(" · max {runtime} runtime"));
-                }
-                format!(
-                    "{} {ralph_file} · agent `{agent}` · {limit}",
-                    self.paint("1", "ralph")
-                )
-            }
+            } => run_started_line(
+                style,
+                ralph_file,
+                agent,
+                *max_iterations,
+                *max_cost_usd,
+                *max_runtime_ms,
+            ),
             EventKind::RunResumed {
                 iteration,
                 previous_reason,
-            } if !quiet => self.paint(
-                "36",
-                &format!("resuming the run after iteration {iteration} ({previous_reason})"),
-            ),
-            EventKind::IterationStarted { iteration, task } if !quiet => {
-                let story = match (
-                    task.get("story_id").and_then(|v| v.as_str()),
-                    task.get("attempt").and_then(|v| v.as_u64()),
-                ) {
-                    (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
-                    (Some(id), None) => format!(" · {id}"),
-                    _ => String::new(),
-                };
-                self.paint("1;36", &format!("── iteration {iteration}{story} ──"))
+            } => run_resumed_line(style, *iteration, previous_reason),
+            EventKind::IterationStarted { iteration, task } => {
+                iteration_started_line(style, *iteration, task)
             }
-            EventKind::Task(event) => return self.describe_task(event),
+            EventKind::Task(event) => return story::task_line(style, event),
             EventKind::CommandFinished {
                 name,
                 exit_code,
                 duration_ms,
                 timed_out,
                 ..
-            } if !quiet => {
-                let ok = *exit_code == Some(0);
-                let status = if *timed_out {
-                    "timed out".to_owned()
-                } else {
-                    exit_status(*exit_code, None)
-                };
-                let mark = if ok {
-                    self.paint("32", "✓")
-                } else {
-                    self.paint("33", "!")
-                };
-                format!(
-                    "  {mark} command {name} ({status}, {})",
-                    human_duration(Duration::from_millis(*duration_ms))
-                )
-            }
+            } => command_finished_line(style, name, *exit_code, *duration_ms, *timed_out),
             EventKind::IterationEnded {
                 iteration,
                 exit_code,
@@ -238,217 +140,66 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 termination,
                 state,
                 ..
-            } if !quiet => {
-                let status = match (termination, exit_code, signal) {
-                    (Termination::Timeout, _, _) => self.paint("31", "timed out"),
-                    (Termination::Interrupted, _, _) => self.paint("33", "stopped"),
-                    (Termination::IdleTimeout, _, _) => self.paint("33", "idle timeout"),
-                    (_, Some(0), _) => self.paint("32", "exit 0"),
-                    (_, code, sig) => self.paint("31", &exit_status(*code, *sig)),
-                };
-                let state = state
-                    .as_deref()
-                    .map(|s| format!(" · state {}", self.paint("35", s)))
-                    .unwrap_or_default();
-                format!(
-                    "── iteration {iteration} done · {status} · {}{state}",
-                    human_duration(Duration::from_millis(*duration_ms))
-                )
-            }
+            } => iteration_ended_line(
+                style,
+                *iteration,
+                *termination,
+                *exit_code,
+                *signal,
+                *duration_ms,
+                state.as_deref(),
+            ),
             EventKind::IterationIdle {
                 consecutive_idle,
                 idle_elapsed_ms,
                 next_delay_ms,
                 ..
-            } if !quiet => match next_delay_ms {
-                // On a terminal the countdown that follows is erased when it ends, so this line
-                // keeps the wait; elsewhere the wait's own line says it.
-                Some(next) if self.style.terminal => format!(
-                    "  idle ×{consecutive_idle} · idle for {} · next run in {}",
-                    human_duration(Duration::from_millis(*idle_elapsed_ms)),
-                    human_duration(Duration::from_millis(*next))
-                ),
-                Some(_) => format!(
-                    "  idle ×{consecutive_idle} · idle for {}",
-                    human_duration(Duration::from_millis(*idle_elapsed_ms))
-                ),
-                None => format!(
-                    "  idle ×{consecutive_idle} · idle for {}: the next wait would pass idle.max",
-                    human_duration(Duration::from_millis(*idle_elapsed_ms))
-                ),
-            },
+            } => iteration_idle_line(style, *consecutive_idle, *idle_elapsed_ms, *next_delay_ms),
             EventKind::AttemptEnded {
                 attempt,
                 max_attempts,
                 ok,
                 results,
                 ..
-            } => {
-                if *ok {
-                    let n = results.len();
-                    format!(
-                        "attempt {attempt}/{max_attempts} {} {n} of {n} check{} passed",
-                        self.paint("32", "✓"),
-                        if n == 1 { "" } else { "s" }
-                    )
-                } else {
-                    let failed: Vec<_> = results.iter().filter(|r| !r.passed()).collect();
-                    let names = failed
-                        .iter()
-                        .map(|r| format!("{} ({})", r.command, r.status()))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    format!(
-                        "attempt {attempt}/{max_attempts} {} {} of {} check{} failed: {names}",
-                        self.paint("31", "✗"),
-                        failed.len(),
-                        results.len(),
-                        if results.len() == 1 { "" } else { "s" }
-                    )
-                }
-            }
-            EventKind::ConfigReloaded { .. } if !quiet => self.paint(
-                "36",
-                "RALPH.md changed: this iteration uses the new version",
-            ),
-            EventKind::ConfigRejected { errors, .. } => {
-                let mut text = self.paint(
-                    "33",
-                    "RALPH.md changed but is invalid; the loop goes on with the previous version:",
-                );
-                for e in errors {
-                    text.push_str("\n  ");
-                    text.push_str(e);
-                }
-                text
-            }
-            EventKind::WaitSkipped { grace_ms, .. } if !quiet => format!(
-                "  wait skipped (Ctrl+C): running in {} · Ctrl+C again stops",
-                human_duration(Duration::from_millis(*grace_ms))
-            ),
+            } => attempt_ended_line(style, *attempt, *max_attempts, *ok, results),
+            EventKind::ConfigReloaded { .. } => config_reloaded_line(style),
+            EventKind::ConfigRejected { errors, .. } => config_rejected_line(style, errors),
+            EventKind::WaitSkipped { grace_ms, .. } => wait_skipped_line(*grace_ms),
             EventKind::IterationFailed {
                 consecutive_failures,
                 failure,
                 next_delay_ms,
                 ..
-            } if !quiet => {
-                let mark = self.paint("31", "✗");
-                // As for idle: off a terminal the wait's own line says how long.
-                let next = match next_delay_ms {
-                    Some(ms) if self.style.terminal => format!(
-                        " · next run in {}",
-                        human_duration(Duration::from_millis(*ms))
-                    ),
-                    _ => String::new(),
-                };
-                format!("  {mark} failed ×{consecutive_failures}: {failure}{next}")
-            }
+            } => iteration_failed_line(style, *consecutive_failures, failure, *next_delay_ms),
             EventKind::RateLimited { until, wait_ms, .. } => {
-                let until = humantime::format_rfc3339_seconds(*until);
-                let next = match wait_ms {
-                    Some(ms) if self.style.terminal => format!(
-                        " · next run in {}",
-                        human_duration(Duration::from_millis(*ms))
-                    ),
-                    _ => String::new(),
-                };
-                format!("  {} until {until}{next}", self.paint("33", "rate-limited"))
+                rate_limited_line(style, *until, *wait_ms)
             }
-            EventKind::StopRequested { .. } => self.paint(
-                "33",
-                "Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now",
-            ),
+            EventKind::StopRequested { .. } => stop_requested_line(style),
             EventKind::StateHandled {
                 state,
                 then,
                 hook_exit_code,
                 ..
-            } if !quiet => {
-                let hook = hook_exit_code
-                    .map(|code| format!(" · hook exit {code}"))
-                    .unwrap_or_default();
-                format!("  {} {state} → {then}{hook}", self.paint("1;36", "state"))
-            }
-            EventKind::RunEnded {
-                reason,
-                iterations,
-                idle_iterations,
-                idle_ms,
-                exit_code,
-                outcome,
-                flake_retries,
-                cost_usd,
-                num_turns,
-                task,
-                usage,
-            } => {
-                let stories = StoriesSummary::from_fields(task);
-                let why = match StoryEnd::of(reason) {
-                    Some(StoryEnd::StoriesDone) => "every story passes",
-                    Some(StoryEnd::StoriesBlocked) => "no story left to do; some are blocked",
-                    Some(StoryEnd::CircuitOpen) => {
-                        "circuit breaker open: the work was logged and reverted"
-                    }
-                    Some(StoryEnd::MaxIterationsWorkLeft) => "reached max_iterations",
-                    _ => "",
-                };
-                let why = match reason.as_str() {
-                    _ if !why.is_empty() => why.to_owned(),
-                    "max_iterations" if *exit_code != 0 => {
-                        "reached max_iterations; the last run failed".to_owned()
-                    }
-                    "max_iterations" => "reached max_iterations".to_owned(),
-                    "idle_limit" => {
-                        "idle limit reached (idle.max): the agent has nothing to do".to_owned()
-                    }
-                    "interrupted" => "interrupted".to_owned(),
-                    // --stop-on-error, or an agent that could not start (its error follows).
-                    "agent_failed" => "the agent failed".to_owned(),
-                    "agent_failing" => {
-                        "the agent kept failing (failure.max_consecutive runs in a row)".to_owned()
-                    }
-                    "max_cost" => "max_cost reached: the agents' cost hit the budget".to_owned(),
-                    "max_runtime" => "max_runtime reached".to_owned(),
-                    "pty_idle_timeout" => {
-                        "the agent printed nothing for pty.idle_timeout (a safety stop)".to_owned()
-                    }
-                    "converged" => match (outcome, flake_retries) {
-                        (Some(Outcome::CleanWithFlake), Some(n)) => format!(
-                            "converged: every check passes, after a failed attempt (flake_retries {n})"
-                        ),
-                        _ => "converged: every check passes".to_owned(),
-                    },
-                    "max_attempts_reached" => "not converged: max_attempts reached".to_owned(),
-                    "agent_done" => "the agent reported done".to_owned(),
-                    other => other.to_owned(),
-                };
-                let why = match stories {
-                    Some(s) => format!(
-                        "{why} · stories: {} passed, {} blocked, {} left",
-                        s.passed, s.blocked, s.remaining
-                    ),
-                    None => why,
-                };
-                let color = if *exit_code == 0 { "1;32" } else { "1;31" };
-                // Only agents whose adapter reports them (Claude's stream-json) have these.
-                let mut spent = usage.as_ref().map(tokens_summary).unwrap_or_default();
-                if let Some(cost) = cost_usd {
-                    spent.push_str(&format!(" · ${cost:.2}"));
-                }
-                if let Some(turns) = num_turns {
-                    let s = if *turns == 1 { "" } else { "s" };
-                    spent.push_str(&format!(" · {turns} turn{s}"));
-                }
-                format!(
-                    "{} {why} · {iterations} iteration{} ({idle_iterations} idle) · idle {}{spent} · exit {exit_code}",
-                    self.paint(color, "■ done:"),
-                    if *iterations == 1 { "" } else { "s" },
-                    human_duration(Duration::from_millis(*idle_ms)),
-                )
-            }
+            } => state_handled_line(style, state, then, *hook_exit_code),
+            EventKind::RunEnded { .. } => return run_end::run_ended_line(style, kind),
+            // WAIT_STARTED (the countdown says it), WARNING (on stderr), and kinds added later.
             _ => return None,
         })
     }
+}
+
+/// Whether `--quiet` keeps an event's line: the summary, and what a person must know about (a
+/// verdict, a rejected RALPH.md, a rate limit, a stop request, a story's fate: `story` decides).
+fn kept_when_quiet(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::AttemptEnded { .. }
+            | EventKind::ConfigRejected { .. }
+            | EventKind::RateLimited { .. }
+            | EventKind::StopRequested { .. }
+            | EventKind::RunEnded { .. }
+            | EventKind::Task(_)
+    )
 }
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
@@ -511,7 +262,7 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
                 let _ = self.out.write_all(b"\n");
                 self.mid_line = false;
             }
-            let _ = write!(self.out, "{}", self.paint("2", &text));
+            let _ = write!(self.out, "{}", self.style.paint("2", &text));
             let _ = self.out.flush();
             self.countdown_shown = true;
         } else {
@@ -551,27 +302,18 @@ pub(crate) fn human_duration(d: Duration) -> String {
     }
 }
 
-/// ` · 98.7k tokens in (88.4k cached), 1.5k out`, or nothing when no tokens were reported.
-fn tokens_summary(usage: &ralph_engine::Usage) -> String {
-    fn short(n: u64) -> String {
-        match n {
-            0..1_000 => n.to_string(),
-            1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-            _ => format!("{:.1}M", n as f64 / 1e6),
-        }
+/// A duration given in milliseconds, as [`human_duration`] writes it.
+fn human_ms(ms: u64) -> String {
+    human_duration(Duration::from_millis(ms))
+}
+
+/// `950`, `12.3k`, `4.1M`.
+pub(crate) fn compact(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
     }
-    let (Some(input), Some(output)) = (usage.input_tokens, usage.output_tokens) else {
-        return String::new();
-    };
-    let cached = match usage.cached_input_tokens {
-        Some(c) if c > 0 => format!(" ({} cached)", short(c)),
-        _ => String::new(),
-    };
-    format!(
-        " · {} tokens in{cached}, {} out",
-        short(input),
-        short(output)
-    )
 }
 
 /// A commit id shortened as git shows it (12 characters); an id that is not plain ASCII is
@@ -583,7 +325,7 @@ fn short_commit(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_engine::EndReason;
+    use ralph_engine::{EndReason, Outcome, Termination};
     use std::time::SystemTime;
 
     #[test]
@@ -595,9 +337,17 @@ mod tests {
     }
 
     fn render(kinds: &[EventKind], style: Style) -> String {
+        render_in(kinds, style, None)
+    }
+
+    /// The renderer's output for `kinds`, naming `run_dir` where given.
+    fn render_in(kinds: &[EventKind], style: Style, run_dir: Option<&str>) -> String {
         let mut out = Vec::new();
         {
             let mut r = TerminalRenderer::new(&mut out, style);
+            if let Some(dir) = run_dir {
+                r = r.with_run_dir(std::path::Path::new(dir));
+            }
             for kind in kinds {
                 r.event(&Event {
                     ts: SystemTime::UNIX_EPOCH,
@@ -615,13 +365,22 @@ mod tests {
         quiet: false,
     };
 
+    /// Where the countdown redraws in place, and the lines before it name the wait.
+    const TERMINAL: Style = Style {
+        terminal: true,
+        ..PLAIN
+    };
+
+    /// An event's line on a terminal, then off one.
+    fn on_and_off_a_terminal(kind: EventKind) -> [String; 2] {
+        let kinds = [kind];
+        [render(&kinds, TERMINAL), render(&kinds, PLAIN)]
+    }
+
     #[test]
     fn header_and_summary_name_the_run_folder() {
-        let mut out = Vec::new();
-        {
-            let mut r = TerminalRenderer::new(&mut out, PLAIN)
-                .with_run_dir(std::path::Path::new(".ralph/runs/20260101T000000000-1"));
-            for kind in [
+        let text = render_in(
+            &[
                 EventKind::RunStarted {
                     events_version: ralph_engine::EVENTS_VERSION,
                     ralph_file: "RALPH.md".into(),
@@ -644,15 +403,11 @@ mod tests {
                     task: Default::default(),
                     usage: None,
                 },
-            ] {
-                r.event(&Event {
-                    ts: SystemTime::UNIX_EPOCH,
-                    run_id: "test".into(),
-                    kind,
-                });
-            }
-        }
-        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+            ],
+            PLAIN,
+            Some(".ralph/runs/20260101T000000000-1"),
+        );
+        insta::assert_snapshot!(text);
     }
 
     #[test]
@@ -713,22 +468,15 @@ mod tests {
 
     #[test]
     fn the_idle_line_names_the_wait_only_where_the_countdown_is_erased() {
-        let idle = [EventKind::IterationIdle {
+        let [on, off] = on_and_off_a_terminal(EventKind::IterationIdle {
             iteration: 3,
             consecutive_idle: 2,
             idle_elapsed_ms: 30_000,
             next_delay_ms: Some(60_000),
-        }];
-        let terminal = Style {
-            terminal: true,
-            ..PLAIN
-        };
-        assert_eq!(
-            render(&idle, terminal),
-            "  idle ×2 · idle for 30s · next run in 1m\n"
-        );
+        });
+        assert_eq!(on, "  idle ×2 · idle for 30s · next run in 1m\n");
         // Off a terminal the wait's own line follows: "idle ×2 — waiting 1m before the next run".
-        assert_eq!(render(&idle, PLAIN), "  idle ×2 · idle for 30s\n");
+        assert_eq!(off, "  idle ×2 · idle for 30s\n");
     }
 
     #[test]
@@ -792,31 +540,21 @@ mod tests {
                 },
             ],
             // On a terminal, where the lines name the wait (the countdown is erased).
-            Style {
-                terminal: true,
-                ..PLAIN
-            },
+            TERMINAL,
         );
         insta::assert_snapshot!(text);
     }
 
     #[test]
     fn the_failure_line_names_the_wait_only_where_the_countdown_is_erased() {
-        let failed = [EventKind::IterationFailed {
+        let [on, off] = on_and_off_a_terminal(EventKind::IterationFailed {
             iteration: 2,
             consecutive_failures: 3,
             failure: "exit 1".into(),
             next_delay_ms: Some(20_000),
-        }];
-        let terminal = Style {
-            terminal: true,
-            ..PLAIN
-        };
-        assert_eq!(
-            render(&failed, terminal),
-            "  ✗ failed ×3: exit 1 · next run in 20s\n"
-        );
-        assert_eq!(render(&failed, PLAIN), "  ✗ failed ×3: exit 1\n");
+        });
+        assert_eq!(on, "  ✗ failed ×3: exit 1 · next run in 20s\n");
+        assert_eq!(off, "  ✗ failed ×3: exit 1\n");
     }
 
     #[test]
@@ -844,12 +582,7 @@ mod tests {
     fn failure_and_rate_limit_countdowns() {
         let mut out = Vec::new();
         {
-            let style = Style {
-                color: false,
-                terminal: true,
-                quiet: false,
-            };
-            let mut r = TerminalRenderer::new(&mut out, style);
+            let mut r = TerminalRenderer::new(&mut out, TERMINAL);
             for (reason, secs) in [(WaitReason::Failure, 20), (WaitReason::RateLimit, 21_600)] {
                 r.wait_progress(&WaitProgress {
                     reason,
@@ -1006,12 +739,7 @@ mod tests {
     fn countdown_on_a_terminal_redraws_in_place_and_is_erased() {
         let mut out = Vec::new();
         {
-            let style = Style {
-                color: false,
-                terminal: true,
-                quiet: false,
-            };
-            let mut r = TerminalRenderer::new(&mut out, style);
+            let mut r = TerminalRenderer::new(&mut out, TERMINAL);
             for remaining in [72, 71] {
                 r.wait_progress(&WaitProgress {
                     reason: WaitReason::Idle,
@@ -1076,5 +804,75 @@ mod tests {
             PLAIN,
         );
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn quiet_keeps_the_summary_and_what_a_person_must_know() {
+        let story = |e: ralph_escalation::StoryEvent| EventKind::Task(e.into());
+        let mut field = serde_json::Map::new();
+        field.insert("number".into(), 7.into());
+        let kinds = [
+            EventKind::RunStarted {
+                events_version: ralph_engine::EVENTS_VERSION,
+                ralph_file: "RALPH.md".into(),
+                agent: "claude -p".into(),
+                max_iterations: Some(3),
+                idle: None,
+                max_cost_usd: None,
+                max_runtime_ms: None,
+            },
+            story(ralph_escalation::StoryEvent::StoryStarted {
+                story_id: "US-001".into(),
+                title: "Log in".into(),
+                attempt: 1,
+                max_attempts: 3,
+            }),
+            EventKind::IterationStarted {
+                iteration: 1,
+                task: Default::default(),
+            },
+            EventKind::Task(ralph_engine::TaskEvent::new("ISSUE_OPENED", field)),
+            EventKind::IterationFailed {
+                iteration: 1,
+                consecutive_failures: 1,
+                failure: "exit 1".into(),
+                next_delay_ms: Some(1000),
+            },
+            EventKind::RateLimited {
+                iteration: 1,
+                until: SystemTime::UNIX_EPOCH,
+                wait_ms: None,
+            },
+            EventKind::StopRequested { iteration: 2 },
+            story(ralph_escalation::StoryEvent::StoryPassed {
+                story_id: "US-001".into(),
+                attempts: 2,
+                checkpoint: None,
+            }),
+            EventKind::RunEnded {
+                reason: EndReason::Interrupted,
+                iterations: 2,
+                idle_iterations: 0,
+                idle_ms: 0,
+                exit_code: 130,
+                outcome: None,
+                flake_retries: None,
+                cost_usd: None,
+                num_turns: None,
+                usage: None,
+                task: Default::default(),
+            },
+        ];
+        let quiet = Style {
+            quiet: true,
+            ..PLAIN
+        };
+        assert_eq!(
+            render(&kinds, quiet),
+            "  rate-limited until 1970-01-01T00:00:00Z\n\
+             Ctrl+C: the loop stops after this iteration · Ctrl+C again stops now\n\
+             story passes US-001 (2 attempts)\n\
+             ■ done: interrupted · 2 iterations (0 idle) · idle 0ms · exit 130\n"
+        );
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use ralph_engine::{Event, EventKind, EventSink, Stream};
 
-use crate::render::{Style, TerminalRenderer, human_duration};
+use crate::render::{Style, TerminalRenderer, compact, human_duration};
 
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_millis(250);
@@ -94,15 +94,6 @@ fn seconds(d: Duration) -> String {
     match d.as_secs() {
         0 => "0s".to_owned(),
         secs => human_duration(Duration::from_secs(secs)),
-    }
-}
-
-/// `950`, `12.3k`, `4.1M`.
-fn compact(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }
 
