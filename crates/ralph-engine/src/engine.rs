@@ -67,6 +67,7 @@ pub enum EngineError {
 struct CommandRun {
     output: String,
     exit_code: Option<i32>,
+    signal: Option<i32>,
     timed_out: bool,
 }
 
