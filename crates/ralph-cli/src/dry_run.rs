@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 
-use ralph_engine::{DryRun, Engine, EngineOptions, TaskSource};
+use ralph_engine::{DryRun, Engine, EngineOptions, TaskSource, exit_status};
 use ralph_escalation::StoryEnd;
 
 use crate::error::CliError;
@@ -45,11 +45,11 @@ fn summary(dry: &DryRun) -> String {
         s.push_str(&format!("dry run: iteration 1 works on {task}\n"));
     }
     for command in &dry.commands {
-        let how = match (command.timed_out, command.exit_code) {
-            (true, _) => "timed out".to_owned(),
-            (false, Some(0)) => "ran".to_owned(),
-            (false, Some(code)) => format!("failed with exit code {code}"),
-            (false, None) => "failed (killed by a signal, or could not start)".to_owned(),
+        let how = match (command.timed_out, command.exit_code, command.signal) {
+            (true, _, _) => "timed out".to_owned(),
+            (false, Some(0), _) => "ran".to_owned(),
+            (false, None, None) => "could not start".to_owned(),
+            (false, code, signal) => format!("failed: {}", exit_status(code, signal)),
         };
         s.push_str(&format!(
             "dry run: command {} {how} ({} bytes of output)\n",

@@ -101,14 +101,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         );
         match &args.events {
             Some(_) if events_to_stdout => {
-                engine.add_sink(JsonLinesSink::new(std::io::stdout()));
+                engine.add_sink(JsonLinesSink::new(std::io::stdout()).named("stdout"));
             }
             Some(p) => {
                 let file = std::fs::File::create(p).map_err(|source| CliError::Events {
                     path: p.clone(),
                     source,
                 })?;
-                engine.add_sink(JsonLinesSink::new(file));
+                engine.add_sink(JsonLinesSink::new(file).named(p.display().to_string()));
             }
             None => {}
         }
@@ -175,19 +175,14 @@ fn open_escalation(
         allow_dirty: args.allow_dirty,
         protect,
     };
-    let escalation = match resuming {
+    // Its warnings (the ref `--allow-dirty` saved to, say) are `WARNING` events of the run.
+    Ok(match resuming {
         Some(stopped) => {
             ralph_escalation::Escalation::resume(&options.file.config, opening, stopped)?
         }
         None => ralph_escalation::Escalation::open(&options.file.config, opening)
             .map_err(|err| crate::resume::explain_dirty(&options.cwd, err))?,
-    };
-    if let Some(e) = &escalation {
-        if let Some(saved) = e.preexisting_ref() {
-            tracing::warn!("uncommitted changes saved under {saved} (--allow-dirty)");
-        }
-    }
-    Ok(escalation)
+    })
 }
 
 /// Colour only on a terminal, and never with `--no-color` or a non-empty `NO_COLOR`

@@ -422,12 +422,35 @@ fn dry_run_says_which_commands_failed_or_timed_out() {
         err.contains("dry run: command ok ran (5 bytes of output)\n"),
         "{err}"
     );
+    // Worded as everywhere else a process's end is.
+    let exit_3 = ralph_engine::exit_status(Some(3), None);
     assert!(
-        err.contains("dry run: command broken failed with exit code 3 (5 bytes of output)\n"),
+        err.contains(&format!(
+            "dry run: command broken failed: {exit_3} (5 bytes of output)\n"
+        )),
         "{err}"
     );
     assert!(
         err.contains("dry run: command slow timed out (0 bytes of output)\n"),
+        "{err}"
+    );
+}
+
+/// `--dry-run` names the signal that killed a command, in the words ralph uses everywhere.
+#[test]
+fn dry_run_names_the_signal_that_killed_a_command() {
+    let project = Project::new(
+        "agent: cat\ncommands:\n  - name: doomed\n    run: echo bye; kill -9 $$",
+        "{{ commands.doomed }}",
+    );
+    let out = project.run(&["run", "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let killed = ralph_engine::exit_status(None, Some(libc::SIGKILL));
+    assert!(
+        err.contains(&format!(
+            "dry run: command doomed failed: {killed} (4 bytes of output)\n"
+        )),
         "{err}"
     );
 }

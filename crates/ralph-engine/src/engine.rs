@@ -67,6 +67,7 @@ pub enum EngineError {
 struct CommandRun {
     output: String,
     exit_code: Option<i32>,
+    signal: Option<i32>,
     timed_out: bool,
 }
 
@@ -307,7 +308,9 @@ impl Run {
         if let Some(dir) = &self.options.log_dir {
             let resuming = self.options.resume.is_some();
             match logs::events_file(dir, resuming) {
-                Ok(copy) => self.sinks.push(Box::new(crate::JsonLinesSink::new(copy))),
+                Ok((copy, path)) => self.sinks.push(Box::new(
+                    crate::JsonLinesSink::new(copy).named(path.display().to_string()),
+                )),
                 Err(warning) => early_warnings.push(warning),
             }
         }
@@ -481,10 +484,17 @@ impl Run {
 
     fn finish(&mut self, reason: EndReason) -> RunOutcome {
         let reason = match reason {
-            EndReason::MaxIterations => match self.tasks.limit_reached() {
-                EndReason::MaxIterations if self.last_failed => EndReason::MaxIterationsLastFailed,
-                other => other,
-            },
+            EndReason::MaxIterations => {
+                let mut events = Vec::new();
+                let reason = self.tasks.limit_reached(&mut events);
+                events.into_iter().for_each(|e| self.emit(e));
+                match reason {
+                    EndReason::MaxIterations if self.last_failed => {
+                        EndReason::MaxIterationsLastFailed
+                    }
+                    other => other,
+                }
+            }
             other => other,
         };
         let exit_code = outcome::exit_code(

@@ -453,6 +453,13 @@ pub trait EventSink: Send {
 
     /// Called once a wait is over (elapsed or skipped), so a countdown can be erased.
     fn wait_finished(&mut self) {}
+
+    /// A failure this sink cannot report to itself (its file could not be written, say), in
+    /// words that name the sink; taken once. The engine asks after every event and tells the
+    /// other sinks as a `WARNING`. `None`, the default: nothing failed.
+    fn take_failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Writes events as JSON Lines: one object per line, each line written whole and flushed at once,
@@ -461,6 +468,10 @@ pub struct JsonLinesSink<W: std::io::Write + Send> {
     out: W,
     line: Vec<u8>,
     failed: bool,
+    /// What `out` is, for the warning when it fails.
+    name: String,
+    /// The failure, until [`EventSink::take_failure`] takes it.
+    failure: Option<String>,
 }
 
 impl<W: std::io::Write + Send> JsonLinesSink<W> {
@@ -470,7 +481,15 @@ impl<W: std::io::Write + Send> JsonLinesSink<W> {
             out,
             line: Vec::with_capacity(512),
             failed: false,
+            name: "the JSON Lines output".to_owned(),
+            failure: None,
         }
+    }
+
+    /// Names what `out` is (a path, `stdout`) for the warning if writing to it fails.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// Whether a write has failed; later events are dropped rather than interleaved half-written.
@@ -489,21 +508,60 @@ impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
             return;
         }
         self.line.push(b'\n');
-        if self
+        let written = self
             .out
             .write_all(&self.line)
-            .and_then(|()| self.out.flush())
-            .is_err()
-        {
-            tracing::warn!("writing events failed; further events are dropped for this sink");
+            .and_then(|()| self.out.flush());
+        if let Err(err) = written {
+            self.failure = Some(format!(
+                "cannot write events to {}: {err}; no more are written there",
+                self.name
+            ));
             self.failed = true;
         }
+    }
+
+    fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::exit_status;
+    use super::{EventSink, JsonLinesSink, exit_status};
+
+    /// A disk that is full.
+    struct Full;
+
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_json_lines_sink_that_cannot_write_gives_its_failure_once_naming_itself() {
+        let mut sink = JsonLinesSink::new(Full).named("events.jsonl");
+        assert_eq!(sink.take_failure(), None);
+        let event = super::Event {
+            ts: std::time::SystemTime::UNIX_EPOCH,
+            run_id: "r".to_owned(),
+            kind: super::EventKind::StopRequested { iteration: 1 },
+        };
+        sink.event(&event);
+        sink.event(&event);
+        let failure = sink.take_failure().expect("the write failed");
+        assert!(
+            failure.starts_with("cannot write events to events.jsonl: "),
+            "{failure}"
+        );
+        assert!(sink.failed());
+        assert_eq!(sink.take_failure(), None, "once");
+    }
 
     #[test]
     fn exit_status_words_a_code_a_signal_or_an_unknown_kill() {

@@ -24,9 +24,9 @@ pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The run's own copy of its events, `events.jsonl` in `dir`, for the engine's last sink: a
-/// resumed run appends to the events it already wrote. A failure costs only the copy; the
-/// error is the warning for the engine to emit.
-pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<File, String> {
+/// resumed run appends to the events it already wrote; with its path, to name it. A failure
+/// costs only the copy; the error is the warning for the engine to emit.
+pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<(File, PathBuf), String> {
     let path = dir.join("events.jsonl");
     std::fs::OpenOptions::new()
         .create(true)
@@ -40,6 +40,7 @@ pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<File, String> {
                 path.display()
             )
         })
+        .map(|file| (file, path))
 }
 
 /// The run folder's files are written whole, as every file ralph writes.

@@ -248,8 +248,9 @@ pub trait TaskSource: Send {
     }
 
     /// `max_iterations` ended the loop: the reason to report (say, that work was left, as an
-    /// [`EndReason::Task`]).
-    fn limit_reached(&mut self) -> EndReason {
+    /// [`EndReason::Task`]). Events emitted through `cx` come before `RUN_ENDED`.
+    fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
+        let _ = cx;
         EndReason::MaxIterations
     }
 
@@ -270,9 +271,10 @@ pub trait TaskSource: Send {
     }
 
     /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved, before the
-    /// resumed run's first iteration.
-    fn restore(&mut self, state: serde_json::Value) {
-        let _ = state;
+    /// resumed run's first iteration. Events emitted through `cx` (a state that cannot be
+    /// taken up, say) come right after `RUN_STARTED`.
+    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+        let _ = (state, cx);
     }
 }
 
@@ -362,10 +364,10 @@ impl Tasks {
         source.iteration_ended(&report, &mut TaskContext { events })
     }
 
-    pub(crate) fn limit_reached(&mut self) -> EndReason {
-        self.source
-            .as_mut()
-            .map_or(EndReason::MaxIterations, |s| s.limit_reached())
+    pub(crate) fn limit_reached(&mut self, events: &mut Vec<EventKind>) -> EndReason {
+        self.source.as_mut().map_or(EndReason::MaxIterations, |s| {
+            s.limit_reached(&mut TaskContext { events })
+        })
     }
 
     pub(crate) fn summary(&self) -> Map<String, Value> {
@@ -379,9 +381,9 @@ impl Tasks {
         self.source.as_ref().and_then(|s| s.snapshot(ending))
     }
 
-    pub(crate) fn restore(&mut self, state: serde_json::Value) {
+    pub(crate) fn restore(&mut self, state: serde_json::Value, events: &mut Vec<EventKind>) {
         if let Some(source) = self.source.as_mut() {
-            source.restore(state);
+            source.restore(state, &mut TaskContext { events });
         }
     }
 }

@@ -139,6 +139,9 @@ pub struct Escalation {
     current: Option<Current>,
     counts: Option<StoriesSummary>,
     preexisting: Option<String>,
+    /// Warnings from before the run started (opening the repository), said as `WARNING`
+    /// events at the first [`TaskContext`] the engine hands over.
+    pending: Vec<String>,
 }
 
 impl Escalation {
@@ -195,6 +198,7 @@ impl Escalation {
             current: None,
             counts,
             preexisting: None,
+            pending: Vec::new(),
         }))
     }
 
@@ -236,9 +240,10 @@ impl Escalation {
             resume.extend_own(&mut own, &mut keep);
         }
         let mut dirty = git.dirty_paths(&keep)?;
-        if !dirty.is_empty() && resume.is_some_and(|r| r.accepts(&git, &own)) {
+        if let Some(resume) = resume.filter(|r| !dirty.is_empty() && r.accepts(&git, &own)) {
             // The run's own interrupted attempt: it goes on from this tree.
             dirty.clear();
+            self.pending.extend(resume.warning().map(str::to_owned));
         }
         if !dirty.is_empty() {
             if !options.allow_dirty {
@@ -252,6 +257,10 @@ impl Escalation {
                 "ralph: uncommitted changes found at start-up (--allow-dirty)",
                 &own,
             )?;
+            self.pending.push(format!(
+                "uncommitted changes saved under {} (--allow-dirty)",
+                saved.refname
+            ));
             self.preexisting = Some(saved.refname);
             // The user's own work in progress: never committed, saved or reverted by ralph.
             own.extend(dirty.into_iter().map(PathBuf::from));
@@ -278,22 +287,19 @@ impl Escalation {
         self.prd.is_some()
     }
 
-    /// Where no [`TaskContext`] is at hand (`limit_reached`): only `tracing` can say why.
-    fn failed(&self, err: &EscalationError) -> EndReason {
-        tracing::error!("escalation failed: {err}");
-        Self::failure()
-    }
-
     /// Says why as a `WARNING` event, so every sink sees it.
     fn failed_in(err: &EscalationError, cx: &mut TaskContext<'_>) -> EndReason {
         cx.warn(format!("escalation failed: {err}"));
-        Self::failure()
-    }
-
-    fn failure() -> EndReason {
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
             failure: true,
+        }
+    }
+
+    /// Says the warnings found before the run started, once.
+    fn say_pending(&mut self, cx: &mut TaskContext<'_>) {
+        for warning in self.pending.drain(..) {
+            cx.warn(warning);
         }
     }
 
@@ -593,6 +599,7 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
+        self.say_pending(cx);
         let mut next = self
             .pick()
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
@@ -625,7 +632,8 @@ impl TaskSource for Escalation {
         }
     }
 
-    fn limit_reached(&mut self) -> EndReason {
+    fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
+        self.say_pending(cx);
         match self.load() {
             Ok(Some(prd)) => match prd.counts() {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
@@ -633,7 +641,7 @@ impl TaskSource for Escalation {
                 _ => StoryEnd::StoriesDone.reason(),
             },
             Ok(None) => EndReason::MaxIterations,
-            Err(err) => self.failed(&err),
+            Err(err) => Self::failed_in(&err, cx),
         }
     }
 
@@ -645,8 +653,9 @@ impl TaskSource for Escalation {
         self.state(ending)
     }
 
-    fn restore(&mut self, state: serde_json::Value) {
-        self.take_up(state);
+    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+        self.say_pending(cx);
+        self.take_up(state, cx);
     }
 }
 

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use ralph_engine::CheckResult;
 use ralph_engine::frontmatter::Config;
+use ralph_engine::{CheckResult, TaskContext};
 use serde::{Deserialize, Serialize};
 
 use crate::{Current, Escalation, EscalationError, Git, Options};
@@ -86,19 +86,24 @@ impl Accept {
 
     /// Whether the tree holds exactly what the stopped run left: same HEAD, same tree outside
     /// `own`. A crashed run recorded its last step before its last iteration's work, so any
-    /// tree is taken as that work, with a warning.
+    /// tree is taken as that work, with a [`warning`](Self::warning).
     pub(crate) fn accepts(&self, git: &Git, own: &[PathBuf]) -> bool {
         if self.crashed {
-            tracing::warn!(
-                "the run was killed without a word; its tree's uncommitted changes are taken as \
-                 its interrupted attempt's work"
-            );
             return true;
         }
         let (Some(head), Some(tree)) = (&self.head, &self.tree) else {
             return false;
         };
         git.head().ok().as_ref() == Some(head) && git.work_tree(own).ok().as_ref() == Some(tree)
+    }
+
+    /// What to tell the user when a dirty tree was [`accept`](Self::accepts)ed: a crashed run's
+    /// tree is taken on trust.
+    pub(crate) fn warning(&self) -> Option<&'static str> {
+        self.crashed.then_some(
+            "the run was killed without a word; its tree's uncommitted changes are taken as its \
+             interrupted attempt's work",
+        )
     }
 }
 
@@ -167,14 +172,14 @@ impl Escalation {
         serde_json::to_value(state).ok()
     }
 
-    /// Takes up a stopped run's [`state`](Self::state).
-    pub(crate) fn take_up(&mut self, state: serde_json::Value) {
+    /// Takes up a stopped run's [`state`](Self::state); one it cannot read is a `WARNING`.
+    pub(crate) fn take_up(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
         let state = match serde_json::from_value::<State>(state) {
             Ok(state) => state,
             Err(err) => {
-                tracing::warn!(
+                cx.warn(format!(
                     "the session's escalation state is unreadable ({err}); starting the story afresh"
-                );
+                ));
                 return;
             }
         };

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::json::{self, NotJson};
 use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, Piece, Usage, add_cost, error_words, show_text,
-    show_tool,
+    AdapterOutput, Answer, Lines, OutputAdapter, Piece, Usage, add_cost, error_words,
+    overlong_warning, show_text, show_tool,
 };
 use crate::event::Stream;
 
@@ -336,6 +336,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
         lines.feed(bytes, &mut |piece| match piece {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+            Piece::Overlong => out.warn(overlong_warning()),
         });
         self.lines = lines;
     }
@@ -345,6 +346,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
         lines.finish(&mut |piece| match piece {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+            Piece::Overlong => out.warn(overlong_warning()),
         });
         self.not_json.summarise(self.name(), out);
         if !self.denied.is_empty() {

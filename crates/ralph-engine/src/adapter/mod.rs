@@ -279,8 +279,8 @@ fn to_fixed(x: f64) -> Option<i128> {
 }
 
 /// Splits standard output into lines, holding at most [`MAX_JSON_LINE`] bytes: what every JSON
-/// adapter reads its events with. A longer line is handed over as [`Piece::Raw`] pieces, as
-/// they arrive, to be shown and never parsed.
+/// adapter reads its events with. A longer line is announced by [`Piece::Overlong`], then
+/// handed over as [`Piece::Raw`] pieces, as they arrive, to be shown and never parsed.
 #[derive(Debug, Default)]
 pub(crate) struct Lines {
     /// The current line, until its newline arrives.
@@ -295,6 +295,17 @@ pub(crate) enum Piece<'a> {
     Line(&'a [u8]),
     /// Part of a line too long to parse, newline included when it ends here.
     Raw(&'a [u8]),
+    /// The current line just passed [`MAX_JSON_LINE`]: its pieces follow as [`Piece::Raw`].
+    /// The adapter says so ([`overlong_warning`]): the line's event is lost to it.
+    Overlong,
+}
+
+/// The warning for a line past [`MAX_JSON_LINE`] ([`Piece::Overlong`]).
+pub(crate) fn overlong_warning() -> String {
+    format!(
+        "the agent printed a line longer than {} MiB; shown as text, not parsed",
+        MAX_JSON_LINE / (1024 * 1024)
+    )
 }
 
 impl Lines {
@@ -355,10 +366,7 @@ impl Lines {
 
     /// The line grew past [`MAX_JSON_LINE`]: hand over what was held and go on raw.
     fn overflow(&mut self, more: &[u8], each: &mut dyn FnMut(Piece<'_>)) {
-        tracing::warn!(
-            "the agent printed a line longer than {} MiB; shown as text, not parsed",
-            MAX_JSON_LINE / (1024 * 1024)
-        );
+        each(Piece::Overlong);
         if !self.line.is_empty() {
             each(Piece::Raw(&self.line));
         }
@@ -404,6 +412,7 @@ pub(crate) trait ReadsLines {
         lines.feed(bytes, &mut |piece| match piece {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+            Piece::Overlong => out.warn(overlong_warning()),
         });
         *self.lines() = lines;
     }
@@ -414,6 +423,7 @@ pub(crate) trait ReadsLines {
         lines.finish(&mut |piece| match piece {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
+            Piece::Overlong => out.warn(overlong_warning()),
         });
         *self.lines() = lines;
     }
@@ -551,6 +561,7 @@ pub(crate) mod testing {
         pub(crate) result: Vec<u8>,
         pub(crate) usage: Option<Usage>,
         pub(crate) error: Option<String>,
+        pub(crate) warnings: Vec<String>,
     }
 
     impl AdapterOutput for Recorded {
@@ -564,6 +575,10 @@ pub(crate) mod testing {
         fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
             assert_eq!(stream, Stream::Stdout, "results come from stdout");
             self.result.extend_from_slice(bytes);
+        }
+
+        fn warn(&mut self, message: String) {
+            self.warnings.push(message);
         }
     }
 
@@ -700,18 +715,20 @@ pub(crate) mod testing {
     #[test]
     fn lines_hold_at_most_the_cap_and_hand_a_longer_line_over_raw() {
         let mut lines = Lines::default();
-        let (mut whole, mut raw, mut most) = (Vec::new(), 0, 0);
+        let (mut whole, mut raw, mut most, mut overlong) = (Vec::new(), 0, 0, 0);
         let mut long = vec![b'x'; MAX_JSON_LINE + 100];
         long.extend_from_slice(b"\n{\"a\":1}\n");
         for chunk in long.chunks(64 * 1024) {
             lines.feed(chunk, &mut |piece| match piece {
                 Piece::Line(line) => whole.push(line.to_vec()),
                 Piece::Raw(bytes) => raw += bytes.len(),
+                Piece::Overlong => overlong += 1,
             });
             most = most.max(lines.retained_bytes());
         }
         assert!(most <= MAX_JSON_LINE, "held {most}");
         assert_eq!(raw, MAX_JSON_LINE + 101);
+        assert_eq!(overlong, 1, "announced once");
         assert_eq!(whole, [b"{\"a\":1}".to_vec()]);
         assert!(lines.retained_bytes() <= KEPT_LINE_CAPACITY);
     }
@@ -719,12 +736,13 @@ pub(crate) mod testing {
     #[test]
     fn every_json_adapter_reads_on_after_a_line_past_the_cap() {
         use ralph_frontmatter::OutputFormat::*;
-        for (format, agent) in [
-            (CodexJson, "codex"),
-            (GeminiStreamJson, "gemini"),
-            (OpencodeJson, "opencode"),
-            (CursorStreamJson, "cursor"),
-            (AmpStreamJson, "amp"),
+        for (format, agent, fixture_name) in [
+            (ClaudeStreamJson, "claude", "idle.jsonl"),
+            (CodexJson, "codex", "tool-use.jsonl"),
+            (GeminiStreamJson, "gemini", "tool-use.jsonl"),
+            (OpencodeJson, "opencode", "tool-use.jsonl"),
+            (CursorStreamJson, "cursor", "tool-use.jsonl"),
+            (AmpStreamJson, "amp", "tool-use.jsonl"),
         ] {
             let choice = choose::choose_output(&[], Some(format));
             let mut adapter = choice.adapter();
@@ -732,13 +750,14 @@ pub(crate) mod testing {
             let mut long = br#"{"type":"tool_result","output":""#.to_vec();
             long.resize(MAX_JSON_LINE + 1000, b'y');
             long.extend_from_slice(b"\"}\n");
-            let tail = fixture(agent, "tool-use.jsonl");
+            let tail = fixture(agent, fixture_name);
             for chunk in long.chunks(64 * 1024).chain(tail.chunks(64 * 1024)) {
                 adapter.feed(Stream::Stdout, chunk, &mut out);
             }
             out.usage = adapter.finish(&mut out);
             assert_eq!(out.state().as_deref(), Some("idle"), "{agent}");
             assert!(out.usage.is_some(), "{agent}");
+            assert_eq!(out.warnings, [overlong_warning()], "{agent}");
         }
     }
 

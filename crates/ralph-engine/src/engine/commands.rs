@@ -69,14 +69,14 @@ impl Run {
         };
         let output = collector.output.map(HeadTail::finish).unwrap_or_default();
         log.write(output.after_head.as_bytes());
-        let (exit_code, duration, timed_out) = match result {
-            Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
+        let (exit_code, signal, duration, timed_out) = match result {
+            Ok(exit) => (exit.exit_code, exit.signal, exit.duration, exit.timed_out()),
             Err(problem) => {
                 self.warn(format!(
                     "command {} could not start: {problem}",
                     command.name
                 ));
-                (None, Duration::ZERO, false)
+                (None, None, Duration::ZERO, false)
             }
         };
         self.emit(EventKind::CommandFinished {
@@ -89,6 +89,7 @@ impl Run {
         CommandRun {
             output: output.text,
             exit_code,
+            signal,
             timed_out,
         }
     }

@@ -43,6 +43,9 @@ pub struct DryRunCommand {
     /// Its exit code; `None` when it ended by a signal, was killed at its timeout, or could not
     /// start.
     pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did; with `exit_code`, word it with
+    /// [`exit_status`](crate::exit_status). Neither: it could not start.
+    pub signal: Option<i32>,
     /// Whether it was killed for running past its `timeout`.
     pub timed_out: bool,
 }
@@ -73,6 +76,7 @@ impl Run {
                 name: command.name,
                 output: ran.output,
                 exit_code: ran.exit_code,
+                signal: ran.signal,
                 timed_out: ran.timed_out,
             });
         }

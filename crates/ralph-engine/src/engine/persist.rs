@@ -109,6 +109,8 @@ pub(super) struct Resumed {
     wait: Option<PlannedWait>,
     /// RALPH.md changed since the run's last step.
     config_changed: bool,
+    /// What the task source said as it took its state up, for after `RUN_STARTED`.
+    task_events: Vec<EventKind>,
 }
 
 impl Run {
@@ -157,12 +159,14 @@ impl Run {
         if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
             self.attempts = Some(Attempts::resumed(config.convergence.clone(), state));
         }
+        let mut task_events = Vec::new();
         if let Some(task) = old.task.clone() {
-            self.tasks.restore(task);
+            self.tasks.restore(task, &mut task_events);
         }
         let resumed = Resumed {
             wait: old.wait.filter(|_| !self.options.resume_now),
             config_changed: old.config_hash != hash,
+            task_events,
         };
         let mut session = old;
         session.pid = std::process::id();
@@ -176,10 +180,13 @@ impl Run {
     /// After `RUN_STARTED`: a resumed run says its config changed and finishes the wait it was
     /// stopped in. Returns why the run ends, if it does before its first iteration.
     pub(super) async fn resumed(&mut self, resumed: Option<Resumed>) -> Option<EndReason> {
-        let Some(resumed) = resumed else {
+        let Some(mut resumed) = resumed else {
             self.save_session(false, None);
             return None;
         };
+        for event in std::mem::take(&mut resumed.task_events) {
+            self.emit(event);
+        }
         if resumed.config_changed {
             self.emit(EventKind::ConfigReloaded {
                 iteration: self.iterations + 1,

@@ -41,8 +41,25 @@ pub(super) fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKi
         run_id: run_id.to_owned(),
         kind,
     };
-    for sink in sinks {
+    for sink in sinks.iter_mut() {
         sink.event(&event);
+    }
+    // A sink that failed cannot say so itself: the others hear it, once. One pass, so a sink
+    // that fails on the warning itself is told of at the next event.
+    for failed in 0..sinks.len() {
+        let Some(message) = sinks[failed].take_failure() else {
+            continue;
+        };
+        let warning = Event {
+            ts: SystemTime::now(),
+            run_id: run_id.to_owned(),
+            kind: EventKind::Warning { message },
+        };
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if i != failed {
+                sink.event(&warning);
+            }
+        }
     }
 }
 
@@ -95,6 +112,8 @@ impl AdapterOutput for AgentOutput<'_> {
     }
 
     fn warn(&mut self, message: String) {
+        // Named after its iteration, as a malformed marker's warning is: the log to look in.
+        let message = format!("iteration {}: {message}", self.iteration);
         emit(self.sinks, self.run_id, EventKind::Warning { message });
     }
 }
