@@ -16,9 +16,6 @@ use crate::render::Style;
 /// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let Loaded { path, parsed } = ralph_file::load(&args.path)?;
-    for warning in &parsed.warnings {
-        tracing::warn!("{warning}");
-    }
     let file = parsed.file;
     let user_args = ralph_frontmatter::match_args(
         &file,
@@ -58,7 +55,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     options.log_dir = Some(log_root.join(&options.run_id));
     let resuming = crate::resume::prepare(&mut options, &args, &log_root)?;
 
+    // A run says them as `WARNING` events, so its events file has them too.
+    options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
     if args.dry_run {
+        for warning in &options.warnings {
+            tracing::warn!("{warning}");
+        }
         // prd.json is read, never written, and git is not touched.
         let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
         return crate::dry_run::dry_run(options, stories);
@@ -72,7 +74,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         let written = std::fs::create_dir_all(dir)
             .and_then(|()| ralph_engine::session::write_current(&options.cwd, dir));
         if let Err(err) = written {
-            tracing::warn!("cannot record this run in .ralph/current: {err}");
+            options
+                .warnings
+                .push(format!("cannot record this run in .ralph/current: {err}"));
         }
     }
 
@@ -90,6 +94,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     };
 
     runtime()?.block_on(async move {
+        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
+        // Before raw mode: from then on a signal must not end ralph with its terminal raw.
+        options.warnings.extend(forward_signals(&interrupt_tx));
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
         crate::status_line::add_renderer(
@@ -112,9 +119,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             }
             None => {}
         }
-        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
-        // Before raw mode: from then on a signal must not end ralph with its terminal raw.
-        forward_signals(&interrupt_tx);
         // Held until the run is over: dropping it puts ralph's terminal back.
         let _raw_mode = pty.and_then(|pty| {
             let interactive = pty.mode == ralph_engine::frontmatter::PtyMode::Interactive;
@@ -198,7 +202,9 @@ fn wants_color(
 /// SIGINT, SIGTERM and SIGHUP, delivered to the engine instead of killing ralph: killed by a
 /// signal, ralph could not stop the agent, which runs in a process group of its own and would be
 /// left running (a closed terminal window or a dropped SSH session sends SIGHUP to ralph only).
-fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
+/// Returns a warning for each signal that cannot be watched.
+fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) -> Vec<String> {
+    let mut warnings = Vec::new();
     for (kind, what) in [
         (SignalKind::interrupt(), InterruptSignal::Int),
         (SignalKind::terminate(), InterruptSignal::Term),
@@ -215,9 +221,10 @@ fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) {
                     }
                 });
             }
-            Err(err) => tracing::warn!("cannot watch for {what:?}: {err}"),
+            Err(err) => warnings.push(format!("cannot watch for {what:?}: {err}")),
         }
     }
+    warnings
 }
 
 #[cfg(test)]

@@ -265,3 +265,38 @@ fn an_events_file_that_cannot_be_written_is_a_warning_event_for_the_other_sinks(
         stderr(&out)
     );
 }
+
+#[test]
+fn the_ralph_md_warnings_are_warning_events_after_run_started() {
+    let agent = common::fake_agent();
+    let p = Project::new(
+        &format!("agent: '{agent} --out x'\nmax_iterations: 1"),
+        "work\n<!-- never closed\n",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events = p.events();
+    let at = events
+        .iter()
+        .position(|e| {
+            e["type"] == "WARNING"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("RALPH.md:") && m.contains("never closed"))
+        })
+        .unwrap_or_else(|| panic!("no WARNING for the unclosed comment: {events:?}"));
+    assert_eq!(events[0]["type"], "RUN_STARTED");
+    assert!(
+        at < events
+            .iter()
+            .position(|e| e["type"] == "ITERATION_STARTED")
+            .unwrap()
+    );
+    // The terminal says it once, as every warning.
+    assert_eq!(
+        stderr(&out).matches("never closed").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}

@@ -295,7 +295,8 @@ impl Run {
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
-        let mut early_warnings: Vec<String> = self.containment.take_warning().into_iter().collect();
+        let mut early_warnings = std::mem::take(&mut self.options.warnings);
+        early_warnings.extend(self.containment.take_warning());
         if let Some(dir) = &self.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
                 early_warnings.push(format!(

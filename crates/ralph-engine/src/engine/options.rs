@@ -64,6 +64,9 @@ pub struct EngineOptions {
     pub resume: Option<crate::session::Session>,
     /// With `resume`: skip what is left of the interrupted wait.
     pub resume_now: bool,
+    /// What the embedder found wrong before the run (RALPH.md's own warnings, say): each is a
+    /// `WARNING` event right after `RUN_STARTED`, so every sink has it.
+    pub warnings: Vec<String>,
 }
 
 impl EngineOptions {
@@ -93,6 +96,7 @@ impl EngineOptions {
             subreaper: true,
             resume: None,
             resume_now: false,
+            warnings: Vec::new(),
         }
     }
 }
