@@ -560,6 +560,37 @@ mod tests {
         assert!(html.contains("ralph run r&lt;&amp;&gt;"));
     }
 
+    /// Story mode as the report draws it: lanes, attempts (from `ITERATION_STARTED` or the
+    /// `STORY_STARTED` before it), passes, blocks and trips, next to another source's event.
+    #[test]
+    fn a_story_run_reports_its_lanes_passes_blocks_and_trips() {
+        let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED","max_iterations":5}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-1","title":"a","attempt":1,"max_attempts":3}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1,"story_id":"US-1","attempt":1}
+{"ts":"2026-01-01T00:00:10.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.25,"input_tokens":100,"output_tokens":20}}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"ATTEMPT_ENDED","attempt":1,"max_attempts":3,"iteration":1,"ok":false,"results":[{"command":"cargo test","exit_code":101,"timed_out":false}]}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"CIRCUIT_TRIPPED","story_id":"US-1","reason":"same_error","count":3,"signature":"00ff00ff00ff00ff"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"REVERTED","story_id":"US-1","checkpoint":"abc","saved_ref":"refs/ralph/attempts/US-1/1"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"STORY_BLOCKED","story_id":"US-1","reason":"same error 3 times"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"delay","delay_ms":2000}
+{"ts":"2026-01-01T00:00:14.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-2","title":"b","attempt":1,"max_attempts":3}
+{"ts":"2026-01-01T00:00:14.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":0,"termination":"natural","failed":false}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"STORY_PASSED","story_id":"US-2","attempts":1,"checkpoint":null}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"ISSUE_CLOSED","number":7}
+{"ts":"2026-01-01T00:00:21.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-3","title":"c","attempt":2,"max_attempts":3}
+{"ts":"2026-01-01T00:00:21.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":3,"story_id":"US-3"}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":3,"exit_code":1,"termination":"natural","failed":true}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"ITERATION_FAILED","iteration":3,"consecutive_failures":1,"failure":"exit 1","next_delay_ms":null}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"STORY_PASSED","story_id":"US-3","attempts":2,"checkpoint":null}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"CIRCUIT_TRIPPED","story_id":null,"reason":"blocked","count":1,"signature":null}
+{"ts":"2026-01-01T00:00:31.000Z","run_id":"r","type":"RUN_ENDED","reason":"stories_blocked","iterations":3,"exit_code":1,"stories":{"passed":2,"blocked":1,"remaining":0}}
+"#;
+        let run = RunRecord::from_events("r", &parse_events(text.as_bytes()), None);
+        let tails = ["one\n".to_owned(), String::new(), "three\n".to_owned()];
+        insta::assert_snapshot!(render(&run, &tails));
+    }
+
     #[test]
     fn a_tail_keeps_the_last_whole_lines_that_fit() {
         assert_eq!(fit("one\ntwo &amp;\nthree\n", 12), "three\n");

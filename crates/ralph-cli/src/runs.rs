@@ -184,9 +184,48 @@ mod tests {
         ];
         let now = humantime::parse_rfc3339("2026-01-01T10:05:00Z").unwrap();
         insta::assert_snapshot!(table(&runs, now));
+        let json: Vec<serde_json::Value> = runs.iter().map(summary_json).collect();
+        insta::assert_snapshot!(
+            "runs_json_names_each_ending",
+            serde_json::to_string_pretty(&json).unwrap()
+        );
         let json = summary_json(&runs[0]);
         assert_eq!(json["status"], "running");
         assert_eq!(json["pid"], 4242);
         assert_eq!(json["iterations"], 1);
+    }
+
+    /// Story counts: from `RUN_ENDED` once a run has ended, counted from the events while it
+    /// has not (no `remaining` then).
+    #[test]
+    fn runs_count_stories_from_run_ended_or_from_the_events() {
+        let runs = [
+            record(
+                "20260101T073000000-9",
+                &[
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"STORY_STARTED","story_id":"US-1","title":"a","attempt":1,"max_attempts":3"#,
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"ITERATION_STARTED","iteration":1,"story_id":"US-1","attempt":1"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_PASSED","story_id":"US-1","attempts":1,"checkpoint":null"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_BLOCKED","story_id":"US-2","reason":"r""#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_PASSED","story_id":"US-3","attempts":1,"checkpoint":null"#,
+                ],
+                None,
+            ),
+            record(
+                "20260101T080000000-1",
+                &[
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"STORY_PASSED","story_id":"US-1","attempts":1,"checkpoint":null"#,
+                    r#""ts":"2026-01-01T08:12:30.000Z","type":"RUN_ENDED","reason":"stories_done","exit_code":0,"stories":{"passed":4,"blocked":0,"remaining":0}"#,
+                ],
+                None,
+            ),
+        ];
+        let now = humantime::parse_rfc3339("2026-01-01T10:05:00Z").unwrap();
+        insta::assert_snapshot!(table(&runs, now));
+        let json: Vec<serde_json::Value> = runs.iter().map(summary_json).collect();
+        insta::assert_snapshot!(serde_json::to_string_pretty(&json).unwrap());
     }
 }
