@@ -7,7 +7,7 @@ use ralph_engine::{
     Event, EventKind, EventSink, Outcome, Stream, TaskEvent, Termination, WaitProgress, WaitReason,
     exit_status,
 };
-use ralph_escalation::{StoriesSummary, StoryEnd, StoryEvent};
+use ralph_escalation::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
 
 /// How the renderer writes.
 #[derive(Debug, Clone, Copy)]
@@ -197,8 +197,8 @@ impl<W: Write + Send> TerminalRenderer<W> {
             ),
             EventKind::IterationStarted { iteration, task } if !quiet => {
                 let story = match (
-                    task.get("story_id").and_then(|v| v.as_str()),
-                    task.get("attempt").and_then(|v| v.as_u64()),
+                    task.get(StoryAttempt::STORY_ID).and_then(|v| v.as_str()),
+                    task.get(StoryAttempt::ATTEMPT).and_then(|v| v.as_u64()),
                 ) {
                     (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
                     (Some(id), None) => format!(" · {id}"),
