@@ -7,9 +7,9 @@
 //!
 //! The engine reads its own events. A task source's are kept as they were written
 //! ([`RunRecord::task_events`], each with the iteration it came during), and so are the task
-//! fields of `ITERATION_STARTED` and `RUN_ENDED`: the source's own crate reads them (ralph-escalation's
-//! `run_folder` finds stories there). A type the engine does not write is a task source's, or a
-//! later version's: either way it is kept, never an error.
+//! fields of `ITERATION_STARTED` and `RUN_ENDED`: the source's own crate reads them
+//! (ralph-escalation's `run_folder` finds stories there). A type the engine does not write
+//! ([`ENGINE_EVENT_TYPES`]) is a task source's, or a later version's: either way it is kept.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
