@@ -114,3 +114,27 @@ fn collect_types(schema: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run-folder reader tells the engine's events from a task source's by
+    /// `ENGINE_EVENT_TYPES`: it must name exactly the types `EventKind` writes.
+    #[test]
+    fn the_run_folder_reader_knows_every_engine_event_type() {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<Event>();
+        let mut written = Vec::new();
+        collect_types(&schema.to_value(), &mut written);
+        written.sort();
+        written.dedup();
+        let mut known: Vec<String> = ralph_engine::run_folder::ENGINE_EVENT_TYPES
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect();
+        known.sort();
+        assert_eq!(known, written);
+    }
+}

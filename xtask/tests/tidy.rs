@@ -330,6 +330,30 @@ fn the_engine_never_prints() {
     assert_none("the engine prints", &problems);
 }
 
+/// The engine knows no stories: they are ralph-escalation's, which brings them as a task
+/// source's fields and events (`Task::fields`, `TaskEvent`), and reads them back from a run
+/// folder itself. Doc comments may name escalation's as an example; code may not.
+#[test]
+fn the_engine_knows_no_story_vocabulary() {
+    let mut problems = Vec::new();
+    scan(
+        &root().join("crates/ralph-engine/src"),
+        &mut problems,
+        |_, line| {
+            ["STORY_", "story_id"]
+                .into_iter()
+                .find(|word| line.contains(word))
+                .map(|word| {
+                    format!(
+                        "`{word}`: stories are ralph-escalation's; the engine keeps a task \
+                         source's fields and events without naming them"
+                    )
+                })
+        },
+    );
+    assert_none("the engine names stories", &problems);
+}
+
 /// Only the engine's `process` module starts the agent, commands and checks; escalation's
 /// `git` module is the one other place that starts a process (git); the CLI starts none.
 #[test]

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ralph_engine::run_folder::{self, IterationRecord, RunDir, RunRecord, RunStatus};
+use ralph_escalation::run_folder::RunStories;
 
 use crate::error::CliError;
 use crate::render::human_duration;
@@ -29,9 +30,10 @@ const LABEL: f64 = 90.0;
 /// Writes the report of run `id` (the newest by default) in `folder` to `output`.
 pub(crate) fn write(folder: &Path, id: Option<&str>, output: &Path) -> Result<i32, CliError> {
     let dir = run_folder::find_run(folder, id)?;
-    let run = RunRecord::read(&dir, folder)?;
+    let mut run = RunRecord::read(&dir, folder)?;
+    let stories = RunStories::read(&mut run);
     let tails = tails(&dir, &run);
-    let html = render(&run, &tails);
+    let html = render(&run, &stories, &tails);
     let write_error = |source| CliError::Write {
         path: output.to_path_buf(),
         source,
@@ -174,7 +176,7 @@ const OUTCOMES: [&str; 7] = [
 ];
 
 /// The whole report.
-pub(crate) fn render(run: &RunRecord, tails: &[String]) -> String {
+pub(crate) fn render(run: &RunRecord, stories: &RunStories, tails: &[String]) -> String {
     let mut html = String::with_capacity(64 * 1024 + run.iterations.len() * 700);
     let id = escape(&run.run_id);
     let _ = write!(
@@ -183,16 +185,16 @@ pub(crate) fn render(run: &RunRecord, tails: &[String]) -> String {
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>ralph run {id}</title><style>{STYLE}</style></head><body>\n"
     );
-    header(&mut html, run);
-    timeline(&mut html, run);
+    header(&mut html, run, stories);
+    timeline(&mut html, run, stories);
     spending(&mut html, run);
-    checks(&mut html, run);
-    iterations(&mut html, run, tails);
+    checks(&mut html, run, stories);
+    iterations(&mut html, run, stories, tails);
     html.push_str("</body></html>\n");
     html
 }
 
-fn header(html: &mut String, run: &RunRecord) {
+fn header(html: &mut String, run: &RunRecord, stories: &RunStories) {
     let status = match &run.status {
         RunStatus::Ended { reason, exit_code } => format!(
             "ended: <b>{}</b>{}",
@@ -216,7 +218,7 @@ fn header(html: &mut String, run: &RunRecord) {
                 .map_or(String::new(), |m| format!("/{m}"))
         ),
     ];
-    if let Some(s) = run.stories {
+    if let Some(s) = stories.counts {
         facts.push(format!(
             "stories: <b>{}</b> passed, {} blocked{}",
             s.passed,
@@ -239,9 +241,9 @@ fn header(html: &mut String, run: &RunRecord) {
 }
 
 /// Story lanes in order of first appearance; one unnamed lane without stories.
-fn lanes(run: &RunRecord) -> Vec<Option<String>> {
+fn lanes(stories: &RunStories) -> Vec<Option<String>> {
     let mut lanes: Vec<Option<String>> = Vec::new();
-    for it in &run.iterations {
+    for it in &stories.iterations {
         if !lanes.contains(&it.story_id) {
             lanes.push(it.story_id.clone());
         }
@@ -252,8 +254,8 @@ fn lanes(run: &RunRecord) -> Vec<Option<String>> {
     lanes
 }
 
-fn timeline(html: &mut String, run: &RunRecord) {
-    let lanes = lanes(run);
+fn timeline(html: &mut String, run: &RunRecord, stories: &RunStories) {
+    let lanes = lanes(stories);
     let story_mode = lanes.iter().any(Option::is_some);
     let label = if story_mode { LABEL } else { 0.0 };
     let total = run.duration_ms.max(1) as f64;
@@ -284,16 +286,16 @@ fn timeline(html: &mut String, run: &RunRecord) {
         }
     }
     let mut waits = run.waits.iter().peekable();
-    for (index, it) in run.iterations.iter().enumerate() {
-        let lane = lane_of(&it.story_id);
+    for (index, (it, on)) in run.iterations.iter().zip(&stories.iterations).enumerate() {
+        let lane = lane_of(&on.story_id);
         let x = label + it.start_ms as f64 * scale;
         let w = (it.duration_ms as f64 * scale).max(0.5);
         let y = lane as f64 * LANE + 3.0;
-        let story = it.story_id.as_deref().map_or(String::new(), |s| {
+        let story = on.story_id.as_deref().map_or(String::new(), |s| {
             format!(
                 " {}{}",
                 escape(s),
-                it.attempt
+                on.attempt
                     .map_or(String::new(), |a| format!(" attempt {a}"))
             )
         });
@@ -426,8 +428,8 @@ fn chart(html: &mut String, id: &str, run: &RunRecord, values: &[f64], show: fn(
     );
 }
 
-fn checks(html: &mut String, run: &RunRecord) {
-    if run.attempts.is_empty() && run.trips.is_empty() {
+fn checks(html: &mut String, run: &RunRecord, stories: &RunStories) {
+    if run.attempts.is_empty() && stories.trips.is_empty() {
         return;
     }
     if !run.attempts.is_empty() {
@@ -464,12 +466,12 @@ fn checks(html: &mut String, run: &RunRecord) {
         }
         html.push_str("</table>\n");
     }
-    if !run.trips.is_empty() {
+    if !stories.trips.is_empty() {
         html.push_str(
             "<h2>Circuit breaker</h2><table><tr><th>after iteration</th><th>story</th>\
              <th>reason</th><th>count</th></tr>\n",
         );
-        for t in &run.trips {
+        for t in &stories.trips {
             let _ = writeln!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -492,25 +494,25 @@ fn exit_text(it: &IterationRecord) -> String {
 }
 
 /// `tails` are escaped already.
-fn iterations(html: &mut String, run: &RunRecord, tails: &[String]) {
-    let stories = run.iterations.iter().any(|i| i.story_id.is_some());
+fn iterations(html: &mut String, run: &RunRecord, stories: &RunStories, tails: &[String]) {
+    let story_mode = stories.story_mode();
     html.push_str("<h2>Iterations</h2><table id=\"iterations\"><tr><th>#</th>");
-    if stories {
+    if story_mode {
         html.push_str("<th>story</th><th>attempt</th>");
     }
     html.push_str(
         "<th>outcome</th><th>state</th><th>exit</th><th>duration</th><th>cost</th><th>tokens</th>\
          <th>log tail</th></tr>\n",
     );
-    for (it, tail) in run.iterations.iter().zip(tails) {
+    for ((it, on), tail) in run.iterations.iter().zip(&stories.iterations).zip(tails) {
         let o = it.outcome.as_str();
         let _ = write!(html, "<tr><td>{}</td>", it.iteration);
-        if stories {
+        if story_mode {
             let _ = write!(
                 html,
                 "<td>{}</td><td>{}</td>",
-                escape(it.story_id.as_deref().unwrap_or("-")),
-                it.attempt.map_or("-".to_owned(), |a| a.to_string())
+                escape(on.story_id.as_deref().unwrap_or("-")),
+                on.attempt.map_or("-".to_owned(), |a| a.to_string())
             );
         }
         let _ = write!(
@@ -552,12 +554,45 @@ mod tests {
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","state":"<b>"}
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"\"><img src=x>","delay_ms":5}
 "#;
-        let run = RunRecord::from_events("r<&>", &parse_events(text.as_bytes()), None);
-        let html = render(&run, &[escape("</pre><script>alert(1)</script>")]);
+        let mut run = RunRecord::from_events("r<&>", &parse_events(text.as_bytes()), None);
+        let stories = RunStories::read(&mut run);
+        let html = render(&run, &stories, &[escape("</pre><script>alert(1)</script>")]);
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("<b>\"") && html.contains("&lt;b&gt;"));
         assert!(html.contains("ralph run r&lt;&amp;&gt;"));
+    }
+
+    /// Story mode as the report draws it: lanes, attempts (from `ITERATION_STARTED` or the
+    /// `STORY_STARTED` before it), passes, blocks and trips, next to another source's event.
+    #[test]
+    fn a_story_run_reports_its_lanes_passes_blocks_and_trips() {
+        let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED","max_iterations":5}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-1","title":"a","attempt":1,"max_attempts":3}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1,"story_id":"US-1","attempt":1}
+{"ts":"2026-01-01T00:00:10.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.25,"input_tokens":100,"output_tokens":20}}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"ATTEMPT_ENDED","attempt":1,"max_attempts":3,"iteration":1,"ok":false,"results":[{"command":"cargo test","exit_code":101,"timed_out":false}]}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"CIRCUIT_TRIPPED","story_id":"US-1","reason":"same_error","count":3,"signature":"00ff00ff00ff00ff"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"REVERTED","story_id":"US-1","checkpoint":"abc","saved_ref":"refs/ralph/attempts/US-1/1"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"STORY_BLOCKED","story_id":"US-1","reason":"same error 3 times"}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"delay","delay_ms":2000}
+{"ts":"2026-01-01T00:00:14.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-2","title":"b","attempt":1,"max_attempts":3}
+{"ts":"2026-01-01T00:00:14.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":0,"termination":"natural","failed":false}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"STORY_PASSED","story_id":"US-2","attempts":1,"checkpoint":null}
+{"ts":"2026-01-01T00:00:20.000Z","run_id":"r","type":"ISSUE_CLOSED","number":7}
+{"ts":"2026-01-01T00:00:21.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-3","title":"c","attempt":2,"max_attempts":3}
+{"ts":"2026-01-01T00:00:21.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":3,"story_id":"US-3"}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":3,"exit_code":1,"termination":"natural","failed":true}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"ITERATION_FAILED","iteration":3,"consecutive_failures":1,"failure":"exit 1","next_delay_ms":null}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"STORY_PASSED","story_id":"US-3","attempts":2,"checkpoint":null}
+{"ts":"2026-01-01T00:00:30.000Z","run_id":"r","type":"CIRCUIT_TRIPPED","story_id":null,"reason":"blocked","count":1,"signature":null}
+{"ts":"2026-01-01T00:00:31.000Z","run_id":"r","type":"RUN_ENDED","reason":"stories_blocked","iterations":3,"exit_code":1,"stories":{"passed":2,"blocked":1,"remaining":0}}
+"#;
+        let mut run = RunRecord::from_events("r", &parse_events(text.as_bytes()), None);
+        let stories = RunStories::read(&mut run);
+        let tails = ["one\n".to_owned(), String::new(), "three\n".to_owned()];
+        insta::assert_snapshot!(render(&run, &stories, &tails));
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::run_folder::{self, RunRecord, RunStatus};
+use ralph_escalation::run_folder::{RunStories, StoryCounts};
+use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
 use crate::render::human_duration;
@@ -14,10 +16,14 @@ pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
     let mut records = Vec::new();
     for dir in run_folder::list_runs(folder)? {
         let events = run_folder::read_events(&dir.events_path())?;
-        records.push(RunRecord::from_events(&dir.id, &events, holder.as_ref()));
+        records.push(Listed::new(RunRecord::from_events(
+            &dir.id,
+            &events,
+            holder.as_ref(),
+        )));
     }
     let text = if json {
-        let list: Vec<serde_json::Value> = records.iter().map(summary_json).collect();
+        let list: Vec<Value> = records.iter().map(summary_json).collect();
         format!(
             "{}\n",
             serde_json::to_string_pretty(&list).unwrap_or_default()
@@ -34,16 +40,36 @@ pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
     Ok(0)
 }
 
-/// One run for `--json`: the record without its per-iteration detail.
-fn summary_json(run: &RunRecord) -> serde_json::Value {
-    let mut value = serde_json::to_value(run).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.insert("iterations".into(), run.iterations.len().into());
-        for detail in ["waits", "attempts", "trips"] {
-            object.remove(detail);
-        }
+/// A run as `ralph runs` lists it: its record and, in story mode, its stories.
+pub(crate) struct Listed {
+    run: RunRecord,
+    stories: Option<StoryCounts>,
+}
+
+impl Listed {
+    fn new(mut run: RunRecord) -> Self {
+        let stories = RunStories::read(&mut run).counts;
+        Self { run, stories }
     }
-    value
+}
+
+/// One run for `--json`: the record without its per-iteration detail, its keys in the order
+/// `ralph runs --json` has always written them.
+fn summary_json(listed: &Listed) -> Value {
+    let run = &listed.run;
+    let mut object = Map::new();
+    object.insert("run_id".into(), json!(run.run_id));
+    object.insert("started_at".into(), json!(run.started_at));
+    object.insert("duration_ms".into(), json!(run.duration_ms));
+    object.insert("max_iterations".into(), json!(run.max_iterations));
+    if let Ok(Value::Object(status)) = serde_json::to_value(&run.status) {
+        object.extend(status);
+    }
+    object.insert("iterations".into(), json!(run.iterations.len()));
+    object.insert("tokens".into(), json!(run.tokens));
+    object.insert("cost_usd".into(), json!(run.cost_usd));
+    object.insert("stories".into(), json!(listed.stories));
+    Value::Object(object)
 }
 
 /// What the END column says.
@@ -70,7 +96,7 @@ fn duration(run: &RunRecord, now: SystemTime) -> Duration {
 }
 
 /// The table `ralph runs` prints.
-pub(crate) fn table(runs: &[RunRecord], now: SystemTime) -> String {
+pub(crate) fn table(runs: &[Listed], now: SystemTime) -> String {
     let header = [
         "RUN",
         "STARTED",
@@ -82,14 +108,14 @@ pub(crate) fn table(runs: &[RunRecord], now: SystemTime) -> String {
     ];
     let rows: Vec<[String; 7]> = runs
         .iter()
-        .map(|run| {
+        .map(|Listed { run, stories }| {
             [
                 run.run_id.clone(),
                 run.started_at.clone().unwrap_or_default(),
                 human_duration(duration(run, now)),
                 run.iterations.len().to_string(),
                 end(run),
-                run.stories.map_or_else(
+                stories.map_or_else(
                     || "-".to_owned(),
                     |s| match s.remaining {
                         Some(left) => {
@@ -132,12 +158,16 @@ mod tests {
     use ralph_engine::lock::LockHolder;
     use ralph_engine::run_folder::parse_events;
 
-    fn record(id: &str, lines: &[&str], holder: Option<&LockHolder>) -> RunRecord {
+    fn record(id: &str, lines: &[&str], holder: Option<&LockHolder>) -> Listed {
         let text: String = lines
             .iter()
             .map(|l| format!("{{\"run_id\":\"{id}\",{l}}}\n"))
             .collect();
-        RunRecord::from_events(id, &parse_events(text.as_bytes()), holder)
+        Listed::new(RunRecord::from_events(
+            id,
+            &parse_events(text.as_bytes()),
+            holder,
+        ))
     }
 
     #[test]
@@ -184,9 +214,48 @@ mod tests {
         ];
         let now = humantime::parse_rfc3339("2026-01-01T10:05:00Z").unwrap();
         insta::assert_snapshot!(table(&runs, now));
+        let json: Vec<Value> = runs.iter().map(summary_json).collect();
+        insta::assert_snapshot!(
+            "runs_json_names_each_ending",
+            serde_json::to_string_pretty(&json).unwrap()
+        );
         let json = summary_json(&runs[0]);
         assert_eq!(json["status"], "running");
         assert_eq!(json["pid"], 4242);
         assert_eq!(json["iterations"], 1);
+    }
+
+    /// Story counts: from `RUN_ENDED` once a run has ended, counted from the events while it
+    /// has not (no `remaining` then).
+    #[test]
+    fn runs_count_stories_from_run_ended_or_from_the_events() {
+        let runs = [
+            record(
+                "20260101T073000000-9",
+                &[
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"STORY_STARTED","story_id":"US-1","title":"a","attempt":1,"max_attempts":3"#,
+                    r#""ts":"2026-01-01T07:30:00.000Z","type":"ITERATION_STARTED","iteration":1,"story_id":"US-1","attempt":1"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_PASSED","story_id":"US-1","attempts":1,"checkpoint":null"#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_BLOCKED","story_id":"US-2","reason":"r""#,
+                    r#""ts":"2026-01-01T07:31:00.000Z","type":"STORY_PASSED","story_id":"US-3","attempts":1,"checkpoint":null"#,
+                ],
+                None,
+            ),
+            record(
+                "20260101T080000000-1",
+                &[
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"RUN_STARTED""#,
+                    r#""ts":"2026-01-01T08:00:00.000Z","type":"STORY_PASSED","story_id":"US-1","attempts":1,"checkpoint":null"#,
+                    r#""ts":"2026-01-01T08:12:30.000Z","type":"RUN_ENDED","reason":"stories_done","exit_code":0,"stories":{"passed":4,"blocked":0,"remaining":0}"#,
+                ],
+                None,
+            ),
+        ];
+        let now = humantime::parse_rfc3339("2026-01-01T10:05:00Z").unwrap();
+        insta::assert_snapshot!(table(&runs, now));
+        let json: Vec<Value> = runs.iter().map(summary_json).collect();
+        insta::assert_snapshot!(serde_json::to_string_pretty(&json).unwrap());
     }
 }

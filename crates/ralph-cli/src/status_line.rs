@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ralph_engine::{Event, EventKind, EventSink, Stream};
+use ralph_escalation::StoryAttempt;
 
 use crate::render::{Style, TerminalRenderer, compact, human_duration};
 
@@ -230,9 +231,12 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
             }
             EventKind::IterationStarted { iteration, task } => {
                 status.story = task
-                    .get("story_id")
+                    .get(StoryAttempt::STORY_ID)
                     .and_then(|v| v.as_str())
-                    .map(|id| (id.to_owned(), task.get("attempt").and_then(|v| v.as_u64())));
+                    .map(|id| {
+                        let attempt = task.get(StoryAttempt::ATTEMPT).and_then(|v| v.as_u64());
+                        (id.to_owned(), attempt)
+                    });
                 status.iteration = Some(*iteration);
                 status.started = Some(Instant::now());
                 status.last_output = None;

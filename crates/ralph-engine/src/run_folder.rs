@@ -2,20 +2,71 @@
 //!
 //! `ralph runs`, `ralph logs` and `ralph report` read runs through this module, and so can an
 //! embedder. Everything is rebuilt from `events.jsonl` alone, read leniently: a half-written
-//! last line (a run that is still writing, or was killed) and event types this version does not
-//! know are skipped, so a run that is going, was killed, or was written by a newer ralph still
-//! reads.
+//! last line (a run that is still writing, or was killed) is skipped, so a run that is going,
+//! was killed, or was written by a newer ralph still reads.
+//!
+//! The engine reads its own events. A task source's are kept as they were written
+//! ([`RunRecord::task_events`], each with the iteration it came during), and so are the task
+//! fields of `ITERATION_STARTED` and `RUN_ENDED`: the source's own crate reads them
+//! (ralph-escalation's `run_folder` finds stories there). A type the engine does not write
+//! ([`ENGINE_EVENT_TYPES`]) is a task source's, or a later version's: either way it is kept.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::lock::{FOLDER_LOCK, LockHolder};
+use crate::task::TaskEvent;
 
 /// Where a loop's runs are kept, relative to its folder.
 pub const RUNS_DIR: &str = ".ralph/runs";
+
+/// The event `type`s the engine writes ([`EventKind`](crate::EventKind)); every other type in
+/// a run's events is a task source's ([`EventKind::Task`](crate::EventKind::Task)), or a
+/// later version's.
+pub const ENGINE_EVENT_TYPES: [&str; 17] = [
+    "RUN_STARTED",
+    "RUN_RESUMED",
+    "ITERATION_STARTED",
+    "COMMAND_FINISHED",
+    "ITERATION_ENDED",
+    "ITERATION_FAILED",
+    "RATE_LIMITED",
+    "ITERATION_IDLE",
+    "STATE_HANDLED",
+    "ATTEMPT_ENDED",
+    "CONFIG_RELOADED",
+    "CONFIG_REJECTED",
+    "WAIT_STARTED",
+    "WAIT_SKIPPED",
+    "STOP_REQUESTED",
+    "WARNING",
+    "RUN_ENDED",
+];
+
+/// The fields every event line has; a task event's own fields are the others.
+const LINE_FIELDS: [&str; 3] = ["ts", "run_id", "type"];
+
+/// The engine's own fields of `ITERATION_STARTED` besides [`LINE_FIELDS`]; the rest are the
+/// task source's ([`Task::fields`](crate::Task::fields)).
+const ITERATION_STARTED_FIELDS: [&str; 1] = ["iteration"];
+
+/// The engine's own fields of `RUN_ENDED` besides [`LINE_FIELDS`]; the rest are the task
+/// source's ([`TaskSource::summary`](crate::TaskSource::summary)).
+const RUN_ENDED_FIELDS: [&str; 10] = [
+    "reason",
+    "iterations",
+    "idle_iterations",
+    "idle_ms",
+    "exit_code",
+    "outcome",
+    "flake_retries",
+    "cost_usd",
+    "num_turns",
+    "usage",
+];
 
 /// A run folder could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -180,9 +231,11 @@ pub enum IterationOutcome {
     /// The agent failed (a non-zero exit, a signal, a timeout, `ITERATION_FAILED`), or its
     /// `done_when` checks did.
     Failed,
-    /// Its `done_when` checks all passed, or its story passed.
+    /// Its `done_when` checks all passed, or (as its task source's reader says) its task was
+    /// done: ralph-escalation's story passed.
     Converged,
-    /// The circuit breaker tripped, or its story was blocked.
+    /// Its task source's reader says its task was given up on: ralph-escalation's circuit
+    /// breaker tripped, or its story was blocked. The engine's own events never say it.
     Blocked,
     /// Stopped by Ctrl+C or a signal, or never finished (the run was killed).
     Interrupted,
@@ -227,10 +280,11 @@ pub struct IterationRecord {
     pub termination: Option<String>,
     /// The state marker, if any.
     pub state: Option<String>,
-    /// The story, in story mode.
-    pub story_id: Option<String>,
-    /// The attempt on the story, in story mode.
-    pub attempt: Option<u64>,
+    /// The task source's fields of its `ITERATION_STARTED` ([`Task::fields`], as written;
+    /// ralph-escalation's story and attempt, say); empty without a task source.
+    ///
+    /// [`Task::fields`]: crate::Task::fields
+    pub task: Map<String, Value>,
     /// Cost in US dollars, when the adapter reported it.
     pub cost_usd: Option<f64>,
     /// Input plus output tokens, when the adapter reported them.
@@ -279,18 +333,16 @@ pub struct AttemptRecord {
     pub checks: Vec<CheckRecord>,
 }
 
-/// A circuit-breaker trip (`CIRCUIT_TRIPPED`).
+/// An event of the task source's own, as written, and when it came.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct TripRecord {
-    /// The iteration it followed.
-    pub iteration: u64,
-    /// The story, if any.
-    pub story_id: Option<String>,
-    /// `same_error`, `max_attempts` or `blocked`.
-    pub reason: String,
-    /// The streak or attempt count.
-    pub count: u64,
+pub struct TaskEventRecord {
+    /// The iteration that had started last when it was written (it came during that
+    /// iteration, or after it, before the next one started); `None` before the first.
+    pub iteration: Option<u64>,
+    /// Its `type` and fields (`ts` and `run_id` left out); the source's own crate reads it
+    /// (ralph-escalation's `StoryEvent::from_task_event`).
+    pub event: TaskEvent,
 }
 
 /// Whether a run is over.
@@ -338,27 +390,17 @@ pub struct RunRecord {
     pub waits: Vec<WaitRecord>,
     /// Convergence attempts.
     pub attempts: Vec<AttemptRecord>,
-    /// Circuit-breaker trips.
-    pub trips: Vec<TripRecord>,
-    /// Story mode: stories passed, blocked and remaining, from `RUN_ENDED`; while a run goes
-    /// on, only `passed` and `blocked` are counted from the events.
-    pub stories: Option<StoryCounts>,
+    /// The task source's events, in order.
+    pub task_events: Vec<TaskEventRecord>,
+    /// The task source's fields of `RUN_ENDED` ([`TaskSource::summary`], as written;
+    /// ralph-escalation's `stories`, say); empty while the run has not ended.
+    ///
+    /// [`TaskSource::summary`]: crate::TaskSource::summary
+    pub task_summary: Map<String, Value>,
     /// Total cost of the iterations whose agent reported one.
     pub cost_usd: Option<f64>,
     /// Total tokens of the iterations whose agent reported them.
     pub tokens: Option<u64>,
-}
-
-/// Stories of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct StoryCounts {
-    /// Passed.
-    pub passed: u64,
-    /// Blocked.
-    pub blocked: u64,
-    /// Still to do; `None` while the run goes on.
-    pub remaining: Option<u64>,
 }
 
 fn ts(event: &Value) -> Option<SystemTime> {
@@ -371,6 +413,17 @@ fn u64_of(event: &Value, key: &str) -> Option<u64> {
 
 fn str_of(event: &Value, key: &str) -> Option<String> {
     event.get(key)?.as_str().map(str::to_owned)
+}
+
+/// `event`'s fields without `own` and the fields every line has: what a task source wrote.
+fn task_fields(event: &Value, own: &[&str]) -> Map<String, Value> {
+    event.as_object().map_or_else(Map::new, |fields| {
+        fields
+            .iter()
+            .filter(|(key, _)| !LINE_FIELDS.contains(&key.as_str()) && !own.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    })
 }
 
 fn ms_between(from: Option<SystemTime>, to: Option<SystemTime>) -> u64 {
@@ -401,14 +454,11 @@ impl RunRecord {
             iterations: Vec::new(),
             waits: Vec::new(),
             attempts: Vec::new(),
-            trips: Vec::new(),
-            stories: None,
+            task_events: Vec::new(),
+            task_summary: Map::new(),
             cost_usd: None,
             tokens: None,
         };
-        let mut story: Option<(String, Option<u64>)> = None;
-        let mut passed = 0;
-        let mut blocked = 0;
         let mut ended = false;
         for event in events {
             let at = ts(event);
@@ -419,14 +469,7 @@ impl RunRecord {
             let current = run.iterations.last_mut();
             match kind {
                 "RUN_STARTED" => run.max_iterations = u64_of(event, "max_iterations"),
-                "STORY_STARTED" => {
-                    story = str_of(event, "story_id").map(|id| (id, u64_of(event, "attempt")));
-                }
                 "ITERATION_STARTED" => {
-                    let story_id = str_of(event, "story_id")
-                        .or_else(|| story.as_ref().map(|(id, _)| id.clone()));
-                    let attempt = u64_of(event, "attempt")
-                        .or_else(|| story.as_ref().and_then(|(_, attempt)| *attempt));
                     run.iterations.push(IterationRecord {
                         iteration: u64_of(event, "iteration").unwrap_or(0),
                         started: at,
@@ -436,8 +479,7 @@ impl RunRecord {
                         signal: None,
                         termination: None,
                         state: None,
-                        story_id,
-                        attempt,
+                        task: task_fields(event, &ITERATION_STARTED_FIELDS),
                         cost_usd: None,
                         tokens: None,
                         log_file: None,
@@ -524,31 +566,6 @@ impl RunRecord {
                         };
                     }
                 }
-                "STORY_PASSED" => {
-                    passed += 1;
-                    if let Some(it) = current {
-                        if it.outcome != IterationOutcome::Failed {
-                            it.outcome = IterationOutcome::Converged;
-                        }
-                    }
-                }
-                "CIRCUIT_TRIPPED" => {
-                    run.trips.push(TripRecord {
-                        iteration: current.as_ref().map_or(0, |it| it.iteration),
-                        story_id: str_of(event, "story_id"),
-                        reason: str_of(event, "reason").unwrap_or_default(),
-                        count: u64_of(event, "count").unwrap_or(0),
-                    });
-                    if let Some(it) = current {
-                        it.outcome = IterationOutcome::Blocked;
-                    }
-                }
-                "STORY_BLOCKED" => {
-                    blocked += 1;
-                    if let Some(it) = current {
-                        it.outcome = IterationOutcome::Blocked;
-                    }
-                }
                 "WAIT_STARTED" => run.waits.push(WaitRecord {
                     iteration: u64_of(event, "iteration").unwrap_or(0),
                     reason: str_of(event, "reason").unwrap_or_default(),
@@ -561,13 +578,13 @@ impl RunRecord {
                         reason: str_of(event, "reason").unwrap_or_default(),
                         exit_code: event.get("exit_code").and_then(Value::as_i64),
                     };
-                    if let Some(s) = event.get("stories") {
-                        run.stories = Some(StoryCounts {
-                            passed: u64_of(s, "passed").unwrap_or(0),
-                            blocked: u64_of(s, "blocked").unwrap_or(0),
-                            remaining: u64_of(s, "remaining"),
-                        });
-                    }
+                    run.task_summary = task_fields(event, &RUN_ENDED_FIELDS);
+                }
+                _ if !ENGINE_EVENT_TYPES.contains(&kind) => {
+                    run.task_events.push(TaskEventRecord {
+                        iteration: current.map(|it| it.iteration),
+                        event: TaskEvent::new(kind, task_fields(event, &[])),
+                    });
                 }
                 _ => {}
             }
@@ -588,13 +605,6 @@ impl RunRecord {
             {
                 it.duration_ms = ms_between(it.started, last);
                 it.outcome = outcome;
-            }
-            if run.stories.is_none() && (passed > 0 || blocked > 0) {
-                run.stories = Some(StoryCounts {
-                    passed,
-                    blocked,
-                    remaining: None,
-                });
             }
         }
         run.duration_ms = ms_between(started, last);
@@ -650,6 +660,9 @@ mod tests {
         assert_eq!(run.duration_ms, 4000);
         assert_eq!((run.cost_usd, run.tokens), (Some(0.5), Some(15)));
         assert_eq!(run.waits[0].reason, "idle");
+        // A type this version does not write is kept, as a task source's.
+        assert_eq!(run.task_events[0].event.type_name(), "SOMETHING_NEW");
+        assert_eq!(run.task_events[0].iteration, Some(1));
     }
 
     #[test]
@@ -687,29 +700,107 @@ mod tests {
     }
 
     #[test]
-    fn failed_iterations_and_story_lanes_come_from_the_new_events() {
+    fn a_task_sources_events_and_fields_are_kept_as_written_with_their_iteration() {
         let text = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED"}
-{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-1","title":"t","attempt":2}
-{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ISSUE_OPENED","number":7}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1,"issue":7,"try":2}
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural"}
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_FAILED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"WARNING","message":"m"}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ISSUE_CLOSED","number":7,"by":{"name":"x"}}
 {"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"rate_limit","delay_ms":5}
-{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"RUN_ENDED","reason":"interrupted","exit_code":130,"stories":{"passed":0,"blocked":0,"remaining":1}}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"RUN_ENDED","reason":"issues_done","iterations":1,"exit_code":0,"outcome":"clean","issues":{"closed":1},"cost_usd":0.5}
 "#;
         let run = RunRecord::from_events("r", &events(text), None);
         let it = &run.iterations[0];
         assert_eq!(it.outcome, IterationOutcome::Failed);
         assert_eq!(
-            (it.story_id.as_deref(), it.attempt),
-            (Some("US-1"), Some(2))
+            Value::Object(it.task.clone()),
+            serde_json::json!({"issue": 7, "try": 2})
+        );
+        let kept: Vec<_> = run
+            .task_events
+            .iter()
+            .map(|e| {
+                (
+                    e.iteration,
+                    e.event.type_name(),
+                    Value::Object(e.event.fields().clone()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (None, "ISSUE_OPENED", serde_json::json!({"number": 7})),
+                (
+                    Some(1),
+                    "ISSUE_CLOSED",
+                    serde_json::json!({"number": 7, "by": {"name": "x"}})
+                ),
+            ]
+        );
+        assert_eq!(
+            Value::Object(run.task_summary.clone()),
+            serde_json::json!({"issues": {"closed": 1}})
         );
         assert_eq!(run.waits[0].reason, "rate_limit");
         assert!(matches!(
             run.status,
             RunStatus::Ended {
-                exit_code: Some(130),
+                exit_code: Some(0),
                 ..
             }
         ));
+    }
+
+    /// The field lists that split an engine event from its task fields are the fields the
+    /// engine writes: an engine field added later would otherwise pass for a task source's.
+    #[test]
+    fn the_engines_own_fields_are_exactly_what_it_writes() {
+        let keys = |kind: crate::EventKind| -> Vec<String> {
+            let event = crate::Event {
+                ts: SystemTime::UNIX_EPOCH,
+                run_id: "r".into(),
+                kind,
+            };
+            match serde_json::to_value(event) {
+                Ok(Value::Object(map)) => map.keys().cloned().collect(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let own = |fields: &[&str]| -> Vec<String> {
+            LINE_FIELDS
+                .iter()
+                .chain(fields)
+                .map(|f| (*f).to_owned())
+                .collect()
+        };
+        let mut started = keys(crate::EventKind::IterationStarted {
+            iteration: 1,
+            task: Map::new(),
+        });
+        let mut ended = keys(crate::EventKind::RunEnded {
+            reason: crate::EndReason::MaxIterations,
+            iterations: 1,
+            idle_iterations: 0,
+            idle_ms: 0,
+            exit_code: 0,
+            outcome: Some(crate::Outcome::Clean),
+            flake_retries: Some(0),
+            task: Map::new(),
+            cost_usd: Some(1.0),
+            num_turns: Some(1),
+            usage: Some(crate::Usage::default()),
+        });
+        for keys in [&mut started, &mut ended] {
+            keys.sort();
+        }
+        let (mut want_started, mut want_ended) =
+            (own(&ITERATION_STARTED_FIELDS), own(&RUN_ENDED_FIELDS));
+        want_started.sort();
+        want_ended.sort();
+        assert_eq!(started, want_started);
+        assert_eq!(ended, want_ended);
     }
 }

@@ -78,6 +78,40 @@ impl From<StoryEvent> for TaskEvent {
     }
 }
 
+/// Story mode: the story an iteration works on and the attempt on it, written flat into its
+/// `ITERATION_STARTED` as task fields (`"story_id":"US-1","attempt":2`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoryAttempt {
+    /// The story.
+    pub story_id: String,
+    /// The attempt on it, from 1.
+    pub attempt: u64,
+}
+
+impl StoryAttempt {
+    /// The key the story is written under.
+    pub const STORY_ID: &'static str = "story_id";
+    /// The key the attempt is written under.
+    pub const ATTEMPT: &'static str = "attempt";
+
+    /// The attempt `attempt` on `story_id`.
+    pub fn new(story_id: impl Into<String>, attempt: u64) -> Self {
+        Self {
+            story_id: story_id.into(),
+            attempt,
+        }
+    }
+
+    /// It as task fields: `{"story_id": ..., "attempt": ...}`.
+    pub fn fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert(Self::STORY_ID.to_owned(), self.story_id.clone().into());
+        fields.insert(Self::ATTEMPT.to_owned(), self.attempt.into());
+        fields
+    }
+}
+
 /// Why escalation ended a run: the `RUN_ENDED` reasons it owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -20,6 +20,7 @@ pub mod prd;
 pub mod preflight;
 pub mod progress;
 mod resume;
+pub mod run_folder;
 pub mod signature;
 
 use std::collections::BTreeMap;
@@ -33,7 +34,7 @@ use ralph_engine::{
 };
 
 pub use breaker::{Breaker, Trip};
-pub use events::{StoriesSummary, StoryEnd, StoryEvent};
+pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
 pub use git::{Git, GitError, Saved};
 pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
@@ -608,8 +609,7 @@ impl TaskSource for Escalation {
             if self.story_mode() {
                 let attempt = self.breaker.attempts() + 1;
                 task.fields
-                    .insert("story_id".to_owned(), current.id.clone().into());
-                task.fields.insert("attempt".to_owned(), attempt.into());
+                    .extend(StoryAttempt::new(current.id.clone(), attempt).fields());
                 cx.emit(StoryEvent::StoryStarted {
                     story_id: current.id.clone(),
                     title: current.title.clone(),

@@ -1,6 +1,7 @@
 //! One function per engine event kind: the line a person reads for it.
 
 use ralph_engine::{CheckResult, Termination, exit_status};
+use ralph_escalation::StoryAttempt;
 
 use super::{Style, human_ms};
 
@@ -42,8 +43,8 @@ pub(super) fn iteration_started_line(
     task: &serde_json::Map<String, serde_json::Value>,
 ) -> String {
     let story = match (
-        task.get("story_id").and_then(|v| v.as_str()),
-        task.get("attempt").and_then(|v| v.as_u64()),
+        task.get(StoryAttempt::STORY_ID).and_then(|v| v.as_str()),
+        task.get(StoryAttempt::ATTEMPT).and_then(|v| v.as_u64()),
     ) {
         (Some(id), Some(n)) => format!(" · {id} attempt {n}"),
         (Some(id), None) => format!(" · {id}"),
