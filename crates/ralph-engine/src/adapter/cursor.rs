@@ -159,6 +159,23 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_a_result_fails() {
+        let out = testing::read(
+            CursorStreamJsonAdapter::new(),
+            [br#"{"type":"system","model":"gpt-5"}"#.as_slice()],
+        );
+        assert_eq!(
+            out.error.as_deref(),
+            Some("the agent's run ended without a final answer")
+        );
+        assert_eq!(
+            out.shown(),
+            "✗ the agent's run ended without a final answer\n"
+        );
+        assert_eq!(out.usage.and_then(|u| u.model).as_deref(), Some("gpt-5"));
+    }
+
+    #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
         testing::assert_every_fixture_reads_alike_in_any_chunks(
             CursorStreamJsonAdapter::new,

@@ -5,7 +5,10 @@
 use serde_json::{Map, Value};
 
 use super::json::{self, NotJson};
-use super::{AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words};
+use super::{
+    AdapterOutput, Answer, CodexJsonAdapter, CursorStreamJsonAdapter, GeminiStreamJsonAdapter,
+    Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, Usage, error_words,
+};
 use crate::event::Stream;
 
 /// What every JSON Lines adapter keeps, whatever its format.
@@ -48,8 +51,8 @@ impl JsonRun {
     }
 }
 
-/// One agent's JSON Lines format: what its events mean. Every type implementing it is an
-/// [`OutputAdapter`]: standard error is shown as is; each line of standard output that is a
+/// One agent's JSON Lines format: what its events mean. Listed in `output_adapters!`, a type
+/// implementing it is an [`OutputAdapter`]: standard error is shown as is; each line of standard output that is a
 /// JSON object is handed to [`event`](Self::event) with its `type`, one that is not JSON is
 /// shown as text (with a warning); at the end, [`JsonRun::answer`] is the result text,
 /// [`JsonRun::usage`] the usage and [`JsonRun::error`] the reported error.
@@ -91,27 +94,46 @@ impl<F: JsonEvents> ReadsLines for F {
     }
 }
 
-impl<F: JsonEvents> OutputAdapter for F {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        self.feed_lines(stream, bytes, out);
+/// The skeleton's `finish`: the last line, the format's end, the warning about lines that
+/// were not JSON, a missing final answer, then the answer and the usage handed over.
+fn finish<F: JsonEvents>(adapter: &mut F, out: &mut dyn AdapterOutput) -> Option<Usage> {
+    adapter.finish_lines(out);
+    adapter.end(out);
+    adapter.run().not_json.summarise(F::FORMAT, out);
+    if adapter.missing_final_answer() {
+        adapter.run_mut().error = Some(no_final_answer(out));
     }
-
-    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        self.finish_lines(out);
-        self.end(out);
-        self.run().not_json.summarise(F::FORMAT, out);
-        if self.missing_final_answer() {
-            self.run_mut().error = Some(no_final_answer(out));
-        }
-        let run = self.run_mut();
-        run.answer.hand_over(out);
-        run.usage.take_reported()
-    }
-
-    fn reported_error(&self) -> Option<String> {
-        self.run().error.clone()
-    }
+    let run = adapter.run_mut();
+    run.answer.hand_over(out);
+    run.usage.take_reported()
 }
+
+/// Makes each [`JsonEvents`] adapter an [`OutputAdapter`] through the skeleton. Written out per
+/// adapter rather than as one blanket impl, so the public docs list each adapter by name.
+macro_rules! output_adapters {
+    ($($adapter:ty),* $(,)?) => {$(
+        impl OutputAdapter for $adapter {
+            fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+                self.feed_lines(stream, bytes, out);
+            }
+
+            fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
+                finish(self, out)
+            }
+
+            fn reported_error(&self) -> Option<String> {
+                self.run().error.clone()
+            }
+        }
+    )*};
+}
+
+output_adapters!(
+    CodexJsonAdapter,
+    CursorStreamJsonAdapter,
+    GeminiStreamJsonAdapter,
+    OpencodeJsonAdapter,
+);
 
 /// Shows that the run ended without its final answer and gives the error that says so.
 pub(crate) fn no_final_answer(out: &mut dyn AdapterOutput) -> String {
