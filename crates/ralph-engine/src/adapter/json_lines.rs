@@ -52,10 +52,10 @@ impl JsonRun {
 }
 
 /// One agent's JSON Lines format: what its events mean. Listed in `output_adapters!`, a type
-/// implementing it is an [`OutputAdapter`]: standard error is shown as is; each line of standard output that is a
-/// JSON object is handed to [`event`](Self::event) with its `type`, one that is not JSON is
-/// shown as text (with a warning); at the end, [`JsonRun::answer`] is the result text,
-/// [`JsonRun::usage`] the usage and [`JsonRun::error`] the reported error.
+/// implementing it is an [`OutputAdapter`]: standard error is shown as is; each line of
+/// standard output that is a JSON object is handed to [`event`](Self::event) with its `type`,
+/// one that is not JSON is shown as text (with a warning); at the end, [`JsonRun::answer`] is
+/// the result text, [`JsonRun::usage`] the usage and [`JsonRun::error`] the reported error.
 pub(crate) trait JsonEvents: Send {
     /// The format's name, as warnings say it (`codex exec --json`).
     const FORMAT: &'static str;
@@ -63,7 +63,7 @@ pub(crate) trait JsonEvents: Send {
     /// What the skeleton keeps for this adapter.
     fn run(&self) -> &JsonRun;
 
-    /// What the skeleton keeps for this adapter.
+    /// What the skeleton keeps for this adapter, to change.
     fn run_mut(&mut self) -> &mut JsonRun;
 
     /// One event: one line of standard output that is a JSON object, and its `type` (empty
