@@ -13,7 +13,7 @@
 //!   group (`setsid`), is ended and reaped. Other platforms have the process group kill only.
 //!   A process that left its group while ralph is killed with SIGKILL is beyond both.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,7 +148,7 @@ pub(crate) async fn run(
     supervision: &mut dyn Supervision,
     signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> std::io::Result<ProcessExit> {
-    let spawn = |program: &Path| {
+    let spawn = |program: PathBuf| {
         let mut command = tokio::process::Command::new(program);
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`).
         unsafe {
@@ -170,14 +170,8 @@ pub(crate) async fn run(
             .spawn()
     };
 
-    let started = Instant::now();
-    let spawning = descendants::spawning();
-    let program = program::resolve(&spec.program);
-    program::refuse_script_without_shebang(&program, &spec.cwd)?;
-    let mut child = spawn(&program)?;
-    let pgid = child.id().map(|id| id as i32);
-    let mut group = GroupGuard::new(pgid);
-    drop(spawning);
+    let mut spawned = Spawned::new(spec, spawn)?;
+    let child = &mut spawned.child;
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // Written from its own task so a large prompt never deadlocks an agent that writes
@@ -188,7 +182,7 @@ pub(crate) async fn run(
         });
         // A process that escaped the group could hold stdin open without reading: the
         // write must not outlive the run, holding the prompt.
-        group.abort_on_drop(writer);
+        spawned.group.abort_on_drop(writer);
     }
 
     let mut reader = Pipes {
@@ -198,18 +192,65 @@ pub(crate) async fn run(
         err_buf: vec![0u8; READ_CHUNK],
         eof_reported: false,
     };
-    let supervisor = Supervisor::new(started, spec.timeout, None, spec.kill_grace);
-    let (status, stopping) = supervisor::drive(
-        &mut child,
-        pgid,
-        &mut group,
-        &mut reader,
-        supervisor,
-        supervision,
-        signals,
-    )
-    .await?;
-    Ok(ProcessExit::new(status, stopping, started))
+    spawned
+        .supervise(&mut reader, spec, None, supervision, signals)
+        .await
+}
+
+/// A child just spawned, its process group under guard: what [`run`] and [`pty::run`] share.
+struct Spawned {
+    child: tokio::process::Child,
+    pgid: Option<i32>,
+    group: GroupGuard,
+    started: Instant,
+}
+
+impl Spawned {
+    /// Spawns the child `spawn` makes of `spec`'s program, resolved (and refused when it is a
+    /// script without `#!`), and puts its process group, the child's pid, under guard.
+    fn new(
+        spec: &ProcessSpec,
+        spawn: impl FnOnce(PathBuf) -> std::io::Result<tokio::process::Child>,
+    ) -> std::io::Result<Self> {
+        let started = Instant::now();
+        let spawning = descendants::spawning();
+        let program = program::resolve(&spec.program);
+        program::refuse_script_without_shebang(&program, &spec.cwd)?;
+        let child = spawn(program)?;
+        let pgid = child.id().map(|id| id as i32);
+        let group = GroupGuard::new(pgid);
+        drop(spawning);
+        Ok(Self {
+            child,
+            pgid,
+            group,
+            started,
+        })
+    }
+
+    /// Supervises the child to its end with `spec`'s timeout and kill grace, and
+    /// `idle_timeout`, its output read by `reader`; then lets go of its group.
+    async fn supervise<R: Reader>(
+        mut self,
+        reader: &mut R,
+        spec: &ProcessSpec,
+        idle_timeout: Option<Duration>,
+        supervision: &mut dyn Supervision,
+        signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
+    ) -> std::io::Result<ProcessExit> {
+        let supervisor = Supervisor::new(self.started, spec.timeout, idle_timeout, spec.kill_grace);
+        let (status, stopping) = supervisor::drive(
+            &mut self.child,
+            self.pgid,
+            &mut self.group,
+            reader,
+            supervisor,
+            supervision,
+            signals,
+        )
+        .await?;
+        Ok(ProcessExit::new(status, stopping, self.started))
+    }
 }
 
 /// A child's stdout and stderr, read concurrently.

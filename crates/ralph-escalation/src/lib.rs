@@ -151,6 +151,16 @@ impl Escalation {
     /// the means to commit (an identity; working signing with `commit.gpgsign`) and a clean
     /// tree (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
+        Self::open_accepting(config, options, None)
+    }
+
+    /// [`open`](Self::open), or for a run that goes on, [`resume`](Self::resume): its tree
+    /// accepted as `accept` says.
+    fn open_accepting(
+        config: &Config,
+        options: Options,
+        accept: Option<&resume::Accept>,
+    ) -> Result<Option<Self>, EscalationError> {
         let Some(mut this) = Self::preview(config, &options.cwd)? else {
             return Ok(None);
         };
@@ -162,7 +172,7 @@ impl Escalation {
                 .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
                 .map(|p| options.cwd.join(p))
                 .collect();
-            this.open_repo(&options, &written, None)?;
+            this.open_repo(&options, &written, accept)?;
         }
         Ok(Some(this))
     }

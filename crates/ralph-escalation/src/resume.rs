@@ -118,30 +118,18 @@ impl Escalation {
         options: Options,
         interrupted: &Interrupted,
     ) -> Result<Option<Self>, EscalationError> {
-        let Some(mut this) = Self::preview(config, &options.cwd)? else {
-            return Ok(None);
+        let repo = interrupted
+            .state
+            .clone()
+            .and_then(|v| serde_json::from_value::<State>(v).ok())
+            .and_then(|s| s.repo);
+        let accept = Accept {
+            head: repo.as_ref().and_then(|r| r.head.clone()),
+            tree: repo.as_ref().and_then(|r| r.tree.clone()),
+            own: repo.map(|r| r.own).unwrap_or_default(),
+            crashed: interrupted.crashed,
         };
-        if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
-            let written: Vec<PathBuf> = config
-                .escalation
-                .iter()
-                .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
-                .map(|p| options.cwd.join(p))
-                .collect();
-            let repo = interrupted
-                .state
-                .clone()
-                .and_then(|v| serde_json::from_value::<State>(v).ok())
-                .and_then(|s| s.repo);
-            let accept = Accept {
-                head: repo.as_ref().and_then(|r| r.head.clone()),
-                tree: repo.as_ref().and_then(|r| r.tree.clone()),
-                own: repo.map(|r| r.own).unwrap_or_default(),
-                crashed: interrupted.crashed,
-            };
-            this.open_repo(&options, &written, Some(&accept))?;
-        }
-        Ok(Some(this))
+        Self::open_accepting(config, options, Some(&accept))
     }
 
     /// The state a resumed run takes up: see [`State`]. The tree is recorded only when the run

@@ -40,6 +40,19 @@ impl Ctx {
         cmd
     }
 
+    /// Starts `ralph run DIR -n ITERATIONS --events EVENTS` as [`ralph_run`](Self::ralph_run)
+    /// does, with stderr null too: a run the measurement watches while it goes.
+    pub(crate) fn spawn_run(&self, dir: &Path, iterations: u32, events: &Path) -> Result<Child> {
+        self.ralph_run(dir)
+            .arg("-n")
+            .arg(iterations.to_string())
+            .arg("--events")
+            .arg(events)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|err| format!("cannot start ralph: {err}"))
+    }
+
     /// A cargo command run from the workspace root with the default target directory, so the
     /// binaries land where a fresh clone would put them.
     pub(crate) fn cargo(&self) -> Command {

@@ -131,13 +131,7 @@ fn measure_one(ctx: &Ctx, generator: &Generator) -> Result<Measured> {
 fn run_ralph(ctx: &Ctx, dir: &Path) -> Result<(Duration, u64)> {
     let events = dir.join("events.jsonl");
     let start = Instant::now();
-    let mut child = ctx
-        .ralph_run(dir)
-        .args(["-n", "1", "--events"])
-        .arg(&events)
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|err| format!("cannot start ralph: {err}"))?;
+    let mut child = ctx.spawn_run(dir, 1, &events)?;
     let mut peak_kib = 0;
     let status = loop {
         if let Some(kib) = harness::peak_rss_kib(child.id()) {

@@ -2,7 +2,7 @@
 //! gone.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -61,13 +61,7 @@ fn stop_once(ctx: &Ctx) -> Result<Duration> {
         "Take your time.\n",
     )?;
     let events = dir.join("events.jsonl");
-    let mut child = ctx
-        .ralph_run(dir)
-        .args(["-n", "1", "--events"])
-        .arg(&events)
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|err| format!("cannot start ralph: {err}"))?;
+    let mut child = ctx.spawn_run(dir, 1, &events)?;
     let mut pgid = None;
     let result = interrupt_twice(&mut child, &events, &pid_file, &mut pgid);
     if result.is_err() {

@@ -2,7 +2,6 @@
 //! while it waits.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use super::harness::{self, Ctx, Result};
@@ -93,13 +92,7 @@ fn cpu_while_waiting(ctx: &Ctx) -> Result<f64> {
         "Nothing to do.\n",
     )?;
     let events = dir.join("events.jsonl");
-    let mut child = ctx
-        .ralph_run(dir)
-        .args(["-n", "2", "--events"])
-        .arg(&events)
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|err| format!("cannot start ralph: {err}"))?;
+    let mut child = ctx.spawn_run(dir, 2, &events)?;
     let measured = cpu_between_events(&mut child, &events);
     if measured.is_err() {
         harness::abandon(&mut child);

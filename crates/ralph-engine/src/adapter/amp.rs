@@ -18,14 +18,11 @@ impl ClaudeStreamJsonAdapter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::super::testing::{self, Recorded};
     use super::ClaudeStreamJsonAdapter;
 
     fn amp(name: &str) -> Recorded {
-        read(
-            ClaudeStreamJsonAdapter::amp(),
-            [fixture("amp", name).as_slice()],
-        )
+        testing::read_fixture(ClaudeStreamJsonAdapter::amp(), "amp", name)
     }
 
     #[test]
@@ -68,17 +65,9 @@ mod tests {
 
     #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in [
-            "success.jsonl",
-            "tool-use.jsonl",
-            "error.jsonl",
-            "quoted-marker.jsonl",
-        ] {
-            assert_chunking_does_not_matter(
-                ClaudeStreamJsonAdapter::amp,
-                &fixture("amp", name),
-                name,
-            );
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(
+            ClaudeStreamJsonAdapter::amp,
+            "amp",
+        );
     }
 }

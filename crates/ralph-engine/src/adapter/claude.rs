@@ -1,23 +1,19 @@
 //! Claude Code's `--output-format stream-json` and `json`, and Amp's `--stream-json`, which
 //! writes the same events.
 
-use std::collections::VecDeque;
-
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::json::{self, NotJson};
+use super::json_lines::no_final_answer;
 use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, Piece, Usage, add_cost, error_words,
-    overlong_warning, show_text, show_tool,
+    AdapterOutput, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines, ToolNames, Usage,
+    add_cost, error_words, show_text, show_tool,
 };
 use crate::event::Stream;
 
 /// Sessions whose running cost is remembered (one per `--resume`d conversation in a run).
 const MAX_SESSIONS: usize = 256;
-
-/// Tool calls whose name is remembered, to name the one a failed result belongs to.
-const MAX_TOOL_NAMES: usize = 64;
 
 /// How a subagent's lines are indented.
 const SUBAGENT_INDENT: &str = "  │ ";
@@ -62,8 +58,8 @@ pub struct ClaudeStreamJsonAdapter {
     /// Amp: tokens summed over assistant messages, and the last message counted.
     message_tokens: Usage,
     last_message_id: Option<String>,
-    /// Recent tool calls' ids and names.
-    tool_names: VecDeque<(String, String)>,
+    /// Recent tool calls' names.
+    tool_names: ToolNames,
     /// Names of tools denied permission, once each, for one summary line.
     denied: Vec<String>,
     not_json: NotJson,
@@ -98,37 +94,6 @@ impl ClaudeStreamJsonAdapter {
             Flavour::Amp => "Amp stream-json",
             Flavour::Json => "Claude Code json",
             Flavour::StreamJson => "stream-json",
-        }
-    }
-
-    /// One whole line, without its newline.
-    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
-        let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
-        if trimmed.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        // `--output-format json --verbose` writes every event in one list.
-        if trimmed.trim_ascii_start().starts_with(b"[") {
-            if let Ok(events) = serde_json::from_slice::<Vec<Value>>(trimmed) {
-                for event in events {
-                    if let Ok(event) = serde_json::from_value::<ClaudeEvent>(event) {
-                        self.event(event, out);
-                    }
-                }
-                return;
-            }
-        }
-        match serde_json::from_slice::<ClaudeEvent>(trimmed) {
-            Ok(event) => self.event(event, out),
-            // Valid JSON of a shape this adapter does not know (a newer event, say): nothing to
-            // show, and no reason to flood the terminal with it.
-            Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok() => {
-                tracing::debug!("stream-json: skipped an event of an unknown shape");
-            }
-            Err(_) => {
-                let name = self.name();
-                json::object(trimmed, name, &mut self.not_json, out);
-            }
         }
     }
 
@@ -188,10 +153,7 @@ impl ClaudeStreamJsonAdapter {
                 let arg = block.input.and_then(ToolInput::main_argument);
                 show_tool(&name, arg.as_deref(), false, indent, out);
                 if let Some(id) = block.id {
-                    if self.tool_names.len() == MAX_TOOL_NAMES {
-                        self.tool_names.pop_front();
-                    }
-                    self.tool_names.push_back((id, name));
+                    self.tool_names.remember(id, name);
                 }
             }
             // Thinking and anything newer: not shown.
@@ -206,14 +168,8 @@ impl ClaudeStreamJsonAdapter {
         }
         let name = block
             .tool_use_id
-            .and_then(|id| {
-                self.tool_names
-                    .iter()
-                    .rev()
-                    .find(|(known, _)| *known == id)
-                    .map(|(_, name)| name.clone())
-            })
-            .unwrap_or_else(|| "tool".to_owned());
+            .as_deref()
+            .map_or("tool", |id| self.tool_names.name_of(id));
         let why = block.content.unwrap_or_default();
         show_tool(&format!("{name} failed:"), Some(&why), true, indent, out);
     }
@@ -272,15 +228,12 @@ impl ClaudeStreamJsonAdapter {
             Some(models) if !models.is_empty() => {
                 let mut sum = Usage::default();
                 for model in models.values() {
-                    let input = json::count(model.get("inputTokens"));
-                    let read = json::count(model.get("cacheReadInputTokens"));
-                    let written = json::count(model.get("cacheCreationInputTokens"));
-                    let mut input_all = None;
-                    for n in [input, read, written] {
-                        json::add(&mut input_all, n);
-                    }
-                    json::add(&mut sum.input_tokens, input_all);
-                    json::add(&mut sum.cached_input_tokens, read);
+                    json::add_input(
+                        &mut sum,
+                        json::count(model.get("inputTokens")),
+                        json::count(model.get("cacheReadInputTokens")),
+                        json::count(model.get("cacheCreationInputTokens")),
+                    );
                     json::add(
                         &mut sum.output_tokens,
                         json::count(model.get("outputTokens")),
@@ -326,28 +279,49 @@ impl ClaudeStreamJsonAdapter {
     }
 }
 
-impl OutputAdapter for ClaudeStreamJsonAdapter {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        if stream == Stream::Stderr {
-            out.show(stream, bytes);
+impl ReadsLines for ClaudeStreamJsonAdapter {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
+        let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
+        if trimmed.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, &mut |piece| match piece {
-            Piece::Line(line) => self.line(line, out),
-            Piece::Raw(raw) => out.show(Stream::Stdout, raw),
-            Piece::Overlong => out.warn(overlong_warning()),
-        });
-        self.lines = lines;
+        // `--output-format json --verbose` writes every event in one list.
+        if trimmed.trim_ascii_start().starts_with(b"[") {
+            if let Ok(events) = serde_json::from_slice::<Vec<Value>>(trimmed) {
+                for event in events {
+                    if let Ok(event) = serde_json::from_value::<ClaudeEvent>(event) {
+                        self.event(event, out);
+                    }
+                }
+                return;
+            }
+        }
+        match serde_json::from_slice::<ClaudeEvent>(trimmed) {
+            Ok(event) => self.event(event, out),
+            // Valid JSON of a shape this adapter does not know (a newer event, say): nothing to
+            // show, and no reason to flood the terminal with it.
+            Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok() => {
+                tracing::debug!("stream-json: skipped an event of an unknown shape");
+            }
+            Err(_) => {
+                let name = self.name();
+                json::object(trimmed, name, &mut self.not_json, out);
+            }
+        }
+    }
+}
+
+impl OutputAdapter for ClaudeStreamJsonAdapter {
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.feed_lines(stream, bytes, out);
     }
 
     fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(&mut |piece| match piece {
-            Piece::Line(line) => self.line(line, out),
-            Piece::Raw(raw) => out.show(Stream::Stdout, raw),
-            Piece::Overlong => out.warn(overlong_warning()),
-        });
+        self.finish_lines(out);
         self.not_json.summarise(self.name(), out);
         if !self.denied.is_empty() {
             let n = self.usage.denied_tool_calls.unwrap_or(0);
@@ -362,11 +336,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             );
         }
         if !self.saw_result {
-            self.error = Some("the agent's run ended without a final answer".to_owned());
-            out.show(
-                Stream::Stdout,
-                b"\xE2\x9C\x97 the agent's run ended without a final answer\n",
-            );
+            self.error = Some(no_final_answer(out));
         }
         // An empty or missing final answer: the last thing the agent said stands in for it.
         if self.result.is_empty() {
@@ -524,14 +494,12 @@ impl TokenUsage {
     /// In ralph's shape: input counts the cache reads and writes too.
     fn to_usage(&self) -> Usage {
         let mut usage = Usage::default();
-        for n in [
+        json::add_input(
+            &mut usage,
             self.input_tokens,
-            self.cache_creation_input_tokens,
             self.cache_read_input_tokens,
-        ] {
-            json::add(&mut usage.input_tokens, n);
-        }
-        usage.cached_input_tokens = self.cache_read_input_tokens;
+            self.cache_creation_input_tokens,
+        );
         usage.output_tokens = self.output_tokens;
         usage
     }
@@ -774,13 +742,6 @@ mod tests {
         testing::read(ClaudeStreamJsonAdapter::new(), pieces)
     }
 
-    const FIXTURES: [&str; 4] = [
-        "normal.jsonl",
-        "quoted-idle.jsonl",
-        "idle.jsonl",
-        "truncated.jsonl",
-    ];
-
     #[test]
     fn a_normal_run_shows_text_and_tool_calls_and_reports_usage() {
         let out = read([fixture("normal.jsonl").as_slice()]);
@@ -884,16 +845,10 @@ mod tests {
 
     #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in FIXTURES {
-            let raw = fixture(name);
-            let whole = read([raw.as_slice()]);
-            for cut in 0..=raw.len() {
-                let (a, b) = raw.split_at(cut);
-                assert_eq!(read([a, b]), whole, "{name} cut at byte {cut}");
-            }
-            assert_eq!(read(raw.chunks(1)), whole, "{name} byte by byte");
-            assert_eq!(read(raw.chunks(7)), whole, "{name} in 7-byte chunks");
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(
+            ClaudeStreamJsonAdapter::new,
+            "claude",
+        );
     }
 
     #[test]

@@ -2,12 +2,9 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{self, NotJson};
-use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
-    show_tool,
-};
-use crate::event::Stream;
+use super::json;
+use super::json_lines::{JsonEvents, JsonRun};
+use super::{AdapterOutput, show_text, show_tool};
 
 /// Codex's `codex exec --json` (JSON Lines of thread events, as its `exec_events.rs` defines).
 ///
@@ -17,11 +14,7 @@ use crate::event::Stream;
 /// `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
 #[derive(Debug, Default)]
 pub struct CodexJsonAdapter {
-    lines: Lines,
-    answer: Answer,
-    usage: Usage,
-    not_json: NotJson,
-    error: Option<String>,
+    run: JsonRun,
 }
 
 impl CodexJsonAdapter {
@@ -41,15 +34,15 @@ impl CodexJsonAdapter {
             "agent_message" => {
                 let text = json::text(item.get("text")).unwrap_or_default();
                 show_text(text, "", out);
-                self.answer.set(text);
+                self.run.answer.set(text);
             }
             "command_execution" => {
-                self.count_tool();
+                self.run.count_tool();
                 let command = json::text(item.get("command"));
                 show_tool("shell", command, failed, "", out);
             }
             "file_change" => {
-                self.count_tool();
+                self.run.count_tool();
                 let paths = item
                     .get("changes")
                     .and_then(Value::as_array)
@@ -64,7 +57,7 @@ impl CodexJsonAdapter {
                 show_tool("edit", Some(&paths), failed, "", out);
             }
             "mcp_tool_call" => {
-                self.count_tool();
+                self.run.count_tool();
                 let name = match (json::text(item.get("server")), json::text(item.get("tool"))) {
                     (Some(server), Some(tool)) => format!("{server}.{tool}"),
                     (_, Some(tool)) => tool.to_owned(),
@@ -73,7 +66,7 @@ impl CodexJsonAdapter {
                 show_tool(&name, None, failed, "", out);
             }
             "web_search" => {
-                self.count_tool();
+                self.run.count_tool();
                 show_tool("web_search", json::text(item.get("query")), false, "", out);
             }
             // A non-fatal error Codex reports as an item: shown, not a failure.
@@ -85,33 +78,23 @@ impl CodexJsonAdapter {
             _ => {}
         }
     }
-
-    fn count_tool(&mut self) {
-        json::add(&mut self.usage.tool_calls, Some(1));
-    }
-
-    fn fail(&mut self, message: Option<String>, out: &mut dyn AdapterOutput) {
-        let words = error_words(message.as_deref().unwrap_or("error"));
-        out.show(
-            Stream::Stdout,
-            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
-        );
-        self.error = Some(words);
-    }
 }
 
-impl ReadsLines for CodexJsonAdapter {
-    fn lines(&mut self) -> &mut Lines {
-        &mut self.lines
+impl JsonEvents for CodexJsonAdapter {
+    const FORMAT: &'static str = "codex exec --json";
+
+    fn run(&self) -> &JsonRun {
+        &self.run
     }
 
-    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
-        let Some(event) = json::object(line, "codex exec --json", &mut self.not_json, out) else {
-            return;
-        };
-        match json::text(event.get("type")).unwrap_or_default() {
+    fn run_mut(&mut self) -> &mut JsonRun {
+        &mut self.run
+    }
+
+    fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        match kind {
             "thread.started" => {
-                self.usage.session_id = json::text(event.get("thread_id")).map(str::to_owned);
+                self.run.usage.session_id = json::text(event.get("thread_id")).map(str::to_owned);
             }
             // Only a completed item is whole: its status, exit code and text are final.
             "item.completed" => {
@@ -122,10 +105,10 @@ impl ReadsLines for CodexJsonAdapter {
             "turn.completed" => {
                 // A turn that completes recovered from any error reported before it (a
                 // dropped stream Codex retried).
-                self.error = None;
-                json::add(&mut self.usage.num_turns, Some(1));
+                self.run.error = None;
+                let u = &mut self.run.usage;
+                json::add(&mut u.num_turns, Some(1));
                 if let Some(usage) = event.get("usage") {
-                    let u = &mut self.usage;
                     json::add(&mut u.input_tokens, json::count(usage.get("input_tokens")));
                     json::add(
                         &mut u.cached_input_tokens,
@@ -142,43 +125,27 @@ impl ReadsLines for CodexJsonAdapter {
                 }
             }
             "turn.failed" => {
-                json::add(&mut self.usage.num_turns, Some(1));
-                self.fail(json::error_message(event.get("error")), out);
+                json::add(&mut self.run.usage.num_turns, Some(1));
+                let message = json::error_message(event.get("error"));
+                self.run.fail(message.as_deref().unwrap_or("error"), out);
             }
-            "error" => self.fail(
-                json::error_message(event.get("message"))
-                    .or(json::error_message(event.get("error"))),
-                out,
-            ),
+            "error" => {
+                let message = json::error_message(event.get("message"))
+                    .or(json::error_message(event.get("error")));
+                self.run.fail(message.as_deref().unwrap_or("error"), out);
+            }
             _ => {}
         }
     }
 }
 
-impl OutputAdapter for CodexJsonAdapter {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        self.feed_lines(stream, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        self.finish_lines(out);
-        self.not_json.summarise("codex exec --json", out);
-        self.answer.hand_over(out);
-        self.usage.take_reported()
-    }
-
-    fn reported_error(&self) -> Option<String> {
-        self.error.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{assert_chunking_does_not_matter, fixture, read};
+    use super::super::testing::{self, Recorded};
     use super::*;
 
-    fn codex(name: &str) -> super::super::testing::Recorded {
-        read(CodexJsonAdapter::new(), [fixture("codex", name).as_slice()])
+    fn codex(name: &str) -> Recorded {
+        testing::read_fixture(CodexJsonAdapter::new(), "codex", name)
     }
 
     #[test]
@@ -202,8 +169,7 @@ mod tests {
 
     #[test]
     fn a_marker_quoted_in_command_output_is_not_the_agents() {
-        let raw = fixture("codex", "quoted-marker.jsonl");
-        assert!(ralph_marker::last_state(&ralph_marker::scan(&raw)).is_some());
+        assert!(testing::raw_state("codex", "quoted-marker.jsonl").is_some());
         let out = codex("quoted-marker.jsonl");
         assert_eq!(out.state(), None);
         assert!(out.error.is_none());
@@ -228,13 +194,6 @@ mod tests {
 
     #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in [
-            "success.jsonl",
-            "tool-use.jsonl",
-            "error.jsonl",
-            "quoted-marker.jsonl",
-        ] {
-            assert_chunking_does_not_matter(CodexJsonAdapter::new, &fixture("codex", name), name);
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(CodexJsonAdapter::new, "codex");
     }
 }

@@ -2,12 +2,9 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{self, NotJson};
-use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
-    show_tool,
-};
-use crate::event::Stream;
+use super::json;
+use super::json_lines::{JsonEvents, JsonRun};
+use super::{AdapterOutput, show_text, show_tool};
 
 /// Cursor's `cursor-agent -p --output-format stream-json` (`system`, `user`, `assistant`,
 /// `tool_call` started/completed, `result`).
@@ -18,12 +15,8 @@ use crate::event::Stream;
 /// fails the iteration.
 #[derive(Debug, Default)]
 pub struct CursorStreamJsonAdapter {
-    lines: Lines,
-    answer: Answer,
+    run: JsonRun,
     saw_result: bool,
-    usage: Usage,
-    not_json: NotJson,
-    error: Option<String>,
 }
 
 impl CursorStreamJsonAdapter {
@@ -33,7 +26,7 @@ impl CursorStreamJsonAdapter {
     }
 
     fn tool_call(&mut self, call: &Map<String, Value>, out: &mut dyn AdapterOutput) {
-        json::add(&mut self.usage.tool_calls, Some(1));
+        self.run.count_tool();
         // `{"shellToolCall": {"args": ..., "result": ...}}`, or `{"function": {"name": ...}}`.
         let Some((kind, body)) = call.iter().next() else {
             return;
@@ -55,24 +48,51 @@ impl CursorStreamJsonAdapter {
         let arg = json::main_argument(body.get("args"));
         show_tool(&name, arg, failed, "", out);
     }
+
+    fn result(&mut self, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        self.saw_result = true;
+        let result = json::text(event.get("result")).unwrap_or_default();
+        self.run.answer.set(result);
+        let u = &mut self.run.usage;
+        u.duration_ms = json::count(event.get("duration_ms"));
+        if let Some(usage) = event.get("usage") {
+            json::add_input(
+                u,
+                json::count(usage.get("inputTokens")),
+                json::count(usage.get("cacheReadTokens")),
+                json::count(usage.get("cacheWriteTokens")),
+            );
+            json::add(&mut u.output_tokens, json::count(usage.get("outputTokens")));
+        }
+        let subtype = json::text(event.get("subtype"));
+        let failed = event.get("is_error").and_then(Value::as_bool) == Some(true)
+            || subtype.is_some_and(|s| s != "success");
+        if failed {
+            let words = if result.trim().is_empty() {
+                subtype.unwrap_or("error")
+            } else {
+                result
+            };
+            self.run.fail(words, out);
+        }
+    }
 }
 
-impl ReadsLines for CursorStreamJsonAdapter {
-    fn lines(&mut self) -> &mut Lines {
-        &mut self.lines
+impl JsonEvents for CursorStreamJsonAdapter {
+    const FORMAT: &'static str = "Cursor stream-json";
+
+    fn run(&self) -> &JsonRun {
+        &self.run
     }
 
-    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
-        let Some(event) = json::object(line, "Cursor stream-json", &mut self.not_json, out) else {
-            return;
-        };
-        if let Some(session) = json::text(event.get("session_id")) {
-            if self.usage.session_id.as_deref() != Some(session) {
-                self.usage.session_id = Some(session.to_owned());
-            }
-        }
-        match json::text(event.get("type")).unwrap_or_default() {
-            "system" => self.usage.model = json::text(event.get("model")).map(str::to_owned),
+    fn run_mut(&mut self) -> &mut JsonRun {
+        &mut self.run
+    }
+
+    fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        self.run.session(json::text(event.get("session_id")));
+        match kind {
+            "system" => self.run.usage.model = json::text(event.get("model")).map(str::to_owned),
             "assistant" => {
                 let content = event.get("message").and_then(|m| m.get("content"));
                 for block in content.and_then(Value::as_array).into_iter().flatten() {
@@ -86,75 +106,23 @@ impl ReadsLines for CursorStreamJsonAdapter {
                     self.tool_call(call, out);
                 }
             }
-            "result" => {
-                self.saw_result = true;
-                let result = json::text(event.get("result")).unwrap_or_default();
-                self.answer.set(result);
-                self.usage.duration_ms = json::count(event.get("duration_ms"));
-                if let Some(usage) = event.get("usage") {
-                    let read = json::count(usage.get("cacheReadTokens"));
-                    let u = &mut self.usage;
-                    for n in [
-                        json::count(usage.get("inputTokens")),
-                        read,
-                        json::count(usage.get("cacheWriteTokens")),
-                    ] {
-                        json::add(&mut u.input_tokens, n);
-                    }
-                    json::add(&mut u.cached_input_tokens, read);
-                    json::add(&mut u.output_tokens, json::count(usage.get("outputTokens")));
-                }
-                let failed = event.get("is_error").and_then(Value::as_bool) == Some(true)
-                    || json::text(event.get("subtype")).is_some_and(|s| s != "success");
-                if failed {
-                    let words = error_words(if result.trim().is_empty() {
-                        json::text(event.get("subtype")).unwrap_or("error")
-                    } else {
-                        result
-                    });
-                    out.show(
-                        Stream::Stdout,
-                        format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
-                    );
-                    self.error = Some(words);
-                }
-            }
+            "result" => self.result(event, out),
             _ => {}
         }
     }
-}
 
-impl OutputAdapter for CursorStreamJsonAdapter {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        self.feed_lines(stream, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        self.finish_lines(out);
-        self.not_json.summarise("Cursor stream-json", out);
-        if !self.saw_result {
-            self.error = Some("the agent's run ended without a final answer".to_owned());
-            show_text("✗ the agent's run ended without a final answer", "", out);
-        }
-        self.answer.hand_over(out);
-        self.usage.take_reported()
-    }
-
-    fn reported_error(&self) -> Option<String> {
-        self.error.clone()
+    fn missing_final_answer(&self) -> bool {
+        !self.saw_result
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::super::testing::{self, Recorded};
     use super::*;
 
     fn cursor(name: &str) -> Recorded {
-        read(
-            CursorStreamJsonAdapter::new(),
-            [fixture("cursor", name).as_slice()],
-        )
+        testing::read_fixture(CursorStreamJsonAdapter::new(), "cursor", name)
     }
 
     #[test]
@@ -191,18 +159,27 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_a_result_fails() {
+        let out = testing::read(
+            CursorStreamJsonAdapter::new(),
+            [br#"{"type":"system","model":"gpt-5"}"#.as_slice()],
+        );
+        assert_eq!(
+            out.error.as_deref(),
+            Some("the agent's run ended without a final answer")
+        );
+        assert_eq!(
+            out.shown(),
+            "✗ the agent's run ended without a final answer\n"
+        );
+        assert_eq!(out.usage.and_then(|u| u.model).as_deref(), Some("gpt-5"));
+    }
+
+    #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in [
-            "success.jsonl",
-            "tool-use.jsonl",
-            "error.jsonl",
-            "quoted-marker.jsonl",
-        ] {
-            assert_chunking_does_not_matter(
-                CursorStreamJsonAdapter::new,
-                &fixture("cursor", name),
-                name,
-            );
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(
+            CursorStreamJsonAdapter::new,
+            "cursor",
+        );
     }
 }

@@ -1,18 +1,11 @@
 //! Gemini CLI's `--output-format stream-json`: one event per line, the answer in deltas.
 
-use std::collections::VecDeque;
+use serde_json::{Map, Value};
 
-use serde_json::Value;
-
-use super::json::{self, NotJson};
-use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, error_words, show_text,
-    show_tool,
-};
+use super::json;
+use super::json_lines::{JsonEvents, JsonRun};
+use super::{AdapterOutput, ToolNames, show_text, show_tool};
 use crate::event::Stream;
-
-/// Tool calls whose name is remembered, to name the one a failed result belongs to.
-const MAX_TOOL_NAMES: usize = 64;
 
 /// Gemini CLI's `--output-format stream-json` (`init`, `message`, `tool_use`, `tool_result`,
 /// `error`, `result`).
@@ -24,14 +17,10 @@ const MAX_TOOL_NAMES: usize = 64;
 /// iteration with Gemini's words; its turn limit ends it with exit code 53, a failure too.
 #[derive(Debug, Default)]
 pub struct GeminiStreamJsonAdapter {
-    lines: Lines,
-    answer: Answer,
-    usage: Usage,
-    tool_names: VecDeque<(String, String)>,
+    run: JsonRun,
+    tool_names: ToolNames,
     /// The last thing shown was a delta without its newline.
     mid_line: bool,
-    not_json: NotJson,
-    error: Option<String>,
 }
 
 impl GeminiStreamJsonAdapter {
@@ -50,16 +39,11 @@ impl GeminiStreamJsonAdapter {
 
     fn fail(&mut self, message: Option<String>, out: &mut dyn AdapterOutput) {
         self.end_line(out);
-        let words = error_words(message.as_deref().unwrap_or("error"));
-        out.show(
-            Stream::Stdout,
-            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
-        );
-        self.error = Some(words);
+        self.run.fail(message.as_deref().unwrap_or("error"), out);
     }
 
     fn stats(&mut self, stats: &Value) {
-        let u = &mut self.usage;
+        let u = &mut self.run.usage;
         u.duration_ms = json::count(stats.get("duration_ms"));
         u.tool_calls = json::count(stats.get("tool_calls"));
         let models = stats.get("models").and_then(Value::as_object);
@@ -83,25 +67,29 @@ impl GeminiStreamJsonAdapter {
     }
 }
 
-impl ReadsLines for GeminiStreamJsonAdapter {
-    fn lines(&mut self) -> &mut Lines {
-        &mut self.lines
+impl JsonEvents for GeminiStreamJsonAdapter {
+    const FORMAT: &'static str = "Gemini stream-json";
+
+    fn run(&self) -> &JsonRun {
+        &self.run
     }
 
-    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
-        let Some(event) = json::object(line, "Gemini stream-json", &mut self.not_json, out) else {
-            return;
-        };
-        match json::text(event.get("type")).unwrap_or_default() {
+    fn run_mut(&mut self) -> &mut JsonRun {
+        &mut self.run
+    }
+
+    fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        match kind {
             "init" => {
-                self.usage.session_id = json::text(event.get("session_id")).map(str::to_owned);
-                self.usage.model = json::text(event.get("model")).map(str::to_owned);
+                let u = &mut self.run.usage;
+                u.session_id = json::text(event.get("session_id")).map(str::to_owned);
+                u.model = json::text(event.get("model")).map(str::to_owned);
             }
             "message" if json::text(event.get("role")) == Some("assistant") => {
                 let text = json::text(event.get("content")).unwrap_or_default();
                 out.show(Stream::Stdout, text.as_bytes());
                 self.mid_line = !text.is_empty() && !text.ends_with('\n');
-                self.answer.push(text);
+                self.run.answer.push(text);
             }
             "tool_use" => {
                 self.end_line(out);
@@ -111,22 +99,13 @@ impl ReadsLines for GeminiStreamJsonAdapter {
                 let arg = json::main_argument(event.get("parameters"));
                 show_tool(&name, arg, false, "", out);
                 if let Some(id) = json::text(event.get("tool_id")) {
-                    if self.tool_names.len() == MAX_TOOL_NAMES {
-                        self.tool_names.pop_front();
-                    }
-                    self.tool_names.push_back((id.to_owned(), name));
+                    self.tool_names.remember(id.to_owned(), name);
                 }
             }
             "tool_result" if json::text(event.get("status")) == Some("error") => {
                 self.end_line(out);
                 let id = json::text(event.get("tool_id")).unwrap_or_default();
-                let name = self
-                    .tool_names
-                    .iter()
-                    .rev()
-                    .find(|(known, _)| known == id)
-                    .map_or("tool", |(_, name)| name.as_str())
-                    .to_owned();
+                let name = self.tool_names.name_of(id);
                 let why = json::error_message(event.get("error"));
                 show_tool(&format!("{name} failed:"), why.as_deref(), true, "", out);
             }
@@ -150,36 +129,19 @@ impl ReadsLines for GeminiStreamJsonAdapter {
             _ => {}
         }
     }
-}
 
-impl OutputAdapter for GeminiStreamJsonAdapter {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        self.feed_lines(stream, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        self.finish_lines(out);
+    fn end(&mut self, out: &mut dyn AdapterOutput) {
         self.end_line(out);
-        self.not_json.summarise("Gemini stream-json", out);
-        self.answer.hand_over(out);
-        self.usage.take_reported()
-    }
-
-    fn reported_error(&self) -> Option<String> {
-        self.error.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::super::testing::{self, Recorded};
     use super::*;
 
     fn gemini(name: &str) -> Recorded {
-        read(
-            GeminiStreamJsonAdapter::new(),
-            [fixture("gemini", name).as_slice()],
-        )
+        testing::read_fixture(GeminiStreamJsonAdapter::new(), "gemini", name)
     }
 
     #[test]
@@ -203,8 +165,7 @@ mod tests {
     fn a_marker_split_across_deltas_is_found() {
         let out = gemini("split-marker.jsonl");
         assert_eq!(out.state().as_deref(), Some("idle"));
-        let raw = fixture("gemini", "split-marker.jsonl");
-        assert!(ralph_marker::last_state(&ralph_marker::scan(&raw)).is_none());
+        assert_eq!(testing::raw_state("gemini", "split-marker.jsonl"), None);
     }
 
     #[test]
@@ -230,17 +191,9 @@ mod tests {
 
     #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in [
-            "success.jsonl",
-            "tool-use.jsonl",
-            "error.jsonl",
-            "split-marker.jsonl",
-        ] {
-            assert_chunking_does_not_matter(
-                GeminiStreamJsonAdapter::new,
-                &fixture("gemini", name),
-                name,
-            );
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(
+            GeminiStreamJsonAdapter::new,
+            "gemini",
+        );
     }
 }

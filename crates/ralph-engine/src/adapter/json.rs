@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::AdapterOutput;
+use super::{AdapterOutput, Usage};
 use crate::event::Stream;
 
 /// Lines that were not JSON, for one warning at the first and a summary at the end.
@@ -92,6 +92,20 @@ pub(crate) fn add(a: &mut Option<u64>, b: Option<u64>) {
     if let Some(b) = b {
         *a = Some(a.unwrap_or(0).saturating_add(b));
     }
+}
+
+/// Adds input token counts as an agent splits them (fresh, read from the prompt cache,
+/// written to it) to `usage`, whose input counts all three and whose cached input the reads.
+pub(crate) fn add_input(
+    usage: &mut Usage,
+    fresh: Option<u64>,
+    cache_read: Option<u64>,
+    cache_written: Option<u64>,
+) {
+    for n in [fresh, cache_read, cache_written] {
+        add(&mut usage.input_tokens, n);
+    }
+    add(&mut usage.cached_input_tokens, cache_read);
 }
 
 /// The argument that says what a tool call is about, from its input object.

@@ -21,8 +21,11 @@ mod codex;
 mod cursor;
 mod gemini;
 mod json;
+mod json_lines;
 mod opencode;
 mod text;
+
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
@@ -54,6 +57,9 @@ const MAX_ERROR_TEXT: usize = 4096;
 
 /// How much of a tool call's main argument is shown.
 const TOOL_ARG_CHARS: usize = 120;
+
+/// Tool calls whose name is remembered, to name the one a failed result belongs to.
+const MAX_TOOL_NAMES: usize = 64;
 
 /// Receives what an adapter makes of the agent's output.
 pub trait AdapterOutput {
@@ -417,15 +423,13 @@ pub(crate) trait ReadsLines {
         *self.lines() = lines;
     }
 
-    /// Hands over the unfinished last line.
+    /// Hands over the unfinished last line and lets go of the line buffer.
     fn finish_lines(&mut self, out: &mut dyn AdapterOutput) {
-        let mut lines = std::mem::take(self.lines());
-        lines.finish(&mut |piece| match piece {
+        std::mem::take(self.lines()).finish(&mut |piece| match piece {
             Piece::Line(line) => self.line(line, out),
             Piece::Raw(raw) => out.show(Stream::Stdout, raw),
             Piece::Overlong => out.warn(overlong_warning()),
         });
-        *self.lines() = lines;
     }
 }
 
@@ -480,6 +484,30 @@ impl Answer {
         if !text.is_empty() {
             out.result_text(Stream::Stdout, text.as_bytes());
         }
+    }
+}
+
+/// The names of the last [`MAX_TOOL_NAMES`] tool calls, by call id: a failed result names its
+/// call only by id.
+#[derive(Debug, Default)]
+pub(crate) struct ToolNames(VecDeque<(String, String)>);
+
+impl ToolNames {
+    /// Remembers that call `id` is of tool `name`.
+    pub(crate) fn remember(&mut self, id: String, name: String) {
+        if self.0.len() == MAX_TOOL_NAMES {
+            self.0.pop_front();
+        }
+        self.0.push_back((id, name));
+    }
+
+    /// The tool of call `id`, `tool` when it is not remembered.
+    pub(crate) fn name_of(&self, id: &str) -> &str {
+        self.0
+            .iter()
+            .rev()
+            .find(|(known, _)| known == id)
+            .map_or("tool", |(_, name)| name.as_str())
     }
 }
 
@@ -640,6 +668,11 @@ pub(crate) mod testing {
         out
     }
 
+    /// Reads `fixtures/AGENT/NAME` whole with `adapter`.
+    pub(crate) fn read_fixture(adapter: impl OutputAdapter, agent: &str, name: &str) -> Recorded {
+        read(adapter, [fixture(agent, name).as_slice()])
+    }
+
     /// Reads `raw` whole, cut in two at every byte, and in small chunks: every reading must
     /// be the same.
     pub(crate) fn assert_chunking_does_not_matter<A: OutputAdapter>(
@@ -658,6 +691,39 @@ pub(crate) mod testing {
             whole,
             "{what} in 7-byte chunks"
         );
+    }
+
+    /// [`assert_chunking_does_not_matter`] for every `fixtures/AGENT/*.jsonl`.
+    pub(crate) fn assert_every_fixture_reads_alike_in_any_chunks<A: OutputAdapter>(
+        make: impl Fn() -> A,
+        agent: &str,
+    ) {
+        let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(agent);
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+            .map(|entry| {
+                entry
+                    .expect("a fixture")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name.ends_with(".jsonl"))
+            .collect();
+        names.sort();
+        assert!(names.len() >= 4, "{agent}: only {names:?}");
+        for name in names {
+            assert_chunking_does_not_matter(&make, &fixture(agent, &name), &name);
+        }
+    }
+
+    /// The last state marker anywhere in `fixtures/AGENT/NAME`, as a plain text scan of the
+    /// raw stream would find it.
+    pub(crate) fn raw_state(agent: &str, name: &str) -> Option<String> {
+        let findings = ralph_marker::scan(&fixture(agent, name));
+        ralph_marker::last_state(&findings).map(|m| m.name.clone())
     }
 
     #[test]

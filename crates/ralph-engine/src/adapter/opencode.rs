@@ -1,13 +1,10 @@
 //! opencode's `opencode run --format json`: one part event per line.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::json::{self, NotJson};
-use super::{
-    AdapterOutput, Answer, Lines, OutputAdapter, ReadsLines, Usage, add_cost, error_words,
-    show_text, show_tool,
-};
-use crate::event::Stream;
+use super::json;
+use super::json_lines::{JsonEvents, JsonRun};
+use super::{AdapterOutput, Answer, add_cost, show_text, show_tool};
 
 /// opencode's `opencode run --format json` (`step_start`, `text`, `tool_use`, `step_finish`,
 /// `error`, each with its `part`).
@@ -18,14 +15,10 @@ use crate::event::Stream;
 /// iteration with opencode's words.
 #[derive(Debug, Default)]
 pub struct OpencodeJsonAdapter {
-    lines: Lines,
+    /// The text of the last step that had any is its answer.
+    run: JsonRun,
     /// The text parts of the step under way.
     step: Answer,
-    /// The text of the last step that had any.
-    answer: Answer,
-    usage: Usage,
-    not_json: NotJson,
-    error: Option<String>,
 }
 
 impl OpencodeJsonAdapter {
@@ -37,14 +30,14 @@ impl OpencodeJsonAdapter {
     /// The step under way ended: its text, if any, is the answer so far.
     fn end_step(&mut self) {
         if !self.step.is_empty() {
-            self.answer = std::mem::take(&mut self.step);
+            self.run.answer = std::mem::take(&mut self.step);
         }
         self.step = Answer::default();
     }
 
     fn step_finish(&mut self, part: &Value) {
         self.end_step();
-        let u = &mut self.usage;
+        let u = &mut self.run.usage;
         json::add(&mut u.num_turns, Some(1));
         if let Some(cost) = json::amount(part.get("cost")) {
             u.cost_usd = Some(add_cost(u.cost_usd.unwrap_or(0.0), cost));
@@ -53,13 +46,13 @@ impl OpencodeJsonAdapter {
             return;
         };
         let cache = tokens.get("cache");
-        let read = json::count(cache.and_then(|c| c.get("read")));
-        let written = json::count(cache.and_then(|c| c.get("write")));
         // opencode's `input` leaves the cache out; ralph's input counts it.
-        for n in [json::count(tokens.get("input")), read, written] {
-            json::add(&mut u.input_tokens, n);
-        }
-        json::add(&mut u.cached_input_tokens, read);
+        json::add_input(
+            u,
+            json::count(tokens.get("input")),
+            json::count(cache.and_then(|c| c.get("read"))),
+            json::count(cache.and_then(|c| c.get("write"))),
+        );
         let reasoning = json::count(tokens.get("reasoning"));
         for n in [json::count(tokens.get("output")), reasoning] {
             json::add(&mut u.output_tokens, n);
@@ -68,22 +61,21 @@ impl OpencodeJsonAdapter {
     }
 }
 
-impl ReadsLines for OpencodeJsonAdapter {
-    fn lines(&mut self) -> &mut Lines {
-        &mut self.lines
+impl JsonEvents for OpencodeJsonAdapter {
+    const FORMAT: &'static str = "opencode json";
+
+    fn run(&self) -> &JsonRun {
+        &self.run
     }
 
-    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
-        let Some(event) = json::object(line, "opencode json", &mut self.not_json, out) else {
-            return;
-        };
-        if let Some(session) = json::text(event.get("sessionID")) {
-            if self.usage.session_id.as_deref() != Some(session) {
-                self.usage.session_id = Some(session.to_owned());
-            }
-        }
-        let part = event.get("part").cloned().unwrap_or(Value::Null);
-        match json::text(event.get("type")).unwrap_or_default() {
+    fn run_mut(&mut self) -> &mut JsonRun {
+        &mut self.run
+    }
+
+    fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
+        self.run.session(json::text(event.get("sessionID")));
+        let part = event.get("part").unwrap_or(&Value::Null);
+        match kind {
             "step_start" => self.end_step(),
             "text" => {
                 let text = json::text(part.get("text")).unwrap_or_default();
@@ -91,7 +83,7 @@ impl ReadsLines for OpencodeJsonAdapter {
                 self.step.push(text);
             }
             "tool_use" => {
-                json::add(&mut self.usage.tool_calls, Some(1));
+                self.run.count_tool();
                 let name = json::text(part.get("tool")).unwrap_or("tool");
                 let state = part.get("state");
                 let failed = json::text(state.and_then(|s| s.get("status"))) == Some("error");
@@ -99,52 +91,27 @@ impl ReadsLines for OpencodeJsonAdapter {
                     .or(json::text(state.and_then(|s| s.get("title"))));
                 show_tool(name, arg, failed, "", out);
             }
-            "step_finish" => self.step_finish(&part),
+            "step_finish" => self.step_finish(part),
             "error" => {
-                let words = error_words(
-                    json::error_message(event.get("error"))
-                        .as_deref()
-                        .unwrap_or("error"),
-                );
-                out.show(
-                    Stream::Stdout,
-                    format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
-                );
-                self.error = Some(words);
+                let message = json::error_message(event.get("error"));
+                self.run.fail(message.as_deref().unwrap_or("error"), out);
             }
             _ => {}
         }
     }
-}
 
-impl OutputAdapter for OpencodeJsonAdapter {
-    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
-        self.feed_lines(stream, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
-        self.finish_lines(out);
+    fn end(&mut self, _out: &mut dyn AdapterOutput) {
         self.end_step();
-        self.not_json.summarise("opencode json", out);
-        self.answer.hand_over(out);
-        self.usage.take_reported()
-    }
-
-    fn reported_error(&self) -> Option<String> {
-        self.error.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Recorded, assert_chunking_does_not_matter, fixture, read};
+    use super::super::testing::{self, Recorded};
     use super::*;
 
     fn opencode(name: &str) -> Recorded {
-        read(
-            OpencodeJsonAdapter::new(),
-            [fixture("opencode", name).as_slice()],
-        )
+        testing::read_fixture(OpencodeJsonAdapter::new(), "opencode", name)
     }
 
     #[test]
@@ -190,17 +157,9 @@ mod tests {
 
     #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
-        for name in [
-            "success.jsonl",
-            "tool-use.jsonl",
-            "error.jsonl",
-            "quoted-marker.jsonl",
-        ] {
-            assert_chunking_does_not_matter(
-                OpencodeJsonAdapter::new,
-                &fixture("opencode", name),
-                name,
-            );
-        }
+        testing::assert_every_fixture_reads_alike_in_any_chunks(
+            OpencodeJsonAdapter::new,
+            "opencode",
+        );
     }
 }

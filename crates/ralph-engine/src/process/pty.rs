@@ -17,10 +17,9 @@ use std::os::fd::AsRawFd;
 use ralph_frontmatter::{PtyConfig, PtyMode};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
 
-use super::supervisor::{Read, Reader, Supervisor};
-use super::{GroupGuard, ProcessExit, ProcessSpec, READ_CHUNK, Supervision, read_some};
+use super::supervisor::{Read, Reader};
+use super::{ProcessExit, ProcessSpec, READ_CHUNK, Spawned, Supervision, read_some};
 use crate::event::Stream;
 use crate::outcome::InterruptSignal;
 
@@ -119,31 +118,28 @@ pub(crate) async fn run(
         // log and the marker scanner (prompts often describe the markers).
         echo_off(&pts);
     }
-    let started = Instant::now();
-    let spawning = super::descendants::spawning();
-    let program = super::program::resolve(&spec.program);
-    super::program::refuse_script_without_shebang(&program, &spec.cwd)?;
-    let command = pty_process::Command::new(program);
-    // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it runs
-    // after the child made itself a session leader.
-    let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
-    let mut child = command
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .kill_on_drop(true)
-        .spawn(pts)
-        .map_err(io_error)?;
     // The agent is the session leader of its terminal: its process group is its pid.
-    let pgid = child.id().map(|id| id as i32);
-    let mut group = GroupGuard::new(pgid);
-    drop(spawning);
+    let mut spawned = Spawned::new(spec, |program| {
+        let command = pty_process::Command::new(program);
+        // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it
+        // runs after the child made itself a session leader.
+        let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
+        command
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .kill_on_drop(true)
+            .spawn(pts)
+            .map_err(io_error)
+    })?;
 
     let (reader, writer) = pty.into_split();
     let (to_pty, writes) = mpsc::unbounded_channel();
     // Writes go through their own task so an agent that does not read its input never stalls
     // the reading of its output (or the idle clock).
-    group.abort_on_drop(tokio::spawn(write_pty(writer, writes)));
+    spawned
+        .group
+        .abort_on_drop(tokio::spawn(write_pty(writer, writes)));
     if let Some(prompt) = &spec.stdin {
         let _ = to_pty.send(PtyWrite::Bytes(typed(prompt, !interactive)));
     }
@@ -156,25 +152,15 @@ pub(crate) async fn run(
         terminal,
         to_pty,
     };
-    let supervisor = Supervisor::new(
-        started,
-        spec.timeout,
-        Some(config.idle_timeout),
-        spec.kill_grace,
-    );
-    let (status, stopping) = super::supervisor::drive(
-        &mut child,
-        pgid,
-        &mut group,
-        &mut reader,
-        supervisor,
-        supervision,
-        signals,
-    )
-    .await?;
-    drop(reader);
-    drop(group);
-    Ok(ProcessExit::new(status, stopping, started))
+    spawned
+        .supervise(
+            &mut reader,
+            spec,
+            Some(config.idle_timeout),
+            supervision,
+            signals,
+        )
+        .await
 }
 
 /// The agent's terminal: its output, and the user's input and size on their way to it.

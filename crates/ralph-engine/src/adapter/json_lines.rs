@@ -1,0 +1,143 @@
+//! The skeleton of an adapter for an agent that writes one JSON object per line: splitting
+//! lines, parsing them leniently, keeping the final answer, the usage and the error, and
+//! handing them over at the end. A format ([`JsonEvents`]) says only what its events mean.
+
+use serde_json::{Map, Value};
+
+use super::json::{self, NotJson};
+use super::{
+    AdapterOutput, Answer, CodexJsonAdapter, CursorStreamJsonAdapter, GeminiStreamJsonAdapter,
+    Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, Usage, error_words,
+};
+use crate::event::Stream;
+
+/// What every JSON Lines adapter keeps, whatever its format.
+#[derive(Debug, Default)]
+pub(crate) struct JsonRun {
+    lines: Lines,
+    not_json: NotJson,
+    /// The agent's final answer: handed over as result text at the end, the only text scanned
+    /// for markers.
+    pub(crate) answer: Answer,
+    /// The figures the agent reported, handed over at the end if there are any.
+    pub(crate) usage: Usage,
+    /// The error the agent reported about its run, in its words.
+    pub(crate) error: Option<String>,
+}
+
+impl JsonRun {
+    /// The agent reported an error that fails its run: shown, and kept as the run's error.
+    pub(crate) fn fail(&mut self, message: &str, out: &mut dyn AdapterOutput) {
+        let words = error_words(message);
+        out.show(
+            Stream::Stdout,
+            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
+        );
+        self.error = Some(words);
+    }
+
+    /// One more tool call.
+    pub(crate) fn count_tool(&mut self) {
+        json::add(&mut self.usage.tool_calls, Some(1));
+    }
+
+    /// The session id an event names, if it names one: the latest is kept.
+    pub(crate) fn session(&mut self, id: Option<&str>) {
+        if let Some(id) = id {
+            if self.usage.session_id.as_deref() != Some(id) {
+                self.usage.session_id = Some(id.to_owned());
+            }
+        }
+    }
+}
+
+/// One agent's JSON Lines format: what its events mean. Listed in `output_adapters!`, a type
+/// implementing it is an [`OutputAdapter`]: standard error is shown as is; each line of
+/// standard output that is a JSON object is handed to [`event`](Self::event) with its `type`,
+/// one that is not JSON is shown as text (with a warning); at the end, [`JsonRun::answer`] is
+/// the result text, [`JsonRun::usage`] the usage and [`JsonRun::error`] the reported error.
+pub(crate) trait JsonEvents: Send {
+    /// The format's name, as warnings say it (`codex exec --json`).
+    const FORMAT: &'static str;
+
+    /// What the skeleton keeps for this adapter.
+    fn run(&self) -> &JsonRun;
+
+    /// What the skeleton keeps for this adapter, to change.
+    fn run_mut(&mut self) -> &mut JsonRun;
+
+    /// One event: one line of standard output that is a JSON object, and its `type` (empty
+    /// when it has none).
+    fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput);
+
+    /// The output ended: close what is still open (a step, a streamed line). Called before
+    /// the warning that sums up the lines that were not JSON.
+    fn end(&mut self, _out: &mut dyn AdapterOutput) {}
+
+    /// Whether the run ended without the event that carries the final answer, for a format
+    /// that always writes one: such a run failed.
+    fn missing_final_answer(&self) -> bool {
+        false
+    }
+}
+
+impl<F: JsonEvents> ReadsLines for F {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.run_mut().lines
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut dyn AdapterOutput) {
+        if let Some(event) = json::object(line, F::FORMAT, &mut self.run_mut().not_json, out) {
+            let kind = json::text(event.get("type")).unwrap_or_default();
+            self.event(kind, &event, out);
+        }
+    }
+}
+
+/// The skeleton's `finish`: the last line, the format's end, the warning about lines that
+/// were not JSON, a missing final answer, then the answer and the usage handed over.
+fn finish<F: JsonEvents>(adapter: &mut F, out: &mut dyn AdapterOutput) -> Option<Usage> {
+    adapter.finish_lines(out);
+    adapter.end(out);
+    adapter.run().not_json.summarise(F::FORMAT, out);
+    if adapter.missing_final_answer() {
+        adapter.run_mut().error = Some(no_final_answer(out));
+    }
+    let run = adapter.run_mut();
+    run.answer.hand_over(out);
+    run.usage.take_reported()
+}
+
+/// Makes each [`JsonEvents`] adapter an [`OutputAdapter`] through the skeleton. Written out per
+/// adapter rather than as one blanket impl, so the public docs list each adapter by name.
+macro_rules! output_adapters {
+    ($($adapter:ty),* $(,)?) => {$(
+        impl OutputAdapter for $adapter {
+            fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+                self.feed_lines(stream, bytes, out);
+            }
+
+            fn finish(&mut self, out: &mut dyn AdapterOutput) -> Option<Usage> {
+                finish(self, out)
+            }
+
+            fn reported_error(&self) -> Option<String> {
+                self.run().error.clone()
+            }
+        }
+    )*};
+}
+
+output_adapters!(
+    CodexJsonAdapter,
+    CursorStreamJsonAdapter,
+    GeminiStreamJsonAdapter,
+    OpencodeJsonAdapter,
+);
+
+/// Shows that the run ended without its final answer and gives the error that says so.
+pub(crate) fn no_final_answer(out: &mut dyn AdapterOutput) -> String {
+    const WORDS: &str = "the agent's run ended without a final answer";
+    out.show(Stream::Stdout, format!("✗ {WORDS}\n").as_bytes());
+    WORDS.to_owned()
+}
