@@ -746,6 +746,8 @@ fn architecture_names_only_tests_that_exist() {
             continue;
         }
         let Some(item) = item else { continue };
+        // `file.rs::tests::name` names the test `name`.
+        let item = item.rsplit("::").next().unwrap_or(&item);
         let defined = candidates.iter().any(|file| {
             let mut sources = vec![read(file)];
             // A module's tests may live in a file of their own (`#[cfg(test)] mod tests;`).
