@@ -7,6 +7,20 @@
 //! reporting are [`EventSink`]s. It never parses RALPH.md itself (`ralph-frontmatter` does) and
 //! knows nothing of git or prd.json (`ralph-escalation` plugs in from above).
 //!
+//! # Extension points
+//!
+//! Four traits, each plugged into [`Engine`] from outside, none needing a change here:
+//!
+//! - [`EventSink`] ([`Engine::add_sink`]): sees every [`Event`], the agent's output and the
+//!   countdown of each wait; [`JsonLinesSink`] is one.
+//! - [`StateHandler`] ([`Engine::state_handlers`]): gives a `<!-- ralph:state NAME -->` marker
+//!   its meaning (stop, continue or wait); `idle` and `done` are handlers like any other.
+//! - [`TaskSource`] ([`Engine::set_task_source`]): names the task of each iteration, decides
+//!   after it, and emits events and end reasons of its own ([`TaskEvent`],
+//!   [`EndReason::Task`]); ralph-escalation's prd.json stories are one.
+//! - [`OutputAdapter`] ([`Engine::set_adapter`]): reads an agent's output format (the final
+//!   answer, usage, errors); one per agent ralph knows, [`choose_output`] picks.
+//!
 //! # Embedding
 //!
 //! Build [`EngineOptions`] from a parsed RALPH.md, add sinks and state handlers, run. A state
