@@ -28,14 +28,36 @@ pub fn write_with(
     fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    write_through_temp(&target, fill, Place::Replace)
+    write_through_temp(&target, fill, Place::Replace, Durable::Yes)
+}
+
+/// Like [`write()`] without the fsyncs: a reader, or a ralph killed half-way, sees the old file
+/// or the new one, never half of one, but a power cut may lose the write. For the run folder's
+/// per-iteration copies (an iteration's prompt, an attempt's log): an fsync each iteration
+/// costs a fast loop more than such a copy is worth. The path is ralph's own: a symlink there
+/// is replaced, not followed.
+pub fn write_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_unsynced_with(path, |out| out.write_all(bytes))
+}
+
+/// Like [`write_with()`] without the fsyncs, as [`write_unsynced()`].
+pub fn write_unsynced_with(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_through_temp(path, fill, Place::Replace, Durable::No)
 }
 
 /// Writes `bytes` to `path` only if nothing is there: an error of kind
 /// [`AlreadyExists`](std::io::ErrorKind::AlreadyExists) when a file (or a link, even a
 /// dangling one) appeared, however late, and then nothing is written.
 pub fn create_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_through_temp(path, |out| out.write_all(bytes), Place::NoClobber)
+    write_through_temp(
+        path,
+        |out| out.write_all(bytes),
+        Place::NoClobber,
+        Durable::Yes,
+    )
 }
 
 /// How the temporary file takes the target's place.
@@ -45,10 +67,18 @@ enum Place {
     NoClobber,
 }
 
+/// Whether the write must survive a power cut: the file and its folder are fsynced.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    Yes,
+    No,
+}
+
 fn write_through_temp(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
     place: Place,
+    durable: Durable,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -77,15 +107,19 @@ fn write_through_temp(
         if let Some(permissions) = permissions {
             file.set_permissions(permissions)?;
         }
-        file.sync_all()?;
+        if durable == Durable::Yes {
+            file.sync_all()?;
+        }
         drop(file);
         match place {
             Place::Replace => fs::rename(&tmp, path)?,
             Place::NoClobber => rename_noclobber(&tmp, path)?,
         }
-        if let Ok(d) = File::open(&dir) {
-            // Some file systems refuse to fsync a folder; the rename has happened either way.
-            let _ = d.sync_all();
+        if durable == Durable::Yes {
+            if let Ok(d) = File::open(&dir) {
+                // Some file systems refuse to fsync a folder; the rename has happened either way.
+                let _ = d.sync_all();
+            }
         }
         Ok(())
     })();
@@ -159,6 +193,24 @@ mod tests {
         assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
         let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
+    }
+
+    #[test]
+    fn an_unsynced_write_replaces_the_whole_file_or_leaves_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("iteration-001.prompt.md");
+        fs::write(&path, "old").unwrap();
+
+        write_unsynced(&path, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+
+        let err = write_unsynced_with(&path, |out| {
+            out.write_all(b"half")?;
+            Err(std::io::Error::other("disk full"))
+        });
+        assert!(err.is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(entries(dir.path()), ["iteration-001.prompt.md"]);
     }
 
     #[test]

@@ -43,15 +43,18 @@ pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<(File, PathBuf),
         .map(|file| (file, path))
 }
 
-/// The run folder's files are written whole, as every file ralph writes.
-pub(crate) use crate::atomic::{write as write_atomic, write_with as write_atomic_with};
+/// The run folder's files are written whole, as every file ralph writes; the per-iteration
+/// copies without fsyncs (the iteration log itself is streamed, never fsynced either).
+pub(crate) use crate::atomic::{
+    write as write_atomic, write_unsynced as write_copy, write_unsynced_with as write_copy_with,
+};
 
 /// Keeps the exact prompt `iteration`'s agent receives beside its log, as
 /// `iteration-NNN.prompt.md`; a failure costs only the copy, and returns the warning for the
 /// engine to emit.
 pub(crate) fn write_iteration_prompt(dir: &Path, iteration: u64, prompt: &str) -> Option<String> {
     let path = dir.join(format!("iteration-{iteration:03}.prompt.md"));
-    write_atomic(&path, prompt.as_bytes()).err().map(|err| {
+    write_copy(&path, prompt.as_bytes()).err().map(|err| {
         format!(
             "cannot write {}: {err}; going on without it",
             path.display()

@@ -133,7 +133,7 @@ impl Run {
         });
         // The iteration's log (commands, then the agent's stdout and stderr as written) is
         // copied in, streamed, so the attempt log stands on its own without holding the output.
-        let written = logs::write_atomic_with(&path, |out| {
+        let written = logs::write_copy_with(&path, |out| {
             out.write_all(text.as_bytes())?;
             if let Some(iteration_log) = log.path() {
                 writeln!(out, "iteration log: {}", iteration_log.display())?;
