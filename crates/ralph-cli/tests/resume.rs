@@ -437,3 +437,52 @@ fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
         "the attempt went on from the tree the killed run left"
     );
 }
+
+/// US-001 is done on its second iteration; US-002 is blocked at once.
+const DONE_THEN_BLOCKED: &str = r#"story=$(sed -n 's/^STORY=//p')
+case "$story" in
+US-001) echo one >> one.txt; [ "$RALPH_ITERATION" -ge 2 ] && echo '<!-- ralph:state done -->';;
+US-002) echo two > two.txt; echo '<!-- ralph:state blocked reason="stuck" -->';;
+esac
+exit 0
+"#;
+
+#[test]
+fn a_pass_the_session_never_heard_of_is_kept_when_a_later_story_reverts() {
+    let p = story_repo(DONE_THEN_BLOCKED);
+    // Story mode without checks: the agent's `done` passes a story.
+    let ralph_md = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
+    let start = ralph_md.find("done_when").unwrap();
+    let end = ralph_md.find("failure:").unwrap();
+    let ralph_md = format!("{}{}", &ralph_md[..start], &ralph_md[end..]);
+    std::fs::write(p.path().join("RALPH.md"), ralph_md).unwrap();
+    git(p.path(), &["commit", "-qam", "no checks"]);
+
+    // The session as it stood before US-001 passed...
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    let session = run_dir(&p).join("session.json");
+    let before_the_pass = std::fs::read_to_string(&session).unwrap();
+    let out = p.run(&["run", "--resume", "-n", "2"]);
+    assert_eq!(of(&p.events(), "STORY_PASSED").len(), 1, "{}", stderr(&out));
+    let pass = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    // ...is what a ralph killed right after the pass commit leaves.
+    let mut stale: Value = serde_json::from_str(&before_the_pass).unwrap();
+    stale["ended"] = Value::Null;
+    std::fs::write(&session, serde_json::to_string(&stale).unwrap()).unwrap();
+
+    let out = p.run(&["run", "--resume", "-n", "4"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(of(&resumed, "STORY_BLOCKED")[0]["story_id"], "US-002");
+    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], pass.as_str());
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), pass);
+    assert!(
+        git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
+        "the pass commit stays on the branch"
+    );
+    assert!(p.path().join("one.txt").exists());
+    assert!(
+        !p.path().join("two.txt").exists(),
+        "US-002's work was reverted"
+    );
+}

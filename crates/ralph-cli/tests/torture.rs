@@ -1,7 +1,7 @@
 //! The trust torture test: a story-mode loop is killed with SIGKILL again and again, at moments
 //! spread over every step of its iterations (agent, checks, the pass commit, the escalation's
-//! save, log, revert and block), restarted each time as a user would (`--allow-dirty`), while a
-//! second run is attempted beside it. After every kill: no process of the run is alive, prd.json
+//! save, log, revert and block), restarted each time as a user would (`--allow-dirty`, and every
+//! other time `--resume`), while a second run is attempted beside it. After every kill: no process of the run is alive, prd.json
 //! parses, and a story marked passed has its commit on the branch. At the end: no byte the agent
 //! wrote and no byte of the user's own work is lost.
 
@@ -125,10 +125,12 @@ impl Torture {
         .unwrap();
     }
 
-    fn ralph(&self) -> Command {
+    /// `ralph run`, or with `resume` `ralph run --resume`: the killed run goes on.
+    fn ralph(&self, resume: bool) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ralph"));
         cmd.current_dir(self.repo())
             .args(["run", "--allow-dirty", "--quiet"])
+            .args(resume.then_some("--resume"))
             .env("TORTURE_LEDGER", self.ledger())
             .env("TORTURE_PIDS", self.pids())
             .stdin(Stdio::null())
@@ -262,11 +264,14 @@ fn sigkill_at_every_step_loses_nothing_and_leaves_nothing_running() {
     };
     let mut refused = 0;
     for round in 0..KILLS {
-        let mut child = t.ralph().spawn().unwrap();
+        // Every other restart resumes the killed run, from a session file that may be a step
+        // behind what ralph did before the kill.
+        let resume = round % 2 == 1;
+        let mut child = t.ralph(resume).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(20 + next(400)));
 
         // A second run beside it: while one of the two holds the folder, the other is refused.
-        let second = t.ralph().output().unwrap();
+        let second = t.ralph(false).output().unwrap();
 
         // Child::kill sends SIGKILL, and does nothing to a child already reaped.
         let _ = child.kill();
@@ -282,6 +287,12 @@ fn sigkill_at_every_step_loses_nothing_and_leaves_nothing_running() {
             match code {
                 // Killed while it ran.
                 None => {}
+                // The run before had ended, or was killed before its first session write.
+                Some(2)
+                    if resume
+                        && ["ended by itself", "nothing to resume", "cannot resume"]
+                            .iter()
+                            .any(|why| err.contains(why)) => {}
                 Some(2) => {
                     assert!(
                         err.contains("another ralph run is already working"),
@@ -306,7 +317,7 @@ fn sigkill_at_every_step_loses_nothing_and_leaves_nothing_running() {
         "the lock was tried: {refused} refusals"
     );
     // A last run to the end, then the whole history is checked.
-    let out = t.ralph().output().unwrap();
+    let out = t.ralph(false).output().unwrap();
     assert!(
         matches!(code(&out), 0 | 1),
         "the last run ends: {}",

@@ -183,6 +183,10 @@ fn os_args(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
 }
 
+/// The ref that names a run's latest checkpoint (its last pass commit), moved before HEAD is:
+/// the session file, written after the step, may not have it yet when ralph is killed.
+pub const CHECKPOINT_REF: &str = "refs/ralph/checkpoint";
+
 /// A repository, addressed by its top-level folder.
 #[derive(Debug, Clone)]
 pub struct Git {
@@ -686,6 +690,49 @@ impl Git {
         excluded: &[PathBuf],
         replace: Option<(&Path, &[u8])>,
     ) -> Result<String, GitError> {
+        self.commit_marking(message, excluded, replace, None)
+    }
+
+    /// [`commit_all`](Self::commit_all) for a new checkpoint: [`CHECKPOINT_REF`] names the
+    /// commit (or HEAD, when there was nothing to commit) before HEAD moves to it, so a run
+    /// killed before it could record the checkpoint finds it in the repository
+    /// ([`recorded_checkpoint`](Self::recorded_checkpoint)). Killed between the two, the ref
+    /// names a commit HEAD does not hold, which a resumed run ignores.
+    pub fn commit_checkpoint(
+        &self,
+        message: &str,
+        excluded: &[PathBuf],
+        replace: Option<(&Path, &[u8])>,
+    ) -> Result<String, GitError> {
+        self.commit_marking(message, excluded, replace, Some(CHECKPOINT_REF))
+    }
+
+    /// The commit [`commit_checkpoint`](Self::commit_checkpoint) last named, if any.
+    pub fn recorded_checkpoint(&self) -> Option<String> {
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("{CHECKPOINT_REF}^{{commit}}"),
+        ])
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+    }
+
+    /// Whether commit `ancestor` is `descendant` or in its history.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> bool {
+        self.run(&["merge-base", "--is-ancestor", ancestor, descendant])
+            .is_ok()
+    }
+
+    fn commit_marking(
+        &self,
+        message: &str,
+        excluded: &[PathBuf],
+        replace: Option<(&Path, &[u8])>,
+        mark: Option<&str>,
+    ) -> Result<String, GitError> {
         let head = self.head()?;
         let index = TempIndex::new(&self.git_dir);
         self.stage_work(&head, excluded, index.path(), Nested::Leave)?;
@@ -694,9 +741,15 @@ impl Git {
         }
         let tree = self.write_tree(index.path())?;
         if tree == self.tree_of(&head)? {
+            if let Some(mark) = mark {
+                self.run(&["update-ref", mark, &head])?;
+            }
             return Ok(head);
         }
         let commit = self.commit_tree(&tree, std::slice::from_ref(&head), message)?;
+        if let Some(mark) = mark {
+            self.run(&["update-ref", mark, &commit])?;
+        }
         // The index first: killed before HEAD moves, the work is left staged, as by `git add`.
         let mut reset = os_args(&["reset", "-q", &commit]);
         reset.extend(Self::pathspec(excluded));

@@ -448,7 +448,7 @@ impl Escalation {
             Some(repo) => {
                 let text = marked.as_ref().map(Prd::to_text);
                 let replace = repo.prd.as_deref().zip(text.as_deref().map(str::as_bytes));
-                let head = repo.git.commit_all(
+                let head = repo.git.commit_checkpoint(
                     &format!("ralph: {} passes", current.id),
                     &repo.own,
                     replace,

@@ -182,6 +182,24 @@ impl Escalation {
         if let (Some(repo), Some(saved)) = (&mut self.repo, state.repo) {
             repo.checkpoint = saved.checkpoint;
             repo.branch = saved.branch;
+            // Killed after a pass commit but before the session said so: HEAD holds a newer
+            // checkpoint than the session, and reverting to the session's would take the pass
+            // off the branch. The story it passed is done.
+            if let Some(passed) = newer_checkpoint(&repo.git, &repo.checkpoint) {
+                repo.checkpoint = passed;
+                repo.branch = repo.git.head_branch().unwrap_or(repo.branch.take());
+                self.current = None;
+                self.breaker.reset();
+            }
         }
     }
+}
+
+/// The checkpoint the repository records ([`Git::recorded_checkpoint`]) when it is newer than
+/// `saved` and on HEAD's history: a pass the session file did not hear of.
+fn newer_checkpoint(git: &Git, saved: &str) -> Option<String> {
+    let recorded = git.recorded_checkpoint()?;
+    let head = git.head().ok()?;
+    (recorded != saved && git.is_ancestor(saved, &recorded) && git.is_ancestor(&recorded, &head))
+        .then_some(recorded)
 }
