@@ -15,12 +15,7 @@
 //! use ralph_backoff::{IdleDecision, IdlePolicy, IdleStreak};
 //!
 //! let secs = Duration::from_secs;
-//! let policy = IdlePolicy {
-//!     delay: secs(30),
-//!     backoff: 2.0,
-//!     max_delay: secs(300),
-//!     max: Some(secs(120)),
-//! };
+//! let policy = IdlePolicy::new(secs(30), 2.0, secs(300)).with_max(Some(secs(120)));
 //! let mut streak = IdleStreak::new();
 //!
 //! // The first idle iteration ends at t=10s: the streak's idle time starts there.
@@ -63,6 +58,7 @@ const MAX_EXACT_FACTOR: f64 = 9_007_199_254_740_992.0;
 /// see [`IdlePolicy::delay_for`]. A streak of idle iterations stops the loop once its idle time
 /// plus the next wait would pass `max`; see [`IdleStreak::record_idle`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct IdlePolicy {
     /// Wait after the first idle iteration of a streak.
     pub delay: Duration,
@@ -92,6 +88,24 @@ impl Default for IdlePolicy {
 }
 
 impl IdlePolicy {
+    /// Waits of `delay`, multiplied by `backoff` for each further idle iteration, capped at
+    /// `max_delay`, never stopping the loop (see [`with_max`](Self::with_max)).
+    #[must_use]
+    pub fn new(delay: Duration, backoff: f64, max_delay: Duration) -> Self {
+        Self {
+            delay,
+            backoff,
+            max_delay,
+            max: None,
+        }
+    }
+
+    /// The same policy, stopping a streak once its idle time would pass `max`.
+    #[must_use]
+    pub fn with_max(self, max: Option<Duration>) -> Self {
+        Self { max, ..self }
+    }
+
     /// The wait after the `n`-th consecutive idle iteration: `min(delay * backoff^(n-1), max_delay)`.
     ///
     /// `n` counts from 1; `n = 0` is treated as 1. Integral backoffs (1.0, 2.0, 3.0, ...) are
@@ -174,7 +188,7 @@ impl IdleStreak {
     /// use std::time::Duration;
     /// use ralph_backoff::{IdleDecision, IdlePolicy, IdleStreak};
     ///
-    /// let policy = IdlePolicy { max: Some(Duration::from_secs(60)), ..IdlePolicy::default() };
+    /// let policy = IdlePolicy::default().with_max(Some(Duration::from_secs(60)));
     /// let mut streak = IdleStreak::new();
     /// assert!(matches!(streak.record_idle(&policy, Duration::ZERO), IdleDecision::Wait { .. }));
     /// // 30s idle plus a 60s wait would pass the 60s budget.
@@ -259,6 +273,7 @@ impl IdleStreak {
 
 /// Capped exponential backoff between convergence attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Base wait: attempt `i >= 2` waits `backoff * 2^(i-1)`.
     pub backoff: Duration,
@@ -277,6 +292,15 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Attempts wait `backoff * 2^(i-1)`, capped at `max_backoff`.
+    #[must_use]
+    pub fn new(backoff: Duration, max_backoff: Duration) -> Self {
+        Self {
+            backoff,
+            max_backoff,
+        }
+    }
+
     /// The wait before attempt `attempt` (1-based): `min(backoff * 2^(attempt-1), max_backoff)`;
     /// attempts 1 and 0 never wait. Computed exactly in integer nanoseconds, saturating at the cap.
     ///
@@ -304,6 +328,7 @@ impl RetryPolicy {
 ///
 /// It has no `Default`: the defaults live in the frontmatter's field table, in one place.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct FailurePolicy {
     /// Wait after the first failure of a streak.
     pub delay: Duration,
@@ -316,6 +341,18 @@ pub struct FailurePolicy {
 }
 
 impl FailurePolicy {
+    /// Waits of `delay`, multiplied by `backoff` for each further failure in a row, capped at
+    /// `max_delay`; the loop ends at `max_consecutive` failures in a row.
+    #[must_use]
+    pub fn new(delay: Duration, backoff: f64, max_delay: Duration, max_consecutive: u64) -> Self {
+        Self {
+            delay,
+            backoff,
+            max_delay,
+            max_consecutive,
+        }
+    }
+
     /// The wait after the `n`-th consecutive failure: `min(delay * backoff^(n-1), max_delay)`.
     ///
     /// ```
@@ -323,19 +360,13 @@ impl FailurePolicy {
     /// use ralph_backoff::FailurePolicy;
     ///
     /// let secs = Duration::from_secs;
-    /// let policy = FailurePolicy { delay: secs(5), backoff: 2.0, max_delay: secs(60), max_consecutive: 10 };
+    /// let policy = FailurePolicy::new(secs(5), 2.0, secs(60), 10);
     /// let waits: Vec<u64> = (1..=6).map(|n| policy.delay_for(n).as_secs()).collect();
     /// assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
     /// ```
     #[must_use]
     pub fn delay_for(&self, n: u64) -> Duration {
-        IdlePolicy {
-            delay: self.delay,
-            backoff: self.backoff,
-            max_delay: self.max_delay,
-            max: None,
-        }
-        .delay_for(n)
+        IdlePolicy::new(self.delay, self.backoff, self.max_delay).delay_for(n)
     }
 }
 
@@ -363,7 +394,7 @@ pub enum FailureDecision {
 /// use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
 ///
 /// let secs = Duration::from_secs;
-/// let policy = FailurePolicy { delay: secs(5), backoff: 2.0, max_delay: secs(300), max_consecutive: 3 };
+/// let policy = FailurePolicy::new(secs(5), 2.0, secs(300), 3);
 /// let mut streak = FailureStreak::new();
 /// assert_eq!(streak.record_failure(&policy), FailureDecision::Wait { delay: secs(5), consecutive: 1 });
 /// assert_eq!(streak.record_failure(&policy), FailureDecision::Wait { delay: secs(10), consecutive: 2 });

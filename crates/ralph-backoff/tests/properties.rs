@@ -32,11 +32,8 @@ fn idle_policy() -> impl Strategy<Value = IdlePolicy> {
         duration(),
         proptest::option::of(duration()),
     )
-        .prop_map(|(delay, backoff, max_delay, max)| IdlePolicy {
-            delay,
-            backoff,
-            max_delay,
-            max,
+        .prop_map(|(delay, backoff, max_delay, max)| {
+            IdlePolicy::new(delay, backoff, max_delay).with_max(max)
         })
 }
 
@@ -46,10 +43,8 @@ fn count() -> impl Strategy<Value = u64> {
 }
 
 fn retry_policy() -> impl Strategy<Value = RetryPolicy> {
-    (duration(), duration()).prop_map(|(backoff, max_backoff)| RetryPolicy {
-        backoff,
-        max_backoff,
-    })
+    (duration(), duration())
+        .prop_map(|(backoff, max_backoff)| RetryPolicy::new(backoff, max_backoff))
 }
 
 proptest! {
@@ -72,7 +67,7 @@ proptest! {
         runs in proptest::collection::vec(duration(), 1..20),
     ) {
         // Only waits and idle runs: `max` would stop the streak, which is tested elsewhere.
-        let policy = IdlePolicy { max: None, ..policy };
+        let policy = policy.with_max(None);
         let mut streak = IdleStreak::new();
         let mut now = Duration::ZERO;
         let mut last = Duration::ZERO;
@@ -145,12 +140,7 @@ proptest! {
         now in any::<(u64, u32)>(),
     ) {
         let dur = |(s, ns): (u64, u32)| Duration::new(s, ns % 1_000_000_000);
-        let policy = IdlePolicy {
-            delay: dur(delay),
-            backoff,
-            max_delay: dur(max_delay),
-            max: max.map(dur),
-        };
+        let policy = IdlePolicy::new(dur(delay), backoff, dur(max_delay)).with_max(max.map(dur));
         prop_assert!(policy.delay_for(n) <= policy.max_delay);
         let mut streak = IdleStreak::new();
         let _ = streak.record_idle(&policy, Duration::ZERO);
@@ -170,10 +160,7 @@ proptest! {
 
     #[test]
     fn retry_wait_is_exact_below_the_cap(base_ms in 0u64..10_000, attempt in 2u64..20) {
-        let policy = RetryPolicy {
-            backoff: Duration::from_millis(base_ms),
-            max_backoff: Duration::MAX,
-        };
+        let policy = RetryPolicy::new(Duration::from_millis(base_ms), Duration::MAX);
         let expected = Duration::from_millis(base_ms << (attempt - 1));
         prop_assert_eq!(policy.wait_before(attempt), expected);
     }

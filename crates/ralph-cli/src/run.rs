@@ -174,11 +174,9 @@ fn open_escalation(
         .cloned()
         .chain([log_root.to_path_buf()])
         .collect();
-    let opening = ralph_escalation::Options {
-        cwd: options.cwd.clone(),
-        allow_dirty: args.allow_dirty,
-        protect,
-    };
+    let mut opening = ralph_escalation::Options::new(&options.cwd);
+    opening.allow_dirty = args.allow_dirty;
+    opening.protect = protect;
     // Its warnings (the ref `--allow-dirty` saved to, say) are `WARNING` events of the run.
     Ok(match resuming {
         Some(stopped) => {

@@ -228,10 +228,7 @@ extern "C" fn restore_and_reraise(sig: libc::c_int) {
 mod tests {
     use super::*;
 
-    const FILE: PtyConfig = PtyConfig {
-        mode: PtyMode::Autonomous,
-        idle_timeout: Duration::from_secs(45),
-    };
+    const FILE: PtyConfig = PtyConfig::new(PtyMode::Autonomous, Duration::from_secs(45));
 
     #[test]
     fn no_pty_without_the_block_or_a_flag() {

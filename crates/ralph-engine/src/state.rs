@@ -483,12 +483,7 @@ mod tests {
 
     #[test]
     fn a_restored_idle_handler_goes_on_with_its_streak() {
-        let policy = IdlePolicy {
-            delay: Duration::from_secs(1),
-            backoff: 2.0,
-            max_delay: Duration::from_secs(60),
-            max: None,
-        };
+        let policy = IdlePolicy::new(Duration::from_secs(1), 2.0, Duration::from_secs(60));
         let mut before = IdleHandler::new(policy);
         for _ in 0..2 {
             decide(&mut before, &marker("idle"), None, None);

@@ -2,6 +2,7 @@
 
 /// Why the breaker tripped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Trip {
     /// `same_error_limit` consecutive failures with this signature.
     SameError {

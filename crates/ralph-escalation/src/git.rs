@@ -28,6 +28,7 @@ const REF_COMPONENT_MAX: usize = 64;
 
 /// A git command that failed, or a repository ralph cannot work in.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GitError {
     /// `git` could not be started.
     #[error("cannot run git: {source}")]

@@ -58,6 +58,7 @@ const PROGRESS_TAIL_LINES: usize = 60;
 
 /// Why escalation cannot start, or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EscalationError {
     /// prd.json is missing or malformed.
     #[error(transparent)]
@@ -87,6 +88,7 @@ pub enum EscalationError {
 
 /// How to open an escalation.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// The agent's working folder; relative `prd`, `progress` and `protect` paths start here.
     pub cwd: PathBuf,
@@ -97,6 +99,17 @@ pub struct Options {
     /// More paths a revert must leave alone (the events file, a custom log folder); `.ralph/`,
     /// prd.json and progress.txt always are.
     pub protect: Vec<PathBuf>,
+}
+
+impl Options {
+    /// Opening in `cwd`: a dirty tree refused, only ralph's own paths protected.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            allow_dirty: false,
+            protect: Vec::new(),
+        }
+    }
 }
 
 /// The repository side: where to go back to and what to leave alone.

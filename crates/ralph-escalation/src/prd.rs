@@ -25,6 +25,7 @@ use serde_json::value::RawValue;
 
 /// A story's `passes`: `true`, `false` or `"blocked"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Passes {
     /// `true`: done.
     Yes,
@@ -341,6 +342,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// A prd.json that cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PrdError {
     /// The file could not be read.
     #[error("{}: cannot read: {source}", .path.display())]

@@ -221,11 +221,20 @@ pub struct EscalationConfig {
 
 /// The `pty` block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PtyConfig {
     /// Autonomous or interactive.
     pub mode: PtyMode,
     /// End the agent after this long without output.
     pub idle_timeout: Duration,
+}
+
+impl PtyConfig {
+    /// A `pty` block in `mode`, ending a silent agent after `idle_timeout`.
+    #[must_use]
+    pub const fn new(mode: PtyMode, idle_timeout: Duration) -> Self {
+        Self { mode, idle_timeout }
+    }
 }
 
 impl Default for PtyConfig {

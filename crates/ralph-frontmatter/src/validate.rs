@@ -733,12 +733,7 @@ fn idle(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Id
         "idle.delay",
     );
     let (delay, backoff, max_delay, max) = (delay?, backoff?, max_delay?, max?);
-    Some(IdlePolicy {
-        delay,
-        backoff,
-        max_delay,
-        max,
-    })
+    Some(IdlePolicy::new(delay, backoff, max_delay).with_max(max))
 }
 
 /// A cap that must be at least `base`. When the cap was left out, it defaults to `default`, raised
@@ -804,12 +799,12 @@ fn failure(
         schema::default_duration(fields, "max_delay"),
         "failure.delay",
     );
-    Some(FailurePolicy {
-        delay: delay?,
-        backoff: backoff?,
-        max_delay: max_delay?,
-        max_consecutive: max_consecutive?,
-    })
+    Some(FailurePolicy::new(
+        delay?,
+        backoff?,
+        max_delay?,
+        max_consecutive?,
+    ))
 }
 
 /// The `rate_limit` block, always on.
@@ -879,10 +874,7 @@ fn convergence(
     );
     Some(ConvergenceConfig {
         max_attempts,
-        retry: RetryPolicy {
-            backoff,
-            max_backoff,
-        },
+        retry: RetryPolicy::new(backoff, max_backoff),
         feedback,
         check_timeout,
     })
