@@ -356,10 +356,9 @@ fn spending(html: &mut String, run: &RunRecord) {
              <b>${:.2}</b> in all</p>",
             run.cost_usd.unwrap_or(0.0)
         );
-        let costs: Vec<f64> = run
-            .iterations
-            .iter()
-            .map(|i| i.cost_usd.unwrap_or(0.0))
+        let costs: Vec<f64> = own_costs(run)
+            .into_iter()
+            .map(|c| c.unwrap_or(0.0))
             .collect();
         chart(html, "cost", run, &costs, |v| format!("${v:.2}"));
     }
@@ -377,6 +376,20 @@ fn spending(html: &mut String, run: &RunRecord) {
             .collect();
         chart(html, "tokens", run, &tokens, |v| format!("{v:.0}"));
     }
+}
+
+/// What each iteration added to the run's cost (`None` where its agent reported none): the
+/// step in the run's cost, which counts an agent session that goes on over several iterations
+/// once, where the agent reports that session's running total.
+fn own_costs(run: &RunRecord) -> Vec<Option<f64>> {
+    let mut before = 0.0;
+    run.iterations
+        .iter()
+        .map(|it| {
+            let after = it.run_cost_usd.filter(|_| it.cost_usd.is_some())?;
+            Some(after - std::mem::replace(&mut before, after))
+        })
+        .collect()
 }
 
 /// One bar per iteration and a line for the running total, scaled to the largest bar and to the
@@ -504,7 +517,14 @@ fn iterations(html: &mut String, run: &RunRecord, stories: &RunStories, tails: &
         "<th>outcome</th><th>state</th><th>exit</th><th>duration</th><th>cost</th><th>tokens</th>\
          <th>log tail</th></tr>\n",
     );
-    for ((it, on), tail) in run.iterations.iter().zip(&stories.iterations).zip(tails) {
+    let costs = own_costs(run);
+    for (((it, on), tail), cost) in run
+        .iterations
+        .iter()
+        .zip(&stories.iterations)
+        .zip(tails)
+        .zip(costs)
+    {
         let o = it.outcome.as_str();
         let _ = write!(html, "<tr><td>{}</td>", it.iteration);
         if story_mode {
@@ -522,7 +542,7 @@ fn iterations(html: &mut String, run: &RunRecord, stories: &RunStories, tails: &
             escape(it.state.as_deref().unwrap_or("-")),
             escape(&exit_text(it)),
             dur(it.duration_ms),
-            it.cost_usd.map_or("-".to_owned(), |c| format!("${c:.2}")),
+            cost.map_or("-".to_owned(), |c| format!("${c:.2}")),
             it.tokens.map_or("-".to_owned(), |t| t.to_string()),
         );
         if !tail.trim().is_empty() {

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ralph_engine::{Event, EventKind, EventSink, Stream};
+use ralph_engine::{Event, EventKind, EventSink, RunCost, Stream};
 use ralph_escalation::StoryAttempt;
 
 use crate::render::{Style, TerminalRenderer, compact, human_duration};
@@ -39,6 +39,9 @@ pub(crate) struct Status {
     /// Run totals so far, from the iterations whose agent reported them.
     pub(crate) cost_usd: Option<f64>,
     pub(crate) tokens: Option<u64>,
+    /// The run's cost as the engine counts it: an agent session that goes on over several
+    /// iterations once.
+    pub(crate) run_cost: RunCost,
     /// When the agent last printed something in this iteration.
     pub(crate) last_output: Option<Instant>,
 }
@@ -244,9 +247,8 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
             EventKind::IterationEnded { usage, .. } => {
                 status.iteration = None;
                 if let Some(usage) = usage {
-                    if let Some(cost) = usage.cost_usd {
-                        *status.cost_usd.get_or_insert(0.0) += cost;
-                    }
+                    status.run_cost.record(usage);
+                    status.cost_usd = status.run_cost.total();
                     let tokens = [usage.input_tokens, usage.output_tokens];
                     if tokens.iter().any(Option::is_some) {
                         let sum: u64 = tokens.iter().flatten().sum();

@@ -75,7 +75,7 @@ mod task;
 pub use adapter::{
     AdapterOutput, ClaudeStreamJsonAdapter, CodexJsonAdapter, CursorStreamJsonAdapter,
     GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
-    OutputChoice, TextAdapter, Usage, choose_output,
+    OutputChoice, RunCost, TextAdapter, Usage, choose_output,
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{

@@ -14,9 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::adapter::{RunCost, Usage};
 use crate::lock::{FOLDER_LOCK, LockHolder};
 use crate::task::TaskEvent;
 
@@ -285,8 +286,12 @@ pub struct IterationRecord {
     ///
     /// [`Task::fields`]: crate::Task::fields
     pub task: Map<String, Value>,
-    /// Cost in US dollars, when the adapter reported it.
+    /// Cost in US dollars, as the adapter reported it: for an agent session that goes on
+    /// over several iterations (`claude -p --continue`), the session's running total.
     pub cost_usd: Option<f64>,
+    /// The run's cost once this iteration ended, each agent session counted once
+    /// ([`RunCost`]); `None` while no iteration so far reported a cost.
+    pub run_cost_usd: Option<f64>,
     /// Input plus output tokens, when the adapter reported them.
     pub tokens: Option<u64>,
     /// The iteration's log file, as the event named it.
@@ -397,7 +402,8 @@ pub struct RunRecord {
     ///
     /// [`TaskSource::summary`]: crate::TaskSource::summary
     pub task_summary: Map<String, Value>,
-    /// Total cost of the iterations whose agent reported one.
+    /// The run's cost: `RUN_ENDED.cost_usd` once the run ended, else the iterations' costs
+    /// with each agent session counted once ([`RunCost`]), as the engine counts them.
     pub cost_usd: Option<f64>,
     /// Total tokens of the iterations whose agent reported them.
     pub tokens: Option<u64>,
@@ -460,6 +466,8 @@ impl RunRecord {
             tokens: None,
         };
         let mut ended = false;
+        let mut cost = RunCost::default();
+        let mut ended_cost = None;
         for event in events {
             let at = ts(event);
             if at.is_some() {
@@ -481,6 +489,7 @@ impl RunRecord {
                         state: None,
                         task: task_fields(event, &ITERATION_STARTED_FIELDS),
                         cost_usd: None,
+                        run_cost_usd: None,
                         tokens: None,
                         log_file: None,
                         outcome: IterationOutcome::Running,
@@ -500,8 +509,12 @@ impl RunRecord {
                         it.termination = str_of(event, "termination");
                         it.state = str_of(event, "state");
                         it.log_file = str_of(event, "log_file");
+
                         if let Some(usage) = event.get("usage") {
                             it.cost_usd = usage.get("cost_usd").and_then(Value::as_f64);
+                            if let Ok(usage) = Usage::deserialize(usage) {
+                                cost.record(&usage);
+                            }
                             let input = u64_of(usage, "input_tokens");
                             let output = u64_of(usage, "output_tokens");
                             if input.is_some() || output.is_some() {
@@ -509,6 +522,7 @@ impl RunRecord {
                                     Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)));
                             }
                         }
+                        it.run_cost_usd = cost.total();
                         // `failed` is the engine's own verdict; runs written before it
                         // existed are judged by the exit.
                         let failed = event.get("failed").and_then(Value::as_bool);
@@ -572,8 +586,14 @@ impl RunRecord {
                     start_ms: ms_between(started, at),
                     delay_ms: u64_of(event, "delay_ms").unwrap_or(0),
                 }),
+                // The engine counts on from the stopped part's cost.
+                "RUN_RESUMED" => {
+                    cost = RunCost::resumed(cost.total());
+                    ended_cost = None;
+                }
                 "RUN_ENDED" => {
                     ended = true;
+                    ended_cost = event.get("cost_usd").and_then(Value::as_f64);
                     run.status = RunStatus::Ended {
                         reason: str_of(event, "reason").unwrap_or_default(),
                         exit_code: event.get("exit_code").and_then(Value::as_i64),
@@ -608,8 +628,7 @@ impl RunRecord {
             }
         }
         run.duration_ms = ms_between(started, last);
-        let costs: Vec<f64> = run.iterations.iter().filter_map(|i| i.cost_usd).collect();
-        run.cost_usd = (!costs.is_empty()).then(|| costs.iter().sum());
+        run.cost_usd = ended_cost.or_else(|| cost.total());
         let tokens: Vec<u64> = run.iterations.iter().filter_map(|i| i.tokens).collect();
         run.tokens = (!tokens.is_empty()).then(|| tokens.iter().sum());
         run
@@ -663,6 +682,57 @@ mod tests {
         // A type this version does not write is kept, as a task source's.
         assert_eq!(run.task_events[0].event.type_name(), "SOMETHING_NEW");
         assert_eq!(run.task_events[0].iteration, Some(1));
+    }
+
+    /// Three iterations of one Claude session (`claude -p --continue`), each reporting the
+    /// session's running total, then one of a new session.
+    const ONE_SESSION: &str = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED"}
+{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.1,"session_id":"s1","cost_is_session_total":true}}
+{"ts":"2026-01-01T00:00:01.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":2}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":2,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.25,"session_id":"s1","cost_is_session_total":true}}
+{"ts":"2026-01-01T00:00:02.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":3}
+{"ts":"2026-01-01T00:00:03.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":3,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.4,"session_id":"s1","cost_is_session_total":true}}
+{"ts":"2026-01-01T00:00:03.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":4}
+{"ts":"2026-01-01T00:00:04.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":4,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.05,"session_id":"s2","cost_is_session_total":true}}
+"#;
+
+    #[test]
+    fn a_session_that_goes_on_over_iterations_counts_once_as_the_engine_counts_it() {
+        let run = RunRecord::from_events("r", &events(ONE_SESSION), None);
+        assert_eq!(run.cost_usd, Some(0.45));
+        let reported: Vec<_> = run.iterations.iter().map(|i| i.cost_usd).collect();
+        assert_eq!(reported, [Some(0.1), Some(0.25), Some(0.4), Some(0.05)]);
+        let so_far: Vec<_> = run.iterations.iter().map(|i| i.run_cost_usd).collect();
+        assert_eq!(so_far, [Some(0.1), Some(0.25), Some(0.4), Some(0.45)]);
+
+        // Once the run ended, its own figure is the cost.
+        let ended = format!(
+            "{ONE_SESSION}{}\n",
+            r#"{"ts":"2026-01-01T00:00:05.000Z","run_id":"r","type":"RUN_ENDED","reason":"max_iterations","iterations":4,"exit_code":0,"cost_usd":0.45}"#
+        );
+        let run = RunRecord::from_events("r", &events(&ended), None);
+        assert_eq!(run.cost_usd, Some(0.45));
+
+        // Costs not marked as a session's running total (an older ralph's events, another
+        // agent) add up.
+        let unmarked = ONE_SESSION.replace(r#","cost_is_session_total":true"#, "");
+        let run = RunRecord::from_events("r", &events(&unmarked), None);
+        assert_eq!(run.cost_usd, Some(0.8));
+    }
+
+    #[test]
+    fn a_resumed_run_counts_on_from_the_stopped_part_as_the_engine_does() {
+        let resumed = format!(
+            "{ONE_SESSION}{}\n{}\n{}\n{}\n",
+            r#"{"ts":"2026-01-01T00:00:05.000Z","run_id":"r","type":"RUN_ENDED","reason":"interrupted","iterations":4,"exit_code":130,"cost_usd":0.45}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"RUN_RESUMED","iteration":4,"previous_reason":"interrupted"}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":5}"#,
+            r#"{"ts":"2026-01-01T00:01:01.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":5,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.07,"session_id":"s2","cost_is_session_total":true}}"#,
+        );
+        let run = RunRecord::from_events("r", &events(&resumed), None);
+        // The engine resumes from 0.45 and counts the session afresh.
+        assert_eq!(run.cost_usd, Some(0.52));
     }
 
     #[test]

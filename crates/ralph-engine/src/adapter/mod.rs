@@ -27,7 +27,7 @@ mod text;
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::event::Stream;
 
@@ -97,8 +97,9 @@ pub trait OutputAdapter: Send {
 
 /// What an agent run cost, as the agent reported it, in one shape for every adapter. Every
 /// figure is optional: an agent reports what it knows.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Usage {
     /// Cost in US dollars, with the agent's own digits (Claude Code's `total_cost_usd`,
@@ -137,9 +138,10 @@ pub struct Usage {
     pub denied_tool_calls: Option<u64>,
     /// `cost_usd` is the agent session's running total (Claude Code reports the whole
     /// session's cost again when it goes on with `--continue` or `--resume`): a run counts a
-    /// session that goes on over several iterations once, with its last figure. Not on the
-    /// wire.
-    #[serde(skip)]
+    /// session that goes on over several iterations once, with its last figure (`RunCost`).
+    /// On the wire only when true, so a reader of the events can count the cost as the engine
+    /// does.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cost_is_session_total: bool,
 }
 
@@ -184,13 +186,29 @@ impl Usage {
     }
 }
 
-/// A run's cost from its agent runs' usage. Where an agent's reported cost is its session's
-/// running total ([`Usage::cost_is_session_total`]), an agent line that goes on with the same
-/// session (`claude -p --continue`, `--resume`) reports the whole session's cost again each
-/// iteration: iterations in one session count once, with the last figure. Every other cost
-/// (another session, no session id, an agent that reports each run's own) adds up.
+/// A run's cost from its agent runs' usage, in order: the one rule for the engine
+/// (`RUN_ENDED.cost_usd`, `max_cost`) and for every reader that rebuilds a run's cost from its
+/// `ITERATION_ENDED` events (`ralph runs`, the report, the status line). Where an agent's
+/// reported cost is its session's running total ([`Usage::cost_is_session_total`]), an agent
+/// line that goes on with the same session (`claude -p --continue`, `--resume`) reports the
+/// whole session's cost again each iteration: iterations in one session count once, with the
+/// last figure. Every other cost (another session, no session id, an agent that reports each
+/// run's own) adds up.
+///
+/// ```
+/// use ralph_engine::{RunCost, Usage};
+///
+/// let mut cost = RunCost::default();
+/// for text in [
+///     r#"{"cost_usd":0.1,"session_id":"s1","cost_is_session_total":true}"#,
+///     r#"{"cost_usd":0.25,"session_id":"s1","cost_is_session_total":true}"#,
+/// ] {
+///     cost.record(&serde_json::from_str::<Usage>(text).unwrap());
+/// }
+/// assert_eq!(cost.total(), Some(0.25));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct RunCost {
+pub struct RunCost {
     /// The cost of every session before the current one.
     before: Option<f64>,
     /// The current session and its latest running total.
@@ -198,16 +216,17 @@ pub(crate) struct RunCost {
 }
 
 impl RunCost {
-    /// A run's cost resumed from `total`, what it had cost when it stopped.
-    pub(crate) fn resumed(total: Option<f64>) -> Self {
+    /// A run's cost resumed from `total`, what it had cost when it stopped
+    /// (`RUN_RESUMED`): a session from before the stop counts afresh.
+    pub fn resumed(total: Option<f64>) -> Self {
         Self {
             before: total,
             current: None,
         }
     }
 
-    /// Takes in one agent run's usage.
-    pub(crate) fn record(&mut self, usage: &Usage) {
+    /// Takes in one agent run's usage (an `ITERATION_ENDED`'s `usage`).
+    pub fn record(&mut self, usage: &Usage) {
         let Some(cost) = usage.cost_usd else {
             return;
         };
@@ -231,7 +250,7 @@ impl RunCost {
     }
 
     /// The run's cost so far, `None` when no agent run reported one.
-    pub(crate) fn total(&self) -> Option<f64> {
+    pub fn total(&self) -> Option<f64> {
         match (self.before, &self.current) {
             (before, Some((_, current))) => Some(add_cost(before.unwrap_or(0.0), *current)),
             (before, None) => before,
@@ -758,6 +777,34 @@ pub(crate) mod testing {
             ]),
             Some(0.4)
         );
+    }
+
+    #[test]
+    fn a_reader_of_the_events_counts_the_cost_as_the_engine_does() {
+        let usages = [("s1", 0.1), ("s1", 0.25), ("s1", 0.4), ("s2", 0.05)].map(|(s, usd)| Usage {
+            cost_usd: Some(usd),
+            session_id: Some(s.to_owned()),
+            cost_is_session_total: true,
+            ..Usage::default()
+        });
+        let mut engine = RunCost::default();
+        let mut reader = RunCost::default();
+        for usage in &usages {
+            engine.record(usage);
+            let wire = serde_json::to_value(usage).unwrap();
+            assert_eq!(wire["cost_is_session_total"], true);
+            reader.record(&serde_json::from_value(wire).unwrap());
+            assert_eq!(reader.total(), engine.total());
+        }
+        assert_eq!(reader.total(), Some(0.45));
+        // Not a running total: left off the wire, read back as false.
+        let own = Usage {
+            cost_usd: Some(0.1),
+            ..Usage::default()
+        };
+        let wire = serde_json::to_value(&own).unwrap();
+        assert_eq!(wire, serde_json::json!({"cost_usd": 0.1}));
+        assert_eq!(serde_json::from_value::<Usage>(wire).unwrap(), own);
     }
 
     #[test]
