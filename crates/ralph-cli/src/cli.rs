@@ -224,7 +224,8 @@ pub(crate) struct RunArgs {
 /// The end of `ralph run --help`: what a script calling ralph can rely on (events.md has the
 /// reason behind each code).
 const RUN_EXIT_CODES: &str = "Exit codes:
-  0    done: converged, every story passed, the idle limit, or max_iterations reached
+  0    done: converged, every story passed, the agent reported done (agent_done), the idle
+       limit, or max_iterations reached
   1    the loop failed: max_attempts, the circuit breaker, blocked or unfinished stories, the
        agent could not start (or failed, with --stop-on-error), escalation failed, a PTY
        safety stop, the agent failing (failure.max_consecutive runs in a row, or the last
@@ -232,7 +233,9 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written, another run holding this
        folder (or, for a loop that reverts, this repository)
-  130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)";
+  130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)
+  N    a state declared in RALPH.md (`states:`) with `then: stop`: its own `exit_code` (0 to
+       255, 0 if it gives none)";
 
 impl Cli {
     /// Parses the command line. For `ralph run`, long options that are not ralph's own are the

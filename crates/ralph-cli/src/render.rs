@@ -467,6 +467,28 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_that_could_not_start_is_not_called_killed() {
+        let text = render(
+            &[EventKind::IterationEnded {
+                iteration: 1,
+                exit_code: None,
+                signal: None,
+                duration_ms: 14,
+                timed_out: false,
+                termination: Termination::Natural,
+                state: None,
+                markers: Vec::new(),
+                log_file: None,
+                usage: None,
+                failed: true,
+                failure: Some("cannot start the agent `claudx`: not found on PATH".into()),
+            }],
+            PLAIN,
+        );
+        assert_eq!(text, "── iteration 1 done · not started · 14ms\n");
+    }
+
+    #[test]
     fn the_idle_line_names_the_wait_only_where_the_countdown_is_erased() {
         let [on, off] = on_and_off_a_terminal(EventKind::IterationIdle {
             iteration: 3,

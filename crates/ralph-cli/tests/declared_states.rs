@@ -167,6 +167,25 @@ fn built_in_states_cannot_be_redefined() {
 }
 
 #[test]
+fn a_state_named_like_a_built_in_ending_is_refused_before_anything_runs() {
+    let p = Project::new(
+        "agent: x\nstates:\n  max_cost:\n    then: stop\n    exit_code: 7",
+        "x\n",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 2);
+    let text = common::stderr(&out);
+    assert!(
+        text.contains(
+            "RALPH.md:4:3: states.max_cost: `max_cost` is a reason ralph gives for ending a run \
+             (RUN_ENDED)"
+        ),
+        "{text}"
+    );
+    assert!(p.events().is_empty(), "nothing ran");
+}
+
+#[test]
 fn check_summarises_declared_states() {
     let p = Project::new(
         "agent: x\nstates:\n  review:\n    run: echo hi\n    then: wait\n    wait: 30m\n  \

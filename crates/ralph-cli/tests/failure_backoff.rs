@@ -270,3 +270,55 @@ fn claude_codes_usage_limit_result_is_a_wait_until_its_reset() {
     assert_eq!(limited[0]["wait_ms"], 100);
     assert!(p.events_of("ITERATION_FAILED").is_empty());
 }
+
+#[test]
+fn an_agent_that_cannot_start_on_the_first_iteration_says_why_in_the_events() {
+    let p = Project::new("agent: ralph-no-such-agent-xyz -p", "x\n");
+    let out = p.run(&["run", "-n", "3"]);
+    assert_eq!(code(&out), 1);
+    let kinds: Vec<String> = common::types(&p.events())
+        .into_iter()
+        .filter(|t| t != "WARNING")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "RUN_STARTED",
+            "ITERATION_STARTED",
+            "ITERATION_ENDED",
+            "ITERATION_FAILED",
+            "RUN_ENDED"
+        ]
+    );
+    let ended = &p.events_of("ITERATION_ENDED")[0];
+    assert_eq!(ended["failed"], true);
+    assert_eq!(ended["exit_code"], Value::Null);
+    assert_eq!(ended["signal"], Value::Null);
+    assert_eq!(ended["termination"], "natural");
+    assert!(ended["duration_ms"].is_u64(), "{ended}");
+    // The same words the user reads on stderr.
+    let failure = ended["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with("cannot start the agent `ralph-no-such-agent-xyz`"),
+        "{failure}"
+    );
+    assert!(
+        common::stderr(&out).contains(failure),
+        "{}",
+        common::stderr(&out)
+    );
+    let failed = &p.events_of("ITERATION_FAILED")[0];
+    assert_eq!(failed["iteration"], 1);
+    assert_eq!(failed["consecutive_failures"], 1);
+    assert_eq!(failed["next_delay_ms"], Value::Null);
+    assert_eq!(failed["failure"], failure);
+    assert_eq!(p.run_ended()["reason"], "agent_failed");
+
+    // The run folder's readers (`ralph runs`, `ralph report`) see a failed iteration.
+    use ralph_engine::run_folder::{self, IterationOutcome, RunRecord};
+    let dir = run_folder::find_run(p.path(), None).unwrap();
+    let events = run_folder::read_events(&dir.events_path()).unwrap();
+    let record = RunRecord::from_events(&dir.id, &events, None);
+    let outcomes: Vec<_> = record.iterations.iter().map(|i| i.outcome).collect();
+    assert_eq!(outcomes, [IterationOutcome::Failed]);
+}

@@ -243,3 +243,19 @@ fn run_help_lists_the_exit_codes() {
         );
     }
 }
+
+/// Every way `ralph run` can end has its exit code in `--help`: the agent's own `done` and a
+/// declared state's `then: stop` included.
+#[test]
+fn run_help_exit_codes_cover_agent_done_and_declared_stops() {
+    let project = Project::new("agent: cat", "hi");
+    let out = project.run(&["run", "--help"]);
+    let help = common::stdout(&out);
+    let codes = &help[help.find("Exit codes:\n").expect("an exit code section")..];
+    assert!(codes.contains("agent_done"), "{codes}");
+    assert!(
+        codes.contains("`then: stop`: its own `exit_code`"),
+        "{codes}"
+    );
+    insta::assert_snapshot!(codes);
+}

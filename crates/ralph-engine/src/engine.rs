@@ -392,6 +392,9 @@ impl Run {
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {
+                    // A failed run that ends the loop, said as any other is: no next run.
+                    let next = self.after_agent(Next::Stop(EndReason::AgentFailed));
+                    self.report_agent_run(iteration, &next);
                     self.finish(EndReason::AgentFailed);
                     return Err(err);
                 }

@@ -179,6 +179,49 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
 mod tests {
     use super::*;
 
+    /// The engine's own name for `reason`, or `None` for a reason a task source or a state
+    /// brings. No wildcard: a new ending must be sorted here.
+    fn own_reason(reason: &EndReason) -> Option<&str> {
+        match reason {
+            EndReason::Task { .. } | EndReason::StateStop { .. } | EndReason::State { .. } => None,
+            EndReason::MaxIterations
+            | EndReason::IdleLimit
+            | EndReason::Interrupted
+            | EndReason::AgentFailed
+            | EndReason::Converged
+            | EndReason::MaxAttemptsReached
+            | EndReason::PtyIdleTimeout
+            | EndReason::AgentDone
+            | EndReason::AgentFailing
+            | EndReason::MaxCost
+            | EndReason::MaxRuntime
+            | EndReason::MaxIterationsLastFailed => Some(reason.as_str()),
+        }
+    }
+
+    #[test]
+    fn every_ending_of_the_engine_is_a_name_states_cannot_take() {
+        use ralph_frontmatter::schema::BUILT_IN_END_REASONS;
+        let own = [
+            EndReason::MaxIterations,
+            EndReason::IdleLimit,
+            EndReason::Interrupted,
+            EndReason::AgentFailed,
+            EndReason::Converged,
+            EndReason::MaxAttemptsReached,
+            EndReason::PtyIdleTimeout,
+            EndReason::AgentDone,
+            EndReason::AgentFailing,
+            EndReason::MaxCost,
+            EndReason::MaxRuntime,
+            EndReason::MaxIterationsLastFailed,
+        ];
+        for reason in &own {
+            let name = own_reason(reason).expect("the engine's own ending");
+            assert!(BUILT_IN_END_REASONS.contains(&name), "{name}");
+        }
+    }
+
     #[test]
     fn max_iterations_is_a_normal_end() {
         assert_eq!(exit_code(&EndReason::MaxIterations, None), 0);

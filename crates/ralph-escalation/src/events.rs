@@ -208,6 +208,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_ending_of_escalation_is_a_name_states_cannot_take() {
+        let reasons = StoryEnd::ALL.map(StoryEnd::as_str);
+        for reason in reasons.into_iter().chain([crate::ESCALATION_FAILED]) {
+            assert!(
+                ralph_engine::frontmatter::schema::BUILT_IN_END_REASONS.contains(&reason),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
     fn each_story_end_is_read_back_from_its_reason_with_its_exit_code() {
         for end in StoryEnd::ALL {
             assert_eq!(StoryEnd::of(&end.reason()), Some(end));

@@ -124,6 +124,47 @@ pub const OUTPUT_FORMATS: &[&str] = &[
 pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
 /// States with a built-in meaning, which `states` cannot redefine.
 pub const BUILT_IN_STATES: &[&str] = &["idle", "done", "blocked"];
+/// The reasons `RUN_ENDED` gives for ralph's own endings: the engine's, then story mode's
+/// (ralph-escalation). A declared state that stops gives its name as the reason, so `states`
+/// cannot take one of these: its stop would read as that ending. This crate sits below both;
+/// each tests that its reasons are listed here.
+pub const BUILT_IN_END_REASONS: &[&str] = &[
+    "max_iterations",
+    "idle_limit",
+    "interrupted",
+    "agent_failed",
+    "agent_failing",
+    "agent_done",
+    "converged",
+    "max_attempts_reached",
+    "pty_idle_timeout",
+    "max_cost",
+    "max_runtime",
+    "stories_done",
+    "stories_blocked",
+    "circuit_open",
+    "max_iterations_work_left",
+    "escalation_failed",
+];
+/// Names `states` cannot declare: [`BUILT_IN_STATES`], then [`BUILT_IN_END_REASONS`].
+pub const RESERVED_STATE_NAMES: &[&str] = &concat::<
+    { BUILT_IN_STATES.len() + BUILT_IN_END_REASONS.len() },
+>(BUILT_IN_STATES, BUILT_IN_END_REASONS);
+
+/// `a` then `b`, for one list made of two at compile time.
+const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < N {
+        out[i] = b[i - a.len()];
+        i += 1;
+    }
+    out
+}
 /// What a declared state's name looks like: a marker name as the agent's marker is read
 /// (lowercase).
 pub const STATE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
@@ -426,7 +467,7 @@ pub const FIELDS: &[Field] = &[
         "states",
         Kind::Map {
             pattern: STATE_NAME_PATTERN,
-            reserved: BUILT_IN_STATES,
+            reserved: RESERVED_STATE_NAMES,
             fields: STATE_FIELDS,
         },
         None,

@@ -10,7 +10,9 @@ use serde_norway::{Mapping, Value};
 
 use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
-use crate::schema::{self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN};
+use crate::schema::{
+    self, BUILT_IN_END_REASONS, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN,
+};
 use crate::suggest::nearest;
 use crate::{
     CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
@@ -1028,6 +1030,18 @@ fn states(
             ok = false;
             continue;
         }
+        if BUILT_IN_END_REASONS.contains(&name.as_str()) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "`{name}` is a reason ralph gives for ending a run (RUN_ENDED), and a stop in \
+                     this state would read as that ending; pick another name (reserved: {})",
+                    BUILT_IN_END_REASONS.join(", ")
+                ),
+            );
+            ok = false;
+            continue;
+        }
         if !is_state_name(&name) {
             checker.key_error(
                 &state_path,
@@ -1199,6 +1213,28 @@ mod tests {
             [
                 "RALPH.md:4:3: states.done: `done` is built in and cannot be redefined (built-in states: idle, done, blocked)",
                 "RALPH.md:6:3: states.idle: `idle` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_state_cannot_take_the_name_of_a_built_in_ending() {
+        let errors =
+            states("  max_cost:\n    then: stop\n    exit_code: 7\n  agent_done:\n").unwrap_err();
+        let reserved = crate::schema::BUILT_IN_END_REASONS.join(", ");
+        assert_eq!(
+            errors,
+            [
+                format!(
+                    "RALPH.md:4:3: states.max_cost: `max_cost` is a reason ralph gives for ending \
+                     a run (RUN_ENDED), and a stop in this state would read as that ending; pick \
+                     another name (reserved: {reserved})"
+                ),
+                format!(
+                    "RALPH.md:7:3: states.agent_done: `agent_done` is a reason ralph gives for \
+                     ending a run (RUN_ENDED), and a stop in this state would read as that \
+                     ending; pick another name (reserved: {reserved})"
+                ),
             ]
         );
     }

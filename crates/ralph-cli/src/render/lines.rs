@@ -93,6 +93,8 @@ pub(super) fn iteration_ended_line(
         (Termination::Interrupted, _) => style.paint("33", "stopped"),
         (Termination::IdleTimeout, _) => style.paint("33", "idle timeout"),
         (_, Some(0)) => style.paint("32", "exit 0"),
+        // No exit code and no signal: the program could not be started.
+        (Termination::Natural, None) if signal.is_none() => style.paint("31", "not started"),
         (_, code) => style.paint("31", &exit_status(code, signal)),
     };
     let state = state

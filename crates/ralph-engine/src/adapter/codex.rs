@@ -193,6 +193,18 @@ mod tests {
     }
 
     #[test]
+    fn an_error_said_twice_is_shown_once() {
+        let shown = codex("error.jsonl").shown();
+        assert_eq!(
+            shown
+                .matches("✗ the agent's run ended with an error")
+                .count(),
+            1,
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn chunking_at_any_byte_gives_the_same_reading() {
         testing::assert_every_fixture_reads_alike_in_any_chunks(CodexJsonAdapter::new, "codex");
     }

@@ -23,16 +23,23 @@ pub(crate) struct JsonRun {
     pub(crate) usage: Usage,
     /// The error the agent reported about its run, in its words.
     pub(crate) error: Option<String>,
+    /// The errors shown so far: formats that say an error twice (Codex's `error` then
+    /// `turn.failed`, Gemini's `error` then its `result`) get one line.
+    shown_errors: Vec<String>,
 }
 
 impl JsonRun {
-    /// The agent reported an error that fails its run: shown, and kept as the run's error.
+    /// The agent reported an error that fails its run: shown (unless this run showed the same
+    /// words already), and kept as the run's error.
     pub(crate) fn fail(&mut self, message: &str, out: &mut dyn AdapterOutput) {
         let words = error_words(message);
-        out.show(
-            Stream::Stdout,
-            format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
-        );
+        if !self.shown_errors.contains(&words) {
+            out.show(
+                Stream::Stdout,
+                format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
+            );
+            self.shown_errors.push(words.clone());
+        }
         self.error = Some(words);
     }
 
@@ -140,4 +147,26 @@ pub(crate) fn no_final_answer(out: &mut dyn AdapterOutput) -> String {
     const WORDS: &str = "the agent's run ended without a final answer";
     out.show(Stream::Stdout, format!("✗ {WORDS}\n").as_bytes());
     WORDS.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::Recorded;
+    use super::*;
+
+    #[test]
+    fn an_error_is_shown_once_per_run_and_a_different_one_still_shows() {
+        let mut run = JsonRun::default();
+        let mut out = Recorded::default();
+        run.fail("401 Unauthorized", &mut out);
+        run.fail("401 Unauthorized", &mut out);
+        run.fail("quota exceeded", &mut out);
+        run.fail("401 Unauthorized", &mut out);
+        assert_eq!(
+            out.shown(),
+            "✗ the agent's run ended with an error: 401 Unauthorized\n\
+             ✗ the agent's run ended with an error: quota exceeded\n"
+        );
+        assert_eq!(run.error.as_deref(), Some("401 Unauthorized"));
+    }
 }

@@ -2,10 +2,11 @@
 //! the loop does next.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use ralph_frontmatter::{PtyConfig, PtyMode};
 use ralph_marker::Finding;
+use tokio::time::Instant;
 
 use super::failure::{AgentWords, failure_of};
 use super::step::{self, IterationFacts};
@@ -63,32 +64,39 @@ impl Run {
         if let Some(warning) = warning {
             self.warn(warning);
         }
+        let agent_start = Instant::now();
         let ran = self.run_agent(iteration, prompt, &mut log).await;
         // A write failure of the commands' or the agent's output, said once.
         if let Some(warning) = log.take_warning() {
             self.warn(warning);
         }
+        // An agent that could not start ends the run when it never ran (a mistake to fix),
+        // after this iteration's events say why.
+        let mut fatal = None;
         let (exit, findings, usage, words) = match ran {
             Ok(ran) => {
                 self.agent_started = true;
                 ran
             }
-            // The agent ran before: its program went missing (an update replacing it, say),
-            // which may pass. Before that, a program that cannot start is a mistake to fix.
-            Err(err @ EngineError::AgentSpawn { .. }) if self.agent_started => {
+            Err(err) => {
                 let exit = ProcessExit {
                     exit_code: None,
                     signal: None,
-                    duration: Duration::ZERO,
+                    duration: agent_start.elapsed(),
                     termination: Termination::Natural,
                 };
                 let words = AgentWords {
                     not_started: Some(err.to_string()),
                     ..AgentWords::default()
                 };
+                // The agent ran before: its program went missing (an update replacing it,
+                // say), which may pass: a failed run like any other.
+                let passing = self.agent_started && matches!(err, EngineError::AgentSpawn { .. });
+                if !passing {
+                    fatal = Some(err);
+                }
                 (exit, Vec::new(), None, words)
             }
-            Err(err) => return Err(err),
         };
         self.agent_run = self.judge_agent_run(&exit, &words);
         let failed = self.agent_run.failure.is_some();
@@ -124,11 +132,12 @@ impl Run {
         }
         let state_name = state.as_ref().map(|m| m.name.clone());
         log.section(&format!(
-            "end: exit {}, state {}, {} ms",
-            exit.exit_code.map_or_else(
-                || format!("signal {}", exit.signal.unwrap_or(0)),
-                |c| c.to_string()
-            ),
+            "end: {}, state {}, {} ms",
+            match (exit.exit_code, exit.signal) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, Some(signal)) => format!("exit signal {signal}"),
+                (None, None) => "not started".to_owned(),
+            },
             state_name.as_deref().unwrap_or("none"),
             exit.duration.as_millis()
         ));
@@ -150,6 +159,9 @@ impl Run {
             failed,
             failure: self.agent_run.failure.clone(),
         });
+        if let Some(err) = fatal {
+            return Err(err);
+        }
 
         if exit.termination == Termination::Interrupted {
             return Ok(Next::Stop(EndReason::Interrupted));
