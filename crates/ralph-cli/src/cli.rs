@@ -46,6 +46,11 @@ pub(crate) struct RunsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+
+    /// The runs folder a `ralph run --log-dir DIR` wrote to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +69,11 @@ pub(crate) struct LogsArgs {
     /// The loop's folder (where `ralph run` ran).
     #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
     pub(crate) dir: PathBuf,
+
+    /// The runs folder a `ralph run --log-dir DIR` wrote to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -78,6 +88,11 @@ pub(crate) struct ReportArgs {
     /// The loop's folder (where `ralph run` ran).
     #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
     pub(crate) dir: PathBuf,
+
+    /// The runs folder a `ralph run --log-dir DIR` wrote to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -12,19 +12,34 @@ use crate::error::CliError;
 /// How often `-f` looks for new output.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Prints the iteration logs of run `id` (the newest by default) in `folder`: one iteration's
-/// with `iteration`, and with `follow` goes on printing as the run writes, until it ends.
+/// Prints the iteration logs of run `id` (the newest by default) of the loop in `folder` (its
+/// runs in `log_dir`, when they went there): one iteration's with `iteration`, and with
+/// `follow` goes on printing as the run writes, until it ends.
+/// A reader that went away (`ralph logs | head -1`) ends it quietly, as `main::print_out` does.
 pub(crate) fn logs(
     folder: &Path,
+    log_dir: Option<&Path>,
     id: Option<&str>,
     iteration: Option<u64>,
     follow: bool,
 ) -> Result<i32, CliError> {
-    let run = run_folder::find_run(folder, id)?;
+    match print_logs(folder, log_dir, id, iteration, follow) {
+        Err(CliError::Stdout(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map(|()| 0),
+    }
+}
+
+fn print_logs(
+    folder: &Path,
+    log_dir: Option<&Path>,
+    id: Option<&str>,
+    iteration: Option<u64>,
+    follow: bool,
+) -> Result<(), CliError> {
+    let run = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
     let mut out = std::io::stdout().lock();
     if follow {
-        follow_run(&mut out, folder, &run, iteration)?;
-        return Ok(0);
+        return follow_run(&mut out, folder, &run, iteration);
     }
     let logs = run.iteration_logs()?;
     let chosen: Vec<_> = logs
@@ -44,7 +59,52 @@ pub(crate) fn logs(
     for (n, path) in chosen {
         print_iteration(&mut out, &run, *n, path)?;
     }
-    Ok(0)
+    out.flush().map_err(CliError::Stdout)
+}
+
+/// The command that follows, from another terminal, the run in `run_dir` (`DIR/<run_id>`, as
+/// `ralph run` was given it) of the loop in `folder`: `ralph logs -f`, with `-C` and
+/// `--log-dir` where they are needed to find it.
+pub(crate) fn follow_command(folder: &Path, run_dir: &Path) -> String {
+    let quote = |path: &Path| {
+        let text = path.to_string_lossy();
+        shlex::try_quote(&text).map_or_else(|_| text.to_string(), |q| q.into_owned())
+    };
+    let mut command = "ralph logs -f".to_owned();
+    if !same_dir(folder, Path::new(".")) {
+        command.push_str(&format!(" -C {}", quote(folder)));
+    }
+    let root = run_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !same_dir(root, &folder.join(run_folder::RUNS_DIR)) {
+        // `--log-dir` is read in the loop's folder: said from there when it is inside it,
+        // else whole.
+        let root = match (std::fs::canonicalize(root), std::fs::canonicalize(folder)) {
+            (Ok(root), Ok(folder)) => match root.strip_prefix(&folder) {
+                Ok(inside) if inside.as_os_str().is_empty() => PathBuf::from("."),
+                Ok(inside) => inside.to_path_buf(),
+                Err(_) => root,
+            },
+            _ => root.to_path_buf(),
+        };
+        command.push_str(&format!(" --log-dir {}", quote(&root)));
+    }
+    command
+}
+
+/// Whether `a` and `b` name the same folder (`.ralph/runs` and `./.ralph/runs`, or a path and
+/// its absolute form).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    use std::path::Component;
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => {
+            let here = |c: &Component<'_>| *c != Component::CurDir;
+            a.components().filter(here).eq(b.components().filter(here))
+        }
+    }
 }
 
 fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
@@ -62,16 +122,25 @@ fn print_iteration(
     n: u64,
     path: &Path,
 ) -> Result<(), CliError> {
-    let _ = writeln!(out, "===== {} =====", path.display());
+    writeln!(out, "===== {} =====", path.display()).map_err(CliError::Stdout)?;
     let prompt = run.prompt_file(n);
     if let Ok(text) = std::fs::read(&prompt) {
-        let _ = writeln!(out, "\n===== prompt ({}) =====", prompt.display());
-        let _ = out.write_all(&text);
+        writeln!(out, "\n===== prompt ({}) =====", prompt.display()).map_err(CliError::Stdout)?;
+        out.write_all(&text).map_err(CliError::Stdout)?;
     }
     let mut file = File::open(path).map_err(read_error(path))?;
-    std::io::copy(&mut file, out).map_err(read_error(path))?;
-    let _ = writeln!(out);
-    Ok(())
+    // Not `io::copy`: its error does not say whether the log or stdout failed.
+    let mut buf = vec![0; 64 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(read_error(path)(err)),
+        };
+        out.write_all(&buf[..n]).map_err(CliError::Stdout)?;
+    }
+    writeln!(out).map_err(CliError::Stdout)
 }
 
 /// `-f`: from the start of the latest (or the given) iteration's log, everything written, one
@@ -94,7 +163,7 @@ fn follow_run(
         let over = ended || !is_running(folder, run);
         if tail.is_none() && run.iteration_log(current).exists() {
             let path = run.iteration_log(current);
-            let _ = writeln!(out, "===== {} =====", path.display());
+            writeln!(out, "===== {} =====", path.display()).map_err(CliError::Stdout)?;
             tail = Some(Tail::new(path));
         }
         if let Some(t) = &mut tail {
@@ -118,11 +187,26 @@ fn follow_run(
                 .any(|e| e["type"] == "RUN_ENDED");
             pending.drain(..=end);
         }
-        let _ = out.flush();
+        out.flush().map_err(CliError::Stdout)?;
+        if reader_gone() {
+            return Ok(());
+        }
         std::thread::sleep(POLL);
     }
-    let _ = out.flush();
-    Ok(())
+    out.flush().map_err(CliError::Stdout)
+}
+
+/// Whether stdout is a pipe whose reader went away: `-f` must notice it while the run writes
+/// nothing (an agent thinking for minutes), not only at its next write.
+fn reader_gone() -> bool {
+    let mut stdout = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: poll(2) reads and writes the one pollfd given, and does not wait.
+    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
+    ready == 1 && stdout.revents & libc::POLLERR != 0
 }
 
 fn is_running(folder: &Path, run: &RunDir) -> bool {
@@ -149,7 +233,6 @@ impl Tail {
         let mut buf = Vec::new();
         file.read_to_end(&mut buf).map_err(read_error(&self.path))?;
         self.offset += buf.len() as u64;
-        let _ = out.write_all(&buf);
-        Ok(())
+        out.write_all(&buf).map_err(CliError::Stdout)
     }
 }

@@ -41,14 +41,20 @@ fn main() -> ExitCode {
             clap_complete::generate(args.shell, &mut command, "ralph", &mut script);
             print_out(&script).map(|()| 0)
         }
-        Command::Runs(args) => runs::runs(&args.path, args.json),
+        Command::Runs(args) => runs::runs(&args.path, args.log_dir.as_deref(), args.json),
         Command::Logs(args) => logs_cmd::logs(
             &args.dir,
+            args.log_dir.as_deref(),
             args.run_id.as_deref(),
             args.iteration,
             args.follow,
         ),
-        Command::Report(args) => report::write(&args.dir, args.run_id.as_deref(), &args.output),
+        Command::Report(args) => report::write(
+            &args.dir,
+            args.log_dir.as_deref(),
+            args.run_id.as_deref(),
+            &args.output,
+        ),
     };
     match result {
         Ok(code) => exit(code),

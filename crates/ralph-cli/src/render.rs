@@ -45,6 +45,8 @@ pub(crate) struct TerminalRenderer<W: Write + Send> {
     mid_line: bool,
     /// The run's folder, named in the header and the summary.
     run_dir: Option<String>,
+    /// The command that follows the run from another terminal, named in the header.
+    follow: String,
 }
 
 impl<W: Write + Send> TerminalRenderer<W> {
@@ -55,12 +57,14 @@ impl<W: Write + Send> TerminalRenderer<W> {
             countdown_shown: false,
             mid_line: false,
             run_dir: None,
+            follow: String::new(),
         }
     }
 
     /// Names the run's folder (`.ralph/runs/<run_id>`) under the header and the summary.
     pub(crate) fn with_run_dir(mut self, dir: &std::path::Path) -> Self {
         self.run_dir = Some(dir.display().to_string());
+        self.follow = crate::logs_cmd::follow_command(std::path::Path::new("."), dir);
         self
     }
 
@@ -68,10 +72,11 @@ impl<W: Write + Send> TerminalRenderer<W> {
     /// another terminal.
     fn run_dir_line(&self, kind: &EventKind) -> Option<String> {
         let dir = self.run_dir.as_deref()?;
+        let follow = &self.follow;
         match kind {
             EventKind::RunStarted { .. } if !self.style.quiet => Some(self.style.paint(
                 "2",
-                &format!("  logs: {dir}/ · follow from another terminal: ralph logs -f"),
+                &format!("  logs: {dir}/ · follow from another terminal: {follow}"),
             )),
             _ => None,
         }

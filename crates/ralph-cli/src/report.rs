@@ -27,9 +27,15 @@ const LANE: f64 = 22.0;
 /// Room for lane labels, left of the timeline.
 const LABEL: f64 = 90.0;
 
-/// Writes the report of run `id` (the newest by default) in `folder` to `output`.
-pub(crate) fn write(folder: &Path, id: Option<&str>, output: &Path) -> Result<i32, CliError> {
-    let dir = run_folder::find_run(folder, id)?;
+/// Writes the report of run `id` (the newest by default) of the loop in `folder` (its runs in
+/// `log_dir`, when they went there) to `output`.
+pub(crate) fn write(
+    folder: &Path,
+    log_dir: Option<&Path>,
+    id: Option<&str>,
+    output: &Path,
+) -> Result<i32, CliError> {
+    let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
     let mut run = RunRecord::read(&dir, folder)?;
     let stories = RunStories::read(&mut run);
     let tails = tails(&dir, &run);
@@ -81,7 +87,7 @@ fn read_tail(path: &Path, max: usize) -> String {
     if file.seek(SeekFrom::Start(start)).is_err() || file.read_to_end(&mut bytes).is_err() {
         return String::new();
     }
-    let text = strip_ansi(&String::from_utf8_lossy(&bytes));
+    let text = log_text(&String::from_utf8_lossy(&bytes));
     match start {
         0 => text,
         // Cut at a line start, so the tail does not begin mid-line.
@@ -91,30 +97,11 @@ fn read_tail(path: &Path, max: usize) -> String {
     }
 }
 
-/// Removes terminal escape sequences (colours, cursor moves) an agent may print.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            if c == '\r' && chars.peek() != Some(&'\n') {
-                out.push('\n');
-            } else if c != '\r' {
-                out.push(c);
-            }
-            continue;
-        }
-        if chars.next_if_eq(&'[').is_some() {
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-        } else {
-            chars.next();
-        }
-    }
-    out
+/// The log as text: without the terminal escape sequences an agent may print (colours, cursor
+/// moves, window titles), and with a lone `\r` (a progress line redrawn in place) as a new line.
+fn log_text(text: &str) -> String {
+    let text = ralph_engine::marker::strip_ansi(text).replace("\r\n", "\n");
+    text.replace('\r', "\n")
 }
 
 /// HTML-escapes `text` for element content and attribute values.
@@ -625,8 +612,13 @@ mod tests {
     #[test]
     fn ansi_sequences_are_removed_from_tails() {
         assert_eq!(
-            strip_ansi("\x1b[1;32mok\x1b[0m\r\nnext\rover"),
+            log_text("\x1b[1;32mok\x1b[0m\r\nnext\rover"),
             "ok\nnext\nover"
+        );
+        // Window titles and links (OSC) leave nothing, with either terminator.
+        assert_eq!(
+            log_text("\x1b]0;a title\x07a \x1b]8;;https://x.test\x1b\\link\x1b]8;;\x1b\\"),
+            "a link"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! `ralph runs`: the runs of a folder, newest first.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::run_folder::{self, RunRecord, RunStatus};
@@ -10,11 +10,13 @@ use serde_json::{Map, Value, json};
 use crate::error::CliError;
 use crate::render::human_duration;
 
-/// Prints the runs of `folder` as a table, or as a JSON array with `json`.
-pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
+/// Prints the runs of `folder` (in `log_dir`, when its runs went there) as a table, or as a
+/// JSON array with `json`.
+pub(crate) fn runs(folder: &Path, log_dir: Option<&Path>, json: bool) -> Result<i32, CliError> {
     let holder = run_folder::running(folder);
+    let runs_dir = runs_dir(folder, log_dir);
     let mut records = Vec::new();
-    for dir in run_folder::list_runs(folder)? {
+    for dir in run_folder::list_runs_in(&runs_dir)? {
         let events = run_folder::read_events(&dir.events_path())?;
         records.push(Listed::new(RunRecord::from_events(
             &dir.id,
@@ -29,15 +31,18 @@ pub(crate) fn runs(folder: &Path, json: bool) -> Result<i32, CliError> {
             serde_json::to_string_pretty(&list).unwrap_or_default()
         )
     } else if records.is_empty() {
-        format!(
-            "no runs in {} yet\n",
-            folder.join(run_folder::RUNS_DIR).display()
-        )
+        format!("no runs in {} yet\n", runs_dir.display())
     } else {
         table(&records, SystemTime::now())
     };
     crate::print_out(text.as_bytes())?;
     Ok(0)
+}
+
+/// Where the runs of the loop in `folder` are: `log_dir` (as `ralph run --log-dir` was given
+/// it, in that folder) or `.ralph/runs/`.
+pub(crate) fn runs_dir(folder: &Path, log_dir: Option<&Path>) -> PathBuf {
+    folder.join(log_dir.unwrap_or(Path::new(run_folder::RUNS_DIR)))
 }
 
 /// A run as `ralph runs` lists it: its record and, in story mode, its stories.

@@ -16,6 +16,8 @@ use crate::error::CliError;
 /// What `ralph status` knows of a run.
 struct Status {
     session: Session,
+    /// The loop's folder.
+    folder: PathBuf,
     log_dir: PathBuf,
     /// The process running it, when one is.
     holder: Option<LockHolder>,
@@ -34,6 +36,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     let holder = running(&args.path, &session.run_id);
     let status = Status {
         session,
+        folder: args.path.clone(),
         log_dir,
         holder,
     };
@@ -180,9 +183,11 @@ impl Status {
             lines.push(format!("cost: {}", usage.join(", ")));
         }
         lines.push(format!("logs: {}", self.log_dir.display()));
-        let events = self.log_dir.join("events.jsonl");
         lines.push(match (&self.holder, s.resumable()) {
-            (Some(_), _) => format!("follow: tail -f {}", events.display()),
+            (Some(_), _) => format!(
+                "follow: {}",
+                crate::logs_cmd::follow_command(&self.folder, &self.log_dir)
+            ),
             (None, true) => "resume: ralph run --resume".to_owned(),
             (None, false) => "start a new run: ralph run".to_owned(),
         });

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Output, Stdio};
@@ -52,6 +53,44 @@ fn printing_commands_end_quietly_when_the_reader_is_gone() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn watch_commands_end_quietly_when_the_reader_is_gone() {
+    // A run whose log is larger than a pipe holds (64 KiB on Linux).
+    let p = Project::new(&format!("agent: {} --bytes 300000", fake_agent()), "x\n");
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    for args in [
+        &["logs"][..],
+        &["logs", "-n", "1"],
+        &["logs", "-f"],
+        &["runs"],
+        &["runs", "--json"],
+        &["status"],
+        &["status", "--json"],
+        &["report", "-o", "report.html"],
+    ] {
+        let out = run_into_closed_pipe(&p, args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+
+    // `ralph logs | head -1`: the reader takes a line and goes while ralph is still writing.
+    let mut logs = p
+        .ralph(&["logs"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ralph runs");
+    let mut line = String::new();
+    BufReader::new(logs.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("====="), "{line}");
+    let out = logs.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
 }
 
 #[test]

@@ -267,3 +267,19 @@ fn report_of_an_unknown_run_names_it() {
         common::stderr(&out)
     );
 }
+
+#[test]
+fn a_window_title_the_agent_sets_leaves_no_text_in_the_log_tail() {
+    // OSC sequences (a window title, ended by BEL) are terminal commands, not output.
+    let p = Project::new(
+        r#"agent: sh -c 'cat >/dev/null; printf "\033]0;window-title-xyz\007after-the-title\n"'"#,
+        "x\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    let out = p.run(&["report", "-o", "r.html"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(p.path().join("r.html")).unwrap();
+    assert!(html.contains("after-the-title"), "{html}");
+    assert!(!html.contains("window-title-xyz"), "{html}");
+    assert!(!html.contains('\x07') && !html.contains('\x1b'));
+}

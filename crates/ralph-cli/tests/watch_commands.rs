@@ -260,3 +260,146 @@ if [ "$story" = US-002 ] || [ "$(wc -l < "$story.tries")" -ge 2 ]; then touch "$
     // The banner names them too.
     assert!(common::stdout(&out).contains("iteration 2 · US-001 attempt 2"));
 }
+
+/// Reads `child`'s stdout line by line until one contains `needle`; returns that line.
+fn read_until(lines: &mut impl std::io::BufRead, needle: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = lines.read_line(&mut line).unwrap();
+        assert!(n > 0, "the output ended before {needle:?}");
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+/// Waits up to 10 s for `child` to exit by itself; kills it and fails past that.
+fn exits_by_itself(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn logs_follow_ends_when_its_reader_is_gone_while_the_run_goes_on() {
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo $$ > agent.pid; echo first-line; sleep 30'",
+        "x\n",
+    );
+    let mut run = p.spawn(&["run", "-n", "1"]);
+    let agent = wait_for_pid(&p.path().join("agent.pid"));
+    let mut follow = p
+        .ralph(&["logs", "-f"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap());
+    read_until(&mut lines, "first-line");
+    // `ralph logs -f | grep -m1 ...`: the reader has what it wanted and goes; the agent is
+    // silent for 30 s more.
+    drop(lines);
+    let status = exits_by_itself(&mut follow, "still following after its reader went away");
+    assert!(status.success(), "{status:?}");
+    assert!(p.events_of("RUN_ENDED").is_empty(), "the run went on");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    kill_agent_group(agent);
+}
+
+#[test]
+fn a_run_in_another_log_dir_is_followed_by_the_command_its_header_and_status_name() {
+    // The agent says which run it is in, and holds on while `hold` exists.
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; cat word; while [ -e hold ]; do sleep 0.05; done'",
+        "x\n",
+    );
+    // An older run in .ralph/runs/: the one a plain `ralph logs` shows.
+    std::fs::write(p.path().join("word"), "in-the-default-folder\n").unwrap();
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+
+    std::fs::write(p.path().join("word"), "in-the-log-dir\n").unwrap();
+    std::fs::write(p.path().join("hold"), "").unwrap();
+    let mut run = p.spawn(&["run", "-n", "1", "--log-dir", "logs"]);
+    let mut run_out = std::io::BufReader::new(run.stdout.take().unwrap());
+    let header = read_until(&mut run_out, "follow from another terminal: ");
+    let from_header = header
+        .trim_end()
+        .rsplit_once("follow from another terminal: ")
+        .unwrap()
+        .1
+        .to_owned();
+    assert_eq!(from_header, "ralph logs -f --log-dir logs");
+
+    // `ralph status` names the same command; from another folder, with `-C`.
+    p.wait_for("ITERATION_STARTED", 1);
+    let status = p.run(&["status"]);
+    let text = common::stdout(&status);
+    assert!(
+        text.lines().any(|l| l == format!("follow: {from_header}")),
+        "{text}{}",
+        common::stderr(&status)
+    );
+    let parent = p.path().parent().unwrap();
+    let name = p.path().file_name().unwrap().to_str().unwrap();
+    let ralph = |dir: &std::path::Path, args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ralph"));
+        cmd.current_dir(dir).args(args).stdin(Stdio::null());
+        cmd
+    };
+    let elsewhere = ralph(parent, &["status", name]).output().unwrap();
+    let elsewhere = common::stdout(&elsewhere);
+    let from_status = elsewhere
+        .lines()
+        .find_map(|l| l.strip_prefix("follow: "))
+        .unwrap_or_else(|| panic!("{elsewhere}"))
+        .to_owned();
+    assert_eq!(
+        from_status,
+        format!("ralph logs -f -C {name} --log-dir logs")
+    );
+
+    // Both commands, as given, follow this run to its end.
+    let spawn = |dir: &std::path::Path, command: &str| {
+        let args: Vec<&str> = command.split(' ').skip(1).collect();
+        ralph(dir, &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let followers = [spawn(p.path(), &from_header), spawn(parent, &from_status)];
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(p.path().join("hold")).unwrap();
+    std::io::Read::read_to_end(&mut run_out, &mut Vec::new()).unwrap();
+    assert!(run.wait().unwrap().success());
+    for follower in followers {
+        let out = follower.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+        let text = common::stdout(&out);
+        assert!(text.contains("in-the-log-dir"), "{text}");
+        assert!(!text.contains("in-the-default-folder"), "{text}");
+    }
+
+    // `runs` and `report` read the same folder with the same option.
+    let run_id = p.events()[0]["run_id"].as_str().unwrap().to_owned();
+    let out = p.run(&["runs", "--json", "--log-dir", "logs"]);
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["run_id"], run_id.as_str());
+    let out = p.run(&["report", "--log-dir", "logs", "-o", "r.html"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(p.path().join("r.html")).unwrap();
+    assert!(html.contains(&run_id) && html.contains("in-the-log-dir"));
+}

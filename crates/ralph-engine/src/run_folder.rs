@@ -176,7 +176,13 @@ pub fn list_runs_in(dir: &Path) -> Result<Vec<RunDir>, RunFolderError> {
 /// The run `id` under `folder`, or the newest when `id` is `None`. An id may be given by a
 /// unique prefix.
 pub fn find_run(folder: &Path, id: Option<&str>) -> Result<RunDir, RunFolderError> {
-    let dir = folder.join(RUNS_DIR);
+    find_run_in(&folder.join(RUNS_DIR), id)
+}
+
+/// The run `id` in a runs folder (`--log-dir`), or the newest when `id` is `None`, as
+/// [`find_run`] finds it.
+pub fn find_run_in(dir: &Path, id: Option<&str>) -> Result<RunDir, RunFolderError> {
+    let dir = dir.to_path_buf();
     let runs = list_runs_in(&dir)?;
     match id {
         None => runs
