@@ -192,6 +192,31 @@ pub struct IterationReport<'a> {
     pub attempt: Option<AttemptReport<'a>>,
 }
 
+impl<'a> IterationReport<'a> {
+    /// Iteration `iteration` on `task`, the agent exiting 0 with no state and no checks (set the
+    /// public fields to taste): what a source's own tests hand it, as the engine would.
+    pub fn new(iteration: u64, task: &'a Task) -> Self {
+        Self {
+            iteration,
+            task,
+            exit_code: Some(0),
+            state: None,
+            attempt: None,
+        }
+    }
+}
+
+impl<'a> AttemptReport<'a> {
+    /// An attempt whose checks gave `results`.
+    pub fn new(results: &'a [CheckResult], converged: bool, exhausted: bool) -> Self {
+        Self {
+            results,
+            converged,
+            exhausted,
+        }
+    }
+}
+
 /// What the loop does after an iteration, as the source decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -206,8 +231,56 @@ pub enum TaskDecision {
 }
 
 /// Lets a source report what it did.
+///
+/// The engine makes one for each call; a source's own tests make theirs with
+/// [`TaskContext::new`] and read back what it emitted:
+///
+/// ```
+/// use ralph_engine::{
+///     EventKind, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
+/// };
+///
+/// /// One task, done once the agent exits 0.
+/// struct FixTheBuild;
+///
+/// impl TaskSource for FixTheBuild {
+///     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
+///         NextTask::Work(Task::new("fix-the-build"))
+///     }
+///
+///     fn iteration_ended(
+///         &mut self,
+///         report: &IterationReport<'_>,
+///         cx: &mut TaskContext<'_>,
+///     ) -> TaskDecision {
+///         if report.exit_code == Some(0) {
+///             return TaskDecision::NextTask;
+///         }
+///         cx.warn(format!("the build still fails after iteration {}", report.iteration));
+///         TaskDecision::Continue
+///     }
+/// }
+///
+/// let task = Task::new("fix-the-build");
+/// let mut report = IterationReport::new(3, &task);
+/// report.exit_code = Some(1);
+/// let mut events = Vec::new();
+/// let decision = FixTheBuild.iteration_ended(&report, &mut TaskContext::new(&mut events));
+/// assert_eq!(decision, TaskDecision::Continue);
+/// assert!(matches!(
+///     &events[..],
+///     [EventKind::Warning { message }] if message == "the build still fails after iteration 3"
+/// ));
+/// ```
 pub struct TaskContext<'a> {
     events: &'a mut Vec<EventKind>,
+}
+
+impl<'a> TaskContext<'a> {
+    /// A context whose events go to `events`, in order.
+    pub fn new(events: &'a mut Vec<EventKind>) -> Self {
+        Self { events }
+    }
 }
 
 impl TaskContext<'_> {
