@@ -144,3 +144,24 @@ fn a_lock_file_naming_a_live_pid_without_the_lock_is_no_running_run() {
     assert_eq!(after["running"], false);
     assert_eq!(after["state"], "ended");
 }
+
+#[test]
+fn status_finds_a_run_as_soon_as_its_header_is_printed() {
+    let p = project();
+    let mut child = p.spawn(&["run"]);
+    let mut header = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut header,
+    )
+    .unwrap();
+    assert!(header.contains("ralph"), "{header}");
+    let out = p.run(&["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let started: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(started["running"], true);
+    assert_eq!(started["pid"], child.id());
+    // SIGTERM: ralph stops its agent and ends.
+    send_signal(child.id(), libc::SIGTERM);
+    child.wait().unwrap();
+}

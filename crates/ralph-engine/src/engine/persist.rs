@@ -20,10 +20,12 @@ use crate::state::millis;
 /// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
 /// each write is whole (temporary file, fsync, rename), in order.
 pub(super) struct SessionWriter {
+    path: std::path::PathBuf,
     tx: Option<mpsc::Sender<Vec<u8>>>,
     thread: Option<JoinHandle<()>>,
     /// What went wrong, for the engine to emit as warnings (the thread cannot emit).
     warnings: mpsc::Receiver<String>,
+    warn: mpsc::Sender<String>,
 }
 
 impl SessionWriter {
@@ -32,14 +34,17 @@ impl SessionWriter {
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
         let (warn_tx, warnings) = mpsc::channel::<String>();
         let thread_warn_tx = warn_tx.clone();
+        let thread_path = path.clone();
         let thread = std::thread::Builder::new()
             .name("ralph-session".to_owned())
-            .spawn(move || write_newest(&path, &rx, &thread_warn_tx));
+            .spawn(move || write_newest(&thread_path, &rx, &thread_warn_tx));
         match thread {
             Ok(thread) => Self {
+                path,
                 tx: Some(tx),
                 thread: Some(thread),
                 warnings,
+                warn: warn_tx,
             },
             Err(err) => {
                 // Said with the first session write, after `RUN_STARTED`.
@@ -47,9 +52,11 @@ impl SessionWriter {
                     "cannot start writing the session file: {err}; the run cannot be resumed"
                 ));
                 Self {
+                    path,
                     tx: None,
                     thread: None,
                     warnings,
+                    warn: warn_tx,
                 }
             }
         }
@@ -58,6 +65,18 @@ impl SessionWriter {
     /// What went wrong since the last call.
     fn take_warnings(&self) -> Vec<String> {
         self.warnings.try_iter().collect()
+    }
+
+    /// Writes `bytes` on the caller's thread, for the first session of a run: on disk before
+    /// `RUN_STARTED`, so `ralph status` finds the run as soon as anything names it.
+    fn write_now(&self, bytes: &[u8]) {
+        if let Err(err) = crate::logs::write_atomic(&self.path, bytes) {
+            // Said with the next session write, after `RUN_STARTED`.
+            let _ = self.warn.send(format!(
+                "cannot write the session file {}: {err}",
+                self.path.display()
+            ));
+        }
     }
 
     fn send(&self, bytes: Vec<u8>) {
@@ -130,6 +149,13 @@ impl Run {
         let Some(old) = self.options.resume.take() else {
             if self.options.log_dir.is_some() {
                 self.session = Some(Session::new(&self.options.run_id, &ralph_file, hash));
+                // On disk before `RUN_STARTED`: `ralph status` finds the run as soon as its
+                // header names it.
+                if let (Some(bytes), Some(writer)) =
+                    (self.session_bytes(false, None, false), &self.session_writer)
+                {
+                    writer.write_now(&bytes);
+                }
             }
             return None;
         };
@@ -241,9 +267,22 @@ impl Run {
 
     fn write_session(&mut self, working: bool, wait: Option<PlannedWait>, ending: bool) {
         self.session_warnings();
-        if self.session.is_none() {
-            return;
+        if let (Some(bytes), Some(writer)) = (
+            self.session_bytes(working, wait, ending),
+            &self.session_writer,
+        ) {
+            writer.send(bytes);
         }
+    }
+
+    /// The session as it stands, brought up to date; `None` without a session (no log folder).
+    fn session_bytes(
+        &mut self,
+        working: bool,
+        wait: Option<PlannedWait>,
+        ending: bool,
+    ) -> Option<Vec<u8>> {
+        self.session.as_ref()?;
         let task = (!working).then(|| self.tasks.snapshot(ending));
         let handlers = self.handlers.snapshot();
         let consecutive_idle = handlers
@@ -251,9 +290,7 @@ impl Run {
             .and_then(|idle| idle["consecutive"].as_u64())
             .unwrap_or(0);
         let elapsed = self.elapsed();
-        let (Some(session), Some(writer)) = (self.session.as_mut(), &self.session_writer) else {
-            return;
-        };
+        let session = self.session.as_mut()?;
         session.updated = SystemTime::now();
         session.iteration = self.iterations;
         session.working = working;
@@ -276,8 +313,11 @@ impl Run {
         session.task_fields = self.tasks.summary();
         session.wait = wait;
         match session.bytes() {
-            Ok(bytes) => writer.send(bytes),
-            Err(err) => self.warn(format!("cannot write the session file: {err}")),
+            Ok(bytes) => Some(bytes),
+            Err(err) => {
+                self.warn(format!("cannot write the session file: {err}"));
+                None
+            }
         }
     }
 
