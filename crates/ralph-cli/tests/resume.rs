@@ -6,10 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Project, code, fake_agent, kill_if_running, send_signal, stderr, wait_for_pid};
+use common::{
+    Project, code, fake_agent, git, kill_if_running, send_signal, stderr, story_repo, wait_for_pid,
+};
 use serde_json::Value;
 
 /// The folder's last run's log folder, as `.ralph/current` names it.
@@ -284,61 +285,12 @@ fn a_ralph_md_edited_while_stopped_is_reloaded_and_said_so() {
 
 // Story mode.
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The agent leaves uncommitted work (`work.txt`) and the check always fails the same way.
 const STORY_AGENT: &str = "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n";
 
-/// A repository with two stories, `agent` as `agent.sh`, all committed.
-fn story_repo(agent: &str) -> Project {
-    let prd = serde_json::json!({
-        "project": "Shop",
-        "userStories": [
-            {"id": "US-001", "title": "One", "description": "Do it", "acceptanceCriteria": ["ok"],
-             "priority": 1, "passes": false, "notes": ""},
-            {"id": "US-002", "title": "Two", "description": "Do it", "acceptanceCriteria": ["ok"],
-             "priority": 2, "passes": false, "notes": ""}
-        ]
-    });
-    let p = Project::new(
-        "agent: sh agent.sh\ndone_when:\n  - 'echo \"error: it fails\"; exit 1'\n\
-         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
-         failure: {delay: 10ms, max_delay: 10ms}\n\
-         escalation:\n  prd: prd.json\n  same_error_limit: 3",
-        "STORY={{ story.id }}\n",
-    );
-    let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    std::fs::write(dir.join("agent.sh"), agent).unwrap();
-    std::fs::write(
-        dir.join("prd.json"),
-        serde_json::to_string_pretty(&prd).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
-    p
-}
-
 #[test]
 fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
-    let p = story_repo(STORY_AGENT);
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
     let out = p.run(&["run", "-n", "2"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert_eq!(of(&p.events(), "ATTEMPT_ENDED").len(), 2);
@@ -392,7 +344,7 @@ fn a_story_stopped_after_two_failed_attempts_trips_the_breaker_on_its_third() {
 
 #[test]
 fn a_story_tree_changed_by_anything_else_is_still_refused() {
-    let p = story_repo(STORY_AGENT);
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
     std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
     let out = p.run(&["run", "--resume", "-n", "3"]);
@@ -414,7 +366,7 @@ fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
     let agent = format!(
         "{STORY_AGENT}if [ \"$RALPH_ITERATION\" = 2 ]; then echo $$ > agent.pid; exec sleep 60; fi\n"
     );
-    let p = story_repo(&agent);
+    let p = story_repo(&agent, &["One", "Two"]);
     std::fs::write(p.path().join(".gitignore"), "events.jsonl\nagent.pid\n").unwrap();
     git(p.path(), &["commit", "-qam", "ignore the pid file"]);
     let mut child = p.spawn(&["run"]);
@@ -449,7 +401,7 @@ exit 0
 
 #[test]
 fn a_pass_the_session_never_heard_of_is_kept_when_a_later_story_reverts() {
-    let p = story_repo(DONE_THEN_BLOCKED);
+    let p = story_repo(DONE_THEN_BLOCKED, &["One", "Two"]);
     // Story mode without checks: the agent's `done` passes a story.
     let ralph_md = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
     let start = ralph_md.find("done_when").unwrap();

@@ -4,11 +4,8 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use common::{Project, code, fixtures};
 use serde_json::Value;
@@ -131,46 +128,18 @@ fn the_report_total_and_bars_count_a_claude_session_that_goes_on_once() {
 
 /// `ralph run ARGS` on a terminal of its own, the fake `claude` lingering a second after its
 /// answer; returns everything written there.
-fn run_on_terminal(p: &Project, args: &[&str]) -> String {
-    let (pty, pts) = pty_process::blocking::open().expect("a pty");
-    pty.resize(pty_process::Size::new(24, 120)).unwrap();
-    let mut child = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_ralph"))
-        .current_dir(p.path())
-        .env("PATH", path_with(fake_claude(p, "1")))
-        .env("NO_COLOR", "1")
-        .arg("run")
-        .arg("--events")
-        .arg(p.events_path())
-        .args(args)
-        .spawn(pts)
-        .expect("ralph starts");
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&screen);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // EIO once ralph and everything it started have closed the terminal.
-        while let Ok(n @ 1..) = (&pty).read(&mut buf) {
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "ralph did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = reader.join();
-    let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-    assert_eq!(status.code(), Some(0), "{text}");
+fn run_with_claude_on_terminal(p: &Project, args: &[&str]) -> String {
+    let path = path_with(fake_claude(p, "1"));
+    let path = path.to_str().expect("a UTF-8 PATH");
+    let (text, code) = common::run_on_terminal(p, args, &[("PATH", path), ("NO_COLOR", "1")]);
+    assert_eq!(code, 0, "{text}");
     text
 }
 
 #[test]
 fn the_status_line_counts_a_claude_session_that_goes_on_once() {
     let p = project();
-    let screen = run_on_terminal(&p, &["-n", "3"]);
+    let screen = run_with_claude_on_terminal(&p, &["-n", "3"]);
     let cost = p.run_ended()["cost_usd"]
         .as_f64()
         .expect("RUN_ENDED.cost_usd");

@@ -3,52 +3,11 @@
 
 mod common;
 
-use std::io::Read;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use common::{Project, code};
+use common::{Project, code, run_on_terminal};
 
 /// An agent that says something, keeps quiet for a while, then says something else.
 const QUIET_AGENT: &str =
     "agent: sh -c 'cat >/dev/null; echo first-words; sleep 2; echo last-words'";
-
-/// `ralph ARGS` on a terminal of its own; returns everything it wrote there and its exit code.
-fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
-    let (pty, pts) = pty_process::blocking::open().expect("a pty");
-    pty.resize(pty_process::Size::new(24, 100)).unwrap();
-    let mut command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_ralph"))
-        .current_dir(p.path())
-        .env_remove("NO_COLOR")
-        .arg("run")
-        .arg("--events")
-        .arg(p.events_path())
-        .args(args);
-    for (k, v) in env {
-        command = command.env(k, v);
-    }
-    let mut child = command.spawn(pts).expect("ralph starts");
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&screen);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // EIO once ralph and everything it started have closed the terminal.
-        while let Ok(n @ 1..) = (&pty).read(&mut buf) {
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "ralph did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = reader.join();
-    let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-    (text, status.code().unwrap_or(-1))
-}
 
 /// The agent's lines as they reached the screen: each must stand whole on a line of its own.
 fn assert_agent_text_intact(screen: &str) {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Project, code, git, stderr};
+use common::{Project, code, git, stderr, story_repo};
 
 #[test]
 fn output_that_is_not_the_adapters_json_is_a_warning_event() {
@@ -82,39 +82,6 @@ fn a_line_past_the_adapters_cap_is_a_warning_event_naming_the_iteration() {
 
 // Escalation: what it has to say outside an iteration reaches the events too.
 
-/// A repository with one story whose check always fails, `agent` as `agent.sh`, committed.
-fn story_repo(agent: &str) -> Project {
-    let prd = serde_json::json!({
-        "project": "Shop",
-        "userStories": [
-            {"id": "US-001", "title": "One", "description": "Do it", "acceptanceCriteria": ["ok"],
-             "priority": 1, "passes": false, "notes": ""}
-        ]
-    });
-    let p = Project::new(
-        "agent: sh agent.sh\ndone_when:\n  - 'echo \"error: it fails\"; exit 1'\n\
-         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
-         failure: {delay: 10ms, max_delay: 10ms}\n\
-         escalation:\n  prd: prd.json\n  same_error_limit: 3",
-        "STORY={{ story.id }}\n",
-    );
-    let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    std::fs::write(dir.join("agent.sh"), agent).unwrap();
-    std::fs::write(
-        dir.join("prd.json"),
-        serde_json::to_string_pretty(&prd).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
-    p
-}
-
 /// The session file of the folder's last run, as `.ralph/current` names it.
 fn session_path(p: &Project) -> std::path::PathBuf {
     let current = std::fs::read_to_string(p.path().join(".ralph/current")).expect(".ralph/current");
@@ -133,7 +100,7 @@ fn edit_session(p: &Project, change: impl FnOnce(&mut serde_json::Value)) {
 #[test]
 fn escalation_failing_at_the_iteration_limit_says_why_in_a_warning_event() {
     // The agent breaks prd.json; only the iteration limit's look at it finds out.
-    let p = story_repo("cat >/dev/null\necho '{' > prd.json\n");
+    let p = story_repo("cat >/dev/null\necho '{' > prd.json\n", &["One"]);
     let out = p.run(&["run", "-n", "1"]);
     assert_eq!(
         p.run_ended()["reason"],
@@ -156,7 +123,10 @@ fn escalation_failing_at_the_iteration_limit_says_why_in_a_warning_event() {
 
 #[test]
 fn a_resumed_run_that_takes_a_killed_runs_tree_on_trust_says_so_in_a_warning_event() {
-    let p = story_repo("cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n");
+    let p = story_repo(
+        "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\n",
+        &["One"],
+    );
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
     // What `kill -9` leaves: a session whose run never said how it ended.
     edit_session(&p, |s| s["ended"] = serde_json::Value::Null);
@@ -180,7 +150,7 @@ fn a_resumed_run_that_takes_a_killed_runs_tree_on_trust_says_so_in_a_warning_eve
 
 #[test]
 fn an_unreadable_escalation_state_in_the_session_is_a_warning_event() {
-    let p = story_repo("cat >/dev/null\n");
+    let p = story_repo("cat >/dev/null\n", &["One"]);
     assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
     edit_session(&p, |s| {
         s["task"] = serde_json::json!({"breaker": "garbled"})
@@ -198,7 +168,7 @@ fn an_unreadable_escalation_state_in_the_session_is_a_warning_event() {
 
 #[test]
 fn allow_dirty_names_the_ref_it_saved_the_changes_under_in_a_warning_event() {
-    let p = story_repo("cat >/dev/null\n");
+    let p = story_repo("cat >/dev/null\n", &["One"]);
     std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
     let out = p.run(&["run", "--allow-dirty", "-n", "1"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

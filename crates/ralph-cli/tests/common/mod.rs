@@ -237,3 +237,84 @@ pub fn show(dir: &Path, rev: &str, path: &str) -> Option<Vec<u8>> {
         .expect("git runs");
     out.status.success().then_some(out.stdout)
 }
+
+/// Story mode: a git repository whose prd.json holds one story per title (`US-001`, `US-002`,
+/// ... in priority order, none passed), whose one check always fails the same way
+/// (`error: it fails`), with `agent` as `agent.sh`, all committed. The prompt is
+/// `STORY={{ story.id }}`.
+pub fn story_repo(agent: &str, titles: &[&str]) -> Project {
+    let stories: Vec<Value> = titles
+        .iter()
+        .enumerate()
+        .map(|(i, title)| {
+            serde_json::json!({
+                "id": format!("US-{:03}", i + 1), "title": title, "description": "Do it",
+                "acceptanceCriteria": ["ok"], "priority": i + 1, "passes": false, "notes": ""
+            })
+        })
+        .collect();
+    let prd = serde_json::json!({"project": "Shop", "userStories": stories});
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - 'echo \"error: it fails\"; exit 1'\n\
+         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+         failure: {delay: 10ms, max_delay: 10ms}\n\
+         escalation:\n  prd: prd.json\n  same_error_limit: 3",
+        "STORY={{ story.id }}\n",
+    );
+    let dir = p.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(
+        dir.join("prd.json"),
+        serde_json::to_string_pretty(&prd).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    p
+}
+
+/// `ralph run ARGS` on a terminal of its own (24x100, `NO_COLOR` unset unless `env` sets it),
+/// with `env` added; returns everything it wrote there and its exit code.
+pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+
+    let (pty, pts) = pty_process::blocking::open().expect("a pty");
+    pty.resize(pty_process::Size::new(24, 100)).unwrap();
+    let mut command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_ralph"))
+        .current_dir(p.path())
+        .env_remove("NO_COLOR")
+        .arg("run")
+        .arg("--events")
+        .arg(p.events_path())
+        .args(args);
+    for (k, v) in env {
+        command = command.env(k, v);
+    }
+    let mut child = command.spawn(pts).expect("ralph starts");
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&screen);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // EIO once ralph and everything it started have closed the terminal.
+        while let Ok(n @ 1..) = (&pty).read(&mut buf) {
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "ralph did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = reader.join();
+    let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    (text, status.code().unwrap_or(-1))
+}
