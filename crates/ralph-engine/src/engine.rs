@@ -81,7 +81,7 @@ pub struct Engine {
     /// Kept so `signals` never closes when the embedder gives no sender.
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
     terminal: PtyTerminal,
-    /// The embedder's adapter maker; `None` lets [`adapter::choose_output`] pick a built-in.
+    /// The embedder's adapter maker; `None` lets [`crate::adapter::choose_output`] pick a built-in.
     adapter: Option<AdapterFactory>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,

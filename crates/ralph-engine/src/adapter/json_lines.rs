@@ -11,6 +11,9 @@ use super::{
 };
 use crate::event::Stream;
 
+/// How many distinct errors a run remembers having shown.
+const REMEMBERED_ERRORS: usize = 16;
+
 /// What every JSON Lines adapter keeps, whatever its format.
 #[derive(Debug, Default)]
 pub(crate) struct JsonRun {
@@ -23,8 +26,9 @@ pub(crate) struct JsonRun {
     pub(crate) usage: Usage,
     /// The error the agent reported about its run, in its words.
     pub(crate) error: Option<String>,
-    /// The errors shown so far: formats that say an error twice (Codex's `error` then
-    /// `turn.failed`, Gemini's `error` then its `result`) get one line.
+    /// The errors shown so far, the first [`REMEMBERED_ERRORS`]: formats that say an error
+    /// twice (Codex's `error` then `turn.failed`, Gemini's `error` then its `result`) get one
+    /// line.
     shown_errors: Vec<String>,
 }
 
@@ -38,7 +42,11 @@ impl JsonRun {
                 Stream::Stdout,
                 format!("✗ the agent's run ended with an error: {words}\n").as_bytes(),
             );
-            self.shown_errors.push(words.clone());
+            // Bounded, as everything an adapter keeps: an agent that reports error after error
+            // has the later ones shown every time.
+            if self.shown_errors.len() < REMEMBERED_ERRORS {
+                self.shown_errors.push(words.clone());
+            }
         }
         self.error = Some(words);
     }
@@ -168,5 +176,21 @@ mod tests {
              ✗ the agent's run ended with an error: quota exceeded\n"
         );
         assert_eq!(run.error.as_deref(), Some("401 Unauthorized"));
+    }
+
+    #[test]
+    fn an_agent_reporting_error_after_error_is_remembered_within_bounds() {
+        let mut run = JsonRun::default();
+        let mut out = Recorded::default();
+        for n in 0..1_000 {
+            run.fail(&format!("error {n}"), &mut out);
+        }
+        assert_eq!(run.shown_errors.len(), REMEMBERED_ERRORS);
+        assert_eq!(
+            out.shown().lines().count(),
+            1_000,
+            "each distinct error is shown"
+        );
+        assert_eq!(run.error.as_deref(), Some("error 999"));
     }
 }
