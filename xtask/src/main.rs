@@ -6,12 +6,15 @@
 //! - `schema [--check]`: write the RALPH.md frontmatter's JSON Schema to `docs/ralph.schema.json`
 //!   and the events' to `docs/events.schema.json` (or fail when one is out of date).
 //! - `man [DIR]`: write man pages for `ralph` and its subcommands (default `target/man/`).
+//! - `package`: pack every published crate, install the CLI from its `.crate` file into a scratch
+//!   root and run the installed `ralph` (see `package.rs`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
 mod events_schema;
 mod man;
+mod package;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +28,9 @@ tasks:
   schema   write docs/ralph.schema.json from the frontmatter's field table and
            docs/events.schema.json from the event types
            (--check: exit 1 when a file is out of date)
-  man      write man pages to target/man/ (or the DIR given)";
+  man      write man pages to target/man/ (or the DIR given)
+  package  cargo package the workspace, install ralph-loop from its .crate file
+           into a scratch root and run the installed ralph's --version and demo";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -65,6 +70,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        ["package"] => match package::run(&workspace_root()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("xtask package: {err}");
+                ExitCode::FAILURE
+            }
+        },
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -81,4 +93,14 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Where cargo builds: `CARGO_TARGET_DIR` when set (relative to `root` when relative), else
+/// `root/target`.
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
 }

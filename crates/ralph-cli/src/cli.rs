@@ -9,10 +9,16 @@ use ralph_frontmatter::{DURATION_SYNTAX, DurationError};
 
 /// Run an AI coding agent in a loop on one prompt file until the work is done.
 #[derive(Debug, Parser)]
-#[command(name = "ralph", version, about, long_about = None, propagate_version = true)]
+#[command(name = "ralph", version = version(), about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `0.3.0 (commit 1a2b3c4d5e6f)`: the version and the commit it was built from (`build.rs`). The
+/// fallback serves `cargo xtask man`, which compiles this file without the build script.
+fn version() -> &'static str {
+    option_env!("RALPH_VERSION").unwrap_or(env!("CARGO_PKG_VERSION"))
 }
 
 // Parsed once per process: the size of the largest variant costs nothing.

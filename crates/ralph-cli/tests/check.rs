@@ -81,12 +81,22 @@ fn run_with_an_invalid_file_runs_nothing_and_exits_2() {
 }
 
 #[test]
-fn version_names_the_crate_version() {
+fn version_names_the_crate_version_and_the_commit_it_was_built_from() {
     let out = ralph(&["--version"]);
     assert_eq!(code(&out), 0);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap();
     assert_eq!(
         stdout(&out),
-        format!("ralph {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "ralph {} (commit {})\n",
+            env!("CARGO_PKG_VERSION"),
+            head.trim()
+        )
     );
 }
 

@@ -29,7 +29,8 @@ const METHOD: &str = "\
 ## How each row is measured
 
 All figures come from one run of `cargo xtask bench`, which builds ralph with
-`cargo build --release -p ralph-cli` and drives `target/release/ralph` as a user would, each
+`cargo build --release -p ralph-loop` and drives `target/release/ralph` (under
+`CARGO_TARGET_DIR` when set) as a user would, each
 contender's runs interleaved with the others'.
 
 - **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
@@ -44,6 +45,9 @@ contender's runs interleaved with the others'.
   about 0.25 ms per spawn on the 2-core machine, by building without the hook); and the run
   folder gets the iteration's log, a copy of its prompt, its events in `events.jsonl` and
   `session.json` (written off the loop's thread, fsynced).
+- **Size of the release binary**: the bytes of `target/release/ralph` as built by the release
+  profile (LTO, one codegen unit, symbols stripped), the file `cargo install` and the release
+  archives ship.
 - **Start-up**: median wall time of 50 runs (after 3 warm-ups) of `ralph --version` and of
   `ralph check` on the README's example RALPH.md.
 - **Peak RSS and throughput**: the agent is a shell script printing 1 GiB (`yes` with 80-byte
@@ -71,19 +75,19 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let ctx = Ctx {
-        ralph: root.join("target").join("release").join("ralph"),
+        ralph: crate::target_dir(root).join("release").join("ralph"),
         root: root.to_path_buf(),
         cargo,
     };
     let machine = machine::describe(root);
-    eprintln!("bench: cargo build --release -p ralph-cli");
+    eprintln!("bench: cargo build --release -p ralph-loop");
     let status = ctx
         .cargo()
-        .args(["build", "--release", "-p", "ralph-cli"])
+        .args(["build", "--release", "-p", "ralph-loop"])
         .status()
         .map_err(|err| format!("cannot run cargo: {err}"))?;
     if !status.success() {
-        return Err(format!("cargo build --release -p ralph-cli: {status}"));
+        return Err(format!("cargo build --release -p ralph-loop: {status}"));
     }
 
     let mut rows = Vec::new();

@@ -1,5 +1,5 @@
 //! Start-up: `ralph --version` and `ralph check` on a typical RALPH.md, each the median of many
-//! runs.
+//! runs; and the size of the binary that starts.
 
 use std::process::{Command, Stdio};
 
@@ -46,9 +46,33 @@ pub(crate) fn measure(ctx: &Ctx) -> Vec<Row> {
     let mut check_cmd = Command::new(&ctx.ralph);
     check_cmd.arg("check").arg(work.path());
     vec![
+        binary_size(ctx),
         row(&version, median_ms(&mut version_cmd)),
         row(&check, written.and_then(|()| median_ms(&mut check_cmd))),
     ]
+}
+
+/// The release binary's size on disk, as `cargo install` and the release archives ship it.
+fn binary_size(ctx: &Ctx) -> Row {
+    const MEASUREMENT: &str = "Size of the release binary (`target/release/ralph`)";
+    const LIMIT: &str = "< 8 MB";
+    match std::fs::metadata(&ctx.ralph) {
+        Ok(meta) => {
+            let mb = meta.len() as f64 / 1_000_000.0;
+            Row::measured(
+                MEASUREMENT,
+                format!("{mb:.1} MB"),
+                "–".to_owned(),
+                LIMIT,
+                Some(mb < 8.0),
+            )
+        }
+        Err(err) => Row::skipped(
+            MEASUREMENT,
+            LIMIT,
+            &format!("{}: {err}", ctx.ralph.display()),
+        ),
+    }
 }
 
 fn row(measurement: &str, result: Result<f64>) -> Row {

@@ -1,0 +1,188 @@
+//! `cargo xtask package`: what a user installing ralph by name gets, checked before a release.
+//!
+//! 1. `cargo package --workspace` packs every published crate and builds each from its packaged
+//!    files alone (a file the build needs but the package leaves out fails here, not on
+//!    crates.io).
+//! 2. The `.crate` files are unpacked into a scratch folder and `ralph-loop` is installed from
+//!    its own with `cargo install`, into a scratch root, its library crates taken from their
+//!    `.crate` files too (`[patch]`, as crates.io would serve them), with the lock file the
+//!    package ships (`--locked`).
+//! 3. The installed `ralph` says its version and the commit it was packaged from, and runs the
+//!    bundled demo to its first idle iteration.
+//!
+//! The install is a debug build sharing the workspace's target folder: what is checked is the
+//! package's contents, and the release profile's size is `cargo xtask bench`'s row.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The published crates, libraries first; the last is the CLI package.
+const CRATES: [&str; 6] = [
+    "ralph-marker",
+    "ralph-frontmatter",
+    "ralph-backoff",
+    "ralph-engine",
+    "ralph-escalation",
+    CLI_PACKAGE,
+];
+const CLI_PACKAGE: &str = "ralph-loop";
+/// The workspace's version, which every crate inherits.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Packs, installs from the packages and runs the installed binary; the first failure is the error.
+pub(crate) fn run(root: &Path) -> Result<(), String> {
+    let target = crate::target_dir(root);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+
+    eprintln!("package: cargo package --workspace --exclude xtask");
+    run_ok(
+        Command::new(&cargo)
+            .args(["package", "--workspace", "--exclude", "xtask"])
+            .current_dir(root),
+    )?;
+
+    let scratch =
+        tempfile::tempdir().map_err(|err| format!("cannot make a scratch folder: {err}"))?;
+    let sources = scratch.path().join("src");
+    std::fs::create_dir(&sources).map_err(|err| format!("{}: {err}", sources.display()))?;
+    for name in CRATES {
+        let file = target
+            .join("package")
+            .join(format!("{name}-{VERSION}.crate"));
+        run_ok(
+            Command::new("tar")
+                .arg("-xzf")
+                .arg(&file)
+                .arg("-C")
+                .arg(&sources),
+        )?;
+    }
+    let unpacked = |name: &str| sources.join(format!("{name}-{VERSION}"));
+
+    eprintln!("package: cargo install {CLI_PACKAGE} from its .crate file");
+    let install_root = scratch.path().join("root");
+    let mut install = Command::new(&cargo);
+    install
+        .arg("install")
+        .arg("--path")
+        .arg(unpacked(CLI_PACKAGE))
+        .arg("--root")
+        .arg(&install_root)
+        .args(["--debug", "--locked", "--target-dir"])
+        .arg(&target);
+    for name in &CRATES[..CRATES.len() - 1] {
+        install.arg("--config").arg(format!(
+            "patch.crates-io.{name}.path='{}'",
+            unpacked(name).display()
+        ));
+    }
+    run_ok(&mut install)?;
+    let ralph = install_root.join("bin").join("ralph");
+
+    check_version(&ralph, root)?;
+    run_demo(&ralph, root, scratch.path())?;
+    eprintln!("package: ok, {CLI_PACKAGE} {VERSION} installs from its package and runs");
+    Ok(())
+}
+
+/// `ralph --version` names this version and the commit the package was made from.
+fn check_version(ralph: &Path, root: &Path) -> Result<(), String> {
+    let version = output(Command::new(ralph).arg("--version"))?;
+    let head = output(
+        Command::new("git")
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .current_dir(root),
+    )?;
+    let expected = format!("ralph {VERSION} (commit {}", head.trim());
+    if !version.starts_with(&expected) {
+        return Err(format!(
+            "the installed `ralph --version` printed {:?}, expected it to start with {expected:?}",
+            version.trim()
+        ));
+    }
+    eprintln!("package: {}", version.trim());
+    Ok(())
+}
+
+/// The README's first command with the installed binary: the demo works, then goes idle.
+fn run_demo(ralph: &Path, root: &Path, scratch: &Path) -> Result<(), String> {
+    let events = scratch.join("events.jsonl");
+    let out = Command::new(ralph)
+        .args(["run", "fixtures/demo", "--no-color", "-n", "3", "--events"])
+        .arg(&events)
+        .arg("--log-dir")
+        .arg(scratch.join("runs"))
+        .current_dir(root)
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", ralph.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !stdout.contains("Task 2 done.") {
+        return Err(format!(
+            "the installed ralph's demo run ended {}:\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let events =
+        std::fs::read_to_string(&events).map_err(|err| format!("{}: {err}", events.display()))?;
+    if !events.contains("\"ITERATION_IDLE\"") {
+        return Err(format!("the demo never went idle; its events:\n{events}"));
+    }
+    eprintln!("package: the installed ralph ran the demo to its first idle iteration");
+    Ok(())
+}
+
+fn run_ok(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd
+        .status()
+        .map_err(|err| format!("cannot run {cmd:?}: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?}: {status}"))
+    }
+}
+
+fn output(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|err| format!("cannot run {cmd:?}: {err}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{cmd:?}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crate names here and the workspace's published members agree.
+    #[test]
+    fn every_published_crate_is_packed_and_installed() {
+        let root = crate::workspace_root();
+        let mut members: Vec<String> = std::fs::read_dir(root.join("crates"))
+            .unwrap()
+            .map(|entry| {
+                let manifest =
+                    std::fs::read_to_string(entry.unwrap().path().join("Cargo.toml")).unwrap();
+                manifest
+                    .lines()
+                    .find_map(|line| line.strip_prefix("name = "))
+                    .unwrap()
+                    .trim_matches('"')
+                    .to_owned()
+            })
+            .collect();
+        members.sort();
+        let mut listed: Vec<String> = CRATES.iter().map(|name| (*name).to_owned()).collect();
+        listed.sort();
+        assert_eq!(members, listed);
+        assert_eq!(CRATES.last(), Some(&CLI_PACKAGE));
+    }
+}
