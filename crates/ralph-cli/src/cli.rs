@@ -87,7 +87,8 @@ pub(crate) struct ReportArgs {
     /// The run (an id from `ralph runs`, or a unique prefix); the last run by default.
     pub(crate) run_id: Option<String>,
 
-    /// The HTML file to write.
+    /// The HTML file to write (`-` for standard output). A FIFO or a device is written into,
+    /// never replaced.
     #[arg(short, long, value_name = "FILE", default_value = "ralph-report.html")]
     pub(crate) output: PathBuf,
 

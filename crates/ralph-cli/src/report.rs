@@ -28,7 +28,7 @@ const LANE: f64 = 22.0;
 const LABEL: f64 = 90.0;
 
 /// Writes the report of run `id` (the newest by default) of the loop in `folder` (its runs in
-/// `log_dir`, when they went there) to `output`.
+/// `log_dir`, when they went there) to `output`, or to standard output for `-`.
 pub(crate) fn write(
     folder: &Path,
     log_dir: Option<&Path>,
@@ -40,10 +40,15 @@ pub(crate) fn write(
     let stories = RunStories::read(&mut run);
     let tails = tails(&dir, &run);
     let html = render(&run, &stories, &tails);
+    if output == Path::new("-") {
+        crate::print_out(html.as_bytes())?;
+        return Ok(0);
+    }
     let write_error = |source| CliError::Write {
         path: output.to_path_buf(),
         source,
     };
+    // A FIFO or a device there (`/dev/stdout`) is written into, never replaced.
     ralph_engine::atomic::write(output, html.as_bytes()).map_err(write_error)?;
     crate::print_out(format!("wrote {}\n", output.display()).as_bytes())?;
     Ok(0)

@@ -34,6 +34,18 @@ pub(crate) fn prepare(
     };
     let session =
         Session::read(&dir).map_err(|err| CliError::Usage(format!("cannot resume: {err}")))?;
+    if let Some(home) = session
+        .folder
+        .as_ref()
+        .filter(|_| !session.belongs_to(&options.cwd))
+    {
+        return Err(CliError::Usage(format!(
+            "cannot resume run {}: it is the loop's in {}, not this folder's; resume it from \
+             there",
+            session.run_id,
+            home.display()
+        )));
+    }
     if let Some(ended) = session.ended.as_ref().filter(|_| !session.resumable()) {
         return Err(CliError::Usage(format!(
             "run {} ended by itself ({}, exit {}, at {}): there is nothing to resume; start a new \

@@ -67,7 +67,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     }
     // One loop per folder (per repository when it escalates), held until ralph exits; taken
     // before escalation opens, which may already save work under a ref.
-    let _locks = lock(&options)?;
+    let mut locks = lock(&options, resuming.is_some())?;
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
     let escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
     if let Some(dir) = &options.log_dir {
@@ -78,7 +78,12 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
                 .warnings
                 .push(format!("cannot record this run in .ralph/current: {err}"));
         }
+        // A new run's own lock, taken before its session exists: no resume finds it unlocked.
+        if resuming.is_none() {
+            locks.extend(RunLock::run(dir, &options.run_id).ok());
+        }
     }
+    let _locks = locks;
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -137,11 +142,15 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
 }
 
 /// The folder's lock and, inside a git repository, the repository's: a second loop in the same
-/// folder, or beside a loop that reverts, is refused (exit 2) naming the one that runs.
-fn lock(options: &EngineOptions) -> Result<Vec<RunLock>, CliError> {
+/// folder, or beside a loop that reverts, is refused (exit 2) naming the one that runs. With
+/// `resuming`, the run's own lock too: a run still going is not resumed, from anywhere.
+fn lock(options: &EngineOptions, resuming: bool) -> Result<Vec<RunLock>, CliError> {
     let folder = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
     let me = LockHolder::this_process(&options.run_id, &folder);
     let mut locks = vec![RunLock::folder(&options.cwd, &me)?];
+    if let (true, Some(dir)) = (resuming, &options.log_dir) {
+        locks.push(RunLock::run(dir, &options.run_id)?);
+    }
     locks.extend(ralph_escalation::lock_repository(
         &options.cwd,
         &options.file.config,

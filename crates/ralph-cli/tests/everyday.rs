@@ -73,6 +73,18 @@ fn init_refuses_to_overwrite_and_force_replaces() {
 }
 
 #[test]
+fn init_force_writes_into_a_fifo_and_leaves_it_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("RALPH.md");
+    let reader = common::fifo_with_reader(&fifo);
+    let out = ralph(dir.path(), &["init", "--force"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(common::is_fifo(&fifo), "the FIFO was replaced");
+    let text = String::from_utf8(reader.join().unwrap()).unwrap();
+    assert!(text.starts_with("---\n"), "{text}");
+}
+
+#[test]
 fn init_in_a_folder_named_run_keeps_its_flags() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("run")).unwrap();

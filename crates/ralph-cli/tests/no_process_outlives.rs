@@ -176,3 +176,69 @@ fi
         "{warnings:?}"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_that_ignores_sigterm_ends_when_ralph_is_killed_during_its_grace() {
+    // The daemon leaves the agent's session and drops ralph's environment (its token with
+    // it): only being handed to the watchdog reaches it. It notes the SIGTERM that starts its
+    // grace, and goes on.
+    let p = Project::new("agent: sh agent.sh", "x\n");
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat > /dev/null
+setsid env -i /bin/sh -c 'trap \"echo termed > termed\" TERM; echo $$ > daemon.pid
+  while :; do echo beat >> beat; /bin/sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+while [ ! -s daemon.pid ]; do sleep 0.01; done
+",
+    )
+    .unwrap();
+    let mut ralph = p.spawn(&["run", "-n", "1"]);
+    let daemon = wait_for_pid(&p.path().join("daemon.pid")) as i32;
+    let _cleanup = Cleanup(vec![daemon]);
+    wait_for_beat(&p.path().join("termed"));
+    send_signal(ralph.id(), libc::SIGKILL);
+    ralph.wait().unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(daemon) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !alive(daemon),
+        "the daemon outlived ralph, killed in its grace"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_in_a_session_of_its_own_ends_when_ralph_is_killed_mid_iteration() {
+    // The daemon left the agent's group (beyond the group kill) but kept its environment:
+    // the run's token in it is how the watchdog finds it.
+    let p = Project::new("agent: sh agent.sh", "x\n");
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat > /dev/null
+setsid sh -c 'echo $$ > daemon.pid; while :; do date >> beat; sleep 0.05; done' \
+  </dev/null >/dev/null 2>&1 &
+echo $$ > agent.pid
+while :; do sleep 0.05; done
+",
+    )
+    .unwrap();
+    let mut ralph = p.spawn(&["run", "-n", "1"]);
+    let daemon = wait_for_pid(&p.path().join("daemon.pid")) as i32;
+    let agent = wait_for_pid(&p.path().join("agent.pid")) as i32;
+    let _cleanup = Cleanup(vec![daemon, agent]);
+    wait_for_beat(&p.path().join("beat"));
+    send_signal(ralph.id(), libc::SIGKILL);
+    ralph.wait().unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (alive(daemon) || alive(agent)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!alive(agent), "the agent outlived ralph");
+    assert!(!alive(daemon), "the daemon outlived ralph");
+    assert!(!still_beating(&p.path().join("beat")));
+}

@@ -239,3 +239,109 @@ fn plain_runs_share_a_repository_but_a_story_run_waits_for_them() {
     assert!(err.contains("the git repository at"), "{err}");
     assert!(first.wait().unwrap().success());
 }
+
+#[test]
+fn deleting_ralph_folder_during_a_run_lets_no_second_loop_start() {
+    let tree = Tree::new();
+    tree.ralph_md("a", &slow(30.0));
+    let mut first = tree.start("a");
+    // The run may be writing there meanwhile (a folder not empty yet): as `rm -rf` again would.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(err) = std::fs::remove_dir_all(tree.repo().join("a/.ralph")) {
+        assert!(Instant::now() < deadline, "cannot delete .ralph: {err}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let out = tree.run("a", &["--events", "/dev/null"]);
+    let err = stderr(&out);
+    send_signal(first.id(), libc::SIGTERM);
+    first.wait().unwrap();
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("this folder"), "{err}");
+}
+
+/// The run id `RUN_STARTED` names in the events file `events`.
+fn run_id(events: &Path) -> String {
+    let text = std::fs::read_to_string(events).unwrap();
+    let started = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "RUN_STARTED")
+        .expect("RUN_STARTED");
+    started["run_id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_run_still_going_is_not_resumed_from_another_folder() {
+    let tree = Tree::new();
+    tree.ralph_md("a", &slow(30.0));
+    tree.ralph_md("b", &slow(30.0));
+    let mut first = tree.start("a");
+    let id = run_id(&tree.events("a"));
+    let runs = tree.repo().join("a/.ralph/runs");
+    let runs = runs.to_str().unwrap();
+
+    let elsewhere = tree.run("b", &["--resume", &id, "--log-dir", runs]);
+    // A session from before its folder was recorded: the run's own lock still holds it.
+    let session_path = tree
+        .repo()
+        .join("a/.ralph/runs")
+        .join(&id)
+        .join("session.json");
+    let mut session: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&session_path).unwrap()).unwrap();
+    session.as_object_mut().unwrap().remove("folder");
+    std::fs::write(&session_path, serde_json::to_vec(&session).unwrap()).unwrap();
+    let unnamed = tree.run("b", &["--resume", &id, "--log-dir", runs]);
+    let events = std::fs::read_to_string(tree.events("a")).unwrap();
+    send_signal(first.id(), libc::SIGTERM);
+    first.wait().unwrap();
+
+    assert_eq!(code(&elsewhere), 2, "{}", stderr(&elsewhere));
+    assert!(
+        stderr(&elsewhere).contains("not this folder"),
+        "{}",
+        stderr(&elsewhere)
+    );
+    assert_eq!(code(&unnamed), 2, "{}", stderr(&unnamed));
+    assert!(
+        stderr(&unnamed).contains(&format!("run {id}")),
+        "{}",
+        stderr(&unnamed)
+    );
+    assert!(!events.contains("RUN_RESUMED"), "{events}");
+    assert!(!tree.events("b").exists(), "refused before anything ran");
+}
+
+#[test]
+fn a_stopped_run_is_resumed_only_from_its_own_folder() {
+    let tree = Tree::new();
+    tree.ralph_md("a", "agent: 'true'\nmax_iterations: 1");
+    tree.ralph_md("b", "agent: 'true'\nmax_iterations: 1");
+    let out = tree.run("a", &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = run_id(&tree.events("a"));
+    let runs = tree.repo().join("a/.ralph/runs");
+
+    let out = tree.run(
+        "b",
+        &[
+            "--resume",
+            &id,
+            "--log-dir",
+            runs.to_str().unwrap(),
+            "-n",
+            "2",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    let home = std::fs::canonicalize(tree.repo().join("a")).unwrap();
+    assert!(
+        err.contains(&home.display().to_string()),
+        "names its folder: {err}"
+    );
+
+    let out = tree.run("a", &["--resume", &id, "-n", "2"]);
+    assert_eq!(code(&out), 0, "at home it goes on: {}", stderr(&out));
+}

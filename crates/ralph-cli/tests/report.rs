@@ -283,3 +283,32 @@ fn a_window_title_the_agent_sets_leaves_no_text_in_the_log_tail() {
     assert!(!html.contains("window-title-xyz"), "{html}");
     assert!(!html.contains('\x07') && !html.contains('\x1b'));
 }
+
+#[test]
+fn a_report_goes_into_a_fifo_or_to_standard_output_and_replaces_neither() {
+    let p = Project::new("agent: 'true'", "x\n");
+    synthetic_run(&p, 2);
+    let fifo = p.path().join("report.fifo");
+    let reader = common::fifo_with_reader(&fifo);
+    let out = p.run(&["report", "-o", "report.fifo"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert!(common::is_fifo(&fifo), "the FIFO was replaced");
+    let html = String::from_utf8(reader.join().unwrap()).unwrap();
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+
+    let out = p.run(&["report", "-o", "-"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert!(common::stdout(&out).starts_with("<!doctype html>"));
+    assert!(!p.path().join("-").exists());
+
+    // Standard output is a pipe here: /dev/stdout leads to it, and is written into.
+    let out = p.run(&["report", "-o", "/dev/stdout"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert!(common::stdout(&out).starts_with("<!doctype html>"));
+    let out = p.run(&["report", "-o", "/dev/null"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let null = std::fs::metadata("/dev/null").unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &null.file_type()
+    ));
+}

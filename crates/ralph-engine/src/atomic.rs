@@ -7,6 +7,10 @@
 //! fsynced so the rename itself survives a power cut. A symlink is followed (its target is
 //! replaced, the link stays) and a replaced file keeps its permissions; a new file gets the
 //! mode any editor would give it, 0666 less the umask.
+//!
+//! Only a regular file is ever replaced. A FIFO, a device node (`/dev/null`) or a terminal at
+//! the path (or at the end of its symlink, `/dev/stdout`) is written into as it is, as a shell's
+//! `>` would: renaming a regular file over `/dev/null` would break the machine for everyone.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -28,7 +32,29 @@ pub fn write_with(
     fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if is_special(&target) {
+        return write_into(&target, fill);
+    }
     write_through_temp(&target, fill, Place::Replace, Durable::Yes)
+}
+
+/// Whether `path` (its symlinks followed) is something that exists and is neither a regular
+/// file nor a folder: a FIFO, a device, a socket. `/dev/stdout` on a pipe is one, though its
+/// link's target (`pipe:[…]`) cannot be named.
+fn is_special(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Writes into the existing non-regular file at `path`, neither created nor truncated nor
+/// replaced; nothing to fsync (a pipe or a terminal would refuse).
+fn write_into(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let file = OpenOptions::new().write(true).open(path)?;
+    let mut out = BufWriter::new(file);
+    fill(&mut out)?;
+    out.flush()
 }
 
 /// Like [`write()`] without the fsyncs: a reader, or a ralph killed half-way, sees the old file
@@ -228,6 +254,26 @@ mod tests {
         assert_eq!(err.to_string(), "disk full");
         assert_eq!(fs::read_to_string(&path).unwrap(), "old");
         assert_eq!(entries(dir.path()), ["a.txt"]);
+    }
+
+    #[test]
+    fn a_fifo_is_written_into_and_stays_a_fifo() {
+        use std::os::unix::fs::FileTypeExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+
+        write(&fifo, b"through the pipe").unwrap();
+
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(entries(dir.path()), ["out.fifo"]);
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //! ([`RunLock::folder`]); a caller that guards something larger (escalation guards a whole git
 //! repository) takes a lock file there, exclusively when it changes what others rely on and
 //! shared otherwise, through [`RunLock::acquire`].
+//!
+//! A loop's folder is locked twice: the lock file, which names the holder, and the folder
+//! itself (`flock` on the folder's own descriptor). People delete `.ralph/` while a run goes
+//! on; the lock file goes with it, and a lock on a deleted file stops no one. The folder
+//! cannot go from under a loop running in it. A run's log folder is locked the same way
+//! ([`RunLock::run`]), so a run is never driven by two processes, whichever folder the second
+//! was started from.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -102,21 +109,70 @@ fn held_message(what: &str, holder: Option<&LockHolder>) -> String {
 /// A held lock; dropping it releases the lock (an exclusive holder first clears its name).
 #[derive(Debug)]
 pub struct RunLock {
+    /// The lock file, or the locked folder itself for [`RunLock::run`].
     file: File,
-    mode: LockMode,
+    /// Whether `file` names the holder (an exclusive lock file).
+    named: bool,
+    /// The loop's folder, locked too by [`RunLock::folder`].
+    _folder: Option<File>,
 }
 
 impl RunLock {
-    /// Takes `folder`'s lock ([`FOLDER_LOCK`]) exclusively, creating `.ralph/` when needed.
+    /// Takes `folder`'s lock exclusively: the folder itself and its lock file ([`FOLDER_LOCK`]),
+    /// creating `.ralph/` when needed.
     pub fn folder(folder: &Path, me: &LockHolder) -> Result<Self, LockError> {
         let path = folder.join(FOLDER_LOCK);
-        if let Some(dir) = path.parent() {
-            crate::logs::create_run_dir(dir).map_err(|source| LockError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        // The folder first: a run whose `.ralph/` was deleted holds it still.
+        let folder_lock = File::open(folder).map_err(io)?;
+        if !try_flock(&folder_lock, LockMode::Exclusive).map_err(io)? {
+            return Err(LockError::Held {
+                what: "this folder".to_owned(),
+                holder: live_holder(&path).map(Box::new),
+                path,
+            });
         }
-        Self::acquire(&path, LockMode::Exclusive, "this folder", me)
+        if let Some(dir) = path.parent() {
+            crate::logs::create_run_dir(dir).map_err(io)?;
+        }
+        let mut lock = Self::acquire(&path, LockMode::Exclusive, "this folder", me)?;
+        lock._folder = Some(folder_lock);
+        Ok(lock)
+    }
+
+    /// Takes the lock of run `run_id`, whose log folder is `dir` (which must exist): held by
+    /// the process running it, new or resumed, so no second process goes on with it.
+    pub fn run(dir: &Path, run_id: &str) -> Result<Self, LockError> {
+        let io = |source| LockError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let file = File::open(dir).map_err(io)?;
+        if !try_flock(&file, LockMode::Exclusive).map_err(io)? {
+            // The session names the process that last ran the run: the one going on.
+            let holder = crate::session::Session::read(dir)
+                .ok()
+                .filter(|s| alive(s.pid))
+                .map(|s| LockHolder {
+                    pid: s.pid,
+                    started: humantime::format_rfc3339_seconds(s.started).to_string(),
+                    run_id: s.run_id,
+                    folder: s.folder.unwrap_or_default(),
+                });
+            return Err(LockError::Held {
+                what: format!("run {run_id}"),
+                path: dir.to_path_buf(),
+                holder: holder.map(Box::new),
+            });
+        }
+        Ok(Self {
+            file,
+            named: false,
+            _folder: None,
+        })
     }
 
     /// Takes the lock at `path` (created when missing) in `mode`, without waiting. `what` says
@@ -139,24 +195,20 @@ impl RunLock {
             .truncate(false)
             .open(path)
             .map_err(io)?;
-        let op = match mode {
-            LockMode::Exclusive => libc::LOCK_EX,
-            LockMode::Shared => libc::LOCK_SH,
-        };
-        // SAFETY: flock on a file descriptor this function owns; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(io(err));
-            }
+        if !try_flock(&file, mode).map_err(io)? {
             return Err(LockError::Held {
                 what: what.to_owned(),
                 path: path.to_path_buf(),
                 holder: read_holder(file).filter(|h| alive(h.pid)).map(Box::new),
             });
         }
-        let mut lock = Self { file, mode };
-        if mode == LockMode::Exclusive {
+        let named = mode == LockMode::Exclusive;
+        let mut lock = Self {
+            file,
+            named,
+            _folder: None,
+        };
+        if named {
             lock.name(me).map_err(io)?;
         }
         Ok(lock)
@@ -175,9 +227,26 @@ impl Drop for RunLock {
     fn drop(&mut self) {
         // A name left behind would be read by a later refused run as a holder that is gone;
         // a crash leaves it, which is why a holder is only named while its pid is alive.
-        if self.mode == LockMode::Exclusive {
+        if self.named {
             let _ = self.file.set_len(0);
         }
+    }
+}
+
+/// `flock`s `file` in `mode` without waiting; `false` when another holds it.
+fn try_flock(file: &File, mode: LockMode) -> std::io::Result<bool> {
+    let op = match mode {
+        LockMode::Exclusive => libc::LOCK_EX,
+        LockMode::Shared => libc::LOCK_SH,
+    };
+    // SAFETY: flock on a descriptor `file` owns; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        true => Ok(false),
+        false => Err(err),
     }
 }
 
@@ -223,6 +292,25 @@ mod tests {
         assert!(err.to_string().contains("run run-1"), "{err}");
         drop(first);
         RunLock::folder(dir.path(), &me("run-3")).unwrap();
+    }
+
+    #[test]
+    fn a_folder_stays_locked_when_its_lock_file_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = RunLock::folder(dir.path(), &me("run-1")).unwrap();
+        std::fs::remove_dir_all(dir.path().join(".ralph")).unwrap();
+        let err = RunLock::folder(dir.path(), &me("run-2")).unwrap_err();
+        assert!(matches!(err, LockError::Held { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_run_is_held_by_one_process_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::run(dir.path(), "run-1").unwrap();
+        let err = RunLock::run(dir.path(), "run-1").unwrap_err();
+        assert!(err.to_string().contains("run run-1"), "{err}");
+        drop(first);
+        RunLock::run(dir.path(), "run-1").unwrap();
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! No process outlives the run, even when ralph itself is killed. A run holds a
 //! [`Containment`]:
 //! - the [`watchdog`], on every Unix: a process that SIGKILLs every process group ralph
-//!   registered and had not yet killed, as soon as ralph is gone, whatever signal ended it;
+//!   registered and had not yet killed, as soon as ralph is gone, whatever signal ended it
+//!   (on Linux, every process carrying the run's token in its environment too, with its group);
 //! - on Linux, unless turned off, ralph as a child subreaper ([`descendants`]): when an
 //!   iteration ends, every process it started that still runs, even one that left its process
-//!   group (`setsid`), is ended and reaped. Other platforms have the process group kill only.
-//!   A process that left its group while ralph is killed with SIGKILL is beyond both.
+//!   group (`setsid`), is ended and reaped, handed to the watchdog for its grace. Other
+//!   platforms have the process group kill only. A process that left its group and dropped the
+//!   token from its environment while ralph is killed with SIGKILL is beyond both.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -150,10 +152,14 @@ pub(crate) async fn run(
 ) -> std::io::Result<ProcessExit> {
     let spawn = |program: PathBuf| {
         let mut command = tokio::process::Command::new(program);
+        // No hook on Linux, so the spawn stays a `posix_spawn`: the token covers the moment
+        // before ralph registers the group (see `watchdog`).
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`).
         unsafe {
             command.pre_exec(watchdog::register_from_child());
         }
+        command.envs(watchdog::token().map(|token| (watchdog::TOKEN_VAR, token)));
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)

@@ -44,6 +44,10 @@ pub struct Session {
     pub updated: SystemTime,
     /// The RALPH.md path as given.
     pub ralph_file: String,
+    /// The loop's folder, the run's home (absolute, symlinks resolved): a run is resumed from
+    /// there only. `None` in a session written before ralph 0.3.
+    #[serde(default)]
+    pub folder: Option<PathBuf>,
     /// A hash of the RALPH.md text the run's config came from ([`config_hash`]).
     pub config_hash: String,
     /// The last iteration started; a resumed run goes on with the next.
@@ -203,8 +207,8 @@ impl Session {
         Ok(bytes)
     }
 
-    /// A session for a run starting now.
-    pub(crate) fn new(run_id: &str, ralph_file: &str, config_hash: String) -> Self {
+    /// A session for a run starting now in the loop's folder `folder`.
+    pub(crate) fn new(run_id: &str, ralph_file: &str, folder: &Path, config_hash: String) -> Self {
         let now = SystemTime::now();
         Self {
             version: SESSION_VERSION,
@@ -213,6 +217,7 @@ impl Session {
             started: now,
             updated: now,
             ralph_file: ralph_file.to_owned(),
+            folder: Some(canonical_folder(folder)),
             config_hash,
             iteration: 0,
             working: false,
@@ -236,6 +241,14 @@ impl Session {
         }
     }
 
+    /// Whether the run is the loop's in `folder`: a run goes on only where it started (a
+    /// session that names no folder, from before 0.3, is taken on trust).
+    pub fn belongs_to(&self, folder: &Path) -> bool {
+        self.folder
+            .as_ref()
+            .is_none_or(|home_folder| *home_folder == canonical_folder(folder))
+    }
+
     /// Whether the run can be resumed: it was stopped (by a person, a limit they set, a
     /// signal, a crash), not ended by itself.
     pub fn resumable(&self) -> bool {
@@ -247,6 +260,12 @@ impl Session {
     pub fn previous_reason(&self) -> &str {
         self.ended.as_ref().map_or(KILLED, |e| e.reason.as_str())
     }
+}
+
+/// How a session names a loop's folder: absolute, symlinks resolved (as given when it cannot
+/// be resolved).
+pub(crate) fn canonical_folder(folder: &Path) -> PathBuf {
+    std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf())
 }
 
 /// [`Session::previous_reason`] of a run that ended without a word.
@@ -326,7 +345,7 @@ mod tests {
     fn a_session_survives_its_file() {
         let dir = tempfile::tempdir().unwrap();
         let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
-        let mut session = Session::new("r1", "RALPH.md", config_hash("x"));
+        let mut session = Session::new("r1", "RALPH.md", Path::new("."), config_hash("x"));
         // Times are written to the millisecond.
         (session.started, session.updated) = (at, at);
         session.iteration = 3;

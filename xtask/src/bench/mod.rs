@@ -39,12 +39,23 @@ contender's runs interleaved with the others'.
   iteration: `sh -c 'echo hi'` captured, then `true` fed the prompt on stdin. ralphify 0.3.0 is
   installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
   One warm-up run each, then the median of 7, the contenders taking turns run by run.
-  What ralph does per iteration beyond the shell loop's spawns: each child registers its process
-  group with the watchdog from a `pre_exec` hook before it execs (so a SIGKILL to ralph never
-  orphans an agent), which makes the spawn a `fork` rather than a `vfork` (measured once at
-  about 0.25 ms per spawn on the 2-core machine, by building without the hook); and the run
-  folder gets the iteration's log, a copy of its prompt, its events in `events.jsonl` and
-  `session.json` (written off the loop's thread, fsynced).
+  What ralph does per iteration beyond the shell loop's spawns: each child is started with
+  `posix_spawn` (a `vfork`, as the shell's own spawns), carrying the run's token in its
+  environment for the watchdog, and ralph registers its process group with the watchdog (one
+  write to a pipe); on Linux the subreaper lists `/proc` when the iteration starts and ends; and
+  the run folder gets the iteration's log, a copy of its prompt, its events in `events.jsonl` and
+  `session.json` (written off the loop's thread, fsynced). Until ralph 0.3 each child registered
+  its group from a `pre_exec` hook instead, which made every spawn a `fork`. Both measured with
+  `cargo xtask bench` on 2026-11-26, the 2-core machine shared with four other builds (load
+  average 4 to 5 at the start): before (the hook, at c3fb247) 5.38 ms/iteration against the
+  shell loop's 4.38 (1.23x); after (the token) 5.09 against 3.09 (1.65x). At such a load the
+  shell loop's own figure moved by 40% between the two runs, so those ratios say little; what
+  ralph itself spends does not move with the load: `perf stat -r 8 -e task-clock,page-faults`
+  of the same `ralph run -n 200` (ralph and its children) went from 558 to 642 ms of CPU and
+  71,000 page faults before to 442 to 519 ms and 30,000 after, and ralph's own thread
+  (`perf stat --no-inherit`) from 237 to 180 ms, 1.18 to 0.90 ms an iteration. What is left
+  of it is mostly creating the iteration's files (ext4's inode allocation) and the `/proc`
+  listings (`perf record`).
 - **Size of the release binary**: the bytes of `target/release/ralph` as built by the release
   profile (LTO, one codegen unit, symbols stripped), the file `cargo install` and the release
   archives ship.

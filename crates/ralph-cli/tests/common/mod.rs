@@ -195,6 +195,22 @@ fn process_matching(needle: &str) -> bool {
     })
 }
 
+/// Makes a FIFO at `path` and starts a thread reading it to its end: what a `mkfifo out;
+/// cat out &` would see.
+pub fn fifo_with_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let path = path.to_path_buf();
+    std::thread::spawn(move || std::fs::read(path).unwrap())
+}
+
+/// Whether `path` is a FIFO (not followed if it is a link).
+pub fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
 /// The exit code, or a panic with the output when it ended by a signal.
 pub fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or_else(|| {

@@ -148,7 +148,12 @@ impl Run {
         self.session_writer = self.options.log_dir.as_deref().map(SessionWriter::start);
         let Some(old) = self.options.resume.take() else {
             if self.options.log_dir.is_some() {
-                self.session = Some(Session::new(&self.options.run_id, &ralph_file, hash));
+                self.session = Some(Session::new(
+                    &self.options.run_id,
+                    &ralph_file,
+                    &self.options.cwd,
+                    hash,
+                ));
                 // On disk before `RUN_STARTED`: `ralph status` finds the run as soon as its
                 // header names it.
                 if let (Some(bytes), Some(writer)) =
@@ -197,6 +202,8 @@ impl Run {
         let mut session = old;
         session.pid = std::process::id();
         session.ralph_file = ralph_file;
+        // A session from before 0.3 learns its folder: the one that resumed it.
+        session.folder = Some(session::canonical_folder(&self.options.cwd));
         session.config_hash = hash;
         session.ended = None;
         self.session = self.options.log_dir.is_some().then_some(session);

@@ -5,7 +5,9 @@
 //! (`PR_SET_CHILD_SUBREAPER`): an orphan in its tree is re-parented to ralph, not to init, and
 //! stays ralph's descendant. When an iteration ends, every descendant of ralph that was not
 //! there when the iteration began (the watchdog and its kin aside) gets SIGTERM, then SIGKILL
-//! after the grace, and ralph reaps the ones that became its children. Descendants are found
+//! after the grace, and ralph reaps the ones that became its children. Their process groups
+//! are handed to the watchdog before the SIGTERM, so a ralph killed during the grace does not
+//! leave one that ignores SIGTERM running. Descendants are found
 //! by walking `/proc/*/stat` parent links from ralph's pid; a process is known by its pid and
 //! start time, so a reused pid is never mistaken for a process from before.
 //!
@@ -69,6 +71,7 @@ struct ProcId {
 struct Proc {
     id: ProcId,
     ppid: i32,
+    pgid: i32,
     zombie: bool,
 }
 
@@ -119,10 +122,15 @@ impl Reaper {
         let mut termed = HashSet::new();
         let mut ended = Vec::new();
         let mut warnings = Vec::new();
+        // Groups handed to the watchdog: if ralph dies during the grace, it kills them.
+        let mut handed = Vec::new();
+        // SAFETY: getpgrp only reads ralph's own process group.
+        let own_group = unsafe { libc::getpgrp() };
+        let mut all_ended = true;
         loop {
             let spawning = spawning();
             let strays = self.new_strays(&before.0);
-            let live: Vec<ProcId> = strays.iter().filter(|p| !p.zombie).map(|p| p.id).collect();
+            let live: Vec<Proc> = strays.into_iter().filter(|p| !p.zombie).collect();
             if live.is_empty() {
                 break;
             }
@@ -132,18 +140,33 @@ impl Reaper {
                     "{} process(es) the iteration started did not end after SIGKILL",
                     live.len()
                 ));
+                all_ended = false;
                 break;
             }
-            for id in live {
+            for p in live {
                 if now >= kill_at {
-                    send(id.pid, libc::SIGKILL);
-                } else if termed.insert(id) {
-                    ended.push(describe(id.pid));
-                    send(id.pid, libc::SIGTERM);
+                    send(p.id.pid, libc::SIGKILL);
+                } else if termed.insert(p.id) {
+                    // A supervised child's group is registered already, and unregistered by
+                    // its own guard.
+                    let supervised = self.skipped().contains(&p.pgid);
+                    if p.pgid > 1 && p.pgid != own_group && !supervised && !handed.contains(&p.pgid)
+                    {
+                        super::watchdog::register(p.pgid);
+                        handed.push(p.pgid);
+                    }
+                    ended.push(describe(p.id.pid));
+                    send(p.id.pid, libc::SIGTERM);
                 }
             }
             drop(spawning);
             tokio::time::sleep(POLL).await;
+        }
+        // Gone, so their ids may go to other groups; one that would not die stays handed over.
+        if all_ended {
+            for pgid in handed {
+                super::watchdog::unregister(pgid);
+            }
         }
         if !ended.is_empty() {
             // The user learns why their server is gone, and where to run one instead.
@@ -309,6 +332,7 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
             start: fields.get(19)?.parse().ok()?,
         },
         ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
         zombie: *fields.first()? == "Z",
     })
 }
@@ -362,6 +386,7 @@ mod tests {
         Proc {
             id: ProcId { pid, start: 7 },
             ppid,
+            pgid: pid,
             zombie: false,
         }
     }
@@ -378,6 +403,7 @@ mod tests {
                     start: 98765
                 },
                 ppid: 17,
+                pgid: 4242,
                 zombie: true,
             })
         );

@@ -54,10 +54,11 @@ pub(crate) fn resolve(program: &str) -> PathBuf {
 
 /// `Err(ENOEXEC)` for a program that is a text file without a `#!` line, before it is spawned.
 ///
-/// Spawning through a `pre_exec` hook makes the C library's `execvp` run such a file with
-/// `/bin/sh` instead of failing (glibc does, musl does not): a script would run or not
-/// depending on the platform. The kernel itself runs no text file without `#!`, so that is the
-/// answer here too, and the caller says to add one. A binary starts with bytes that are not
+/// A spawn that forks (a PTY agent, or any spawn with a `pre_exec` hook off Linux) ends in the
+/// C library's `execvp`, which runs such a file with `/bin/sh` instead of failing (glibc does,
+/// musl does not), where a `posix_spawn` fails: a script would run or not depending on the
+/// platform and the mode. The kernel itself runs no text file without `#!`, so that is the
+/// answer here for every spawn, and the caller says to add one. A binary starts with bytes that are not
 /// text (an ELF or Mach-O header holds NULs); a file that cannot be read is left to the spawn.
 pub(crate) fn refuse_script_without_shebang(program: &Path, cwd: &Path) -> std::io::Result<()> {
     use std::io::Read as _;

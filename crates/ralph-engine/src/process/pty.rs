@@ -121,9 +121,14 @@ pub(crate) async fn run(
     // The agent is the session leader of its terminal: its process group is its pid.
     let mut spawned = Spawned::new(spec, |program| {
         let command = pty_process::Command::new(program);
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it
         // runs after the child made itself a session leader.
         let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
+        let command = match super::watchdog::token() {
+            Some(token) => command.env(super::watchdog::TOKEN_VAR, token),
+            None => command,
+        };
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)

@@ -5,15 +5,28 @@
 //! and SIGTERM (a terminal's Ctrl+C or hang-up, or a `kill` of ralph's group, must not end it
 //! first), and reads records from a pipe whose write end only ralph holds (close-on-exec, so no
 //! agent inherits it): `+pgid` when a process group starts, `-pgid` once ralph has killed it
-//! (its id can then go to another group, which the watchdog must never touch). End of file
-//! means ralph is gone, or finished: the watchdog SIGKILLs every group still registered and
-//! exits. A run that ends normally has none left, and reaps the watchdog.
+//! (its id can then go to another group, which the watchdog must never touch), `.` when ralph
+//! ends normally. End of file means ralph is gone, or finished: the watchdog SIGKILLs every
+//! group still registered and exits. A run that ends normally has none left, and reaps the
+//! watchdog.
+//!
+//! ralph registers a child's group once `spawn` returns; a SIGKILL to ralph in between would
+//! orphan a started agent the watchdog never heard of (the torture test hit it about once in a
+//! hundred kills). On Linux every child carries the run's token in its environment
+//! ([`TOKEN_VAR`], inherited by whatever it starts), and when ralph dies without its `.` the
+//! watchdog also kills every process whose `/proc/PID/environ` holds the token, with its
+//! process group. No child escapes that: the end of file comes only once every process ralph
+//! was spawning has exec'd (each holds a copy of the pipe's write end until its `exec` closes
+//! it), and by then its environment holds the token. So a spawn needs no hook in the child and
+//! stays a `posix_spawn` (a `vfork`, not a copy of ralph's memory). Elsewhere there is no
+//! `/proc`: the child registers its own group from a `pre_exec` hook before it execs.
 //!
 //! A fork rather than a helper program: the engine is a library, with no binary of its own to
 //! run as the watchdog, and a shell loop could not kill its list without a fork per group. The
-//! forked child only makes async-signal-safe calls (`read`, `kill`, `dup2`, `close`,
-//! `sigaction`, `_exit`) on a fixed-size array: it allocates nothing, since another thread of
-//! ralph may have held the allocator's lock at the fork.
+//! forked child only makes async-signal-safe calls (`read`, `open`, `getdents64`, `kill`,
+//! `dup2`, `close`, `sigaction`, `_exit`) on fixed-size arrays and memory set up before the
+//! fork: it allocates nothing, since another thread of ralph may have held the allocator's lock
+//! at the fork.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, Weak};
@@ -30,12 +43,18 @@ const SLOTS: usize = 256;
 /// How long ralph waits for the watchdog to exit once told to (it only has kills to make).
 const EXIT_WAIT: Duration = Duration::from_secs(1);
 
+/// The environment variable every process ralph starts carries: the tokens of the runs it
+/// belongs to, `:`-separated (a ralph run by an agent adds its own to its parent's).
+pub(crate) const TOKEN_VAR: &str = "RALPH_RUN_TOKEN";
+
 /// The running watchdog; dropping the last handle ends it.
 #[derive(Debug)]
 pub(crate) struct Watchdog {
     pid: libc::pid_t,
     /// The pipe's write end; closing it is the watchdog's end of file.
     write: Mutex<Option<OwnedFd>>,
+    /// [`TOKEN_VAR`]'s value for ralph's children: the inherited tokens, then this run's.
+    token: String,
 }
 
 /// The watchdog of the runs under way in this process, shared by concurrent runs.
@@ -85,6 +104,8 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
+        // ralph did not die: what carries the token is not the watchdog's to end.
+        self.send(b'.', 0);
         drop(
             self.write
                 .get_mut()
@@ -102,13 +123,13 @@ pub(crate) fn register(pgid: i32) {
     }
 }
 
-/// The hook a child runs between fork and exec (`pre_exec`): it puts itself in a process group
-/// of its own (already done by then for a pipe spawn; refused, harmlessly, for a PTY agent that
-/// is a session leader) and registers that group with the watchdog before the program runs a
-/// single instruction. Registering from ralph's side after `spawn` returns leaves a moment in
-/// which a SIGKILL to ralph orphans a started agent that the watchdog never heard of; the
-/// torture test hit it about once in a hundred kills. ralph registers again after the spawn
-/// (a duplicate the watchdog ignores), which covers a hook that could not run.
+/// Without `/proc` (not Linux), the hook a child runs between fork and exec (`pre_exec`): it
+/// puts itself in a process group of its own (already done by then for a pipe spawn; refused,
+/// harmlessly, for a PTY agent that is a session leader) and registers that group with the
+/// watchdog before the program runs a single instruction, where Linux has the token. ralph
+/// registers again after the spawn (a duplicate the watchdog ignores), which covers a hook that
+/// could not run.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn register_from_child() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
     // The handle keeps the pipe open, so the descriptor number cannot name another file by the
     // time the child writes to it.
@@ -141,6 +162,11 @@ pub(crate) fn unregister(pgid: i32) {
     }
 }
 
+/// [`TOKEN_VAR`]'s value for a child started now, if a watchdog runs.
+pub(crate) fn token() -> Option<String> {
+    current().map(|w| w.token.clone())
+}
+
 fn current() -> Option<Arc<Watchdog>> {
     CURRENT.lock().unwrap_or_else(|p| p.into_inner()).upgrade()
 }
@@ -161,6 +187,13 @@ fn reap(pid: libc::pid_t) {
 
 /// Forks the watchdog.
 fn start() -> std::io::Result<Watchdog> {
+    let own = new_token();
+    let token = match std::env::var(TOKEN_VAR) {
+        Ok(outer) if !outer.is_empty() => format!("{outer}:{own}"),
+        _ => own.clone(),
+    };
+    // SAFETY: getpgrp only reads the process's group.
+    let ralph_group = unsafe { libc::getpgrp() };
     let (read, write) = pipe()?;
     // Opened before the fork: the child must not allocate, and `open` of a path string
     // built here needs nothing more.
@@ -177,12 +210,31 @@ fn start() -> std::io::Result<Watchdog> {
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(std::io::Error::last_os_error()),
-        0 => watch(read.as_raw_fd(), null.as_raw_fd(), max_fd),
+        0 => watch(
+            read.as_raw_fd(),
+            null.as_raw_fd(),
+            max_fd,
+            own.as_bytes(),
+            ralph_group,
+        ),
         pid => Ok(Watchdog {
             pid,
             write: Mutex::new(Some(write)),
+            token,
         }),
     }
+}
+
+/// A token no other run has: ralph's pid, the time and bits of the standard library's random
+/// hash keys (seeded from the system), in hex.
+fn new_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    format!("{:x}-{:016x}", std::process::id(), hasher.finish())
 }
 
 /// A pipe whose two ends are closed on exec (and so in every process ralph starts).
@@ -216,8 +268,10 @@ fn max_fd() -> RawFd {
     RawFd::try_from(limit).unwrap_or(65_536).clamp(1024, 65_536)
 }
 
-/// The watchdog itself, in the forked child. Only async-signal-safe calls, no allocation.
-fn watch(read: RawFd, null: RawFd, max_fd: RawFd) -> ! {
+/// The watchdog itself, in the forked child. Only async-signal-safe calls, no allocation:
+/// `token` is this run's own token and `ralph_group` ralph's process group, which a token
+/// carrier may have joined but which is not the run's to kill.
+fn watch(read: RawFd, null: RawFd, max_fd: RawFd, token: &[u8], ralph_group: i32) -> ! {
     // SAFETY: each call below is async-signal-safe and works on descriptors, signal numbers
     // and a stack array owned by this function; the process ends with _exit, running no
     // destructor and no atexit handler of ralph's.
@@ -238,6 +292,7 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd) -> ! {
         let mut groups = [0i32; SLOTS];
         let mut record = [0u8; RECORD];
         let mut filled = 0;
+        let mut ended_normally = false;
         loop {
             let n = libc::read(0, record.as_mut_ptr().add(filled).cast(), RECORD - filled);
             if n == 0 {
@@ -254,6 +309,10 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd) -> ! {
                 continue;
             }
             filled = 0;
+            if record[0] == b'.' {
+                ended_normally = true;
+                continue;
+            }
             let pgid = i32::from_ne_bytes([record[4], record[5], record[6], record[7]]);
             if pgid <= 1 {
                 continue;
@@ -278,7 +337,210 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd) -> ! {
                 libc::kill(-pgid, libc::SIGKILL);
             }
         }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if !ended_normally {
+            kill_token_carriers(token, ralph_group);
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = (ended_normally, token, ralph_group);
         libc::_exit(0)
+    }
+}
+
+/// Rounds of the `/proc` sweep at most: a carrier may start another between a round's read
+/// and its kill; a round that finds none ends the sweep.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SWEEPS: usize = 16;
+
+/// SIGKILLs every process whose environment carries `token` in [`TOKEN_VAR`], and its process
+/// group (`ralph_group` aside), until a sweep of `/proc` finds none. In the watchdog child:
+/// async-signal-safe calls on stack buffers only.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn kill_token_carriers(token: &[u8], ralph_group: i32) {
+    /// `getdents64` records are 8-byte aligned.
+    #[repr(align(8))]
+    struct Entries([u8; 4096]);
+
+    // SAFETY: getpid only reads the process's id.
+    let me = unsafe { libc::getpid() };
+    for _ in 0..SWEEPS {
+        // SAFETY: open(2) of a static C string.
+        let dir = unsafe {
+            libc::open(
+                c"/proc".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if dir < 0 {
+            return;
+        }
+        let mut found = 0;
+        let mut entries = Entries([0; 4096]);
+        loop {
+            // SAFETY: getdents64 writes at most the buffer's length into it.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    dir,
+                    entries.0.as_mut_ptr(),
+                    entries.0.len(),
+                )
+            };
+            let Ok(n) = usize::try_from(n) else { break };
+            if n == 0 {
+                break;
+            }
+            let mut at = 0;
+            // A record: inode (8 bytes), offset (8), its length (2), type (1), NUL-ended name.
+            while at + 19 < n {
+                let len = usize::from(u16::from_ne_bytes([entries.0[at + 16], entries.0[at + 17]]));
+                if len == 0 {
+                    break;
+                }
+                let name = &entries.0[at + 19..(at + len).min(n)];
+                if let Some(pid) = parse_pid(name).filter(|&pid| pid > 1 && pid != me) {
+                    if carries(pid, token) {
+                        found += 1;
+                        // SAFETY: getpgid and kill take plain integers.
+                        unsafe {
+                            let pgid = libc::getpgid(pid);
+                            if pgid > 1 && pgid != ralph_group && pgid != me {
+                                libc::kill(-pgid, libc::SIGKILL);
+                            }
+                            libc::kill(pid, libc::SIGKILL);
+                        }
+                    }
+                }
+                at += len;
+            }
+        }
+        // SAFETY: closes the descriptor opened above.
+        unsafe { libc::close(dir) };
+        if found == 0 {
+            return;
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+/// The pid a `/proc` entry's NUL-ended name spells, if it is one.
+fn parse_pid(name: &[u8]) -> Option<i32> {
+    let digits = name.split(|&b| b == 0).next()?;
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    digits.iter().try_fold(0i32, |pid, &b| {
+        b.is_ascii_digit().then(|| pid * 10 + i32::from(b - b'0'))
+    })
+}
+
+/// Whether process `pid`'s environment carries `token`: reads `/proc/PID/environ` in stack
+/// chunks (a process gone, or not ours to read, carries nothing).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn carries(pid: i32, token: &[u8]) -> bool {
+    let mut path = [0u8; 32];
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        for &b in bytes {
+            if len < path.len() - 1 {
+                path[len] = b;
+                len += 1;
+            }
+        }
+    };
+    put(b"/proc/");
+    let mut digits = [0u8; 10];
+    let mut n = pid;
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    put(&digits[start..]);
+    put(b"/environ");
+    // SAFETY: `path` is NUL-ended (its last byte is never written).
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    let mut matcher = TokenMatch::new(token);
+    let mut chunk = [0u8; 4096];
+    let mut found = false;
+    loop {
+        // SAFETY: read(2) into a stack array of the length given.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        let Ok(n) = usize::try_from(n) else { break };
+        if n == 0 {
+            found = matcher.finish();
+            break;
+        }
+        if chunk[..n].iter().any(|&b| matcher.feed(b)) {
+            found = true;
+            break;
+        }
+    }
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    found
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+/// Finds `TOKEN_VAR=…` with `token` as one of its `:`-separated parts in an environment
+/// block (`NAME=value` entries, each ended by a NUL), fed a byte at a time.
+struct TokenMatch<'a> {
+    token: &'a [u8],
+    at: Place,
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[derive(Clone, Copy)]
+enum Place {
+    /// In an entry's name, this many bytes of `TOKEN_VAR=` matched.
+    Name(usize),
+    /// In an entry that is not the token variable.
+    Other,
+    /// In the token variable's value: this many bytes of the token matched in the current
+    /// part, or `None` when the part already differs.
+    Value(Option<usize>),
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl<'a> TokenMatch<'a> {
+    const NAME: &'static [u8] = b"RALPH_RUN_TOKEN=";
+
+    fn new(token: &'a [u8]) -> Self {
+        Self {
+            token,
+            at: Place::Name(0),
+        }
+    }
+
+    /// Takes the next byte; `true` once a part equal to the token has ended.
+    fn feed(&mut self, byte: u8) -> bool {
+        self.at = match (self.at, byte) {
+            (Place::Value(Some(n)), 0 | b':') if n == self.token.len() => return true,
+            (Place::Value(_), b':') => Place::Value(Some(0)),
+            (_, 0) => Place::Name(0),
+            (Place::Name(n), b) if Self::NAME[n] == b => match n + 1 == Self::NAME.len() {
+                true => Place::Value(Some(0)),
+                false => Place::Name(n + 1),
+            },
+            (Place::Name(_) | Place::Other, _) => Place::Other,
+            (Place::Value(Some(n)), b) if self.token.get(n) == Some(&b) => {
+                Place::Value(Some(n + 1))
+            }
+            (Place::Value(_), _) => Place::Value(None),
+        };
+        false
+    }
+
+    /// The block ended: `true` if it ended on a part equal to the token.
+    fn finish(&self) -> bool {
+        matches!(self.at, Place::Value(Some(n)) if n == self.token.len())
     }
 }
 
@@ -318,6 +580,35 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap()
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn carries_token(environ: &[u8], token: &str) -> bool {
+        let mut matcher = TokenMatch::new(token.as_bytes());
+        environ.iter().any(|&b| matcher.feed(b)) || matcher.finish()
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn the_token_is_found_as_a_whole_part_of_its_variable_only() {
+        let t = "1a-00ff";
+        assert!(carries_token(b"A=1\0RALPH_RUN_TOKEN=1a-00ff\0B=2\0", t));
+        assert!(carries_token(b"RALPH_RUN_TOKEN=outer:1a-00ff", t));
+        assert!(carries_token(b"RALPH_RUN_TOKEN=1a-00ff:inner\0", t));
+        assert!(!carries_token(b"RALPH_RUN_TOKEN=1a-00ffx\0", t));
+        assert!(!carries_token(b"RALPH_RUN_TOKEN=x1a-00ff\0", t));
+        assert!(!carries_token(b"X_RALPH_RUN_TOKEN=1a-00ff\0", t));
+        assert!(!carries_token(b"OTHER=1a-00ff\0", t));
+        assert!(!carries_token(b"", t));
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn proc_entry_names_are_pids_or_not() {
+        assert_eq!(parse_pid(b"4242\0\0\0"), Some(4242));
+        assert_eq!(parse_pid(b"self\0"), None);
+        assert_eq!(parse_pid(b"\0"), None);
+        assert_eq!(parse_pid(b"12a\0"), None);
     }
 
     #[test]
