@@ -114,6 +114,72 @@ fn the_agent_exit_code_is_ignored() {
 }
 
 #[test]
+fn a_non_zero_exit_waits_the_convergence_backoff_and_is_no_failure() {
+    let p = project("--exit 3", &[passes_from(3)], "backoff: 50ms", "x\n");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "converged");
+    let waits: Vec<_> = p
+        .events_of("WAIT_STARTED")
+        .iter()
+        .map(|w| (w["reason"].clone(), w["delay_ms"].clone()))
+        .collect();
+    assert_eq!(
+        waits,
+        [("retry".into(), 100.into()), ("retry".into(), 200.into())]
+    );
+    assert!(p.events_of("ITERATION_FAILED").is_empty());
+    for ended in p.events_of("ITERATION_ENDED") {
+        assert_eq!(ended["exit_code"], 3);
+        assert_eq!(ended["failed"], false);
+    }
+}
+
+/// A project whose agent is the script `agent` in its folder.
+fn scripted(script: &str, frontmatter: &str) -> Project {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&format!("agent: ./agent\n{frontmatter}"), "x\n");
+    let path = p.path().join("agent");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn with_checks_an_agent_that_cannot_start_is_still_a_failure() {
+    // The agent removes itself: from iteration 2 on it cannot be started.
+    let p = scripted(
+        "cat >/dev/null\nrm -- \"$0\"\nexit 1\n",
+        "done_when: ['false']\nconvergence: {backoff: 5ms, max_attempts: 3}\nfailure: {delay: 5ms}",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let failed: Vec<_> = p
+        .events_of("ITERATION_ENDED")
+        .iter()
+        .map(|e| e["failed"].clone())
+        .collect();
+    assert_eq!(failed, [false, true, true]);
+    assert_eq!(p.events_of("ITERATION_FAILED").len(), 2);
+}
+
+#[test]
+fn with_checks_a_rate_limit_is_still_a_failure() {
+    let p = scripted(
+        "cat >/dev/null\necho 'API Error: 429 {\"type\":\"rate_limit_error\"}' >&2; exit 1\n",
+        "done_when: ['false']\nconvergence: {backoff: 5ms, max_attempts: 2}\nfailure: {delay: 5ms}",
+    );
+    assert_eq!(code(&p.run(&["run"])), 1);
+    let failed = p.events_of("ITERATION_FAILED");
+    assert_eq!(failed.len(), 2);
+    let failure = failed[0]["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with("rate-limited, no reset time given"),
+        "{failure}"
+    );
+}
+
+#[test]
 fn the_next_prompt_carries_the_failures() {
     let p = project(
         "--save-prompt prompts.txt",
