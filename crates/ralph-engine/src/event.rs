@@ -117,7 +117,8 @@ pub enum EventKind {
         usage: Option<Usage>,
         /// Whether the run failed: a non-zero exit, a signal ralph did not send, a timeout, an
         /// agent that could not start, or an error its adapter reported. A rate limit with a
-        /// reset time is a wait, not a failure.
+        /// reset time is a wait, not a failure. When `done_when` checks judge the iteration,
+        /// only an agent that could not start and a rate limit fail.
         failed: bool,
         /// Why it failed, in words; `None` when it did not.
         failure: Option<String>,
