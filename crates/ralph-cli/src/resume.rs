@@ -47,6 +47,10 @@ pub(crate) fn prepare(
     options.run_id = session.run_id.clone();
     options.log_dir = Some(dir);
     options.resume_now = args.now;
+    // The run's limit is part of it; a `-n` given now replaces it.
+    if args.max_iterations.is_none() {
+        options.max_iterations = session.max_iterations;
+    }
     let interrupted = Interrupted::new(session.task.clone(), session.ended.is_none());
     options.resume = Some(session);
     Ok(Some(interrupted))

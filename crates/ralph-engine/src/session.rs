@@ -48,6 +48,10 @@ pub struct Session {
     pub config_hash: String,
     /// The last iteration started; a resumed run goes on with the next.
     pub iteration: u64,
+    /// The run's iteration limit (`-n` or `max_iterations`), counted over the whole run: a
+    /// resumed run keeps it unless it is given another.
+    #[serde(default)]
+    pub max_iterations: Option<u64>,
     /// An iteration is under way (its commands, agent or checks run).
     pub working: bool,
     /// Idle iterations so far.
@@ -215,6 +219,7 @@ impl Session {
             ralph_file: ralph_file.to_owned(),
             config_hash,
             iteration: 0,
+            max_iterations: None,
             working: false,
             idle_iterations: 0,
             idle_ms: 0,

@@ -19,7 +19,9 @@ pub struct EngineOptions {
     pub cwd: PathBuf,
     /// User argument values by name.
     pub args: BTreeMap<String, String>,
-    /// Iteration cap.
+    /// Iteration cap, over the whole run. With `resume`, the session's
+    /// ([`Session::max_iterations`](crate::session::Session::max_iterations)) unless the user
+    /// gave another.
     pub max_iterations: Option<u64>,
     /// Wait between iterations.
     pub delay: Duration,

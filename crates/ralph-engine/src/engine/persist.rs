@@ -293,6 +293,7 @@ impl Run {
         let session = self.session.as_mut()?;
         session.updated = SystemTime::now();
         session.iteration = self.iterations;
+        session.max_iterations = self.options.max_iterations;
         session.working = working;
         session.idle_iterations = self.idle_iterations;
         session.idle_ms = millis(self.idle_time);
