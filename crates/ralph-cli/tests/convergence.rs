@@ -180,6 +180,49 @@ fn with_checks_a_rate_limit_is_still_a_failure() {
 }
 
 #[test]
+fn a_failing_checks_last_lines_are_on_the_terminal_in_the_logs_and_in_the_report() {
+    let p = project(
+        "--out work",
+        &["'sh tests.sh'".into()],
+        "max_attempts: 1",
+        "x\n",
+    );
+    std::fs::write(
+        p.path().join("tests.sh"),
+        "i=1; while [ $i -le 15 ]; do echo \"test line $i\"; i=$((i+1)); done; exit 1\n",
+    )
+    .unwrap();
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let shown = common::stdout(&out);
+    let verdict = "attempt 1/1 ✗ 1 of 1 check failed: sh tests.sh (exit 1)\n";
+    let under: Vec<&str> = shown[shown.find(verdict).expect(&shown) + verdict.len()..]
+        .lines()
+        .take(11)
+        .collect();
+    let want: Vec<String> = (6..=15).map(|n| format!("  │ test line {n}")).collect();
+    assert_eq!(under[..10], want, "{shown}");
+    assert!(!under[10].contains("│"), "{shown}");
+
+    let logs = p.run(&["logs"]);
+    assert_eq!(code(&logs), 0, "{}", common::stderr(&logs));
+    let logs = common::stdout(&logs);
+    let check = logs.find("check `sh tests.sh`: exit 1").expect(&logs);
+    assert!(logs[check..].contains("test line 15"), "{logs}");
+
+    let report = p.run(&["report", "-o", "report.html"]);
+    assert_eq!(code(&report), 0, "{}", common::stderr(&report));
+    let html = std::fs::read_to_string(p.path().join("report.html")).unwrap();
+    let checks = &html[html.find("<h2>done_when checks").expect(&html)..];
+    let checks = &checks[..checks.find("<h2>Iterations").expect(&html)];
+    assert!(
+        checks.contains("test line 6\n") && checks.contains("test line 15\n"),
+        "{checks}"
+    );
+    assert!(!checks.contains("test line 5\n"), "{checks}");
+}
+
+#[test]
 fn the_next_prompt_carries_the_failures() {
     let p = project(
         "--save-prompt prompts.txt",

@@ -339,6 +339,10 @@ pub struct CheckRecord {
     pub command: String,
     /// Whether it passed.
     pub passed: bool,
+    /// A failing check's last lines of output ([`CheckResult::last_lines`]).
+    ///
+    /// [`CheckResult::last_lines`]: crate::CheckResult::last_lines
+    pub last_lines: Vec<String>,
 }
 
 /// One convergence attempt (`ATTEMPT_ENDED`).
@@ -578,6 +582,12 @@ impl RunRecord {
                                     passed: r.get("exit_code").and_then(Value::as_i64) == Some(0)
                                         && r.get("timed_out").and_then(Value::as_bool)
                                             != Some(true),
+                                    last_lines: r.get("tail").and_then(Value::as_str).map_or_else(
+                                        Vec::new,
+                                        |tail| {
+                                            crate::tail::last_lines(tail, crate::CHECK_LINES_SHOWN)
+                                        },
+                                    ),
                                 })
                                 .collect()
                         })

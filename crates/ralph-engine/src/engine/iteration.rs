@@ -179,7 +179,7 @@ impl Run {
             return Ok(Next::Stop(reason));
         }
         let attempt = match checks_judge {
-            true => Some(self.attempt(iteration, &exit, &log).await),
+            true => Some(self.attempt(iteration, &exit, &mut log).await),
             false => None,
         };
         let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
