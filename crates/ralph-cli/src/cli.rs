@@ -21,7 +21,8 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run the loop described by a RALPH.md.
     Run(RunArgs),
-    /// Validate a RALPH.md and print its effective configuration.
+    /// Validate a RALPH.md and print its effective configuration; exit 1 when `ralph run`
+    /// would refuse to start here (story mode outside git, a dirty tree, no prd.json).
     Check(CheckArgs),
     /// Write a commented RALPH.md template to start from.
     Init(InitArgs),
