@@ -404,7 +404,7 @@ fn a_run_in_another_log_dir_is_followed_by_the_command_its_header_and_status_nam
         cmd.current_dir(dir).args(args).stdin(Stdio::null());
         cmd
     };
-    let elsewhere = ralph(parent, &["status", name]).output().unwrap();
+    let elsewhere = ralph(parent, &["status", "-C", name]).output().unwrap();
     let elsewhere = common::stdout(&elsewhere);
     let from_status = elsewhere
         .lines()
