@@ -95,8 +95,16 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
 
 /// After a run that was interrupted (Ctrl+C, a signal), ran out of a budget, or of
 /// iterations with stories left: its last line says how to resume it. A plain `-n` ending is
-/// what was asked for, and says nothing more (it can still be resumed).
-pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: bool) {
+/// what was asked for, and says nothing more (it can still be resumed). A run that used up its
+/// iteration limit (`iterations` of the `limit` its session in `log_dir` keeps) goes on only
+/// with a higher one: the command doubles it.
+pub(crate) fn hint(
+    reason: &ralph_engine::EndReason,
+    iterations: u64,
+    log_dir: Option<&Path>,
+    path: &Path,
+    to_stderr: bool,
+) {
     use ralph_engine::EndReason;
     use std::io::Write as _;
     if !matches!(
@@ -111,13 +119,19 @@ pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: boo
     ) {
         return;
     }
-    let command = match path == Path::new(".") {
+    let mut command = match path == Path::new(".") {
         true => "ralph run --resume".to_owned(),
         false => format!(
             "ralph run {} --resume",
             shlex::try_quote(&path.to_string_lossy()).unwrap_or_default()
         ),
     };
+    let limit = log_dir
+        .and_then(|dir| Session::read(dir).ok())
+        .and_then(|session| session.max_iterations);
+    if let Some(limit) = limit.filter(|limit| iterations >= *limit) {
+        command.push_str(&format!(" -n {}", limit.saturating_mul(2)));
+    }
     let line = format!("  go on where it stopped: {command}\n");
     let _ = match to_stderr {
         true => std::io::stderr().write_all(line.as_bytes()),

@@ -144,6 +144,25 @@ fn a_resumed_run_keeps_its_n_unless_resume_is_given_another() {
 }
 
 #[test]
+fn a_story_run_out_of_iterations_prints_a_resume_command_that_goes_on() {
+    let p = story_repo("cat >/dev/null\n", &["one", "two"]);
+    let out = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "max_iterations_work_left");
+    let shown = common::stdout(&out);
+    let command = shown
+        .trim_end()
+        .rsplit_once("go on where it stopped: ")
+        .unwrap_or_else(|| panic!("{shown}"))
+        .1;
+    assert_eq!(command, "ralph run --resume -n 2");
+
+    let words = shlex::split(command).unwrap();
+    p.run(&words[1..].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(iterations_started(&p.events()), [2]);
+}
+
+#[test]
 fn sigint_during_an_idle_wait_resumes_with_what_is_left_of_that_wait() {
     let agent = fake_agent();
     // Waits of 50ms, 1s, then 20s: the run is stopped in the third.
