@@ -613,8 +613,8 @@ impl RunRecord {
                     start_ms: ms_between(started, at),
                     delay_ms: u64_of(event, "delay_ms").unwrap_or(0),
                 }),
-                // The engine counts on from the stopped part's cost.
-                // Only a `RUN_ENDED` after it ends the run.
+                // The engine counts on from the stopped part's cost; only a `RUN_ENDED` after
+                // this ends the run.
                 "RUN_RESUMED" => {
                     cost = RunCost::resumed(cost.total());
                     ended_cost = None;
@@ -792,6 +792,15 @@ mod tests {
         assert_eq!(run.iterations[4].outcome, IterationOutcome::Running);
         let run = RunRecord::from_events("r", &lines, None);
         assert_eq!(run.status, RunStatus::Killed);
+
+        // An iteration the stopped part never ended (`kill -9`) was interrupted.
+        let killed = format!(
+            "{ONE_SESSION}{}\n{}\n",
+            r#"{"ts":"2026-01-01T00:00:05.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":5}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"RUN_RESUMED","iteration":5,"previous_reason":"killed"}"#,
+        );
+        let run = RunRecord::from_events("r", &events(&killed), Some(&holder));
+        assert_eq!(run.iterations[4].outcome, IterationOutcome::Interrupted);
 
         let again = format!(
             "{resumed}{}\n",
