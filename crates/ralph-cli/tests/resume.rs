@@ -163,6 +163,35 @@ fn a_story_run_out_of_iterations_prints_a_resume_command_that_goes_on() {
 }
 
 #[test]
+fn a_resumed_run_keeps_its_max_runtime_and_the_printed_command_raises_it() {
+    // 200 ms an iteration; `done` at 6 ends a run that forgot its budget.
+    let p = Project::new("agent: sh agent.sh", "work\n");
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat >/dev/null\nsleep 0.2\n[ $RALPH_ITERATION = 6 ] && echo '<!-- ralph:state done -->'\n\
+         exit 0\n",
+    )
+    .unwrap();
+    let out = p.run(&["run", "--max-runtime", "300ms"]);
+    assert_eq!(p.run_ended()["reason"], "max_runtime", "{}", stderr(&out));
+    let shown = common::stdout(&out);
+    assert!(
+        shown
+            .trim_end()
+            .ends_with("go on where it stopped: ralph run --resume --max-runtime 600ms"),
+        "{shown}"
+    );
+
+    // Without a new budget: spent already, nothing runs.
+    p.run(&["run", "--resume"]);
+    assert_eq!(p.run_ended()["reason"], "max_runtime");
+    assert!(iterations_started(&p.events()).is_empty());
+    // With one, the run goes on.
+    p.run(&["run", "--resume", "--max-runtime", "60s"]);
+    assert_eq!(p.run_ended()["reason"], "agent_done");
+}
+
+#[test]
 fn sigint_during_an_idle_wait_resumes_with_what_is_left_of_that_wait() {
     let agent = fake_agent();
     // Waits of 50ms, 1s, then 20s: the run is stopped in the third.

@@ -52,6 +52,12 @@ pub struct Session {
     /// resumed run keeps it unless it is given another.
     #[serde(default)]
     pub max_iterations: Option<u64>,
+    /// The run's `max_cost` (`--max-cost` or RALPH.md), kept as `max_iterations` is.
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// The run's `max_runtime` (`--max-runtime` or RALPH.md), kept as `max_iterations` is.
+    #[serde(default)]
+    pub max_runtime_ms: Option<u64>,
     /// An iteration is under way (its commands, agent or checks run).
     pub working: bool,
     /// Idle iterations so far.
@@ -220,6 +226,8 @@ impl Session {
             config_hash,
             iteration: 0,
             max_iterations: None,
+            max_cost_usd: None,
+            max_runtime_ms: None,
             working: false,
             idle_iterations: 0,
             idle_ms: 0,
