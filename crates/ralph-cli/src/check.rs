@@ -6,11 +6,11 @@ use ralph_frontmatter::{Config, OutputFormat, RalphFile, StateThen, schema};
 
 use crate::render::human_duration;
 
-/// A one-screen summary of the effective configuration.
-pub(crate) fn summary(path: &str, file: &RalphFile) -> String {
+/// A one-screen summary of the effective configuration, under `{path}: {verdict}`.
+pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
     let c: &Config = &file.config;
     let mut s = String::new();
-    let _ = writeln!(s, "{path}: ok");
+    let _ = writeln!(s, "{path}: {verdict}");
     let mut row = |key: &str, value: String| {
         let _ = writeln!(s, "  {key:<15} {value}");
     };

@@ -27,7 +27,8 @@ fn version() -> &'static str {
 pub(crate) enum Command {
     /// Run the loop described by a RALPH.md.
     Run(RunArgs),
-    /// Validate a RALPH.md and print its effective configuration.
+    /// Validate a RALPH.md and print its effective configuration; exit 1 when `ralph run`
+    /// would refuse to start here (story mode outside git, a dirty tree, no prd.json).
     Check(CheckArgs),
     /// Write a commented RALPH.md template to start from.
     Init(InitArgs),
@@ -104,9 +105,17 @@ pub(crate) struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
+    /// The run (an id from `ralph runs`, or a unique prefix); the folder's last run by default.
+    pub(crate) run_id: Option<String>,
+
     /// The loop's folder (where `ralph run` ran).
-    #[arg(default_value = ".")]
-    pub(crate) path: PathBuf,
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub(crate) dir: PathBuf,
+
+    /// The runs folder a `ralph run --log-dir DIR` wrote to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 
     /// Print one JSON object instead of text.
     #[arg(long)]

@@ -182,9 +182,9 @@ fn follow_run(
         // Only whole lines are parsed; a line being written waits for the next look.
         events.copy_new(&mut pending)?;
         if let Some(end) = pending.iter().rposition(|b| *b == b'\n') {
-            ended = run_folder::parse_events(&pending[..end])
-                .iter()
-                .any(|e| e["type"] == "RUN_ENDED");
+            // A resumed run's events hold its earlier ending: only the last one counts.
+            ended =
+                run_folder::ends_run(&run_folder::parse_events(&pending[..end])).unwrap_or(ended);
             pending.drain(..=end);
         }
         out.flush().map_err(CliError::Stdout)?;

@@ -81,8 +81,22 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    print_out(check::summary(&shown, &loaded.parsed.file).as_bytes())?;
-    Ok(0)
+    // Checked from where `ralph run` runs, so paths read as it would say them.
+    let refusals = ralph_escalation::preflight::refusals(
+        &shown,
+        &text,
+        &loaded.parsed.file,
+        std::path::Path::new("."),
+    );
+    for refusal in &refusals {
+        eprintln!("error: {refusal}");
+    }
+    let verdict = match refusals.is_empty() {
+        true => "ok",
+        false => "valid, but `ralph run` would refuse to start",
+    };
+    print_out(check::summary(&shown, verdict, &loaded.parsed.file).as_bytes())?;
+    Ok(i32::from(!refusals.is_empty()))
 }
 
 fn init(args: &cli::InitArgs) -> Result<i32, CliError> {

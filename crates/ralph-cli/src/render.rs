@@ -732,7 +732,10 @@ mod tests {
             command: command.into(),
             exit_code: Some(exit_code),
             duration_ms: 10,
-            tail: None,
+            tail: (exit_code != 0).then(|| {
+                let lines: Vec<String> = (1..=12).map(|n| format!("{command}: line {n}")).collect();
+                format!("{}\n\n", lines.join("\n"))
+            }),
             truncated: false,
             timed_out: false,
         };
@@ -755,7 +758,8 @@ mod tests {
                         check("cargo clippy", 0),
                     ],
                 ),
-                attempt(3, vec![check("cargo build", 0), check("cargo test", 0)]),
+                attempt(3, vec![check("cargo build", 2), check("cargo test", 101)]),
+                attempt(4, vec![check("cargo build", 0), check("cargo test", 0)]),
             ],
             PLAIN,
         );

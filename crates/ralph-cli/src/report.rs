@@ -3,8 +3,8 @@
 //!
 //! Self-contained: inline CSS and SVG, no script, nothing fetched, so it opens anywhere and can
 //! be mailed or attached to an issue. Everything that comes from events or logs is escaped.
-//! Its size is bounded: the log tails share a fixed budget, so a 1,000-iteration run stays well
-//! under 1 MiB.
+//! Its size is bounded: the log tails share a fixed budget, as do the failing checks' last
+//! lines, so a 1,000-iteration run stays well under 1 MiB.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,6 +20,9 @@ use crate::render::human_duration;
 const TAIL_BUDGET: usize = 160 * 1024;
 /// The most one iteration's tail may hold.
 const TAIL_MAX: usize = 4096;
+/// Bytes of failing checks' last lines (as escaped HTML) the whole report may hold, shared
+/// between the failing checks of every attempt.
+const CHECK_BUDGET: usize = 96 * 1024;
 /// The timeline's drawing width, in SVG units.
 const WIDTH: f64 = 1000.0;
 /// One lane's height.
@@ -448,6 +451,13 @@ fn checks(html: &mut String, run: &RunRecord, stories: &RunStories) {
             let _ = write!(html, "<th><code>{}</code></th>", escape(c));
         }
         html.push_str("<th>verdict</th></tr>\n");
+        let shown = run
+            .attempts
+            .iter()
+            .flat_map(|a| &a.checks)
+            .filter(|c| !c.last_lines.is_empty())
+            .count();
+        let each = (CHECK_BUDGET / shown.max(1)).min(TAIL_MAX);
         for a in &run.attempts {
             let _ = write!(html, "<tr><td>{}</td><td>{}</td>", a.iteration, a.attempt);
             for c in &a.checks {
@@ -458,9 +468,18 @@ fn checks(html: &mut String, run: &RunRecord, stories: &RunStories) {
                 };
                 let _ = write!(
                     html,
-                    "<td class=\"{cls}\" title=\"{}\">{mark}</td>",
+                    "<td class=\"{cls}\" title=\"{}\">{mark}",
                     escape(&c.command)
                 );
+                // Why it failed: its last lines of output.
+                let lines = fit(&escape(&(c.last_lines.join("\n") + "\n")), each);
+                if !lines.trim().is_empty() {
+                    let _ = write!(
+                        html,
+                        "<details><summary>output</summary><pre>{lines}</pre></details>"
+                    );
+                }
+                html.push_str("</td>");
             }
             let _ = writeln!(
                 html,
@@ -583,7 +602,7 @@ mod tests {
 {"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"STORY_STARTED","story_id":"US-1","title":"a","attempt":1,"max_attempts":3}
 {"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":1,"story_id":"US-1","attempt":1}
 {"ts":"2026-01-01T00:00:10.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","failed":false,"usage":{"cost_usd":0.25,"input_tokens":100,"output_tokens":20}}
-{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"ATTEMPT_ENDED","attempt":1,"max_attempts":3,"iteration":1,"ok":false,"results":[{"command":"cargo test","exit_code":101,"timed_out":false}]}
+{"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"ATTEMPT_ENDED","attempt":1,"max_attempts":3,"iteration":1,"ok":false,"results":[{"command":"cargo test","exit_code":101,"timed_out":false,"tail":"running 2 tests\ntest a ... ok\ntest b ... FAILED <here>\n\n"}]}
 {"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"CIRCUIT_TRIPPED","story_id":"US-1","reason":"same_error","count":3,"signature":"00ff00ff00ff00ff"}
 {"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"REVERTED","story_id":"US-1","checkpoint":"abc","saved_ref":"refs/ralph/attempts/US-1/1"}
 {"ts":"2026-01-01T00:00:12.000Z","run_id":"r","type":"STORY_BLOCKED","story_id":"US-1","reason":"same error 3 times"}

@@ -59,6 +59,16 @@ pub(crate) fn prepare(
     options.run_id = session.run_id.clone();
     options.log_dir = Some(dir);
     options.resume_now = args.now;
+    // The run's limits are part of it; one given now replaces its own.
+    if args.max_iterations.is_none() {
+        options.max_iterations = session.max_iterations;
+    }
+    if args.max_cost.is_none() {
+        options.max_cost = session.max_cost_usd;
+    }
+    if args.max_runtime.is_none() {
+        options.max_runtime = session.max_runtime_ms.map(std::time::Duration::from_millis);
+    }
     let interrupted = Interrupted::new(session.task.clone(), session.ended.is_none());
     options.resume = Some(session);
     Ok(Some(interrupted))
@@ -103,8 +113,16 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
 
 /// After a run that was interrupted (Ctrl+C, a signal), ran out of a budget, or of
 /// iterations with stories left: its last line says how to resume it. A plain `-n` ending is
-/// what was asked for, and says nothing more (it can still be resumed).
-pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: bool) {
+/// what was asked for, and says nothing more (it can still be resumed). A run that used up a
+/// limit its session in `log_dir` keeps (`iterations` reaching its `max_iterations`, its
+/// `max_cost` or `max_runtime` spent) goes on only with a higher one: the command doubles it.
+pub(crate) fn hint(
+    reason: &ralph_engine::EndReason,
+    iterations: u64,
+    log_dir: Option<&Path>,
+    path: &Path,
+    to_stderr: bool,
+) {
     use ralph_engine::EndReason;
     use std::io::Write as _;
     if !matches!(
@@ -119,16 +137,66 @@ pub(crate) fn hint(reason: &ralph_engine::EndReason, path: &Path, to_stderr: boo
     ) {
         return;
     }
-    let command = match path == Path::new(".") {
+    let mut command = match path == Path::new(".") {
         true => "ralph run --resume".to_owned(),
         false => format!(
             "ralph run {} --resume",
             shlex::try_quote(&path.to_string_lossy()).unwrap_or_default()
         ),
     };
+    // A limit the run used up stops the resumed run at once: the command raises it.
+    let session = log_dir.and_then(|dir| Session::read(dir).ok());
+    let limits = session
+        .as_ref()
+        .map(|s| (s.max_iterations, s.max_cost_usd, s.max_runtime_ms));
+    let (max_iterations, max_cost, max_runtime) = limits.unwrap_or_default();
+    if let Some(limit) = max_iterations.filter(|limit| iterations >= *limit) {
+        command.push_str(&format!(" -n {}", limit.saturating_mul(2)));
+    }
+    match (reason, max_cost, max_runtime) {
+        (EndReason::MaxCost, Some(usd), _) => {
+            command.push_str(&format!(" --max-cost {}", usd * 2.0));
+        }
+        (EndReason::MaxRuntime, _, Some(ms)) => {
+            command.push_str(&format!(
+                " --max-runtime {}",
+                one_word(ms.saturating_mul(2))
+            ));
+        }
+        _ => {}
+    }
     let line = format!("  go on where it stopped: {command}\n");
     let _ = match to_stderr {
         true => std::io::stderr().write_all(line.as_bytes()),
         false => std::io::stdout().write_all(line.as_bytes()),
     };
+}
+
+/// `ms` as one word `--max-runtime` reads: in the largest unit it is a whole number of.
+fn one_word(ms: u64) -> String {
+    match ms {
+        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{ms}ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_doubled_runtime_is_one_word_the_flag_reads() {
+        for (ms, word) in [
+            (600, "600ms"),
+            (3_000, "3s"),
+            (180_000, "3m"),
+            (7_200_000, "2h"),
+        ] {
+            assert_eq!(one_word(ms), word);
+            let read = crate::cli::parse_limit(&one_word(ms)).unwrap();
+            assert_eq!(read.as_millis(), u128::from(ms));
+        }
+    }
 }

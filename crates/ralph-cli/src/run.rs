@@ -136,7 +136,13 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         }
         engine.interrupts(interrupts);
         let outcome = engine.run().await?;
-        crate::resume::hint(&outcome.reason, &args.path, human_to_stderr);
+        crate::resume::hint(
+            &outcome.reason,
+            outcome.iterations,
+            log_dir.as_deref(),
+            &args.path,
+            human_to_stderr,
+        );
         Ok(outcome.exit_code)
     })
 }

@@ -1,11 +1,13 @@
-//! `ralph status [PATH] [--json]`: the folder's last run, from its session file and the lock
-//! file's holder. Never takes the lock: a running loop is only read about.
+//! `ralph status [RUN_ID] [-C DIR] [--json]`: a run of the loop in DIR (its last by default),
+//! from its session file and the lock file's holder. Never takes the lock: a running loop is
+//! only read about.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ralph_engine::WaitReason;
 use ralph_engine::lock::{FOLDER_LOCK, LockHolder};
+use ralph_engine::run_folder;
 use ralph_engine::session::{self, Session};
 use ralph_escalation::StoriesSummary;
 use serde_json::json;
@@ -23,20 +25,31 @@ struct Status {
     holder: Option<LockHolder>,
 }
 
-/// Prints the folder's last run; exit 0, or 2 when no run has started there.
+/// Prints the run; exit 0, or 2 when there is no such run (or none has started in the folder).
 pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
-    let log_dir = crate::resume::last_run(&args.path).ok_or_else(|| {
-        CliError::Usage(format!(
-            "{}: no ralph run has started in this folder ({} is missing)",
-            args.path.display(),
-            session::CURRENT_FILE
-        ))
-    })?;
+    let folder = &args.dir;
+    let log_dir = match (&args.run_id, &args.log_dir) {
+        // `.ralph/current` names the last run, wherever its logs went.
+        (None, None) => crate::resume::last_run(folder).ok_or_else(|| {
+            CliError::Usage(format!(
+                "{}: no ralph run has started in this folder ({} is missing)",
+                folder.display(),
+                session::CURRENT_FILE
+            ))
+        })?,
+        (id, log_dir) => {
+            let runs = crate::runs::runs_dir(folder, log_dir.as_deref());
+            match run_folder::find_run_in(&runs, id.as_deref()) {
+                Ok(run) => run.path,
+                Err(err) => return Err(not_found(err, id.as_deref())),
+            }
+        }
+    };
     let session = Session::read(&log_dir).map_err(|err| CliError::Usage(err.to_string()))?;
-    let holder = running(&args.path, &session.run_id);
+    let holder = running(folder, &session.run_id);
     let status = Status {
         session,
-        folder: args.path.clone(),
+        folder: folder.clone(),
         log_dir,
         holder,
     };
@@ -46,6 +59,18 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     };
     crate::print_out(text.as_bytes())?;
     Ok(0)
+}
+
+/// No run `id`; when `id` names a folder, the run id was most likely meant as the loop's folder
+/// (`ralph status DIR`), and the words say how to give that.
+fn not_found(err: run_folder::RunFolderError, id: Option<&str>) -> CliError {
+    match id.filter(|id| Path::new(id).is_dir()) {
+        Some(dir) => CliError::Usage(format!(
+            "{err}; for the last run of the loop in the folder {dir}: `ralph status -C {}`",
+            shlex::try_quote(dir).unwrap_or_else(|_| dir.into())
+        )),
+        None => err.into(),
+    }
 }
 
 /// The holder of `folder`'s lock, when it runs `run_id` and its process is alive. The file is

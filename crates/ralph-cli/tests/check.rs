@@ -18,7 +18,13 @@ fn ralph(args: &[&str]) -> std::process::Output {
 #[test]
 fn check_summarises_a_valid_file() {
     let out = ralph(&["check", "fixtures/ralph-md/valid-every-field.md"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Its prd.json is not there: the run would refuse to start, and check says so.
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("escalation.prd: prd.json: cannot read"),
+        "{}",
+        stderr(&out)
+    );
     insta::assert_snapshot!(stdout(&out));
 }
 
@@ -170,5 +176,46 @@ fn check_says_when_idle_never_stops_the_loop() {
             .contains("  idle            wait 30s ×2 up to 5m · never stops (no idle.max)\n"),
         "{}",
         stdout(&out)
+    );
+}
+
+/// `ralph check` runs the checks `ralph run` starts with: what the run would refuse, it says,
+/// exit 1, where a plain look at the file would say "ok".
+#[test]
+fn check_says_what_the_run_would_refuse_and_exits_1() {
+    // A dirty tree in story mode with revert.
+    let project = common::story_repo("echo hi\n", &["one"]);
+    std::fs::write(project.path().join("notes.txt"), "mine\n").unwrap();
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(!stdout(&out).contains(": ok"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("RALPH.md: valid, but `ralph run` would refuse to start\n"),
+        "{}",
+        stdout(&out)
+    );
+    let said = stderr(&out);
+    assert!(
+        said.contains("error: RALPH.md:") && said.contains("uncommitted changes (notes.txt)"),
+        "{said}"
+    );
+    let run = project.run(&["run", "-n", "1"]);
+    assert_eq!(code(&run), 2, "and the run does refuse");
+
+    // Once committed, all is well.
+    common::git(project.path(), &["add", "-A"]);
+    common::git(project.path(), &["commit", "-q", "-m", "notes"]);
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("RALPH.md: ok\n"));
+
+    // No git at all.
+    let project = common::Project::new("agent: cat\nescalation:\n  revert: true", "x\n");
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("not a git repository"),
+        "{}",
+        stderr(&out)
     );
 }

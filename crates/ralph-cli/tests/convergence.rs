@@ -114,6 +114,115 @@ fn the_agent_exit_code_is_ignored() {
 }
 
 #[test]
+fn a_non_zero_exit_waits_the_convergence_backoff_and_is_no_failure() {
+    let p = project("--exit 3", &[passes_from(3)], "backoff: 50ms", "x\n");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "converged");
+    let waits: Vec<_> = p
+        .events_of("WAIT_STARTED")
+        .iter()
+        .map(|w| (w["reason"].clone(), w["delay_ms"].clone()))
+        .collect();
+    assert_eq!(
+        waits,
+        [("retry".into(), 100.into()), ("retry".into(), 200.into())]
+    );
+    assert!(p.events_of("ITERATION_FAILED").is_empty());
+    for ended in p.events_of("ITERATION_ENDED") {
+        assert_eq!(ended["exit_code"], 3);
+        assert_eq!(ended["failed"], false);
+    }
+}
+
+/// A project whose agent is the script `agent` in its folder.
+fn scripted(script: &str, frontmatter: &str) -> Project {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(&format!("agent: ./agent\n{frontmatter}"), "x\n");
+    let path = p.path().join("agent");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn with_checks_an_agent_that_cannot_start_is_still_a_failure() {
+    // The agent removes itself: from iteration 2 on it cannot be started.
+    let p = scripted(
+        "cat >/dev/null\nrm -- \"$0\"\nexit 1\n",
+        "done_when: ['false']\nconvergence: {backoff: 5ms, max_attempts: 3}\nfailure: {delay: 5ms}",
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let failed: Vec<_> = p
+        .events_of("ITERATION_ENDED")
+        .iter()
+        .map(|e| e["failed"].clone())
+        .collect();
+    assert_eq!(failed, [false, true, true]);
+    assert_eq!(p.events_of("ITERATION_FAILED").len(), 2);
+}
+
+#[test]
+fn with_checks_a_rate_limit_is_still_a_failure() {
+    let p = scripted(
+        "cat >/dev/null\necho 'API Error: 429 {\"type\":\"rate_limit_error\"}' >&2; exit 1\n",
+        "done_when: ['false']\nconvergence: {backoff: 5ms, max_attempts: 2}\nfailure: {delay: 5ms}",
+    );
+    assert_eq!(code(&p.run(&["run"])), 1);
+    let failed = p.events_of("ITERATION_FAILED");
+    assert_eq!(failed.len(), 2);
+    let failure = failed[0]["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with("rate-limited, no reset time given"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn a_failing_checks_last_lines_are_on_the_terminal_in_the_logs_and_in_the_report() {
+    let p = project(
+        "--out work",
+        &["'sh tests.sh'".into()],
+        "max_attempts: 1",
+        "x\n",
+    );
+    std::fs::write(
+        p.path().join("tests.sh"),
+        "i=1; while [ $i -le 15 ]; do echo \"test line $i\"; i=$((i+1)); done; exit 1\n",
+    )
+    .unwrap();
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let shown = common::stdout(&out);
+    let verdict = "attempt 1/1 ✗ 1 of 1 check failed: sh tests.sh (exit 1)\n";
+    let under: Vec<&str> = shown[shown.find(verdict).expect(&shown) + verdict.len()..]
+        .lines()
+        .take(11)
+        .collect();
+    let want: Vec<String> = (6..=15).map(|n| format!("  │ test line {n}")).collect();
+    assert_eq!(under[..10], want, "{shown}");
+    assert!(!under[10].contains("│"), "{shown}");
+
+    let logs = p.run(&["logs"]);
+    assert_eq!(code(&logs), 0, "{}", common::stderr(&logs));
+    let logs = common::stdout(&logs);
+    let check = logs.find("check `sh tests.sh`: exit 1").expect(&logs);
+    assert!(logs[check..].contains("test line 15"), "{logs}");
+
+    let report = p.run(&["report", "-o", "report.html"]);
+    assert_eq!(code(&report), 0, "{}", common::stderr(&report));
+    let html = std::fs::read_to_string(p.path().join("report.html")).unwrap();
+    let checks = &html[html.find("<h2>done_when checks").expect(&html)..];
+    let checks = &checks[..checks.find("<h2>Iterations").expect(&html)];
+    assert!(
+        checks.contains("test line 6\n") && checks.contains("test line 15\n"),
+        "{checks}"
+    );
+    assert!(!checks.contains("test line 5\n"), "{checks}");
+}
+
+#[test]
 fn the_next_prompt_carries_the_failures() {
     let p = project(
         "--save-prompt prompts.txt",

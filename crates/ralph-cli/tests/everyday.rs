@@ -111,9 +111,18 @@ fn init_prd_writes_story_mode_files() {
     let text = std::fs::read_to_string(dir.path().join("RALPH.md")).unwrap();
     assert!(text.contains("prd: prd.json"));
 
+    // Valid; outside git, where its revert cannot work, the run would refuse: check says so.
+    let check = ralph(dir.path(), &["check"]);
+    assert_eq!(code(&check), 1, "{}", stderr(&check));
+    assert!(stdout(&check).contains("prd prd.json"));
+    assert!(
+        stderr(&check).contains("not a git repository"),
+        "{}",
+        stderr(&check)
+    );
+    committed_checkout(dir.path());
     let check = ralph(dir.path(), &["check"]);
     assert_eq!(code(&check), 0, "{}", stderr(&check));
-    assert!(stdout(&check).contains("prd prd.json"));
 
     // A second run refuses before writing anything.
     std::fs::remove_file(dir.path().join("RALPH.md")).unwrap();
@@ -292,24 +301,42 @@ fn check_warns_about_an_agent_that_cannot_be_found() {
     assert_eq!(warnings(&found.run(&["check"])), Vec::<String>::new());
 }
 
+/// `git init`, an identity, and everything in `dir` committed: a checkout story mode can
+/// revert in.
+fn committed_checkout(dir: &Path) {
+    common::git(dir, &["init", "-q", "-b", "main"]);
+    common::git(dir, &["config", "user.name", "Ralph Test"]);
+    common::git(dir, &["config", "user.email", "ralph@example.com"]);
+    common::git(dir, &["config", "commit.gpgsign", "false"]);
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "--allow-empty", "-m", "init"]);
+}
+
 #[test]
-fn check_warns_about_revert_outside_a_git_repository() {
+fn check_refuses_revert_outside_a_git_repository_as_the_run_would() {
     let project = Project::new("agent: cat\nescalation:\n  revert: true", "Work.");
     let out = project.run(&["check"]);
-    assert_eq!(code(&out), 0);
-    let w = warnings(&out);
-    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(code(&out), 1);
+    let said = stderr(&out);
+    let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        w[0].starts_with("warning: RALPH.md:4:3: escalation.revert: revert is on, but"),
-        "{w:?}"
+        errors[0].starts_with("error: RALPH.md:4:3: escalation.revert: "),
+        "{errors:?}"
     );
-    assert!(w[0].contains("not inside a git repository"), "{w:?}");
+    assert!(errors[0].contains("not a git repository"), "{errors:?}");
+    assert!(
+        errors[0].ends_with("; `ralph run` would refuse to start"),
+        "{errors:?}"
+    );
 
     let off = Project::new("agent: cat\nescalation:\n  revert: false", "Work.");
-    assert_eq!(warnings(&off.run(&["check"])), Vec::<String>::new());
+    let out = off.run(&["check"]);
+    assert_eq!((code(&out), warnings(&out)), (0, Vec::<String>::new()));
 
-    std::fs::create_dir(project.path().join(".git")).unwrap();
-    assert_eq!(warnings(&project.run(&["check"])), Vec::<String>::new());
+    committed_checkout(project.path());
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
 #[test]
@@ -335,9 +362,9 @@ fn every_docs_example_passes_check() {
         }
         // From a git checkout, as a reader would run them (story mode reverts through git).
         let checkout = tempfile::tempdir().unwrap();
-        std::fs::create_dir(checkout.path().join(".git")).unwrap();
         // Story mode reads prd.json: the one `ralph init --prd` writes.
         assert_eq!(code(&ralph(checkout.path(), &["init", "--prd"])), 0);
+        committed_checkout(checkout.path());
         let out = ralph(checkout.path(), &["check", path.to_str().unwrap()]);
         assert_eq!(code(&out), 0, "{}: {}", path.display(), stderr(&out));
         // A missing tool on this machine (cargo, uv) is the machine's business, not the file's.

@@ -131,9 +131,9 @@ fn a_ralph_md_in_other_letter_case_is_pointed_out() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
-/// `ralph check` reads prd.json as `ralph run` does, and warns when run would refuse it.
+/// `ralph check` reads prd.json as `ralph run` does, and says when run would refuse it (exit 1).
 #[test]
-fn check_warns_about_a_prd_json_that_run_would_refuse() {
+fn check_refuses_a_prd_json_that_run_would_refuse() {
     let project = Project::new(
         "agent: cat\nescalation:\n  prd: prd.json\n  revert: false",
         "{{ story.id }}",
@@ -146,11 +146,11 @@ fn check_warns_about_a_prd_json_that_run_would_refuse() {
             .collect()
     };
     let out = project.run(&["check"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
     let w = prd_warnings(&out);
     assert_eq!(w.len(), 1, "{}", stderr(&out));
     assert!(
-        w[0].starts_with("warning: RALPH.md:4:3: escalation.prd: prd.json: cannot read"),
+        w[0].starts_with("error: RALPH.md:4:3: escalation.prd: prd.json: cannot read"),
         "{w:?}"
     );
     assert!(
@@ -163,10 +163,12 @@ fn check_warns_about_a_prd_json_that_run_would_refuse() {
         r#"{"userStories": [{"id": "A", "priority": 1, "passes": false}"#,
     )
     .unwrap();
-    let w = prd_warnings(&project.run(&["check"]));
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let w = prd_warnings(&out);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        w[0].starts_with("warning: RALPH.md:4:3: escalation.prd: prd.json:1:"),
+        w[0].starts_with("error: RALPH.md:4:3: escalation.prd: prd.json:1:"),
         "{w:?}"
     );
 
@@ -175,7 +177,9 @@ fn check_warns_about_a_prd_json_that_run_would_refuse() {
         r#"{"userStories": [{"id": "A", "priority": 1, "passes": false}]}"#,
     )
     .unwrap();
-    assert_eq!(prd_warnings(&project.run(&["check"])), Vec::<String>::new());
+    let out = project.run(&["check"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(prd_warnings(&out), Vec::<String>::new());
 }
 
 /// A prd.json field of the wrong type is named, with what it allows, in prd.json's own words.

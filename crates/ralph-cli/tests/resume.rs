@@ -109,6 +109,89 @@ fn a_run_stopped_by_max_iterations_goes_on_with_the_next_iteration_and_its_idle_
 }
 
 #[test]
+fn a_resumed_run_keeps_its_n_unless_resume_is_given_another() {
+    // Idle at iteration 1 (a long wait to stop it in), working after; `done` at 5 ends a run
+    // that forgot its limit.
+    let p = Project::new("agent: sh agent.sh\nidle: {delay: 60s}", "work\n");
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat >/dev/null\ncase $RALPH_ITERATION in\n  1) echo '<!-- ralph:state idle -->' ;;\n  \
+         5) echo '<!-- ralph:state done -->' ;;\n  *) echo working ;;\nesac\n",
+    )
+    .unwrap();
+    let child = p.spawn(&["run", "-n", "3"]);
+    wait_for_run_event(&p, "WAIT_STARTED", 1);
+    send_signal(child.id(), libc::SIGTERM);
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(143));
+    let session: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir(&p).join("session.json")).unwrap())
+            .unwrap();
+    assert_eq!(session["max_iterations"], 3);
+
+    let out = p.run(&["run", "--resume", "--now"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let resumed = p.events();
+    assert_eq!(iterations_started(&resumed), [2, 3]);
+    assert_eq!(of(&resumed, "RUN_ENDED")[0]["reason"], "max_iterations");
+
+    // A new -n replaces it, and is kept in turn.
+    let out = p.run(&["run", "--resume", "-n", "4"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(iterations_started(&p.events()), [4]);
+    let out = p.run(&["run", "--resume"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(iterations_started(&p.events()).is_empty());
+}
+
+#[test]
+fn a_story_run_out_of_iterations_prints_a_resume_command_that_goes_on() {
+    let p = story_repo("cat >/dev/null\n", &["one", "two"]);
+    let out = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "max_iterations_work_left");
+    let shown = common::stdout(&out);
+    let command = shown
+        .trim_end()
+        .rsplit_once("go on where it stopped: ")
+        .unwrap_or_else(|| panic!("{shown}"))
+        .1;
+    assert_eq!(command, "ralph run --resume -n 2");
+
+    let words = shlex::split(command).unwrap();
+    p.run(&words[1..].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(iterations_started(&p.events()), [2]);
+}
+
+#[test]
+fn a_resumed_run_keeps_its_max_runtime_and_the_printed_command_raises_it() {
+    // 200 ms an iteration; `done` at 6 ends a run that forgot its budget.
+    let p = Project::new("agent: sh agent.sh", "work\n");
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat >/dev/null\nsleep 0.2\n[ $RALPH_ITERATION = 6 ] && echo '<!-- ralph:state done -->'\n\
+         exit 0\n",
+    )
+    .unwrap();
+    let out = p.run(&["run", "--max-runtime", "300ms"]);
+    assert_eq!(p.run_ended()["reason"], "max_runtime", "{}", stderr(&out));
+    let shown = common::stdout(&out);
+    assert!(
+        shown
+            .trim_end()
+            .ends_with("go on where it stopped: ralph run --resume --max-runtime 600ms"),
+        "{shown}"
+    );
+
+    // Without a new budget: spent already, nothing runs.
+    p.run(&["run", "--resume"]);
+    assert_eq!(p.run_ended()["reason"], "max_runtime");
+    assert!(iterations_started(&p.events()).is_empty());
+    // With one, the run goes on.
+    p.run(&["run", "--resume", "--max-runtime", "60s"]);
+    assert_eq!(p.run_ended()["reason"], "agent_done");
+}
+
+#[test]
 fn sigint_during_an_idle_wait_resumes_with_what_is_left_of_that_wait() {
     let agent = fake_agent();
     // Waits of 50ms, 1s, then 20s: the run is stopped in the third.

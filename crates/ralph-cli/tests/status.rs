@@ -1,5 +1,6 @@
-//! `ralph status [PATH] [--json]`: the folder's last run, while it runs (from its session file
-//! and the lock file's holder, never the lock) and after it ended or was killed.
+//! `ralph status [RUN_ID] [-C DIR] [--json]`: a run of the folder (its last by default), while
+//! it runs (from its session file and the lock file's holder, never the lock) and after it
+//! ended or was killed.
 
 mod common;
 
@@ -164,4 +165,75 @@ fn status_finds_a_run_as_soon_as_its_header_is_printed() {
     // SIGTERM: ralph stops its agent and ends.
     send_signal(child.id(), libc::SIGTERM);
     child.wait().unwrap();
+}
+
+#[test]
+fn a_story_run_that_ended_names_no_story_in_progress() {
+    // Each story is done at once.
+    let p = common::story_repo(
+        "cat >/dev/null\necho '<!-- ralph:state done -->'\n",
+        &["a", "b"],
+    );
+    let ralph_md =
+        "---\nagent: sh agent.sh\nescalation:\n  prd: prd.json\n---\nSTORY={{ story.id }}\n";
+    std::fs::write(p.path().join("RALPH.md"), ralph_md).unwrap();
+    common::git(p.path(), &["commit", "-qam", "no checks"]);
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "stories_done");
+    let ended = status(&p);
+    assert_eq!(ended["state"], "ended");
+    assert_eq!(ended["story"], Value::Null, "{ended}");
+    assert_eq!(ended["attempt"], Value::Null, "{ended}");
+    assert_eq!(ended["stories"]["passed"], 2);
+    let text = stdout(&p.run(&["status"]));
+    assert!(!text.contains("story:"), "{text}");
+    assert!(text.contains("stories: 2 passed"), "{text}");
+}
+
+#[test]
+fn status_shows_the_run_it_is_given_by_id_from_the_folder_it_is_given() {
+    let p = Project::new(&format!("agent: {} --out hi", common::fake_agent()), "x\n");
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    let first = status(&p)["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);
+    assert_ne!(
+        status(&p)["run_id"],
+        first.as_str(),
+        "the last run by default"
+    );
+
+    // By id, or a unique prefix of it: the first run, with its own ending.
+    let prefix = &first[..first.len() - 2];
+    for id in [first.as_str(), prefix] {
+        let out = p.run(&["status", id, "--json"]);
+        assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+        let shown: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(shown["run_id"], first.as_str());
+        assert_eq!(shown["iterations"], 1);
+    }
+    // From another folder: -C.
+    let parent = p.path().parent().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ralph"))
+        .current_dir(parent)
+        .args(["status", "--json", "-C"])
+        .arg(p.path())
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let shown: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(shown["run_id"], first.as_str());
+
+    let out = p.run(&["status", "no-such-run"]);
+    assert_eq!(code(&out), 2);
+    // A folder where a run id goes: said how to name it.
+    std::fs::create_dir(p.path().join("sub")).unwrap();
+    let out = p.run(&["status", "sub"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        common::stderr(&out).contains("ralph status -C sub"),
+        "{}",
+        common::stderr(&out)
+    );
 }

@@ -185,6 +185,52 @@ fn logs_follow_stops_when_the_runs_process_is_gone() {
     kill_agent_group(agent);
 }
 
+#[test]
+fn a_resumed_run_is_running_again_for_runs_logs_and_the_report() {
+    // Each iteration holds on while `hold` exists.
+    let p = Project::new(
+        "agent: sh -c 'cat >/dev/null; echo it-$RALPH_ITERATION; while [ -e hold ]; do sleep 0.05; done; echo done-$RALPH_ITERATION'",
+        "x\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 0);
+    std::fs::write(p.path().join("hold"), "").unwrap();
+    std::fs::remove_file(p.events_path()).unwrap();
+    let mut run = p.spawn(&["run", "--resume", "-n", "2"]);
+    p.wait_for("ITERATION_STARTED", 1);
+
+    let runs = runs_json(&p);
+    assert_eq!(runs[0]["status"], "running", "{runs:#?}");
+    assert_eq!(runs[0]["pid"], run.id());
+    let report = p.run(&["report", "-o", "report.html"]);
+    assert_eq!(code(&report), 0, "{}", common::stderr(&report));
+    let html = std::fs::read_to_string(p.path().join("report.html")).unwrap();
+    assert!(html.contains("<b>running</b>"), "{html}");
+    assert!(!html.contains("ended: "), "{html}");
+
+    let mut follow = p
+        .ralph(&["logs", "-f"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap());
+    read_until(&mut lines, "it-2");
+    // Following a run that goes on: it must not take the earlier ending for this one's.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        assert!(
+            follow.try_wait().unwrap().is_none(),
+            "logs -f ended while the resumed run goes on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_file(p.path().join("hold")).unwrap();
+    read_until(&mut lines, "done-2");
+    assert!(run.wait().unwrap().success());
+    assert!(exits_by_itself(&mut follow, "logs -f went on after the run ended").success());
+    assert_eq!(runs_json(&p)[0]["reason"], "max_iterations");
+}
+
 fn git(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("git")
         .current_dir(dir)
@@ -358,7 +404,7 @@ fn a_run_in_another_log_dir_is_followed_by_the_command_its_header_and_status_nam
         cmd.current_dir(dir).args(args).stdin(Stdio::null());
         cmd
     };
-    let elsewhere = ralph(parent, &["status", name]).output().unwrap();
+    let elsewhere = ralph(parent, &["status", "-C", name]).output().unwrap();
     let elsewhere = common::stdout(&elsewhere);
     let from_status = elsewhere
         .lines()

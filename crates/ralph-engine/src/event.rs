@@ -117,7 +117,8 @@ pub enum EventKind {
         usage: Option<Usage>,
         /// Whether the run failed: a non-zero exit, a signal ralph did not send, a timeout, an
         /// agent that could not start, or an error its adapter reported. A rate limit with a
-        /// reset time is a wait, not a failure.
+        /// reset time is a wait, not a failure. When `done_when` checks judge the iteration,
+        /// only an agent that could not start and a rate limit fail.
         failed: bool,
         /// Why it failed, in words; `None` when it did not.
         failure: Option<String>,
@@ -299,7 +300,20 @@ pub fn exit_status(exit_code: Option<i32>, signal: Option<i32>) -> String {
     }
 }
 
+/// How many of a failing check's last lines people are shown: under its verdict on the
+/// terminal, and in the report.
+pub const CHECK_LINES_SHOWN: usize = 10;
+
 impl CheckResult {
+    /// The last [`CHECK_LINES_SHOWN`] lines of a failing check's output, as people read them
+    /// (escape sequences removed, trailing blank lines dropped, long lines cut); none for a
+    /// passing check or one that printed nothing.
+    pub fn last_lines(&self) -> Vec<String> {
+        self.tail.as_deref().map_or_else(Vec::new, |tail| {
+            crate::tail::last_lines(tail, CHECK_LINES_SHOWN)
+        })
+    }
+
     /// Whether the check passed: exit code 0 within its time limit.
     pub fn passed(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out

@@ -79,8 +79,9 @@ pub use adapter::{
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
-    CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary, JsonLinesSink,
-    MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason, exit_status,
+    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
+    JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
+    exit_status,
 };
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::program::find_on_path;

@@ -226,6 +226,17 @@ pub fn parse_events(text: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// Whether `events` (a run's, in order, or a stretch of them) leave the run ended: `Some(true)`
+/// when its last `RUN_ENDED` or `RUN_RESUMED` is a `RUN_ENDED`, `Some(false)` when it is a
+/// `RUN_RESUMED` (a resumed run goes on past its earlier ending), `None` when they hold neither.
+pub fn ends_run(events: &[Value]) -> Option<bool> {
+    events.iter().rev().find_map(|e| match e["type"].as_str() {
+        Some("RUN_ENDED") => Some(true),
+        Some("RUN_RESUMED") => Some(false),
+        _ => None,
+    })
+}
+
 /// How an iteration went, as a timeline colours it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -328,6 +339,10 @@ pub struct CheckRecord {
     pub command: String,
     /// Whether it passed.
     pub passed: bool,
+    /// A failing check's last lines of output ([`CheckResult::last_lines`]).
+    ///
+    /// [`CheckResult::last_lines`]: crate::CheckResult::last_lines
+    pub last_lines: Vec<String>,
 }
 
 /// One convergence attempt (`ATTEMPT_ENDED`).
@@ -567,6 +582,12 @@ impl RunRecord {
                                     passed: r.get("exit_code").and_then(Value::as_i64) == Some(0)
                                         && r.get("timed_out").and_then(Value::as_bool)
                                             != Some(true),
+                                    last_lines: r.get("tail").and_then(Value::as_str).map_or_else(
+                                        Vec::new,
+                                        |tail| {
+                                            crate::tail::last_lines(tail, crate::CHECK_LINES_SHOWN)
+                                        },
+                                    ),
                                 })
                                 .collect()
                         })
@@ -592,10 +613,18 @@ impl RunRecord {
                     start_ms: ms_between(started, at),
                     delay_ms: u64_of(event, "delay_ms").unwrap_or(0),
                 }),
-                // The engine counts on from the stopped part's cost.
+                // The engine counts on from the stopped part's cost; only a `RUN_ENDED` after
+                // this ends the run.
                 "RUN_RESUMED" => {
                     cost = RunCost::resumed(cost.total());
                     ended_cost = None;
+                    ended = false;
+                    run.status = RunStatus::Killed;
+                    run.task_summary = Map::new();
+                    // An iteration under way when the run was killed never ended.
+                    if let Some(it) = current.filter(|it| it.outcome == IterationOutcome::Running) {
+                        it.outcome = IterationOutcome::Interrupted;
+                    }
                 }
                 "RUN_ENDED" => {
                     ended = true;
@@ -739,6 +768,51 @@ mod tests {
         let run = RunRecord::from_events("r", &events(&resumed), None);
         // The engine resumes from 0.45 and counts the session afresh.
         assert_eq!(run.cost_usd, Some(0.52));
+    }
+
+    #[test]
+    fn a_resumed_run_is_not_ended_by_the_ending_before_it() {
+        let resumed = format!(
+            "{ONE_SESSION}{}\n{}\n{}\n",
+            r#"{"ts":"2026-01-01T00:00:05.000Z","run_id":"r","type":"RUN_ENDED","reason":"interrupted","iterations":4,"exit_code":130,"stories":{"passed":1}}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"RUN_RESUMED","iteration":4,"previous_reason":"interrupted"}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":5}"#,
+        );
+        let lines = events(&resumed);
+        assert_eq!(ends_run(&lines), Some(false));
+        let holder = LockHolder::this_process("r", Path::new("."));
+        let run = RunRecord::from_events("r", &lines, Some(&holder));
+        assert_eq!(
+            run.status,
+            RunStatus::Running {
+                pid: std::process::id()
+            }
+        );
+        assert!(run.task_summary.is_empty());
+        assert_eq!(run.iterations[4].outcome, IterationOutcome::Running);
+        let run = RunRecord::from_events("r", &lines, None);
+        assert_eq!(run.status, RunStatus::Killed);
+
+        // An iteration the stopped part never ended (`kill -9`) was interrupted.
+        let killed = format!(
+            "{ONE_SESSION}{}\n{}\n",
+            r#"{"ts":"2026-01-01T00:00:05.000Z","run_id":"r","type":"ITERATION_STARTED","iteration":5}"#,
+            r#"{"ts":"2026-01-01T00:01:00.000Z","run_id":"r","type":"RUN_RESUMED","iteration":5,"previous_reason":"killed"}"#,
+        );
+        let run = RunRecord::from_events("r", &events(&killed), Some(&holder));
+        assert_eq!(run.iterations[4].outcome, IterationOutcome::Interrupted);
+
+        let again = format!(
+            "{resumed}{}\n",
+            r#"{"ts":"2026-01-01T00:01:09.000Z","run_id":"r","type":"RUN_ENDED","reason":"max_iterations","iterations":5,"exit_code":0}"#
+        );
+        let lines = events(&again);
+        assert_eq!(ends_run(&lines), Some(true));
+        let run = RunRecord::from_events("r", &lines, None);
+        assert!(
+            matches!(run.status, RunStatus::Ended { ref reason, .. } if reason == "max_iterations")
+        );
+        assert_eq!(ends_run(&lines[..1]), None);
     }
 
     #[test]

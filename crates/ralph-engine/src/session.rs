@@ -52,6 +52,16 @@ pub struct Session {
     pub config_hash: String,
     /// The last iteration started; a resumed run goes on with the next.
     pub iteration: u64,
+    /// The run's iteration limit (`-n` or `max_iterations`), counted over the whole run: a
+    /// resumed run keeps it unless it is given another.
+    #[serde(default)]
+    pub max_iterations: Option<u64>,
+    /// The run's `max_cost` (`--max-cost` or RALPH.md), kept as `max_iterations` is.
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// The run's `max_runtime` (`--max-runtime` or RALPH.md), kept as `max_iterations` is.
+    #[serde(default)]
+    pub max_runtime_ms: Option<u64>,
     /// An iteration is under way (its commands, agent or checks run).
     pub working: bool,
     /// Idle iterations so far.
@@ -220,6 +230,9 @@ impl Session {
             folder: Some(canonical_folder(folder)),
             config_hash,
             iteration: 0,
+            max_iterations: None,
+            max_cost_usd: None,
+            max_runtime_ms: None,
             working: false,
             idle_iterations: 0,
             idle_ms: 0,

@@ -434,7 +434,13 @@ impl Tasks {
             state,
             attempt,
         };
-        source.iteration_ended(&report, &mut TaskContext { events })
+        let decision = source.iteration_ended(&report, &mut TaskContext { events });
+        // A task that is over (done, given up on, or the source ended the run) is no longer in
+        // progress: the session and `ralph status` name none until the next begins.
+        if !matches!(decision, TaskDecision::Continue) {
+            self.current = None;
+        }
+        decision
     }
 
     pub(crate) fn limit_reached(&mut self, events: &mut Vec<EventKind>) -> EndReason {

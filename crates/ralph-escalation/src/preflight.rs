@@ -1,52 +1,40 @@
-//! Preflight with escalation: the engine's checks ([`ralph_engine::preflight`]) and those of
-//! prd.json and git, each a warning located at the setting it is about. What `ralph check`
-//! prints; an embedder can show the same before it runs a loop.
+//! Preflight with escalation: the engine's checks ([`ralph_engine::preflight`]), each a warning
+//! located at the setting it is about, and what `ralph run` would refuse to start on (a
+//! prd.json it cannot read, a tree or repository escalation cannot work in), found by the very
+//! checks the run makes. What `ralph check` prints; an embedder can show the same before it runs
+//! a loop.
 
 use std::path::Path;
 
 use ralph_engine::frontmatter::{ConfigError, RalphFile, error_at_key};
 
+use crate::{Escalation, EscalationError, Options};
+
 /// Every preflight warning for `file` (whose text is `text`, shown as `shown`), checked from
-/// `cwd`, where the loop would run: [`ralph_engine::preflight::warnings`], a prd.json that
-/// `ralph run` would refuse (read, never written), `revert` outside a git repository.
+/// `cwd`, where the loop would run: [`ralph_engine::preflight::warnings`].
 pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
-    let config = &file.config;
-    let key = |path: &str, message: String| error_at_key(shown, text, path, message);
-    let mut warnings = ralph_engine::preflight::warnings(shown, text, file, cwd);
-
-    if config.escalation.as_ref().is_some_and(|e| e.prd.is_some()) {
-        // Read as `ralph run` reads it, never written. Paths are relative to where ralph runs.
-        if let Err(err) = crate::Escalation::preview(config, Path::new(".")) {
-            warnings.push(key(
-                "escalation.prd",
-                format!("{err}; `ralph run` would refuse to start"),
-            ));
-        }
-    }
-
-    if let Some(escalation) = &config.escalation {
-        if escalation.revert && !in_git_repo(cwd) {
-            warnings.push(key(
-                "escalation.revert",
-                format!(
-                    "revert is on, but {} is not inside a git repository, so there is no \
-                     checkpoint to revert to; run from a git checkout or set `revert: false`",
-                    cwd.display()
-                ),
-            ));
-        }
-    }
-    warnings
+    ralph_engine::preflight::warnings(shown, text, file, cwd)
 }
 
-/// Whether `dir` or a folder above it is a git work tree (`.git` folder, or file for worktrees
-/// and submodules).
-fn in_git_repo(dir: &Path) -> bool {
-    if std::env::var_os("GIT_DIR").is_some() {
-        return true;
-    }
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    dir.ancestors().any(|d| d.join(".git").exists())
+/// Why `ralph run` (without `--allow-dirty`) would refuse to start in `cwd`, located at the
+/// setting that asks for what is missing: escalation opened as the run opens it ([`Escalation::open`]:
+/// prd.json read, never written; with `revert`, a git repository with a commit, no
+/// submodules, the means to commit and a clean tree), changing nothing.
+pub fn refusals(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
+    let Err(err) = Escalation::open(&file.config, Options::new(cwd)) else {
+        return Vec::new();
+    };
+    let key = match &err {
+        EscalationError::Prd(_) => "escalation.prd",
+        EscalationError::Progress(_) | EscalationError::ProgressPath(_) => "escalation.progress",
+        EscalationError::Git(_) | EscalationError::DirtyTree { .. } => "escalation.revert",
+    };
+    vec![error_at_key(
+        shown,
+        text,
+        key,
+        format!("{err}; `ralph run` would refuse to start"),
+    )]
 }
 
 #[cfg(test)]
@@ -60,20 +48,29 @@ mod tests {
     }
 
     #[test]
-    fn revert_outside_a_git_repository_is_a_warning_at_its_key() {
+    fn revert_outside_a_git_repository_is_a_refusal_at_its_key() {
         let text = "---\nagent: sh\nescalation:\n  revert: true\n---\nx\n";
         let outside = tempfile::tempdir().unwrap();
+        let found = refusals("RALPH.md", text, &file(text), outside.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "escalation.revert");
+        assert_eq!((found[0].line, found[0].column), (4, 3));
         assert!(
-            !in_git_repo(outside.path()),
-            "the temp folder is in no checkout"
+            found[0].message.contains("not a git repository"),
+            "{found:?}"
         );
-        let found = warnings("RALPH.md", text, &file(text), outside.path());
-        let revert: Vec<_> = found
-            .iter()
-            .filter(|w| w.path == "escalation.revert")
-            .collect();
-        assert_eq!(revert.len(), 1, "{found:?}");
-        assert_eq!((revert[0].line, revert[0].column), (4, 3));
+        let without = "---\nagent: sh\nescalation:\n  revert: false\n---\nx\n";
+        assert!(refusals("RALPH.md", without, &file(without), outside.path()).is_empty());
+    }
+
+    #[test]
+    fn a_prd_json_the_run_cannot_read_is_a_refusal_at_its_key() {
+        let text = "---\nagent: sh\nescalation:\n  prd: prd.json\n  revert: false\n---\nx\n";
+        let here = tempfile::tempdir().unwrap();
+        let found = refusals("RALPH.md", text, &file(text), here.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, "escalation.prd");
+        assert!(found[0].message.contains("prd.json"), "{found:?}");
     }
 
     #[test]

@@ -187,13 +187,27 @@ pub(super) fn attempt_ended_line(
         .map(|r| format!("{} ({})", r.command, r.status()))
         .collect::<Vec<_>>()
         .join(", ");
-    format!(
+    let mut text = format!(
         "attempt {attempt}/{max_attempts} {} {} of {} check{} failed: {names}",
         style.paint("31", "✗"),
         failed.len(),
         results.len(),
         plural(results.len())
-    )
+    );
+    // Each failing check's last lines under the verdict, named when more than one failed.
+    for check in &failed {
+        let lines = check.last_lines();
+        if lines.is_empty() {
+            continue;
+        }
+        if failed.len() > 1 {
+            text.push_str(&format!("\n  {} ({}):", check.command, check.status()));
+        }
+        for line in lines {
+            text.push_str(&format!("\n  {} {line}", style.paint("2", "│")));
+        }
+    }
+    text
 }
 
 /// RALPH.md was edited during the run and the new version is used.

@@ -20,7 +20,7 @@ impl Run {
         &mut self,
         iteration: u64,
         agent: &ProcessExit,
-        log: &IterationLog,
+        log: &mut IterationLog,
     ) -> (Verdict, Vec<CheckResult>) {
         let started = Instant::now();
         let checks = self.options.file.config.done_when.clone();
@@ -41,6 +41,18 @@ impl Run {
         let ok = verdict == Verdict::Converged;
         let max_attempts = attempts.max_attempts();
         self.write_attempt_log(agent, log, &results, ok, attempt, max_attempts);
+        // After the attempt log took its copy: the iteration's log ends with its checks, so
+        // `ralph logs` shows why one failed.
+        for result in &results {
+            log.section(&format!("check `{}`: {}", result.command, result.status()));
+            if let Some(tail) = &result.tail {
+                log.write(tail.as_bytes());
+            }
+        }
+        log.flush();
+        if let Some(warning) = log.take_warning() {
+            self.warn(warning);
+        }
         self.emit(EventKind::AttemptEnded {
             attempt,
             max_attempts,

@@ -98,7 +98,13 @@ impl Run {
                 (exit, Vec::new(), None, words)
             }
         };
-        self.agent_run = self.judge_agent_run(&exit, &words);
+        let state = ralph_marker::last_state(&findings).cloned();
+        // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
+        let handled = state
+            .as_ref()
+            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
+        let checks_judge = self.attempts.is_some() && !handled;
+        self.agent_run = self.judge_agent_run(&exit, &words, checks_judge);
         let failed = self.agent_run.failure.is_some();
         if let Some(usage) = &usage {
             self.run_cost.record(usage);
@@ -111,7 +117,6 @@ impl Run {
             }
         }
 
-        let state = ralph_marker::last_state(&findings).cloned();
         let mut markers = Vec::new();
         let mut malformed = Vec::new();
         for finding in findings {
@@ -173,12 +178,8 @@ impl Run {
         {
             return Ok(Next::Stop(reason));
         }
-        // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
-        let handled = state
-            .as_ref()
-            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
-        let attempt = match self.attempts.is_some() && !handled {
-            true => Some(self.attempt(iteration, &exit, &log).await),
+        let attempt = match checks_judge {
+            true => Some(self.attempt(iteration, &exit, &mut log).await),
             false => None,
         };
         let verdict = attempt.as_ref().map(|(verdict, _)| *verdict);
@@ -243,7 +244,15 @@ impl Run {
     }
 
     /// Whether an agent run failed, and why, or says it is rate-limited until a known time.
-    pub(super) fn judge_agent_run(&self, exit: &ProcessExit, words: &AgentWords) -> AgentRun {
+    /// When `done_when` checks judge the iteration, how the agent ended (its exit code, a
+    /// signal, a timeout, an error it reported) is only logged: an agent that could not start
+    /// and a rate limit are still failures, since no work was attempted.
+    pub(super) fn judge_agent_run(
+        &self,
+        exit: &ProcessExit,
+        words: &AgentWords,
+        checks_judge: bool,
+    ) -> AgentRun {
         let Some(failure) = failure_of(exit, words, self.options.timeout) else {
             return AgentRun::default();
         };
@@ -263,6 +272,7 @@ impl Run {
                     rate_limited_until: None,
                 },
             },
+            None if checks_judge && words.not_started.is_none() => AgentRun::default(),
             None => AgentRun {
                 failure: Some(failure),
                 rate_limited_until: None,

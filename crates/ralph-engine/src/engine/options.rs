@@ -19,7 +19,9 @@ pub struct EngineOptions {
     pub cwd: PathBuf,
     /// User argument values by name.
     pub args: BTreeMap<String, String>,
-    /// Iteration cap.
+    /// Iteration cap, over the whole run. With `resume`, the session's
+    /// ([`Session::max_iterations`](crate::session::Session::max_iterations)) unless the user
+    /// gave another.
     pub max_iterations: Option<u64>,
     /// Wait between iterations.
     pub delay: Duration,
@@ -55,8 +57,10 @@ pub struct EngineOptions {
     /// Longest wait for a rate limit's reset (`rate_limit.max_wait`).
     pub rate_limit_max_wait: Duration,
     /// Start no iteration once the agents' reported cost reached this many US dollars.
+    /// With `resume`, the session's unless the user gave another, as `max_iterations`.
     pub max_cost: Option<f64>,
     /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
+    /// With `resume`, the session's unless the user gave another, as `max_iterations`.
     pub max_runtime: Option<Duration>,
     /// Go on with a stopped run from its session file (`ralph run --resume`): same run id and
     /// log folder expected, iteration numbers, streaks, attempts, budgets and the task

@@ -300,6 +300,9 @@ impl Run {
         let session = self.session.as_mut()?;
         session.updated = SystemTime::now();
         session.iteration = self.iterations;
+        session.max_iterations = self.options.max_iterations;
+        session.max_cost_usd = self.options.max_cost;
+        session.max_runtime_ms = self.options.max_runtime.map(millis);
         session.working = working;
         session.idle_iterations = self.idle_iterations;
         session.idle_ms = millis(self.idle_time);
