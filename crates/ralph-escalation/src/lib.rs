@@ -9,7 +9,9 @@
 //!
 //! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
 //! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder
-//! protects, and every file it writes is replaced atomically. All git commands go through
+//! protects, and every file it writes is replaced atomically. A pass or a revert is recorded in a
+//! journal before it starts (`<git dir>/ralph-journal.json`), and the next start, resumed or not,
+//! finishes one a kill cut short before it looks at the tree. All git commands go through
 //! [`git`], the one module here that starts processes.
 
 pub mod breaker;
@@ -172,7 +174,8 @@ impl Escalation {
     /// Opens the escalation `config` asks for (`None` without an `escalation` block). Story
     /// mode reads prd.json now; `revert` needs a git repository with a commit, no submodules,
     /// the means to commit (an identity; working signing with `commit.gpgsign`) and a clean
-    /// tree (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
+    /// tree (or `allow_dirty`, which saves the changes first). A pass or a revert a killed ralph
+    /// left in the repository's journal is finished first; beyond it nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
         Self::open_accepting(config, options, None)
     }
@@ -700,8 +703,9 @@ impl TaskSource for Escalation {
             .pick()
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
         if let NextTask::Work(task) = &next {
-            // Without checks the agent's own `passes: true` passes the story: should ralph be
-            // killed before it commits the pass, the next start does.
+            // Recorded so that a ralph killed during it is understood: without checks the
+            // agent's own `passes: true` passes the story (the next start commits the pass),
+            // and commits on top of where it began are its agent's.
             let step = journal::Step::Attempt {
                 agent_marks: self.story_mode() && !self.has_checks,
             };
