@@ -455,6 +455,14 @@ fn a_commit_made_while_the_run_was_stopped_becomes_the_checkpoint_and_is_never_r
     let out = p.run(&["run", "--resume", "-n", "3"]);
     let resumed = p.events();
     assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    // US-001 trips on its third attempt and is reverted to the person's commit, no further.
+    assert_eq!(of(&resumed, "CIRCUIT_TRIPPED").len(), 1, "{}", stderr(&out));
+    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], mine.as_str());
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), mine);
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
+        "my own work\n"
+    );
     let warned: Vec<&str> = of(&resumed, "WARNING")
         .iter()
         .filter_map(|w| w["message"].as_str())
@@ -470,14 +478,6 @@ fn a_commit_made_while_the_run_was_stopped_becomes_the_checkpoint_and_is_never_r
         stderr(&out).contains("HEAD moved"),
         "said on the terminal: {}",
         stderr(&out)
-    );
-    // US-001 trips on its third attempt and is reverted to the person's commit, no further.
-    assert_eq!(of(&resumed, "CIRCUIT_TRIPPED").len(), 1, "{}", stderr(&out));
-    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], mine.as_str());
-    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), mine);
-    assert_eq!(
-        std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
-        "my own work\n"
     );
 }
 
@@ -506,18 +506,18 @@ fn a_pass_commit_the_person_reset_away_while_the_run_was_stopped_is_not_redone()
     let out = p.run(&["run", "--resume", "-n", "2"]);
     let resumed = p.events();
     assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], before.as_str());
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), before);
+    assert!(
+        !git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
+        "the pass the person undid stays undone"
+    );
     assert!(
         of(&resumed, "WARNING")
             .iter()
             .any(|w| w["message"].as_str().unwrap().contains("HEAD moved")),
         "{:#?}",
         of(&resumed, "WARNING")
-    );
-    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], before.as_str());
-    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), before);
-    assert!(
-        !git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
-        "the pass the person undid stays undone"
     );
 }
 
