@@ -349,14 +349,41 @@ fn a_story_tree_changed_by_anything_else_is_still_refused() {
     std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
     let out = p.run(&["run", "--resume", "-n", "3"]);
     assert_eq!(code(&out), 2);
+    // It names what changed while the run was stopped, not the attempt's own work.txt.
+    let err = stderr(&out);
     assert!(
-        stderr(&out).contains("uncommitted changes"),
-        "{}",
-        stderr(&out)
+        err.contains("changed while the run was stopped (uncommitted changes to mine.txt)"),
+        "{err}"
     );
+    assert!(err.contains("--allow-dirty"), "{err}");
     assert_eq!(
         std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
         "my own edit\n"
+    );
+}
+
+#[test]
+fn a_story_run_whose_head_moved_while_its_tree_was_dirty_is_refused_naming_both_commits() {
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    let left = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    git(p.path(), &["commit", "-q", "--allow-empty", "-m", "mine"]);
+    let now = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "HEAD moved from {} to {}",
+            &left[..12],
+            &now[..12]
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        git(p.path(), &["rev-parse", "HEAD"]).trim(),
+        now,
+        "nothing moved"
     );
 }
 

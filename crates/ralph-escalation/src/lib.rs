@@ -79,6 +79,17 @@ pub enum EscalationError {
     /// The record of the step under way could not be read or written.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// A resumed run's tree changed while it was stopped, beyond its own interrupted attempt and
+    /// ralph's story files, without `--allow-dirty`.
+    #[error("{}", changed_while_stopped(.dir, .moved.as_ref(), .paths))]
+    ChangedWhileStopped {
+        /// The repository.
+        dir: PathBuf,
+        /// HEAD where the run left it and where it is now, when it moved.
+        moved: Option<[String; 2]>,
+        /// The paths that differ from the tree the run left.
+        paths: Vec<String>,
+    },
     /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
     #[error(
         "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty: ralph then saves them under refs/ralph/attempts/preexisting/<n> and leaves those paths to you, never committing, saving or reverting them",
@@ -285,10 +296,16 @@ impl Escalation {
             resume.extend_own(&mut own, &mut keep);
         }
         let mut dirty = git.dirty_paths(&keep)?;
-        if let Some(resume) = resume.filter(|r| !dirty.is_empty() && r.accepts(&git, &keep)) {
-            // The run's own interrupted attempt: it goes on from this tree.
-            dirty.clear();
-            self.pending.extend(resume.warning().map(str::to_owned));
+        if let Some(resume) = resume.filter(|_| !dirty.is_empty()) {
+            if resume.accepts(&git, &keep) {
+                // The run's own interrupted attempt: it goes on from this tree.
+                dirty.clear();
+                self.pending.extend(resume.warning().map(str::to_owned));
+            } else if !options.allow_dirty {
+                if let Some(refused) = resume.refusal(&git, &keep) {
+                    return Err(refused);
+                }
+            }
         }
         if !dirty.is_empty() {
             if !options.allow_dirty {
@@ -794,6 +811,31 @@ fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
             Some((format!("story.{name}"), value))
         })
         .collect()
+}
+
+/// [`EscalationError::ChangedWhileStopped`]'s words.
+fn changed_while_stopped(dir: &Path, moved: Option<&[String; 2]>, paths: &[String]) -> String {
+    let mut what = Vec::new();
+    if let Some([left, now]) = moved {
+        what.push(format!(
+            "HEAD moved from {} to {}",
+            journal::short(left),
+            journal::short(now)
+        ));
+    }
+    if !paths.is_empty() {
+        what.push(format!("uncommitted changes to {}", paths.join(", ")));
+    }
+    format!(
+        "{}: the tree changed while the run was stopped ({}), and ralph cannot tell that from \
+         its interrupted attempt's work, which a revert would remove. Put it back as the run left \
+         it and resume again (commit your changes on another branch, or stash them: git stash \
+         push -- <paths>); or start afresh with `ralph run --allow-dirty`, which saves every \
+         uncommitted change, the attempt's work included, under \
+         refs/ralph/attempts/preexisting/<n> and leaves those paths to you",
+        dir.display(),
+        what.join("; ")
+    )
 }
 
 /// The file `path` names, through a symlink (the link's target), or `path` itself.

@@ -100,6 +100,27 @@ impl Accept {
         git.head().ok().as_ref() == Some(head) && git.work_tree(keep).ok().as_ref() == Some(tree)
     }
 
+    /// Why a tree the stopped run did not leave is refused: what changed since it stopped
+    /// (HEAD, and the paths outside `keep` that differ from the tree it recorded); `None` when
+    /// it recorded no tree to compare with.
+    pub(crate) fn refusal(&self, git: &Git, keep: &[PathBuf]) -> Option<EscalationError> {
+        let (Some(left), Some(tree)) = (&self.head, &self.tree) else {
+            return None;
+        };
+        let head = git.head().ok()?;
+        let paths = git
+            .changed_paths(tree, &git.work_tree(keep).ok()?)
+            .ok()?
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        Some(EscalationError::ChangedWhileStopped {
+            dir: git.top().to_path_buf(),
+            moved: (head != *left).then(|| [left.clone(), head]),
+            paths,
+        })
+    }
+
     /// The stopped run ended without a word.
     pub(crate) fn killed(&self) -> bool {
         self.crashed
