@@ -581,3 +581,31 @@ fn editing_prd_json_and_progress_txt_while_a_story_run_is_stopped_does_not_block
             .starts_with("my own note\n")
     );
 }
+
+#[test]
+fn a_story_marked_passed_by_hand_while_the_run_was_stopped_is_committed_as_its_pass() {
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
+    // Story mode without checks: a story passes when it is marked so in prd.json.
+    let ralph_md = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
+    let start = ralph_md.find("done_when").unwrap();
+    let end = ralph_md.find("failure:").unwrap();
+    let ralph_md = format!("{}{}", &ralph_md[..start], &ralph_md[end..]);
+    std::fs::write(p.path().join("RALPH.md"), ralph_md).unwrap();
+    git(p.path(), &["commit", "-qam", "no checks"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    // The person finds US-001 done and marks it so.
+    let prd = std::fs::read_to_string(p.path().join("prd.json")).unwrap();
+    let prd = prd.replacen("\"passes\": false", "\"passes\": true", 1);
+    std::fs::write(p.path().join("prd.json"), prd).unwrap();
+
+    let out = p.run(&["run", "--resume", "-n", "2"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(of(&resumed, "STORY_PASSED")[0]["story_id"], "US-001");
+    assert_eq!(
+        git(p.path(), &["show", "HEAD:work.txt"]),
+        "try 1\n",
+        "US-001's pass commit holds its work"
+    );
+    assert_eq!(of(&resumed, "STORY_STARTED")[0]["story_id"], "US-002");
+}

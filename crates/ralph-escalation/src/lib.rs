@@ -450,6 +450,24 @@ impl Escalation {
         Ok(NextTask::Work(task))
     }
 
+    /// Without checks, the story in progress found marked passed before its next iteration (a
+    /// person marked it while the run was stopped) is passed now, its work committed as its
+    /// own: otherwise the next story would start on it, and a revert file it as that story's.
+    fn pass_if_marked(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(current) = self.current.as_ref().filter(|_| !self.has_checks) else {
+            return Ok(());
+        };
+        let id = current.id.clone();
+        let marked = self
+            .load()?
+            .and_then(|prd| prd.story(&id).map(|s| s.passes == Passes::Yes))
+            .unwrap_or(false);
+        if marked {
+            self.pass(cx)?;
+        }
+        Ok(())
+    }
+
     fn judge(
         &mut self,
         report: &IterationReport<'_>,
@@ -716,6 +734,9 @@ impl TaskSource for Escalation {
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         self.say_pending(cx);
+        if let Err(err) = self.pass_if_marked(cx) {
+            return NextTask::End(Self::failed_in(&err, cx));
+        }
         let mut next = self
             .pick()
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
