@@ -350,9 +350,11 @@ fn torture(mut t: Torture, kills: u64) {
             t.check_after_kill(round, 0);
             t.new_stories();
         }
-        // The agent's own `git commit`, killed half-way, leaves its index.lock, as it would
-        // for a person: remove it as they would.
-        let _ = std::fs::remove_file(t.repo().join(".git/index.lock"));
+        // The agent's own `git commit`, killed half-way, leaves its index.lock (or HEAD's, or
+        // the branch's), as it would for a person: remove them as they would.
+        for lock in ["index.lock", "HEAD.lock", "refs/heads/main.lock"] {
+            let _ = std::fs::remove_file(t.repo().join(".git").join(lock));
+        }
     }
     // A resumed run may end at once (its run's iterations spent, or nothing left to resume),
     // leaving the folder to the second: the bound is loose, what matters is that the lock is

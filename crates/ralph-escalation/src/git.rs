@@ -291,6 +291,10 @@ impl Git {
         cmd.arg("-C")
             .arg(dir)
             .args(["-c", "core.quotepath=off"])
+            // A ralph killed mid-step leaves its git running a moment longer, and the next
+            // start finishes the step at once: a ref it still holds is waited for (git waits
+            // 100 ms by default), not taken for a stale lock.
+            .args(["-c", "core.filesRefLockTimeout=2000"])
             .args(args)
             .stdin(match input {
                 Some(_) => Stdio::piped(),
