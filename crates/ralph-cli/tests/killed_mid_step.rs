@@ -339,6 +339,18 @@ fn a_revert_ralph_was_killed_in_is_finished_and_the_story_blocked_by_the_next_st
             );
         }
         assert_eq!(
+            git(
+                dir,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname)",
+                    "refs/ralph/attempts/"
+                ]
+            ),
+            format!("{saved}\n"),
+            "{case}: nothing new to save when the revert was finished"
+        );
+        assert_eq!(
             std::fs::read_to_string(dir.join("progress.txt"))
                 .unwrap()
                 .matches(saved)
@@ -347,4 +359,48 @@ fn a_revert_ralph_was_killed_in_is_finished_and_the_story_blocked_by_the_next_st
             "{case}: one entry (its ref named twice in it): {progress}"
         );
     }
+}
+
+#[test]
+fn a_file_written_after_a_revert_was_cut_short_is_saved_before_the_revert_is_finished() {
+    let flags = tempfile::tempdir().unwrap();
+    let p = repo(
+        &fails_once(&flags.path().join("failed")),
+        FAILS_ONCE,
+        &["US-001", "US-002"],
+    );
+    let dir = p.path();
+    let bin = tempfile::tempdir().unwrap();
+    let path_env = killing_git(bin.path(), "checkout", 1, When::After);
+    let out = p
+        .ralph(&["run"])
+        .env("ARM", bin.path().join("armed"))
+        .env("PATH", &path_env)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "{}", stderr(&out));
+    // Someone writes a file before the next start.
+    std::fs::write(dir.join("mine.txt"), "written after the kill\n").unwrap();
+
+    let out = p
+        .ralph(&["run", "--resume"])
+        .env("ARM", bin.path().join("unused"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(passes(dir, "US-001"), "blocked");
+    let second = "refs/ralph/attempts/US-001/2";
+    assert_eq!(
+        show(dir, second, "mine.txt").as_deref(),
+        Some(&b"written after the kill\n"[..]),
+        "saved before the revert removed it"
+    );
+    let warnings: Vec<String> = p
+        .events_of("WARNING")
+        .iter()
+        .map(|w| w["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(warnings.iter().any(|w| w.contains(second)), "{warnings:#?}");
 }

@@ -277,7 +277,10 @@ fn finish_revert(
             refname: saved_ref.to_owned(),
             commit: git.ref_commit(saved_ref)?,
         };
+        // New: in neither the saved attempt nor the checkpoint, outside the paths a revert
+        // leaves alone (progress.txt holds the entry just appended).
         let work = git.work_tree(&journal.own)?;
+        let kept = |p: &PathBuf| journal.keep.iter().any(|k| p.starts_with(k));
         let new_to_saved: HashSet<PathBuf> = git
             .changed_paths(&saved.commit, &work)?
             .into_iter()
@@ -285,7 +288,7 @@ fn finish_revert(
         let new = git
             .changed_paths(&journal.checkpoint, &work)?
             .into_iter()
-            .any(|p| new_to_saved.contains(&p));
+            .any(|p| new_to_saved.contains(&p) && !kept(&p));
         if new {
             saved = git.save(
                 &format!("refs/ralph/attempts/{}", git::ref_component(what)),
