@@ -432,14 +432,41 @@ fn a_story_tree_changed_by_anything_else_is_still_refused() {
     std::fs::write(p.path().join("mine.txt"), "my own edit\n").unwrap();
     let out = p.run(&["run", "--resume", "-n", "3"]);
     assert_eq!(code(&out), 2);
+    // It names what changed while the run was stopped, not the attempt's own work.txt.
+    let err = stderr(&out);
     assert!(
-        stderr(&out).contains("uncommitted changes"),
-        "{}",
-        stderr(&out)
+        err.contains("changed while the run was stopped (uncommitted changes to mine.txt)"),
+        "{err}"
     );
+    assert!(err.contains("--allow-dirty"), "{err}");
     assert_eq!(
         std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
         "my own edit\n"
+    );
+}
+
+#[test]
+fn a_story_run_whose_head_moved_while_its_tree_was_dirty_is_refused_naming_both_commits() {
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    let left = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    git(p.path(), &["commit", "-q", "--allow-empty", "-m", "mine"]);
+    let now = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "HEAD moved from {} to {}",
+            &left[..12],
+            &now[..12]
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        git(p.path(), &["rev-parse", "HEAD"]).trim(),
+        now,
+        "nothing moved"
     );
 }
 
@@ -520,4 +547,148 @@ fn a_pass_the_session_never_heard_of_is_kept_when_a_later_story_reverts() {
         !p.path().join("two.txt").exists(),
         "US-002's work was reverted"
     );
+}
+
+/// The agent commits its work (`try N` in work.txt) and the check always fails the same way.
+const COMMITTING_AGENT: &str = "cat >/dev/null\necho \"try $RALPH_ITERATION\" >> work.txt\ngit add work.txt && git commit -qm \"try $RALPH_ITERATION\"\n";
+
+#[test]
+fn a_commit_made_while_the_run_was_stopped_becomes_the_checkpoint_and_is_never_reverted() {
+    let p = story_repo(COMMITTING_AGENT, &["One", "Two"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    // The person's own commit while the run is stopped; the tree is clean.
+    std::fs::write(p.path().join("mine.txt"), "my own work\n").unwrap();
+    git(p.path(), &["add", "mine.txt"]);
+    git(p.path(), &["commit", "-qm", "mine"]);
+    let mine = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    // US-001 trips on its third attempt and is reverted to the person's commit, no further.
+    assert_eq!(of(&resumed, "CIRCUIT_TRIPPED").len(), 1, "{}", stderr(&out));
+    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], mine.as_str());
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), mine);
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
+        "my own work\n"
+    );
+    let warned: Vec<&str> = of(&resumed, "WARNING")
+        .iter()
+        .filter_map(|w| w["message"].as_str())
+        .filter(|m| m.contains("HEAD moved"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{:#?}", of(&resumed, "WARNING"));
+    assert!(
+        warned[0].contains(&mine[..12]),
+        "names the new HEAD: {}",
+        warned[0]
+    );
+    assert!(
+        stderr(&out).contains("HEAD moved"),
+        "said on the terminal: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_pass_commit_the_person_reset_away_while_the_run_was_stopped_is_not_redone() {
+    // US-001 is done on the first iteration; every later one is blocked at once.
+    let agent = "cat >/dev/null\nif [ \"$RALPH_ITERATION\" = 1 ]; then echo one > one.txt; echo '<!-- ralph:state done -->'; \
+                 else echo x > x.txt; echo '<!-- ralph:state blocked reason=\"stuck\" -->'; fi\n";
+    let p = story_repo(agent, &["One", "Two"]);
+    let ralph_md = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
+    let start = ralph_md.find("done_when").unwrap();
+    let end = ralph_md.find("failure:").unwrap();
+    let ralph_md = format!("{}{}", &ralph_md[..start], &ralph_md[end..]);
+    std::fs::write(p.path().join("RALPH.md"), ralph_md).unwrap();
+    git(p.path(), &["commit", "-qam", "no checks"]);
+    let before = git(p.path(), &["rev-parse", "HEAD"]).trim().to_owned();
+
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    assert_eq!(
+        git(p.path(), &["log", "-1", "--format=%s"]).trim(),
+        "ralph: US-001 passes"
+    );
+    // The person undoes ralph's pass.
+    git(p.path(), &["reset", "-q", "--hard", "HEAD~1"]);
+
+    let out = p.run(&["run", "--resume", "-n", "2"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], before.as_str());
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), before);
+    assert!(
+        !git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
+        "the pass the person undid stays undone"
+    );
+    assert!(
+        of(&resumed, "WARNING")
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("HEAD moved")),
+        "{:#?}",
+        of(&resumed, "WARNING")
+    );
+}
+
+#[test]
+fn editing_prd_json_and_progress_txt_while_a_story_run_is_stopped_does_not_block_its_resume() {
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    // The person edits ralph's story files; the attempt's work.txt is still uncommitted.
+    let prd = std::fs::read_to_string(p.path().join("prd.json")).unwrap();
+    std::fs::write(
+        p.path().join("prd.json"),
+        prd.replace("\"title\": \"Two\"", "\"title\": \"Two, renamed\""),
+    )
+    .unwrap();
+    std::fs::write(p.path().join("progress.txt"), "my own note\n").unwrap();
+
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_ne!(code(&out), 2, "{}", stderr(&out));
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    // The attempt went on from the tree it left: its third try trips the breaker, and the
+    // saved attempt holds all three tries.
+    let saved = of(&resumed, "REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        git(p.path(), &["show", &format!("{saved}:work.txt")]),
+        "try 1\ntry 2\ntry 3\n"
+    );
+    assert!(
+        std::fs::read_to_string(p.path().join("progress.txt"))
+            .unwrap()
+            .starts_with("my own note\n")
+    );
+}
+
+#[test]
+fn a_story_marked_passed_by_hand_while_the_run_was_stopped_is_committed_as_its_pass() {
+    let p = story_repo(STORY_AGENT, &["One", "Two"]);
+    // Story mode without checks: a story passes when it is marked so in prd.json.
+    let ralph_md = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
+    let start = ralph_md.find("done_when").unwrap();
+    let end = ralph_md.find("failure:").unwrap();
+    let ralph_md = format!("{}{}", &ralph_md[..start], &ralph_md[end..]);
+    std::fs::write(p.path().join("RALPH.md"), ralph_md).unwrap();
+    git(p.path(), &["commit", "-qam", "no checks"]);
+    assert_eq!(code(&p.run(&["run", "-n", "1"])), 1);
+    // The person finds US-001 done and marks it so.
+    let prd = std::fs::read_to_string(p.path().join("prd.json")).unwrap();
+    let prd = prd.replacen("\"passes\": false", "\"passes\": true", 1);
+    std::fs::write(p.path().join("prd.json"), prd).unwrap();
+
+    let out = p.run(&["run", "--resume", "-n", "2"]);
+    let resumed = p.events();
+    assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
+    assert_eq!(of(&resumed, "STORY_PASSED")[0]["story_id"], "US-001");
+    assert_eq!(
+        git(p.path(), &["show", "HEAD:work.txt"]),
+        "try 1\n",
+        "US-001's pass commit holds its work"
+    );
+    assert_eq!(of(&resumed, "STORY_STARTED")[0]["story_id"], "US-002");
 }

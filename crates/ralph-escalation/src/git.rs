@@ -231,6 +231,33 @@ impl Git {
         &self.top
     }
 
+    /// The git directory (`.git`, or a linked worktree's own).
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The commit `refname` points at.
+    pub fn ref_commit(&self, refname: &str) -> Result<String, GitError> {
+        Ok(self
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("{refname}^{{commit}}"),
+            ])?
+            .trim()
+            .to_owned())
+    }
+
+    /// The paths whose content differs between `from` and `to` (commits or trees).
+    pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, GitError> {
+        let args = os_args(&["diff", "--name-only", "--no-renames", "-z", from, to]);
+        let out = self.run_in(&self.top, &args, None, None)?;
+        Ok(nul_entries(&out)
+            .map(|e| PathBuf::from(OsStr::from_bytes(e)))
+            .collect())
+    }
+
     /// Removes the temporary indexes of ralphs that are no longer running (killed mid-save).
     fn remove_stale_indexes(&self) {
         let Ok(entries) = std::fs::read_dir(&self.git_dir) else {
@@ -264,6 +291,10 @@ impl Git {
         cmd.arg("-C")
             .arg(dir)
             .args(["-c", "core.quotepath=off"])
+            // A ralph killed mid-step leaves its git running a moment longer, and the next
+            // start finishes the step at once: a ref it still holds is waited for (git waits
+            // 100 ms by default), not taken for a stale lock.
+            .args(["-c", "core.filesRefLockTimeout=2000"])
             .args(args)
             .stdin(match input {
                 Some(_) => Stdio::piped(),

@@ -9,12 +9,15 @@
 //!
 //! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
 //! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder
-//! protects, and every file it writes is replaced atomically. All git commands go through
+//! protects, and every file it writes is replaced atomically. A pass or a revert is recorded in a
+//! journal before it starts (`<git dir>/ralph-journal.json`), and the next start, resumed or not,
+//! finishes one a kill cut short before it looks at the tree. All git commands go through
 //! [`git`], the one module here that starts processes.
 
 pub mod breaker;
 pub mod events;
 pub mod git;
+mod journal;
 pub mod lock;
 pub mod prd;
 pub mod preflight;
@@ -36,6 +39,7 @@ use ralph_engine::{
 pub use breaker::{Breaker, Trip};
 pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
 pub use git::{Git, GitError, Saved};
+pub use journal::JournalError;
 pub use lock::lock_repository;
 pub use prd::{Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
@@ -72,6 +76,20 @@ pub enum EscalationError {
     /// `escalation.progress` leads to the prd.json or into `.git`.
     #[error(transparent)]
     ProgressPath(#[from] progress::PathConflict),
+    /// The record of the step under way could not be read or written.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A resumed run's tree changed while it was stopped, beyond its own interrupted attempt and
+    /// ralph's story files, without `--allow-dirty`.
+    #[error("{}", changed_while_stopped(.dir, .moved.as_ref(), .paths))]
+    ChangedWhileStopped {
+        /// The repository.
+        dir: PathBuf,
+        /// HEAD where the run left it and where it is now, when it moved.
+        moved: Option<[String; 2]>,
+        /// The paths that differ from the tree the run left.
+        paths: Vec<String>,
+    },
     /// `revert: true` on a tree with uncommitted changes, without `--allow-dirty`.
     #[error(
         "{}: uncommitted changes ({}); escalation.revert would remove them. Commit or stash them, or pass --allow-dirty: ralph then saves them under refs/ralph/attempts/preexisting/<n> and leaves those paths to you, never committing, saving or reverting them",
@@ -128,6 +146,11 @@ struct Repo {
     /// prd.json (the file a symlink points to) relative to the top folder, when inside it: a
     /// pass commit holds it with the story marked.
     prd: Option<PathBuf>,
+    /// The step a stopped ralph left in the journal, finished (or found) at opening.
+    found: Option<journal::Found>,
+    /// A resumed run that ended without a word (killed): its last step may be behind the
+    /// repository.
+    killed: bool,
 }
 
 /// The story in progress.
@@ -162,7 +185,8 @@ impl Escalation {
     /// Opens the escalation `config` asks for (`None` without an `escalation` block). Story
     /// mode reads prd.json now; `revert` needs a git repository with a commit, no submodules,
     /// the means to commit (an identity; working signing with `commit.gpgsign`) and a clean
-    /// tree (or `allow_dirty`, which saves the changes first). Nothing is changed on error.
+    /// tree (or `allow_dirty`, which saves the changes first). A pass or a revert a killed ralph
+    /// left in the repository's journal is finished first; beyond it nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
         Self::open_accepting(config, options, None)
     }
@@ -233,8 +257,7 @@ impl Escalation {
         resume: Option<&resume::Accept>,
     ) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
-        let checkpoint = git.head()?;
-        let branch = git.head_branch()?;
+        git.head()?;
         let submodules = git.submodules()?;
         if !submodules.is_empty() {
             return Err(GitError::Submodules {
@@ -245,6 +268,15 @@ impl Escalation {
         }
         // Before the first paid run: a commit that fails later would end the run mid-story.
         git.check_can_commit()?;
+        // A pass or a revert a killed ralph left half done is finished before anything looks
+        // at the tree: its work is the story's, not part of a dirty tree or the next attempt.
+        let (found, said) = journal::finish(&git)?;
+        self.pending.extend(said);
+        if found.is_some() && self.prd.is_some() {
+            self.load()?;
+        }
+        let checkpoint = git.head()?;
+        let branch = git.head_branch()?;
         let rel = |p: &Path| git.relative(&options.cwd, p);
         let mut own: Vec<PathBuf> = std::iter::once(Path::new(".ralph"))
             .chain(options.protect.iter().map(PathBuf::as_path))
@@ -264,10 +296,16 @@ impl Escalation {
             resume.extend_own(&mut own, &mut keep);
         }
         let mut dirty = git.dirty_paths(&keep)?;
-        if let Some(resume) = resume.filter(|r| !dirty.is_empty() && r.accepts(&git, &own)) {
-            // The run's own interrupted attempt: it goes on from this tree.
-            dirty.clear();
-            self.pending.extend(resume.warning().map(str::to_owned));
+        if let Some(resume) = resume.filter(|_| !dirty.is_empty()) {
+            if resume.accepts(&git, &keep) {
+                // The run's own interrupted attempt: it goes on from this tree.
+                dirty.clear();
+                self.pending.extend(resume.warning().map(str::to_owned));
+            } else if !options.allow_dirty {
+                if let Some(refused) = resume.refusal(&git, &keep) {
+                    return Err(refused);
+                }
+            }
         }
         if !dirty.is_empty() {
             if !options.allow_dirty {
@@ -297,6 +335,8 @@ impl Escalation {
             keep,
             own,
             prd,
+            found,
+            killed: resume.is_some_and(resume::Accept::killed),
         });
         Ok(())
     }
@@ -317,6 +357,36 @@ impl Escalation {
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
             failure: true,
+        }
+    }
+
+    /// Records `step` on `story` as the step under way, with `revert` (see [`journal`]).
+    fn record(&self, step: journal::Step, story: Option<&str>) -> Result<(), EscalationError> {
+        let Some(repo) = &self.repo else {
+            return Ok(());
+        };
+        let entry = journal::Journal {
+            step,
+            story: story.map(str::to_owned),
+            head: repo.git.head()?,
+            checkpoint: repo.checkpoint.clone(),
+            branch: repo.branch.clone(),
+            own: repo.own.clone(),
+            keep: repo.keep.clone(),
+            prd: self
+                .prd
+                .as_deref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+            prd_in_repo: repo.prd.clone(),
+        };
+        Ok(journal::write(&repo.git, &entry)?)
+    }
+
+    /// The step [`record`](Self::record)ed is done.
+    fn recorded_done(&self) -> Result<(), EscalationError> {
+        match &self.repo {
+            Some(repo) => Ok(journal::clear(&repo.git)?),
+            None => Ok(()),
         }
     }
 
@@ -378,6 +448,24 @@ impl Escalation {
         let mut task = Task::new(story.id.clone());
         task.placeholders = story_placeholders(story);
         Ok(NextTask::Work(task))
+    }
+
+    /// Without checks, the story in progress found marked passed before its next iteration (a
+    /// person marked it while the run was stopped) is passed now, its work committed as its
+    /// own: otherwise the next story would start on it, and a revert file it as that story's.
+    fn pass_if_marked(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(current) = self.current.as_ref().filter(|_| !self.has_checks) else {
+            return Ok(());
+        };
+        let id = current.id.clone();
+        let marked = self
+            .load()?
+            .and_then(|prd| prd.story(&id).map(|s| s.passes == Passes::Yes))
+            .unwrap_or(false);
+        if marked {
+            self.pass(cx)?;
+        }
+        Ok(())
     }
 
     fn judge(
@@ -448,8 +536,9 @@ impl Escalation {
             return Ok(TaskDecision::NextTask);
         };
         // The commit (holding prd.json with the story marked) first, then prd.json in the
-        // tree: a crash between them leaves the story to be passed again, never marked passed
-        // without its commit.
+        // tree: a crash between them leaves the story unmarked, never marked passed without
+        // its commit, and the journal has the next start finish the pass.
+        self.record(journal::Step::Pass, Some(&current.id))?;
         let mut marked = None;
         if let Some(mut prd) = self.load()? {
             if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
@@ -462,7 +551,7 @@ impl Escalation {
                 let text = marked.as_ref().map(Prd::to_text);
                 let replace = repo.prd.as_deref().zip(text.as_deref().map(str::as_bytes));
                 let head = repo.git.commit_checkpoint(
-                    &format!("ralph: {} passes", current.id),
+                    &journal::pass_message(&current.id),
                     &repo.own,
                     replace,
                 )?;
@@ -476,6 +565,7 @@ impl Escalation {
             self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
+        self.recorded_done()?;
         cx.emit(StoryEvent::StoryPassed {
             story_id: current.id,
             attempts: self.breaker.attempts() + 1,
@@ -576,6 +666,34 @@ impl Escalation {
             let from = lines.len().saturating_sub(PROGRESS_TAIL_LINES);
             push_indented(&mut entry, &lines[from..].join("\n"), "(no output)");
         }
+        let progress_name = self.progress.file_name().map_or_else(
+            || self.progress.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        // The story's notes, around the entry's line number.
+        let notes_before = format!(
+            "blocked by ralph at {now}: {}. Details: {progress_name}:",
+            trip.describe()
+        );
+        let notes_after = match &saved {
+            Some((work, _, _)) => format!("; abandoned work: git checkout {}", work.refname),
+            None => String::new(),
+        };
+        // From here on a killed ralph leaves the trip half done: the next start finishes it.
+        if let Some((work, _, _)) = &saved {
+            self.record(
+                journal::Step::Revert {
+                    saved_ref: work.refname.clone(),
+                    progress: std::path::absolute(&self.progress)
+                        .unwrap_or_else(|_| self.progress.clone()),
+                    entry: entry.clone(),
+                    notes: story_id
+                        .as_ref()
+                        .map(|_| [notes_before.clone(), notes_after.clone()]),
+                },
+                story_id.as_deref(),
+            )?;
+        }
         let line = progress::append(&self.progress, &entry)?;
 
         if let (Some(repo), Some((work, _, _))) = (&self.repo, &saved) {
@@ -589,24 +707,16 @@ impl Escalation {
         }
 
         let Some(id) = story_id else {
+            self.recorded_done()?;
             return Ok(TaskDecision::Stop(StoryEnd::CircuitOpen.reason()));
         };
-        let mut notes = format!(
-            "blocked by ralph at {now}: {}. Details: {}:{line}",
-            trip.describe(),
-            self.progress.file_name().map_or_else(
-                || self.progress.display().to_string(),
-                |n| n.to_string_lossy().into_owned()
-            )
-        );
-        if let Some((work, _, _)) = &saved {
-            let _ = write!(notes, "; abandoned work: git checkout {}", work.refname);
-        }
+        let notes = format!("{notes_before}{line}{notes_after}");
         if let Some(mut prd) = self.load()? {
             prd.block(&id, &notes)?;
             self.prd_cache.save(&prd)?;
             self.counts = Some(summary(&prd));
         }
+        self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
             reason: trip.describe(),
@@ -624,9 +734,24 @@ impl TaskSource for Escalation {
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         self.say_pending(cx);
+        if let Err(err) = self.pass_if_marked(cx) {
+            return NextTask::End(Self::failed_in(&err, cx));
+        }
         let mut next = self
             .pick()
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
+        if let NextTask::Work(task) = &next {
+            // Recorded so that a ralph killed during it is understood: without checks the
+            // agent's own `passes: true` passes the story (the next start commits the pass),
+            // and commits on top of where it began are its agent's.
+            let step = journal::Step::Attempt {
+                agent_marks: self.story_mode() && !self.has_checks,
+            };
+            let story = Some(task.id.as_str()).filter(|_| self.story_mode());
+            if let Err(err) = self.record(step, story) {
+                return NextTask::End(Self::failed_in(&err, cx));
+            }
+        }
         // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
         if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
             if self.story_mode() {
@@ -649,7 +774,10 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        match self.judge(report, cx) {
+        match self.judge(report, cx).and_then(|decision| {
+            self.recorded_done()?;
+            Ok(decision)
+        }) {
             Ok(decision) => decision,
             Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
         }
@@ -704,6 +832,31 @@ fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
             Some((format!("story.{name}"), value))
         })
         .collect()
+}
+
+/// [`EscalationError::ChangedWhileStopped`]'s words.
+fn changed_while_stopped(dir: &Path, moved: Option<&[String; 2]>, paths: &[String]) -> String {
+    let mut what = Vec::new();
+    if let Some([left, now]) = moved {
+        what.push(format!(
+            "HEAD moved from {} to {}",
+            journal::short(left),
+            journal::short(now)
+        ));
+    }
+    if !paths.is_empty() {
+        what.push(format!("uncommitted changes to {}", paths.join(", ")));
+    }
+    format!(
+        "{}: the tree changed while the run was stopped ({}), and ralph cannot tell that from \
+         its interrupted attempt's work, which a revert would remove. Put it back as the run left \
+         it and resume again (commit your changes on another branch, or stash them: git stash \
+         push -- <paths>); or start afresh with `ralph run --allow-dirty`, which saves every \
+         uncommitted change, the attempt's work included, under \
+         refs/ralph/attempts/preexisting/<n> and leaves those paths to you",
+        dir.display(),
+        what.join("; ")
+    )
 }
 
 /// The file `path` names, through a symlink (the link's target), or `path` itself.

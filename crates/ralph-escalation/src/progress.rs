@@ -114,6 +114,29 @@ pub fn append(path: &Path, entry: &str) -> Result<usize, ProgressError> {
     Ok(line)
 }
 
+/// The 1-based line `entry` starts on in the file at `path`, if the file holds it (`None` when
+/// the file is missing): a revert that was cut short appends its entry only once.
+pub fn find(path: &Path, entry: &str) -> Result<Option<usize>, ProgressError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ProgressError {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let needle = entry.as_bytes();
+    if needle.is_empty() {
+        return Ok(None);
+    }
+    Ok(bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|at| bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +151,17 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "## one\na\n\n## two\nb\n"
         );
+    }
+
+    #[test]
+    fn an_entry_is_found_on_the_line_it_was_appended_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("progress.txt");
+        assert_eq!(find(&path, "## two\nb\n").unwrap(), None);
+        append(&path, "## one\na\n").unwrap();
+        let line = append(&path, "## two\nb\n").unwrap();
+        assert_eq!(find(&path, "## two\nb\n").unwrap(), Some(line));
+        assert_eq!(find(&path, "## three\n").unwrap(), None);
     }
 
     #[test]

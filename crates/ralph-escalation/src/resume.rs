@@ -8,7 +8,8 @@ use ralph_engine::frontmatter::Config;
 use ralph_engine::{CheckResult, TaskContext};
 use serde::{Deserialize, Serialize};
 
-use crate::{Current, Escalation, EscalationError, Git, Options};
+use crate::journal::{Found, short};
+use crate::{Current, Escalation, EscalationError, Git, Options, Repo};
 
 /// What a resumed run knows of the stopped one, for [`Escalation::resume`].
 #[derive(Debug, Clone, Default)]
@@ -58,7 +59,8 @@ struct RepoState {
     branch: Option<String>,
     /// HEAD when the state was saved.
     head: Option<String>,
-    /// `git write-tree` of everything outside `own` when the state was saved.
+    /// `git write-tree` of everything outside ralph's own paths and story files (`keep`) when
+    /// the state was saved: a person's edit to prd.json or progress.txt is not the tree's.
     tree: Option<String>,
     /// Paths left out of saved work (ralph's output, paths dirty at start with --allow-dirty).
     own: Vec<PathBuf>,
@@ -85,16 +87,43 @@ impl Accept {
     }
 
     /// Whether the tree holds exactly what the stopped run left: same HEAD, same tree outside
-    /// `own`. A crashed run recorded its last step before its last iteration's work, so any
-    /// tree is taken as that work, with a [`warning`](Self::warning).
-    pub(crate) fn accepts(&self, git: &Git, own: &[PathBuf]) -> bool {
+    /// `keep` (ralph's own paths, prd.json and progress.txt, which a person may edit). A
+    /// crashed run recorded its last step before its last iteration's work, so any tree is
+    /// taken as that work, with a [`warning`](Self::warning).
+    pub(crate) fn accepts(&self, git: &Git, keep: &[PathBuf]) -> bool {
         if self.crashed {
             return true;
         }
         let (Some(head), Some(tree)) = (&self.head, &self.tree) else {
             return false;
         };
-        git.head().ok().as_ref() == Some(head) && git.work_tree(own).ok().as_ref() == Some(tree)
+        git.head().ok().as_ref() == Some(head) && git.work_tree(keep).ok().as_ref() == Some(tree)
+    }
+
+    /// Why a tree the stopped run did not leave is refused: what changed since it stopped
+    /// (HEAD, and the paths outside `keep` that differ from the tree it recorded); `None` when
+    /// it recorded no tree to compare with.
+    pub(crate) fn refusal(&self, git: &Git, keep: &[PathBuf]) -> Option<EscalationError> {
+        let (Some(left), Some(tree)) = (&self.head, &self.tree) else {
+            return None;
+        };
+        let head = git.head().ok()?;
+        let paths = git
+            .changed_paths(tree, &git.work_tree(keep).ok()?)
+            .ok()?
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        Some(EscalationError::ChangedWhileStopped {
+            dir: git.top().to_path_buf(),
+            moved: (head != *left).then(|| [left.clone(), head]),
+            paths,
+        })
+    }
+
+    /// The stopped run ended without a word.
+    pub(crate) fn killed(&self) -> bool {
+        self.crashed
     }
 
     /// What to tell the user when a dirty tree was [`accept`](Self::accepts)ed: a crashed run's
@@ -153,7 +182,7 @@ impl Escalation {
                 checkpoint: r.checkpoint.clone(),
                 branch: r.branch.clone(),
                 head: r.git.head().ok(),
-                tree: ending.then(|| r.git.work_tree(&r.own).ok()).flatten(),
+                tree: ending.then(|| r.git.work_tree(&r.keep).ok()).flatten(),
                 own: r.own.clone(),
             }),
         };
@@ -179,20 +208,67 @@ impl Escalation {
             iterations: c.iterations,
             last_failure: c.last_failure,
         });
-        if let (Some(repo), Some(saved)) = (&mut self.repo, state.repo) {
-            repo.checkpoint = saved.checkpoint;
-            repo.branch = saved.branch;
-            // Killed after a pass commit but before the session said so: HEAD holds a newer
-            // checkpoint than the session, and reverting to the session's would take the pass
-            // off the branch. The story it passed is done.
-            if let Some(passed) = newer_checkpoint(&repo.git, &repo.checkpoint) {
-                repo.checkpoint = passed;
-                repo.branch = repo.git.head_branch().unwrap_or(repo.branch.take());
-                self.current = None;
-                self.breaker.reset();
+        let Some((repo, saved)) = self.repo.as_mut().zip(state.repo) else {
+            return;
+        };
+        match repo.found.take() {
+            // A pass or a revert the stopped run left half done was finished at opening: HEAD
+            // (the checkpoint then) is where ralph put it.
+            Some(Found::Passed(story)) => {
+                if self.current.as_ref().is_some_and(|c| c.id == story) {
+                    self.current = None;
+                    self.breaker.reset();
+                }
+            }
+            Some(Found::Reverted) => {}
+            found => {
+                repo.checkpoint = saved.checkpoint;
+                repo.branch = saved.branch;
+                // Where ralph left HEAD, and whether commits on top of it are its own.
+                let mut left = saved.head.map(|head| (head, false));
+                // Killed after a pass commit but before the session said so: HEAD holds a
+                // newer checkpoint than the session, and reverting to the session's would take
+                // the pass off the branch. The story it passed is done.
+                if let Some(passed) = newer_checkpoint(&repo.git, &repo.checkpoint) {
+                    repo.checkpoint = passed.clone();
+                    repo.branch = repo.git.head_branch().unwrap_or(repo.branch.take());
+                    self.current = None;
+                    self.breaker.reset();
+                    left = Some((passed, false));
+                }
+                // Killed during an iteration: the agent may have committed before it was.
+                if let (true, Some(Found::Interrupted { head })) = (repo.killed, found) {
+                    left = Some((head, true));
+                }
+                if let Some(warning) = left.and_then(|(at, agents)| moved(repo, &at, agents)) {
+                    cx.warn(warning);
+                }
             }
         }
     }
+}
+
+/// When HEAD is no longer where the stopped run left it (`left`; with `agents`, commits on top
+/// of it are the killed iteration's agent's), a person moved it while the run was stopped: their
+/// decision, so HEAD becomes the checkpoint and a revert never takes their commits off the
+/// branch (nor redoes a commit they reset away). Returns what to tell them.
+fn moved(repo: &mut Repo, left: &str, agents: bool) -> Option<String> {
+    let head = repo.git.head().ok()?;
+    if head == left || (agents && repo.git.is_ancestor(left, &head)) {
+        return None;
+    }
+    let old = std::mem::replace(&mut repo.checkpoint, head.clone());
+    repo.branch = repo.git.head_branch().unwrap_or(repo.branch.take());
+    Some(format!(
+        "HEAD moved while the run was stopped: it is at {}, the run left it at {}. The move is \
+         taken as yours: {} is the new checkpoint (it was {}), and a revert goes back to it and \
+         no further, so commits made meanwhile stay on the branch and a commit reset away stays \
+         away",
+        short(&head),
+        short(left),
+        short(&head),
+        short(&old),
+    ))
 }
 
 /// The checkpoint the repository records ([`Git::recorded_checkpoint`]) when it is newer than

@@ -1,0 +1,339 @@
+//! The journal: the step ralph is taking on the repository, written before a step a kill could
+//! cut short and removed once it is done, so that the next start, resumed or not, finishes it
+//! ([`finish`]) before it looks at the tree. The steps: an iteration under way (the agent may
+//! mark its story passed in prd.json), a pass (its commit, then prd.json marked in the tree),
+//! a revert (the progress.txt entry, the reset, the story blocked).
+//!
+//! It lives in the git directory (`<git dir>/ralph-journal.json`), beside the repository's
+//! lock: one loop escalates in a repository at a time, and the steps are the repository's. It
+//! is replaced whole (temporary file, fsync, rename), so a kill leaves the old entry or the new.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::{self, Git, Saved};
+use crate::prd::{Passes, Prd};
+use crate::{EscalationError, MAIN_TASK, progress};
+
+/// The journal's file name inside the git directory.
+const JOURNAL_FILE: &str = "ralph-journal.json";
+
+/// The journal could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {reason}", .path.display())]
+pub struct JournalError {
+    /// The journal file.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// A step under way, and what finishing it needs (paths in the repository are relative to its
+/// top folder).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    /// The step.
+    pub(crate) step: Step,
+    /// The story (`None`: the loop's one task, without prd.json).
+    pub(crate) story: Option<String>,
+    /// HEAD when the step began.
+    pub(crate) head: String,
+    /// The checkpoint a revert goes back to.
+    pub(crate) checkpoint: String,
+    /// The branch HEAD was on at the checkpoint (`None`: detached).
+    pub(crate) branch: Option<String>,
+    /// Paths left out of commits and saved work.
+    pub(crate) own: Vec<PathBuf>,
+    /// Paths a revert leaves alone.
+    pub(crate) keep: Vec<PathBuf>,
+    /// prd.json (absolute), when in story mode.
+    pub(crate) prd: Option<PathBuf>,
+    /// prd.json's path in the repository, when inside it: a pass commit holds it marked.
+    pub(crate) prd_in_repo: Option<PathBuf>,
+}
+
+/// What was under way.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Step {
+    /// An iteration. With `agent_marks` (story mode without checks) the agent's own
+    /// `passes: true` passes the story, so a story found marked is passed.
+    Attempt {
+        /// Whether the agent's marking passes the story.
+        agent_marks: bool,
+    },
+    /// The story's pass commit, then prd.json marked in the tree.
+    Pass,
+    /// The revert of an abandoned attempt, saved first.
+    Revert {
+        /// The ref the attempt was saved under.
+        saved_ref: String,
+        /// progress.txt (absolute).
+        progress: PathBuf,
+        /// The progress.txt entry, appended once.
+        entry: String,
+        /// The story's notes once blocked: the text before the entry's line number and after.
+        notes: Option<[String; 2]>,
+    },
+}
+
+/// What [`finish`] found, for a resumed run to take up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// A pass was finished (or found done): HEAD is the story's pass commit.
+    Passed(String),
+    /// A revert was finished: HEAD is back at the checkpoint, the story blocked.
+    Reverted,
+    /// An iteration was under way from `head` and nothing was left to finish: commits on top of
+    /// it are that iteration's agent's.
+    Interrupted {
+        /// HEAD when the iteration began.
+        head: String,
+    },
+}
+
+fn path(git: &Git) -> PathBuf {
+    git.git_dir().join(JOURNAL_FILE)
+}
+
+/// Records `journal` as the step under way, replacing any other.
+pub(crate) fn write(git: &Git, journal: &Journal) -> Result<(), JournalError> {
+    let path = path(git);
+    let bytes = serde_json::to_vec_pretty(journal).map_err(|err| JournalError {
+        path: path.clone(),
+        reason: format!("cannot write: {err}"),
+    })?;
+    ralph_engine::atomic::write(&path, &bytes).map_err(|err| JournalError {
+        path,
+        reason: format!("cannot write: {err}"),
+    })
+}
+
+/// The step under way is done.
+pub(crate) fn clear(git: &Git) -> Result<(), JournalError> {
+    let path = path(git);
+    match std::fs::remove_file(&path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(JournalError {
+            path,
+            reason: format!("cannot remove: {err}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn read(git: &Git) -> Result<Option<Journal>, JournalError> {
+    let path = path(git);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(JournalError {
+                path,
+                reason: format!("cannot read: {err}"),
+            });
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|err| JournalError {
+            reason: format!(
+                "cannot read ralph's record of the step a killed run was taking ({err}); remove \
+             the file to start without finishing it"
+            ),
+            path,
+        })
+}
+
+/// The message of story `id`'s pass commit.
+pub(crate) fn pass_message(id: &str) -> String {
+    format!("ralph: {id} passes")
+}
+
+/// Finishes the step a killed (or stopped) ralph left in the journal, if any, and removes the
+/// journal. Returns what was found and what to tell the user.
+pub(crate) fn finish(git: &Git) -> Result<(Option<Found>, Vec<String>), EscalationError> {
+    let Some(journal) = read(git)? else {
+        return Ok((None, Vec::new()));
+    };
+    let mut said = Vec::new();
+    let marked = match (&journal.step, journal.story.as_deref()) {
+        (Step::Attempt { agent_marks: true }, Some(story)) => marked_passed(&journal, story)?,
+        _ => false,
+    };
+    let found = match (&journal.step, journal.story.as_deref()) {
+        (Step::Attempt { .. }, Some(story)) if marked => {
+            let commit = finish_pass(git, &journal, story)?;
+            said.push(format!(
+                "{story} was marked passed when ralph was stopped, before its pass commit; the \
+                 pass is finished now: {} \"{}\"",
+                short(&commit),
+                pass_message(story)
+            ));
+            Some(Found::Passed(story.to_owned()))
+        }
+        (Step::Attempt { .. }, _) => Some(Found::Interrupted {
+            head: journal.head.clone(),
+        }),
+        (Step::Pass, Some(story)) => {
+            let commit = finish_pass(git, &journal, story)?;
+            said.push(format!(
+                "ralph was stopped while it committed the pass of {story}; the pass is finished \
+                 now: {} \"{}\"",
+                short(&commit),
+                pass_message(story)
+            ));
+            Some(Found::Passed(story.to_owned()))
+        }
+        (Step::Pass, None) => None,
+        (
+            Step::Revert {
+                saved_ref,
+                progress,
+                entry,
+                notes,
+            },
+            story,
+        ) => {
+            said.extend(finish_revert(
+                git,
+                &journal,
+                story,
+                saved_ref,
+                progress,
+                entry,
+                notes.as_ref(),
+            )?);
+            Some(Found::Reverted)
+        }
+    };
+    clear(git)?;
+    Ok((found, said))
+}
+
+/// Whether prd.json says `story` passed.
+fn marked_passed(journal: &Journal, story: &str) -> Result<bool, EscalationError> {
+    let Some(prd) = &journal.prd else {
+        return Ok(false);
+    };
+    Ok(Prd::load(prd)?
+        .story(story)
+        .is_some_and(|s| s.passes == Passes::Yes))
+}
+
+/// Commits the tree as `story`'s pass, unless HEAD already is that commit, then marks prd.json
+/// in the tree; returns the pass commit.
+fn finish_pass(git: &Git, journal: &Journal, story: &str) -> Result<String, EscalationError> {
+    let head = git.head()?;
+    let mut prd = journal.prd.as_deref().map(Prd::load).transpose()?;
+    let unmarked = prd
+        .as_ref()
+        .and_then(|p| p.story(story))
+        .is_some_and(|s| s.passes != Passes::Yes);
+    if let (true, Some(prd)) = (unmarked, &mut prd) {
+        prd.set(story, Passes::Yes, None)?;
+    }
+    // Killed after HEAD moved to the pass commit: only prd.json in the tree is left to do.
+    let committed = head != journal.head && git.recorded_checkpoint().as_ref() == Some(&head);
+    let commit = match committed {
+        true => head,
+        false => {
+            let text = prd.as_ref().filter(|_| unmarked).map(Prd::to_text);
+            let replace = journal
+                .prd_in_repo
+                .as_deref()
+                .zip(text.as_deref().map(str::as_bytes));
+            git.commit_checkpoint(&pass_message(story), &journal.own, replace)?
+        }
+    };
+    if let (true, Some(prd)) = (unmarked, &prd) {
+        prd.save()?;
+    }
+    Ok(commit)
+}
+
+/// Logs the trip (once), puts the tree back to the checkpoint (saving first whatever it holds
+/// that the saved attempt and the checkpoint do not) and blocks the story. A HEAD moved
+/// elsewhere since is the user's: then nothing is reset.
+fn finish_revert(
+    git: &Git,
+    journal: &Journal,
+    story: Option<&str>,
+    saved_ref: &str,
+    progress: &Path,
+    entry: &str,
+    notes: Option<&[String; 2]>,
+) -> Result<Vec<String>, EscalationError> {
+    let what = story.unwrap_or(MAIN_TASK);
+    let mut said = Vec::new();
+    let line = match progress::find(progress, entry)? {
+        Some(line) => line,
+        None => progress::append(progress, entry)?,
+    };
+    let head = git.head()?;
+    if head == journal.head || head == journal.checkpoint {
+        let mut saved = Saved {
+            refname: saved_ref.to_owned(),
+            commit: git.ref_commit(saved_ref)?,
+        };
+        // New: in neither the saved attempt nor the checkpoint, outside the paths a revert
+        // leaves alone (progress.txt holds the entry just appended).
+        let work = git.work_tree(&journal.own)?;
+        let kept = |p: &PathBuf| journal.keep.iter().any(|k| p.starts_with(k));
+        let new_to_saved: HashSet<PathBuf> = git
+            .changed_paths(&saved.commit, &work)?
+            .into_iter()
+            .collect();
+        let new = git
+            .changed_paths(&journal.checkpoint, &work)?
+            .into_iter()
+            .any(|p| new_to_saved.contains(&p) && !kept(&p));
+        if new {
+            saved = git.save(
+                &format!("refs/ralph/attempts/{}", git::ref_component(what)),
+                &format!("ralph: the tree when the interrupted revert of {what} was finished"),
+                &journal.own,
+            )?;
+            said.push(format!(
+                "the tree held changes the abandoned attempt of {what} lacks; saved as {} \
+                 before the revert",
+                saved.refname
+            ));
+        }
+        git.restore(
+            &journal.checkpoint,
+            journal.branch.as_deref(),
+            &journal.keep,
+            &saved,
+        )?;
+        said.push(format!(
+            "ralph was stopped while it reverted {what}; the revert is finished now: the tree is \
+             back at {}, the abandoned attempt is saved as {saved_ref}",
+            short(&journal.checkpoint)
+        ));
+    } else {
+        said.push(format!(
+            "ralph was stopped while it reverted {what}, and HEAD has moved since (to {}): the \
+             revert is not finished, the tree is left as it is; the abandoned attempt is saved \
+             as {saved_ref}",
+            short(&head)
+        ));
+    }
+    if let (Some(story), Some(path), Some([before, after])) = (story, &journal.prd, notes) {
+        let mut prd = Prd::load(path)?;
+        if prd
+            .story(story)
+            .is_some_and(|s| s.passes != Passes::Blocked)
+        {
+            prd.block(story, &format!("{before}{line}{after}"))?;
+            prd.save()?;
+        }
+    }
+    Ok(said)
+}
+
+/// A commit id as people read it.
+pub(crate) fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
