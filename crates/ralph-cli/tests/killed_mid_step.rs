@@ -404,3 +404,39 @@ fn a_file_written_after_a_revert_was_cut_short_is_saved_before_the_revert_is_fin
         .collect();
     assert!(warnings.iter().any(|w| w.contains(second)), "{warnings:#?}");
 }
+
+/// `ralph check` only looks: a step a killed ralph left half done is finished by the next run,
+/// not by a check (nor one made while a run is taking a step).
+#[test]
+fn ralph_check_after_a_kill_leaves_the_unfinished_pass_to_the_next_run() {
+    let p = repo(NO_CHECKS, MARKS_ITS_OWN_PASS, &["US-001", "US-002"]);
+    let dir = p.path();
+    let bin = tempfile::tempdir().unwrap();
+    let path_env = killing_git(bin.path(), "commit-tree", 1, When::After);
+    let out = p
+        .ralph(&["run"])
+        .env("ARM", bin.path().join("armed"))
+        .env("PATH", &path_env)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "killed: {}", stderr(&out));
+    let journal = dir.join(".git/ralph-journal.json");
+    assert!(journal.exists(), "the pass under way is recorded");
+    let before = history(dir);
+
+    let out = p.ralph(&["check"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(journal.exists(), "check finished nothing");
+    assert_eq!(history(dir), before, "check committed nothing");
+
+    let out = p
+        .ralph(&["run"])
+        .env("ARM", bin.path().join("unused"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(history(dir).iter().any(|s| s == "ralph: US-001 passes"));
+    assert!(!journal.exists());
+}

@@ -123,6 +123,11 @@ pub(crate) fn clear(git: &Git) -> Result<(), JournalError> {
     }
 }
 
+/// Whether a step is recorded: a run is taking it now, or a killed one left it to finish.
+pub(crate) fn pending(git: &Git) -> Result<bool, JournalError> {
+    read(git).map(|journal| journal.is_some())
+}
+
 fn read(git: &Git) -> Result<Option<Journal>, JournalError> {
     let path = path(git);
     let bytes = match std::fs::read(&path) {

@@ -104,6 +104,13 @@ pub enum EscalationError {
     },
 }
 
+/// Whether an escalation is opened for a run, or only to see what a run's opening would refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Run,
+    Check,
+}
+
 /// How to open an escalation.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -188,7 +195,14 @@ impl Escalation {
     /// tree (or `allow_dirty`, which saves the changes first). A pass or a revert a killed ralph
     /// left in the repository's journal is finished first; beyond it nothing is changed on error.
     pub fn open(config: &Config, options: Options) -> Result<Option<Self>, EscalationError> {
-        Self::open_accepting(config, options, None)
+        Self::open_accepting(config, options, None, Opening::Run)
+    }
+
+    /// What [`open`](Self::open) would refuse, found by the same checks, changing nothing: a
+    /// step a killed ralph left in the journal is not finished (and, as the run finishes it
+    /// before it looks at the tree, the tree is not judged then). What `ralph check` reports.
+    pub fn check_open(config: &Config, options: Options) -> Result<(), EscalationError> {
+        Self::open_accepting(config, options, None, Opening::Check).map(drop)
     }
 
     /// [`open`](Self::open), or for a run that goes on, [`resume`](Self::resume): its tree
@@ -197,6 +211,7 @@ impl Escalation {
         config: &Config,
         options: Options,
         accept: Option<&resume::Accept>,
+        opening: Opening,
     ) -> Result<Option<Self>, EscalationError> {
         let Some(mut this) = Self::preview(config, &options.cwd)? else {
             return Ok(None);
@@ -209,7 +224,7 @@ impl Escalation {
                 .flat_map(|esc| esc.prd.iter().chain([&esc.progress]))
                 .map(|p| options.cwd.join(p))
                 .collect();
-            this.open_repo(&options, &written, accept)?;
+            this.open_repo(&options, &written, accept, opening)?;
         }
         Ok(Some(this))
     }
@@ -255,6 +270,7 @@ impl Escalation {
         options: &Options,
         written: &[PathBuf],
         resume: Option<&resume::Accept>,
+        opening: Opening,
     ) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         git.head()?;
@@ -268,6 +284,9 @@ impl Escalation {
         }
         // Before the first paid run: a commit that fails later would end the run mid-story.
         git.check_can_commit()?;
+        if opening == Opening::Check && journal::pending(&git)? {
+            return Ok(());
+        }
         // A pass or a revert a killed ralph left half done is finished before anything looks
         // at the tree: its work is the story's, not part of a dirty tree or the next attempt.
         let (found, said) = journal::finish(&git)?;

@@ -17,17 +17,20 @@ pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
 }
 
 /// Why `ralph run` (without `--allow-dirty`) would refuse to start in `cwd`, located at the
-/// setting that asks for what is missing: escalation opened as the run opens it ([`Escalation::open`]:
-/// prd.json read, never written; with `revert`, a git repository with a commit, no
-/// submodules, the means to commit and a clean tree), changing nothing.
+/// setting that asks for what is missing: escalation opened as the run opens it
+/// ([`Escalation::check_open`]: prd.json read, never written; with `revert`, a git repository
+/// with a commit, no submodules, the means to commit and a clean tree), changing nothing.
 pub fn refusals(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
-    let Err(err) = Escalation::open(&file.config, Options::new(cwd)) else {
+    let Err(err) = Escalation::check_open(&file.config, Options::new(cwd)) else {
         return Vec::new();
     };
     let key = match &err {
         EscalationError::Prd(_) => "escalation.prd",
         EscalationError::Progress(_) | EscalationError::ProgressPath(_) => "escalation.progress",
-        EscalationError::Git(_) | EscalationError::DirtyTree { .. } => "escalation.revert",
+        EscalationError::Git(_)
+        | EscalationError::DirtyTree { .. }
+        | EscalationError::Journal(_)
+        | EscalationError::ChangedWhileStopped { .. } => "escalation.revert",
     };
     vec![error_at_key(
         shown,

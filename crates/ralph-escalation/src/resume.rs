@@ -9,7 +9,7 @@ use ralph_engine::{CheckResult, TaskContext};
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{Found, short};
-use crate::{Current, Escalation, EscalationError, Git, Options, Repo};
+use crate::{Current, Escalation, EscalationError, Git, Opening, Options, Repo};
 
 /// What a resumed run knows of the stopped one, for [`Escalation::resume`].
 #[derive(Debug, Clone, Default)]
@@ -158,7 +158,7 @@ impl Escalation {
             own: repo.map(|r| r.own).unwrap_or_default(),
             crashed: interrupted.crashed,
         };
-        Self::open_accepting(config, options, Some(&accept))
+        Self::open_accepting(config, options, Some(&accept), Opening::Run)
     }
 
     /// The state a resumed run takes up: see [`State`]. The tree is recorded only when the run
