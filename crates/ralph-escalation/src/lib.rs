@@ -388,9 +388,15 @@ impl Escalation {
         if let Some(current) = &mut self.current {
             current.iterations.push(report.iteration);
         }
+        let blocked = report
+            .state
+            .filter(|m| m.name == "blocked")
+            .map(|m| m.attr("reason"));
         // Without checks the agent says when a story is done: `done`, or `passes` in prd.json.
         let said_done = !self.has_checks && report.state.is_some_and(|m| m.name == "done");
         let passed = match (report.attempt, self.story_mode()) {
+            // The agent's `blocked` wins over checks that pass: it knows what they do not test.
+            (_, true) if blocked.is_some() => false,
             (Some(attempt), _) => attempt.converged,
             (None, true) if !self.has_checks => {
                 said_done
@@ -417,10 +423,6 @@ impl Escalation {
                 .cloned()
                 .collect();
         }
-        let blocked = report
-            .state
-            .filter(|m| m.name == "blocked")
-            .map(|m| m.attr("reason"));
         let trip = match (blocked, report.attempt) {
             (Some(reason), _) => Some(self.breaker.blocked(reason)),
             (None, Some(attempt)) => {
