@@ -866,3 +866,45 @@ fn a_saved_ref_another_writer_took_first_is_left_alone_and_the_next_number_used(
         b"US-001 work\n"
     );
 }
+
+#[test]
+fn a_log_dir_inside_the_repository_is_never_committed_reverted_or_deleted_and_resumes() {
+    let agent = format!("{READ_STORY}echo \"$story\" > \"work-$story.txt\"\n");
+    for log_dir in [".", "logs"] {
+        let p = repo(
+            &frontmatter("US-001"),
+            &agent,
+            &prd_json(&["US-001", "US-002"]),
+        );
+        let dir = p.path();
+        // Iteration 1 trips on US-001 and reverts; the limit stops the run with work left.
+        let out = p.run(&["run", "--log-dir", log_dir, "-n", "1"]);
+        assert_eq!(code(&out), 1, "{log_dir}: {}", common::stderr(&out));
+        let reverted = p.events_of("REVERTED");
+        assert_eq!(reverted.len(), 1, "{log_dir}");
+        let saved = reverted[0]["saved_ref"].as_str().unwrap().to_owned();
+        let run_id = p.run_ended()["run_id"].as_str().unwrap().to_owned();
+        let run_dir = dir.join(log_dir).join(&run_id);
+        let session = std::fs::read_to_string(run_dir.join("session.json"))
+            .unwrap_or_else(|e| panic!("{log_dir}: the session survived the revert: {e}"));
+        assert!(session.contains("max_iterations_work_left"), "{log_dir}");
+
+        // Resumed without --log-dir: the run's folder is found through .ralph/current, and
+        // US-002's pass commit leaves it out.
+        let out = p.run(&["run", "--resume", "-n", "2"]);
+        assert_eq!(code(&out), 1, "{log_dir}: {}", common::stderr(&out));
+        assert_eq!(p.run_ended()["reason"], "stories_blocked", "{log_dir}");
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+        assert_eq!(events.matches("\"RUN_ENDED\"").count(), 2, "{log_dir}");
+        assert!(events.contains("STORY_PASSED"), "{log_dir}");
+        assert!(run_dir.join("session.json").is_file(), "{log_dir}");
+        for rev in ["HEAD", saved.as_str()] {
+            let files = git(dir, &["ls-tree", "-r", "--name-only", rev]);
+            assert!(
+                !files.contains(&run_id),
+                "{log_dir}: the run's folder is in {rev}:\n{files}"
+            );
+        }
+        assert!(show(dir, "HEAD", "work-US-002.txt").is_some(), "{log_dir}");
+    }
+}
