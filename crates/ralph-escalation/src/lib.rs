@@ -37,7 +37,7 @@ pub use breaker::{Breaker, Trip};
 pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
 pub use git::{Git, GitError, Saved};
 pub use lock::lock_repository;
-pub use prd::{Passes, Prd, PrdError, Story};
+pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
@@ -156,6 +156,9 @@ pub struct Escalation {
     /// Warnings from before the run started (opening the repository), said as `WARNING`
     /// events at the first [`TaskContext`] the engine hands over.
     pending: Vec<String>,
+    /// ralph's marks not yet in prd.json, oldest first: the file did not parse when they were
+    /// made. Kept in the session and written at the next step that finds it readable.
+    unwritten: Vec<Mark>,
 }
 
 impl Escalation {
@@ -223,6 +226,7 @@ impl Escalation {
             counts,
             preexisting: None,
             pending: Vec::new(),
+            unwritten: Vec::new(),
         }))
     }
 
@@ -334,6 +338,34 @@ impl Escalation {
         let prd = self.prd_cache.load(path)?;
         self.counts = Some(summary(&prd));
         Ok(Some(prd))
+    }
+
+    /// Writes the [`unwritten`](Self::unwritten) marks, each into prd.json as it is now. While
+    /// the file cannot be read or does not parse, nothing is written: a `WARNING` says so and
+    /// the marks wait for a later step. A mark whose story a person removed is dropped.
+    fn write_marks(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(path) = &self.prd else {
+            return Ok(());
+        };
+        while let Some(mark) = self.unwritten.first() {
+            match self.prd_cache.write_mark(path, mark) {
+                Ok(prd) => self.counts = Some(summary(&prd)),
+                Err(err @ (PrdError::Read { .. } | PrdError::Malformed { .. })) => {
+                    cx.warn(format!(
+                        "{err}; ralph writes prd.json only when it parses: \"{mark}\" is kept in \
+                         the run's session and written once it does"
+                    ));
+                    return Ok(());
+                }
+                Err(PrdError::NoSuchStory { path, id }) => cx.warn(format!(
+                    "{}: no story \"{id}\" any more, so \"{mark}\" is not written",
+                    path.display()
+                )),
+                Err(err) => return Err(err.into()),
+            }
+            self.unwritten.remove(0);
+        }
+        Ok(())
     }
 
     fn pick(&mut self) -> Result<NextTask, EscalationError> {
@@ -452,12 +484,21 @@ impl Escalation {
         // The commit (holding prd.json with the story marked) first, then prd.json in the
         // tree: a crash between them leaves the story to be passed again, never marked passed
         // without its commit.
-        let mut marked = None;
-        if let Some(mut prd) = self.load()? {
-            if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
-                prd.set(&current.id, Passes::Yes, None)?;
-                marked = Some(prd);
-            }
+        let mark = Mark::Passed {
+            story_id: current.id.clone(),
+        };
+        // The commit's prd.json: the file as it is now, or as ralph last read it when it does
+        // not parse now.
+        let mut marked = match &self.prd {
+            Some(path) => match self.prd_cache.load(path) {
+                Ok(prd) => Some(prd),
+                Err(err) => Some(self.prd_cache.last_good().cloned().ok_or(err)?),
+            },
+            None => None,
+        };
+        if let Some(prd) = &mut marked {
+            mark.apply(prd)?;
+            self.counts = Some(summary(prd));
         }
         let checkpoint = match &mut self.repo {
             Some(repo) => {
@@ -474,9 +515,10 @@ impl Escalation {
             }
             None => None,
         };
-        if let Some(prd) = marked {
-            self.prd_cache.save(&prd)?;
-            self.counts = Some(summary(&prd));
+        // prd.json is read again for the write: a person's edit made meanwhile stays.
+        if self.story_mode() {
+            self.unwritten.push(mark);
+            self.write_marks(cx)?;
         }
         cx.emit(StoryEvent::StoryPassed {
             story_id: current.id,
@@ -604,11 +646,11 @@ impl Escalation {
         if let Some((work, _, _)) = &saved {
             let _ = write!(notes, "; abandoned work: git checkout {}", work.refname);
         }
-        if let Some(mut prd) = self.load()? {
-            prd.block(&id, &notes)?;
-            self.prd_cache.save(&prd)?;
-            self.counts = Some(summary(&prd));
-        }
+        self.unwritten.push(Mark::Blocked {
+            story_id: id.clone(),
+            notes,
+        });
+        self.write_marks(cx)?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
             reason: trip.describe(),
@@ -627,7 +669,8 @@ impl TaskSource for Escalation {
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         self.say_pending(cx);
         let mut next = self
-            .pick()
+            .write_marks(cx)
+            .and_then(|()| self.pick())
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
         // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
         if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
@@ -659,6 +702,9 @@ impl TaskSource for Escalation {
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
         self.say_pending(cx);
+        if let Err(err) = self.write_marks(cx) {
+            return Self::failed_in(&err, cx);
+        }
         match self.load() {
             Ok(Some(prd)) => match prd.counts() {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
