@@ -352,8 +352,8 @@ impl Escalation {
                 Ok(prd) => self.counts = Some(summary(&prd)),
                 Err(err @ (PrdError::Read { .. } | PrdError::Malformed { .. })) => {
                     cx.warn(format!(
-                        "{err}; ralph writes prd.json only when it parses: \"{mark}\" is kept in \
-                         the run's session and written once it does"
+                        "{err}; ralph writes prd.json only once it reads and parses again: \
+                         \"{mark}\" is kept in the run's session until then"
                     ));
                     return Ok(());
                 }
