@@ -1032,3 +1032,41 @@ fn a_prd_json_that_does_not_parse_is_not_written_and_the_pass_is_written_once_it
         );
     }
 }
+
+#[test]
+fn an_agent_that_leaves_prd_json_unparsable_gets_its_pass_committed_and_the_file_left_as_it_is() {
+    const BROKEN: &str = "{\"userStories\": [\n";
+    let agent = format!(
+        "{READ_STORY}echo \"$story work\" > \"work-$story.txt\"\nprintf '%s' '{BROKEN}' > prd.json\n"
+    );
+    let p = repo(
+        &frontmatter("none"),
+        &agent,
+        &prd_json(&["US-001", "US-002"]),
+    );
+    let out = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    assert_eq!(p.events_of("STORY_PASSED").len(), 1);
+    let warned = p.events_of("WARNING").iter().any(|w| {
+        w["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("prd.json") && m.contains("\"US-001 passes\""))
+    });
+    assert!(warned, "{:#?}", p.events());
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("prd.json")).unwrap(),
+        BROKEN,
+        "not written while it does not parse"
+    );
+    // The pass commit holds the file as ralph last read it, with the pass.
+    let committed: Value =
+        serde_json::from_slice(&show(p.path(), "HEAD", "prd.json").unwrap()).unwrap();
+    assert_eq!(passes(&committed, "US-001"), true);
+    assert_eq!(passes(&committed, "US-002"), false);
+    assert_eq!(
+        show(p.path(), "HEAD", "work-US-001.txt").unwrap(),
+        b"US-001 work\n"
+    );
+    // The run cannot go on without a readable prd.json, and says so.
+    assert_eq!(p.run_ended()["reason"], "escalation_failed");
+}
