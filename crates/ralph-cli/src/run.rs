@@ -181,13 +181,16 @@ fn open_escalation(
     log_root: &std::path::Path,
     resuming: Option<&ralph_escalation::Interrupted>,
 ) -> Result<Option<ralph_escalation::Escalation>, CliError> {
-    // A revert must leave ralph's own output alone.
+    // A revert must leave ralph's own output alone: the events file, the log root, and the
+    // run's own folder by name, which is all that can be protected when the log root is the
+    // tree itself (`--log-dir .`), and lies outside the log root a resumed run is given.
     let protect = args
         .events
         .iter()
         .filter(|p| p.as_os_str() != "-")
         .cloned()
         .chain([log_root.to_path_buf()])
+        .chain(options.log_dir.clone())
         .collect();
     let mut opening = ralph_escalation::Options::new(&options.cwd);
     opening.allow_dirty = args.allow_dirty;

@@ -162,6 +162,7 @@ mod tests {
     use super::*;
     use ralph_engine::lock::LockHolder;
     use ralph_engine::run_folder::parse_events;
+    use ralph_frontmatter::schema::RUN_STATUS_WORDS;
 
     fn record(id: &str, lines: &[&str], holder: Option<&LockHolder>) -> Listed {
         let text: String = lines
@@ -228,6 +229,24 @@ mod tests {
         assert_eq!(json["status"], "running");
         assert_eq!(json["pid"], 4242);
         assert_eq!(json["iterations"], 1);
+    }
+
+    /// A declared state that stops names the run's ending, so the words for a run without an
+    /// ending of its own are names `states` cannot take.
+    #[test]
+    fn the_words_for_a_killed_or_running_run_are_names_states_cannot_take() {
+        let holder = LockHolder::this_process("20260101T100000000-3", Path::new("."));
+        let started = [r#""ts":"2026-01-01T10:00:00.000Z","type":"RUN_STARTED""#];
+        for run in [
+            record("20260101T100000000-3", &started, Some(&holder)),
+            record("20260101T100000000-3", &started, None),
+        ] {
+            let status = summary_json(&run)["status"].as_str().unwrap().to_owned();
+            let end = end(&run.run);
+            let word = end.split(',').next().unwrap();
+            assert_eq!(word, status);
+            assert!(RUN_STATUS_WORDS.contains(&word), "{end}");
+        }
     }
 
     /// Story counts: from `RUN_ENDED` once a run has ended, counted from the events while it

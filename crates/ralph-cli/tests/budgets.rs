@@ -123,3 +123,41 @@ fn check_warns_when_max_cost_can_never_be_reached() {
     let read = costly("0.1", "max_cost: 5");
     assert!(!common::stderr(&read.run(&["check"])).contains("max_cost"));
 }
+
+#[test]
+fn a_negative_cost_is_not_counted_so_max_cost_still_ends_the_run() {
+    let result = |cost: &str| {
+        format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"total_cost_usd":{cost},"result":"done"}}"#
+        )
+    };
+    let p = Project::new(
+        "agent: sh agent.sh\noutput: claude-stream-json\nmax_cost: 2.00\nmax_iterations: 10",
+        "x\n",
+    );
+    // The first run says it cost -$100, which would leave $102 to spend; the others $0.75.
+    std::fs::write(
+        p.path().join("agent.sh"),
+        format!(
+            "cat >/dev/null\nif [ \"$RALPH_ITERATION\" = 1 ]; then printf '%s\\n' '{}'; else printf '%s\\n' '{}'; fi\n",
+            result("-100"),
+            result("0.75")
+        ),
+    )
+    .unwrap();
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "max_cost");
+    assert_eq!(ended["iterations"], 4);
+    assert_eq!(ended["cost_usd"], 2.25);
+    let first = &p.events_of("ITERATION_ENDED")[0];
+    assert!(first["usage"].get("cost_usd").is_none(), "{first}");
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("-100")),
+        "{warnings:?}"
+    );
+}

@@ -542,3 +542,62 @@ fn kill_9_during_escalations_never_breaks_prd_json_nor_loses_work() {
         }
     }
 }
+
+#[test]
+fn a_blocked_marker_wins_over_checks_that_pass() {
+    // US-001's checks pass, but the agent says it is blocked: the story is blocked with the
+    // agent's reason, its work saved and reverted, never committed as passed.
+    let agent = r#"story=$(sed -n 's/^STORY=//p')
+echo "$story" > "work-$story.txt"
+if [ "$story" = US-001 ]; then
+    echo '<!-- ralph:state blocked reason="the payment sandbox is down" -->'
+fi
+"#;
+    let p = repo(
+        "agent: sh agent.sh\ndone_when:\n  - 'true'\nescalation:\n  prd: prd.json",
+        STORY_BODY,
+        agent,
+        Some(&prd_json(&[("US-001", 1), ("US-002", 2)])),
+    );
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", common::stderr(&out));
+    let tripped = p.events_of("CIRCUIT_TRIPPED");
+    assert_eq!(tripped.len(), 1, "{:#?}", p.events());
+    assert_eq!(tripped[0]["reason"], "blocked");
+    assert_eq!(tripped[0]["story_id"], "US-001");
+    let blocked = p.events_of("STORY_BLOCKED");
+    assert_eq!(blocked.len(), 1);
+    assert!(
+        blocked[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the payment sandbox is down"),
+        "{blocked:?}"
+    );
+    let passed: Vec<Value> = p
+        .events_of("STORY_PASSED")
+        .into_iter()
+        .map(|e| e["story_id"].clone())
+        .collect();
+    assert_eq!(passed, ["US-002"]);
+    let prd = read_prd(&p);
+    assert_eq!(story(&prd, "US-001")["passes"], "blocked");
+    assert!(
+        story(&prd, "US-001")["notes"]
+            .as_str()
+            .unwrap()
+            .contains("the payment sandbox is down")
+    );
+    assert_eq!(story(&prd, "US-002")["passes"], true);
+    // US-001's work is saved, not committed.
+    let saved = p.events_of("REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        show(p.path(), &saved, "work-US-001.txt").unwrap(),
+        b"US-001\n"
+    );
+    assert!(show(p.path(), "HEAD", "work-US-001.txt").is_none());
+    assert_eq!(p.run_ended()["reason"], "stories_blocked");
+}

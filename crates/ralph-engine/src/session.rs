@@ -383,6 +383,11 @@ mod tests {
     }
 
     #[test]
+    fn the_word_for_a_killed_run_is_a_name_states_cannot_take() {
+        assert!(ralph_frontmatter::schema::RUN_STATUS_WORDS.contains(&KILLED));
+    }
+
+    #[test]
     fn only_stops_a_person_asked_for_are_resumable() {
         assert!(resumable(&EndReason::Interrupted));
         assert!(resumable(&EndReason::MaxIterations));

@@ -41,7 +41,7 @@ pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
 pub use git::{Git, GitError, Saved};
 pub use journal::JournalError;
 pub use lock::lock_repository;
-pub use prd::{Passes, Prd, PrdError, Story};
+pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
@@ -186,6 +186,9 @@ pub struct Escalation {
     /// Warnings from before the run started (opening the repository), said as `WARNING`
     /// events at the first [`TaskContext`] the engine hands over.
     pending: Vec<String>,
+    /// ralph's marks not yet in prd.json, oldest first: the file did not parse when they were
+    /// made. Kept in the session and written at the next step that finds it readable.
+    unwritten: Vec<Mark>,
 }
 
 impl Escalation {
@@ -262,6 +265,7 @@ impl Escalation {
             counts,
             preexisting: None,
             pending: Vec::new(),
+            unwritten: Vec::new(),
         }))
     }
 
@@ -425,6 +429,34 @@ impl Escalation {
         Ok(Some(prd))
     }
 
+    /// Writes the [`unwritten`](Self::unwritten) marks, each into prd.json as it is now. While
+    /// the file cannot be read or does not parse, nothing is written: a `WARNING` says so and
+    /// the marks wait for a later step. A mark whose story a person removed is dropped.
+    fn write_marks(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(path) = &self.prd else {
+            return Ok(());
+        };
+        while let Some(mark) = self.unwritten.first() {
+            match self.prd_cache.write_mark(path, mark) {
+                Ok(prd) => self.counts = Some(summary(&prd)),
+                Err(err @ (PrdError::Read { .. } | PrdError::Malformed { .. })) => {
+                    cx.warn(format!(
+                        "{err}; ralph writes prd.json only once it reads and parses again: \
+                         \"{mark}\" is kept in the run's session until then"
+                    ));
+                    return Ok(());
+                }
+                Err(PrdError::NoSuchStory { path, id }) => cx.warn(format!(
+                    "{}: no story \"{id}\" any more, so \"{mark}\" is not written",
+                    path.display()
+                )),
+                Err(err) => return Err(err.into()),
+            }
+            self.unwritten.remove(0);
+        }
+        Ok(())
+    }
+
     fn pick(&mut self) -> Result<NextTask, EscalationError> {
         let Some(prd) = self.load()? else {
             // One task; its attempts are still recorded for the progress.txt entry.
@@ -495,9 +527,15 @@ impl Escalation {
         if let Some(current) = &mut self.current {
             current.iterations.push(report.iteration);
         }
+        let blocked = report
+            .state
+            .filter(|m| m.name == "blocked")
+            .map(|m| m.attr("reason"));
         // Without checks the agent says when a story is done: `done`, or `passes` in prd.json.
         let said_done = !self.has_checks && report.state.is_some_and(|m| m.name == "done");
         let passed = match (report.attempt, self.story_mode()) {
+            // The agent's `blocked` wins over checks that pass: it knows what they do not test.
+            (_, true) if blocked.is_some() => false,
             (Some(attempt), _) => attempt.converged,
             (None, true) if !self.has_checks => {
                 said_done
@@ -524,10 +562,6 @@ impl Escalation {
                 .cloned()
                 .collect();
         }
-        let blocked = report
-            .state
-            .filter(|m| m.name == "blocked")
-            .map(|m| m.attr("reason"));
         let trip = match (blocked, report.attempt) {
             (Some(reason), _) => Some(self.breaker.blocked(reason)),
             (None, Some(attempt)) => {
@@ -558,12 +592,21 @@ impl Escalation {
         // tree: a crash between them leaves the story unmarked, never marked passed without
         // its commit, and the journal has the next start finish the pass.
         self.record(journal::Step::Pass, Some(&current.id))?;
-        let mut marked = None;
-        if let Some(mut prd) = self.load()? {
-            if prd.story(&current.id).map(|s| s.passes) != Some(Passes::Yes) {
-                prd.set(&current.id, Passes::Yes, None)?;
-                marked = Some(prd);
-            }
+        let mark = Mark::Passed {
+            story_id: current.id.clone(),
+        };
+        // The commit's prd.json: the file as it is now, or as ralph last read it when it does
+        // not parse now.
+        let mut marked = match &self.prd {
+            Some(path) => match self.prd_cache.load(path) {
+                Ok(prd) => Some(prd),
+                Err(err) => Some(self.prd_cache.last_good().cloned().ok_or(err)?),
+            },
+            None => None,
+        };
+        if let Some(prd) = &mut marked {
+            mark.apply(prd)?;
+            self.counts = Some(summary(prd));
         }
         let checkpoint = match &mut self.repo {
             Some(repo) => {
@@ -580,9 +623,10 @@ impl Escalation {
             }
             None => None,
         };
-        if let Some(prd) = marked {
-            self.prd_cache.save(&prd)?;
-            self.counts = Some(summary(&prd));
+        // prd.json is read again for the write: a person's edit made meanwhile stays.
+        if self.story_mode() {
+            self.unwritten.push(mark);
+            self.write_marks(cx)?;
         }
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryPassed {
@@ -730,11 +774,11 @@ impl Escalation {
             return Ok(TaskDecision::Stop(StoryEnd::CircuitOpen.reason()));
         };
         let notes = format!("{notes_before}{line}{notes_after}");
-        if let Some(mut prd) = self.load()? {
-            prd.block(&id, &notes)?;
-            self.prd_cache.save(&prd)?;
-            self.counts = Some(summary(&prd));
-        }
+        self.unwritten.push(Mark::Blocked {
+            story_id: id.clone(),
+            notes,
+        });
+        self.write_marks(cx)?;
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
@@ -757,7 +801,8 @@ impl TaskSource for Escalation {
             return NextTask::End(Self::failed_in(&err, cx));
         }
         let mut next = self
-            .pick()
+            .write_marks(cx)
+            .and_then(|()| self.pick())
             .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
         if let NextTask::Work(task) = &next {
             // Recorded so that a ralph killed during it is understood: without checks the
@@ -804,6 +849,9 @@ impl TaskSource for Escalation {
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
         self.say_pending(cx);
+        if let Err(err) = self.write_marks(cx) {
+            return Self::failed_in(&err, cx);
+        }
         match self.load() {
             Ok(Some(prd)) => match prd.counts() {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),

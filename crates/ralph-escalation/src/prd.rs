@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -630,6 +630,79 @@ impl Cache {
         self.last = Some((prd.to_text().into_bytes(), prd.clone()));
         Ok(())
     }
+
+    /// The file as last read or written whole, however it reads now.
+    pub fn last_good(&self) -> Option<&Prd> {
+        self.last.as_ref().map(|(_, prd)| prd)
+    }
+
+    /// Writes `mark` into prd.json as it is now: the file is read again just before the write
+    /// and `mark` applied to that text, so whatever a person changed since ralph last read it
+    /// stays. Nothing is written when the file already says what `mark` says, nor when it
+    /// cannot be read or does not parse (the error says why).
+    pub fn write_mark(&mut self, path: &Path, mark: &Mark) -> Result<Prd, PrdError> {
+        let mut prd = self.load(path)?;
+        if mark.apply(&mut prd)? {
+            self.save(&prd)?;
+        }
+        Ok(prd)
+    }
+}
+
+/// ralph's one change to a story's `passes` and `notes`, kept until it is in prd.json: it is
+/// applied to the file as it is when written ([`Cache::write_mark`]), never to an older
+/// reading, and applying it twice changes nothing more than once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mark", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Mark {
+    /// The story passed: `passes: true`.
+    Passed {
+        /// The story.
+        story_id: String,
+    },
+    /// The story is blocked: `passes: "blocked"`, `notes` added to its notes ([`Prd::block`]).
+    Blocked {
+        /// The story.
+        story_id: String,
+        /// What ralph adds to its notes.
+        notes: String,
+    },
+}
+
+impl Mark {
+    /// The story it marks.
+    pub fn story_id(&self) -> &str {
+        match self {
+            Mark::Passed { story_id } | Mark::Blocked { story_id, .. } => story_id,
+        }
+    }
+
+    /// Applies the mark to `prd`; `false` when `prd` already says so.
+    pub fn apply(&self, prd: &mut Prd) -> Result<bool, PrdError> {
+        let id = self.story_id();
+        let passes = prd.story(id).map(|s| s.passes);
+        match self {
+            Mark::Passed { .. } if passes == Some(Passes::Yes) => Ok(false),
+            Mark::Passed { .. } => prd.set(id, Passes::Yes, None).map(|()| true),
+            Mark::Blocked { notes, .. } => {
+                let noted = prd.object_mut(id)?.get("notes").and_then(Value::as_str);
+                if passes == Some(Passes::Blocked) && noted.is_some_and(|n| n.contains(notes)) {
+                    return Ok(false);
+                }
+                prd.block(id, notes).map(|()| true)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Mark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mark::Passed { story_id } => write!(f, "{story_id} passes"),
+            Mark::Blocked { story_id, .. } => write!(f, "{story_id} blocked"),
+        }
+    }
 }
 
 /// The top level of a prd.json, borrowing each story's text.
@@ -768,6 +841,31 @@ mod tests {
 
     fn sample() -> Prd {
         Prd::parse(Path::new("prd.json"), SAMPLE).unwrap()
+    }
+
+    #[test]
+    fn a_mark_applied_again_changes_nothing_more() {
+        let blocked = Mark::Blocked {
+            story_id: "US-002".to_owned(),
+            notes: "blocked by ralph".to_owned(),
+        };
+        let passed = Mark::Passed {
+            story_id: "US-003".to_owned(),
+        };
+        let mut prd = sample();
+        assert!(blocked.apply(&mut prd).unwrap());
+        assert!(passed.apply(&mut prd).unwrap());
+        let once = prd.to_text();
+        assert!(!blocked.apply(&mut prd).unwrap());
+        assert!(!passed.apply(&mut prd).unwrap());
+        assert_eq!(prd.to_text(), once);
+        let gone = Mark::Passed {
+            story_id: "US-404".to_owned(),
+        };
+        assert!(matches!(
+            gone.apply(&mut prd),
+            Err(PrdError::NoSuchStory { .. })
+        ));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ralph_engine::{CheckResult, TaskContext};
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{Found, short};
-use crate::{Current, Escalation, EscalationError, Git, Opening, Options, Repo};
+use crate::{Current, Escalation, EscalationError, Git, Mark, Opening, Options, Repo};
 
 /// What a resumed run knows of the stopped one, for [`Escalation::resume`].
 #[derive(Debug, Clone, Default)]
@@ -35,6 +35,9 @@ struct State {
     breaker: BreakerState,
     current: Option<CurrentState>,
     repo: Option<RepoState>,
+    /// ralph's marks prd.json did not take yet (it did not parse), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unwritten: Vec<Mark>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -185,6 +188,7 @@ impl Escalation {
                 tree: ending.then(|| r.git.work_tree(&r.keep).ok()).flatten(),
                 own: r.own.clone(),
             }),
+            unwritten: self.unwritten.clone(),
         };
         serde_json::to_value(state).ok()
     }
@@ -200,6 +204,7 @@ impl Escalation {
                 return;
             }
         };
+        self.unwritten = state.unwritten;
         let b = state.breaker;
         self.breaker.restore_counts(b.attempts, b.last, b.streak);
         self.current = state.current.map(|c| Current {

@@ -146,22 +146,33 @@ pub const BUILT_IN_END_REASONS: &[&str] = &[
     "max_iterations_work_left",
     "escalation_failed",
 ];
-/// Names `states` cannot declare: [`BUILT_IN_STATES`], then [`BUILT_IN_END_REASONS`].
-pub const RESERVED_STATE_NAMES: &[&str] = &concat::<
-    { BUILT_IN_STATES.len() + BUILT_IN_END_REASONS.len() },
->(BUILT_IN_STATES, BUILT_IN_END_REASONS);
+/// The words `ralph runs`, `ralph status` and a resumed run's `previous_reason` use for a run
+/// without an ending of its own: `killed` (it ended without a word), `running` (it still runs).
+/// A declared state that stops gives its name as the reason, so `states` cannot take these
+/// either: its stop would read as a killed or a running run.
+pub const RUN_STATUS_WORDS: &[&str] = &["killed", "running"];
+/// Names `states` cannot declare: [`BUILT_IN_STATES`], [`BUILT_IN_END_REASONS`], then
+/// [`RUN_STATUS_WORDS`].
+pub const RESERVED_STATE_NAMES: &[&str] =
+    &concat::<{ BUILT_IN_STATES.len() + BUILT_IN_END_REASONS.len() + RUN_STATUS_WORDS.len() }>(&[
+        BUILT_IN_STATES,
+        BUILT_IN_END_REASONS,
+        RUN_STATUS_WORDS,
+    ]);
 
-/// `a` then `b`, for one list made of two at compile time.
-const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'static str; N] {
+/// `lists` one after the other, for one list made of several at compile time.
+const fn concat<const N: usize>(lists: &[&[&'static str]]) -> [&'static str; N] {
     let mut out = [""; N];
     let mut i = 0;
-    while i < a.len() {
-        out[i] = a[i];
-        i += 1;
-    }
-    while i < N {
-        out[i] = b[i - a.len()];
-        i += 1;
+    let mut list = 0;
+    while list < lists.len() {
+        let mut j = 0;
+        while j < lists[list].len() {
+            out[i] = lists[list][j];
+            i += 1;
+            j += 1;
+        }
+        list += 1;
     }
     out
 }

@@ -11,7 +11,8 @@ use serde_norway::{Mapping, Value};
 use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
 use crate::schema::{
-    self, BUILT_IN_END_REASONS, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, STATE_THEN,
+    self, BUILT_IN_END_REASONS, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, RUN_STATUS_WORDS,
+    STATE_THEN,
 };
 use crate::suggest::nearest;
 use crate::{
@@ -1042,6 +1043,22 @@ fn states(
             ok = false;
             continue;
         }
+        if RUN_STATUS_WORDS.contains(&name.as_str()) {
+            checker.key_error(
+                &state_path,
+                format!(
+                    "`{name}` is what `ralph runs` and `ralph status` say of a run {}, and a stop \
+                     in this state would read so; pick another name (reserved: {})",
+                    match name.as_str() {
+                        "killed" => "that ended without a word",
+                        _ => "that still runs",
+                    },
+                    RUN_STATUS_WORDS.join(", ")
+                ),
+            );
+            ok = false;
+            continue;
+        }
         if !is_state_name(&name) {
             checker.key_error(
                 &state_path,
@@ -1213,6 +1230,21 @@ mod tests {
             [
                 "RALPH.md:4:3: states.done: `done` is built in and cannot be redefined (built-in states: idle, done, blocked)",
                 "RALPH.md:6:3: states.idle: `idle` is built in and cannot be redefined (built-in states: idle, done, blocked)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_state_cannot_take_the_name_ralph_runs_gives_a_killed_or_running_run() {
+        assert_eq!(
+            states("  killed:\n    then: stop\n  running:\n").unwrap_err(),
+            [
+                "RALPH.md:4:3: states.killed: `killed` is what `ralph runs` and `ralph status` say \
+                 of a run that ended without a word, and a stop in this state would read so; \
+                 pick another name (reserved: killed, running)",
+                "RALPH.md:6:3: states.running: `running` is what `ralph runs` and `ralph status` \
+                 say of a run that still runs, and a stop in this state would read so; pick \
+                 another name (reserved: killed, running)",
             ]
         );
     }

@@ -225,9 +225,10 @@ impl RunCost {
         }
     }
 
-    /// Takes in one agent run's usage (an `ITERATION_ENDED`'s `usage`).
+    /// Takes in one agent run's usage (an `ITERATION_ENDED`'s `usage`). A cost below zero, or
+    /// not a number, is no cost: the engine never writes one, and a run's total only grows.
     pub fn record(&mut self, usage: &Usage) {
-        let Some(cost) = usage.cost_usd else {
+        let Some(cost) = usage.cost_usd.filter(|c| *c >= 0.0) else {
             return;
         };
         match &mut self.current {
@@ -760,6 +761,11 @@ pub(crate) mod testing {
             cost.total()
         };
         assert_eq!(run(&[]), None);
+        // A cost below zero (an event file ralph did not write) is no cost.
+        assert_eq!(
+            run(&[(None, 0.5), (None, -100.0), (None, f64::NAN)]),
+            Some(0.5)
+        );
         // `--continue`: each iteration reports the session's total so far.
         assert_eq!(
             run(&[(Some("s1"), 0.1), (Some("s1"), 0.25), (Some("s1"), 0.4)]),

@@ -106,6 +106,18 @@ impl Run {
         let checks_judge = self.attempts.is_some() && !handled;
         self.agent_run = self.judge_agent_run(&exit, &words, checks_judge);
         let failed = self.agent_run.failure.is_some();
+        let mut usage = usage;
+        // A cost below zero (or not a number) would lower the run's total and let it run past
+        // `max_cost`: it is not counted, nor written into ITERATION_ENDED.
+        if let Some(usage) = usage.as_mut() {
+            if let Some(cost) = usage.cost_usd.filter(|c| c.is_nan() || *c < 0.0) {
+                usage.cost_usd = None;
+                self.warn(format!(
+                    "the agent reported a cost of {cost} USD, which no run can cost; it is not \
+                     counted (run cost, max_cost)"
+                ));
+            }
+        }
         if let Some(usage) = &usage {
             self.run_cost.record(usage);
             let total = self.usage.get_or_insert_with(Usage::default);
