@@ -163,7 +163,20 @@ impl Engine {
         self
     }
 
-    /// Runs the loop to its end.
+    /// Interrupts now come from `signals`, whose sender `keep` the run holds, so the channel
+    /// stays open for as long as the run lasts; returns the receiver they came from until now.
+    pub(crate) fn replace_interrupts(
+        &mut self,
+        signals: mpsc::UnboundedReceiver<InterruptSignal>,
+        keep: mpsc::UnboundedSender<InterruptSignal>,
+    ) -> mpsc::UnboundedReceiver<InterruptSignal> {
+        self._signals_tx = Some(keep);
+        std::mem::replace(&mut self.signals, signals)
+    }
+
+    /// Runs the loop to its end. The future is `Send`: `tokio::spawn(engine.run())` runs it on
+    /// a multi-thread runtime beside other runs ([`Engine::spawn`] does that and returns a
+    /// [`RunHandle`](crate::RunHandle)).
     pub async fn run(self) -> Result<RunOutcome, EngineError> {
         Run::new(self).run().await
     }
@@ -488,6 +501,10 @@ impl Run {
 
     fn finish(&mut self, reason: EndReason) -> RunOutcome {
         let reason = match reason {
+            // Every stop path says `Interrupted`; which interrupt it was names the ending.
+            EndReason::Interrupted if self.interrupts.stop_now == Some(InterruptSignal::Cancel) => {
+                EndReason::Cancelled
+            }
             EndReason::MaxIterations => {
                 let mut events = Vec::new();
                 let reason = self.tasks.limit_reached(&mut events);

@@ -59,6 +59,7 @@ pub mod atomic;
 mod convergence;
 mod engine;
 mod event;
+mod handle;
 pub mod lock;
 mod logs;
 mod outcome;
@@ -83,6 +84,7 @@ pub use event::{
     JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
     exit_status,
 };
+pub use handle::RunHandle;
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};

@@ -12,6 +12,9 @@ pub enum EndReason {
     IdleLimit,
     /// The user stopped the loop (Ctrl+C or SIGTERM).
     Interrupted,
+    /// The embedder cancelled the run ([`RunHandle::cancel`](crate::RunHandle::cancel)): no
+    /// signal involved, exit code 1 (work may be left), resumable.
+    Cancelled,
     /// The agent failed or timed out and `--stop-on-error` was given.
     AgentFailed,
     /// Every `done_when` check passed.
@@ -36,14 +39,6 @@ pub enum EndReason {
     /// The agent reported `<!-- ralph:state done -->` (or its `completion_signal`) and no
     /// `done_when` check or task source had a say.
     AgentDone,
-    /// A state declared in RALPH.md (`states`, `then: stop`) ended the run with its own exit
-    /// code.
-    StateStop {
-        /// The state's name, as it appears in `RUN_ENDED`.
-        state: String,
-        /// The state's `exit_code`.
-        exit_code: u8,
-    },
     /// `failure.max_consecutive` agent runs failed in a row.
     AgentFailing,
     /// The agents' reported cost reached `max_cost`.
@@ -53,12 +48,13 @@ pub enum EndReason {
     /// `max_iterations` iterations ran and the last one failed. Reported as `max_iterations`,
     /// but a failure: the agent was failing when the loop ended.
     MaxIterationsLastFailed,
-    /// A state handler stopped the loop with its own reason.
+    /// A state handler stopped the loop with its own reason and exit code: a state declared in
+    /// RALPH.md (`states`, `then: stop`, reason the state's name) or an embedder's handler.
     State {
         /// The reason as it appears in `RUN_ENDED`.
         reason: String,
-        /// Whether the stop counts as a failure (exit 1) or a normal end (exit 0).
-        failure: bool,
+        /// The exit code (unless a signal interrupted the run); anything but 0 is a failure.
+        exit_code: i32,
     },
 }
 
@@ -70,6 +66,7 @@ impl EndReason {
             EndReason::Task { reason, .. } => reason,
             EndReason::IdleLimit => "idle_limit",
             EndReason::Interrupted => "interrupted",
+            EndReason::Cancelled => "cancelled",
             EndReason::AgentFailed => "agent_failed",
             EndReason::Converged => "converged",
             EndReason::MaxAttemptsReached => "max_attempts_reached",
@@ -80,7 +77,6 @@ impl EndReason {
             EndReason::MaxIterationsLastFailed => "max_iterations",
             EndReason::State { reason, .. } => reason,
             EndReason::AgentDone => "agent_done",
-            EndReason::StateStop { state, .. } => state,
         }
     }
 }
@@ -124,6 +120,9 @@ pub enum InterruptSignal {
     /// SIGHUP: ralph's terminal went away (a closed window, a dropped SSH session). Stops now,
     /// as SIGTERM does, so the agent does not outlive ralph.
     Hup,
+    /// The embedder cancelled the run ([`RunHandle::cancel`](crate::RunHandle::cancel)). Stops
+    /// now, as SIGTERM does, and the run ends [`EndReason::Cancelled`].
+    Cancel,
 }
 
 /// The result of a run.
@@ -151,9 +150,13 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
         (EndReason::Interrupted, Some(InterruptSignal::Term)) => 143,
         (EndReason::Interrupted, Some(InterruptSignal::Hup)) => 129,
         (EndReason::Interrupted, _) => 130,
-        (EndReason::AgentFailed | EndReason::MaxAttemptsReached | EndReason::PtyIdleTimeout, _) => {
-            1
-        }
+        (
+            EndReason::AgentFailed
+            | EndReason::MaxAttemptsReached
+            | EndReason::PtyIdleTimeout
+            | EndReason::Cancelled,
+            _,
+        ) => 1,
         (EndReason::Task { exit_code, .. }, _) => *exit_code,
         (
             EndReason::AgentFailing
@@ -162,16 +165,9 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
             | EndReason::MaxIterationsLastFailed,
             _,
         ) => 1,
-        (EndReason::State { failure: true, .. }, _) => 1,
-        (EndReason::StateStop { exit_code, .. }, _) => i32::from(*exit_code),
+        (EndReason::State { exit_code, .. }, _) => *exit_code,
         (EndReason::AgentDone, _) => 0,
-        (
-            EndReason::MaxIterations
-            | EndReason::IdleLimit
-            | EndReason::Converged
-            | EndReason::State { .. },
-            _,
-        ) => 0,
+        (EndReason::MaxIterations | EndReason::IdleLimit | EndReason::Converged, _) => 0,
     }
 }
 
@@ -183,10 +179,11 @@ mod tests {
     /// brings. No wildcard: a new ending must be sorted here.
     fn own_reason(reason: &EndReason) -> Option<&str> {
         match reason {
-            EndReason::Task { .. } | EndReason::StateStop { .. } | EndReason::State { .. } => None,
+            EndReason::Task { .. } | EndReason::State { .. } => None,
             EndReason::MaxIterations
             | EndReason::IdleLimit
             | EndReason::Interrupted
+            | EndReason::Cancelled
             | EndReason::AgentFailed
             | EndReason::Converged
             | EndReason::MaxAttemptsReached
@@ -317,35 +314,25 @@ mod tests {
     }
 
     #[test]
-    fn state_stop_exit_follows_its_failure_flag() {
-        let ok = EndReason::State {
-            reason: "reviewed".into(),
-            failure: false,
-        };
-        let bad = EndReason::State {
-            reason: "blocked".into(),
-            failure: true,
-        };
-        assert_eq!(exit_code(&ok, None), 0);
-        assert_eq!(exit_code(&bad, None), 1);
-        assert_eq!(bad.as_str(), "blocked");
-    }
-
-    #[test]
     fn agent_done_is_a_normal_end() {
         assert_eq!(exit_code(&EndReason::AgentDone, None), 0);
         assert_eq!(EndReason::AgentDone.as_str(), "agent_done");
     }
 
     #[test]
-    fn declared_state_stop_exits_with_its_exit_code_and_names_the_state() {
-        let stop = |exit_code| EndReason::StateStop {
-            state: "review".into(),
+    fn a_state_stop_exits_with_its_own_exit_code_and_names_its_reason() {
+        let stop = |exit_code| EndReason::State {
+            reason: "review".into(),
             exit_code,
         };
         assert_eq!(exit_code(&stop(0), None), 0);
         assert_eq!(exit_code(&stop(3), None), 3);
         assert_eq!(exit_code(&stop(255), None), 255);
         assert_eq!(stop(3).as_str(), "review");
+        // A signal still wins.
+        assert_eq!(
+            exit_code(&EndReason::Interrupted, Some(InterruptSignal::Term)),
+            143
+        );
     }
 }

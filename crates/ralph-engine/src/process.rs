@@ -130,7 +130,7 @@ impl ProcessExit {
 
 /// What the caller does with a running process's output and with interrupts that arrive
 /// meanwhile.
-pub(crate) trait Supervision {
+pub(crate) trait Supervision: Send {
     /// A chunk of output, in arrival order.
     fn output(&mut self, stream: Stream, bytes: &[u8]);
 

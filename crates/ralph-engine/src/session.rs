@@ -291,6 +291,7 @@ pub fn resumable(reason: &EndReason) -> bool {
     matches!(
         reason,
         EndReason::Interrupted
+            | EndReason::Cancelled
             | EndReason::MaxIterations
             | EndReason::MaxIterationsLastFailed
             | EndReason::Task {
@@ -390,6 +391,7 @@ mod tests {
     #[test]
     fn only_stops_a_person_asked_for_are_resumable() {
         assert!(resumable(&EndReason::Interrupted));
+        assert!(resumable(&EndReason::Cancelled));
         assert!(resumable(&EndReason::MaxIterations));
         assert!(resumable(&EndReason::MaxRuntime));
         assert!(!resumable(&EndReason::IdleLimit));

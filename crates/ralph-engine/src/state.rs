@@ -367,9 +367,9 @@ impl StateHandler for DeclaredStateHandler {
             None => self.handled(cx, None),
         }
         match self.spec.then {
-            StateThen::Stop { exit_code } => StateDecision::Stop(EndReason::StateStop {
-                state: cx.marker.name.clone(),
-                exit_code,
+            StateThen::Stop { exit_code } => StateDecision::Stop(EndReason::State {
+                reason: cx.marker.name.clone(),
+                exit_code: i32::from(exit_code),
             }),
             StateThen::Continue => StateDecision::Continue,
             StateThen::Wait(wait) => StateDecision::Wait(wait),
@@ -536,8 +536,8 @@ mod tests {
         let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
         assert_eq!(
             decision,
-            StateDecision::Stop(EndReason::StateStop {
-                state: "review".into(),
+            StateDecision::Stop(EndReason::State {
+                reason: "review".into(),
                 exit_code: 7
             })
         );

@@ -1,11 +1,16 @@
-//! `docs/embedding.md` shows `examples/custom_state.rs` word for word, and the example runs:
-//! what the page tells an embedder to write works, with the library crates alone.
+//! `docs/embedding.md` shows `examples/custom_state.rs` and `examples/parallel_engines.rs` word
+//! for word, and the examples run: what the page tells an embedder to write works, with the
+//! library crates alone.
 
 use std::path::Path;
 
 #[allow(dead_code)] // its `main` is the example's; the test calls `run_loop` itself
 #[path = "../examples/custom_state.rs"]
 mod example;
+
+#[allow(dead_code)] // its `main` is the example's; the test calls `run_both` itself
+#[path = "../examples/parallel_engines.rs"]
+mod parallel;
 
 /// The ```rust blocks of a markdown text.
 fn rust_blocks(markdown: &str) -> Vec<&str> {
@@ -20,17 +25,18 @@ fn rust_blocks(markdown: &str) -> Vec<&str> {
 fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let page = std::fs::read_to_string(root.join("../../docs/embedding.md")).unwrap();
-    let example = std::fs::read_to_string(root.join("examples/custom_state.rs")).unwrap();
+    let examples = ["examples/custom_state.rs", "examples/parallel_engines.rs"]
+        .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
     let blocks = rust_blocks(&page);
     assert_eq!(
         blocks.len(),
-        3,
-        "the engine API, a custom state, a custom sink"
+        4,
+        "the engine API, many loops at once, a custom state, a custom sink"
     );
     for block in blocks {
         assert!(
-            example.contains(block),
-            "docs/embedding.md shows code that examples/custom_state.rs does not have:\n{block}"
+            examples.iter().any(|example| example.contains(block)),
+            "docs/embedding.md shows code that no example has:\n{block}"
         );
     }
 }
@@ -57,4 +63,75 @@ async fn the_embedding_example_runs_its_custom_state_and_writes_its_events() {
     assert_eq!(waits, [1_000, 2_000], "the handler's growing polls");
     let last = events.lines().last().unwrap();
     assert!(last.contains("\"RUN_ENDED\""), "{last}");
+}
+
+/// `tokio::spawn(engine.run())` compiles: the run's future is `Send`.
+#[test]
+fn a_run_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let parsed =
+        ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: echo\n---\nx\n").unwrap();
+    let engine =
+        ralph_engine::Engine::new(ralph_engine::EngineOptions::new("RALPH.md", parsed.file));
+    let fut = engine.run();
+    assert_send(&fut);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_engines_run_at_once_on_a_multi_thread_runtime_and_one_is_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tests, docs) = (dir.path().join("TESTS.md"), dir.path().join("DOCS.md"));
+    std::fs::write(&tests, parallel::TESTS_MD).unwrap();
+    std::fs::write(&docs, parallel::DOCS_MD).unwrap();
+    let started = std::time::Instant::now();
+    let (tests, docs) = parallel::run_both(&tests, &docs).await.unwrap();
+    assert_eq!(tests.reason.as_str(), "max_iterations");
+    assert_eq!((tests.iterations, tests.exit_code), (3, 0));
+    assert_eq!(docs.reason.as_str(), "cancelled");
+    assert_eq!((docs.iterations, docs.exit_code), (1, 1));
+    // The cancelled agent (`sleep 60`) was stopped, not waited for.
+    assert!(started.elapsed() < std::time::Duration::from_secs(50));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_hands_over_every_event_of_its_run_and_only_those() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("RALPH.md");
+    std::fs::write(&path, parallel::TESTS_MD).unwrap();
+    let (mut a, mut b) = (
+        parallel::start(&path).unwrap(),
+        parallel::start(&path).unwrap(),
+    );
+    let types = |events: Vec<ralph_engine::Event>| {
+        let ids: std::collections::BTreeSet<String> =
+            events.iter().map(|e| e.run_id.clone()).collect();
+        assert_eq!(ids.len(), 1, "one run's events: {ids:?}");
+        let json: Vec<serde_json::Value> = events
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        (
+            ids.into_iter().next().unwrap(),
+            json.iter()
+                .map(|e| e["type"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (mut ea, mut eb) = (Vec::new(), Vec::new());
+    while let Some(event) = a.next_event().await {
+        ea.push(event);
+    }
+    while let Some(event) = b.next_event().await {
+        eb.push(event);
+    }
+    let (id_a, types_a) = types(ea);
+    let (id_b, types_b) = types(eb);
+    assert_ne!(id_a, id_b, "each run its own id");
+    for types in [&types_a, &types_b] {
+        assert_eq!(types.first().map(String::as_str), Some("RUN_STARTED"));
+        assert_eq!(types.last().map(String::as_str), Some("RUN_ENDED"));
+        assert_eq!(types.iter().filter(|t| *t == "ITERATION_ENDED").count(), 3);
+    }
+    assert_eq!(a.wait().await.unwrap().exit_code, 0);
+    assert_eq!(b.wait().await.unwrap().exit_code, 0);
 }

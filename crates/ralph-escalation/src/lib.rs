@@ -379,7 +379,7 @@ impl Escalation {
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
-            failure: true,
+            exit_code: 1,
         }
     }
 

@@ -132,6 +132,7 @@ pub const BUILT_IN_END_REASONS: &[&str] = &[
     "max_iterations",
     "idle_limit",
     "interrupted",
+    "cancelled",
     "agent_failed",
     "agent_failing",
     "agent_done",

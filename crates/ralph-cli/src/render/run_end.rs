@@ -57,6 +57,7 @@ fn end_sentence(
         EndReason::MaxIterationsLastFailed => "reached max_iterations; the last run failed",
         EndReason::IdleLimit => "idle limit reached (idle.max): the agent has nothing to do",
         EndReason::Interrupted => "interrupted",
+        EndReason::Cancelled => "cancelled by the program running the loop",
         // --stop-on-error, or an agent that could not start (its error follows).
         EndReason::AgentFailed => "the agent failed",
         EndReason::AgentFailing => "the agent kept failing (failure.max_consecutive runs in a row)",
@@ -79,7 +80,6 @@ fn end_sentence(
             .and_then(story_end_sentence)
             .unwrap_or(reason.as_str()),
         EndReason::State { reason, .. } => reason,
-        EndReason::StateStop { state, .. } => state,
         // A reason the engine added after this renderer was written.
         _ => reason.as_str(),
     })
@@ -147,6 +147,10 @@ mod tests {
                 "idle limit reached (idle.max): the agent has nothing to do",
             ),
             (EndReason::Interrupted, "interrupted"),
+            (
+                EndReason::Cancelled,
+                "cancelled by the program running the loop",
+            ),
             (EndReason::AgentFailed, "the agent failed"),
             (
                 EndReason::AgentFailing,
@@ -228,14 +232,14 @@ mod tests {
 
     #[test]
     fn a_declared_state_ends_the_run_under_its_own_name_even_one_spelling_an_engine_reason() {
-        let stop = EndReason::StateStop {
-            state: "max_cost".into(),
+        let stop = EndReason::State {
+            reason: "max_cost".into(),
             exit_code: 3,
         };
         assert_eq!(sentence(&stop), "max_cost");
         let handler = EndReason::State {
             reason: "converged".into(),
-            failure: false,
+            exit_code: 0,
         };
         assert_eq!(sentence(&handler), "converged");
     }

@@ -68,9 +68,8 @@ impl Interrupts {
             .last_int
             .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS);
         let response = match (signal, phase) {
-            (InterruptSignal::Term | InterruptSignal::Hup, _) | (_, Phase::Grace) => {
-                Response::StopNow
-            }
+            (InterruptSignal::Term | InterruptSignal::Hup | InterruptSignal::Cancel, _)
+            | (_, Phase::Grace) => Response::StopNow,
             _ if second => Response::StopNow,
             (_, Phase::Running) if self.stop_requested => Response::StopNow,
             (_, Phase::Running) => {

@@ -105,9 +105,59 @@ impl EngineOptions {
     }
 }
 
-/// A run id: the UTC start time and the process id, sortable and unique on one machine.
+/// A run id: the UTC start time to the millisecond and the process id (`20261126T201500123-1f2a`),
+/// then, for a second id the same process makes within the same millisecond, a sequence number
+/// (`…-1f2a-001`). Unique on one machine, across processes and within one, and sorted by time
+/// as strings.
 pub fn new_run_id() -> String {
+    /// The last millisecond an id was made in, and how many ids it has had.
+    static LAST: std::sync::Mutex<(String, u32)> = std::sync::Mutex::new((String::new(), 0));
     let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let compact: String = ts.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-    format!("{}-{:x}", compact.trim_end_matches('Z'), std::process::id())
+    let compact = compact.trim_end_matches('Z');
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A clock stepped back repeats an earlier millisecond: keep counting rather than reuse it.
+    if last.0.as_str() < compact {
+        *last = (compact.to_owned(), 0);
+    } else {
+        last.1 += 1;
+    }
+    let (ts, n) = (&last.0, last.1);
+    match n {
+        0 => format!("{ts}-{:x}", std::process::id()),
+        n => format!("{ts}-{:x}-{n:03}", std::process::id()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_made_back_to_back_are_unique_and_sorted_in_the_order_they_were_made() {
+        let ids: Vec<String> = (0..1000).map(|_| new_run_id()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "every id is unique");
+        assert_eq!(sorted, ids, "string order is creation order");
+        let pid = format!("-{:x}", std::process::id());
+        assert!(ids.iter().all(|id| id.contains(&pid)), "{ids:?}");
+    }
+
+    #[test]
+    fn run_ids_from_many_threads_are_unique() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(|| (0..250).map(|_| new_run_id()).collect::<Vec<_>>()))
+            .collect();
+        let mut ids: Vec<String> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 1000);
+    }
 }
