@@ -5,6 +5,11 @@
 //! async runtime: callers read the file and pass its text in, and get back either a [`Config`]
 //! and a prompt body, or every problem of the file located by line and column. The reference for
 //! users is `docs/config.md`.
+//!
+//! The parser knows ralph's own words only. A plug (a task source, such as story mode) brings
+//! its own, a [`PlugVocabulary`]: placeholder namespace, `RUN_ENDED` reasons, reserved states and
+//! a section of the frontmatter; [`parse_with`] checks a file against the plugs registered in a
+//! [`Vocabulary`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,7 +34,7 @@ use locate::{Locator, Pos};
 pub use args::{ArgsError, match_args, used_args};
 pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
-/// The YAML crate whose [`Value`](yaml::Value) a plug's section is handed over as.
+/// The YAML crate a plug's section is handed over in, as a [`yaml::Value`].
 pub use serde_norway as yaml;
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
@@ -734,7 +739,7 @@ fn with_suggestion(message: String, suggestion: Option<&str>) -> String {
 /// A `{{ namespace.name }}` placeholder in a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder<'a> {
-    /// `commands`, `args`, `ralph`, `story`, ...
+    /// `commands`, `args`, `ralph`, or a plug's (`story`, ...).
     pub namespace: &'a str,
     /// The name after the dot.
     pub name: &'a str,

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_norway::Value;
 
-use crate::RalphFile;
 use crate::schema::{self, BUILT_IN_END_REASONS, BUILT_IN_STATES};
+use crate::{RalphFile, VALUE_NAMESPACES};
 
-/// The placeholder namespaces ralph itself fills in, which no plug may take: `commands`,
-/// `args`, `ralph`.
+/// The placeholder namespaces ralph itself fills in the prompt: `commands`, `args`, `ralph`.
+/// No plug may take one, nor `state` (a state hook's, see [`VALUE_NAMESPACES`]).
 pub const BUILT_IN_NAMESPACES: &[&str] = &["commands", "args", "ralph"];
 
 /// The names a placeholder namespace has.
@@ -348,7 +348,8 @@ impl Vocabulary {
     }
 
     fn namespace_owner(&self, namespace: &str) -> Option<String> {
-        if BUILT_IN_NAMESPACES.contains(&namespace) {
+        // `state` is filled in a state's hook command (`{{ state.pr }}`), quoted as a value.
+        if BUILT_IN_NAMESPACES.contains(&namespace) || VALUE_NAMESPACES.contains(&namespace) {
             return Some("ralph".to_owned());
         }
         self.plugs

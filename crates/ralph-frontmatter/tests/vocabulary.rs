@@ -217,6 +217,12 @@ fn a_word_ralph_or_another_plug_has_cannot_be_registered() {
         }
     );
     assert_eq!(
+        taken(PlugVocabulary::new("x").namespace(Namespace::open("state")))
+            .unwrap_err()
+            .to_string(),
+        "plug `x`: placeholder namespace `state` is ralph's already"
+    );
+    assert_eq!(
         taken(PlugVocabulary::new("x").namespace(Namespace::open("task")))
             .unwrap_err()
             .to_string(),
