@@ -163,12 +163,29 @@ fn kind(of: &Kind) -> Value {
             pattern,
             reserved,
             fields,
-        } => json!({
-            "type": "object",
-            "propertyNames": {"pattern": pattern, "not": {"enum": reserved}},
-            "additionalProperties": object(fields, true),
-        }),
+        } => {
+            // The schema is ralph's RALPH.md, so the names its built-in plugs reserve are too.
+            let plugs = built_in_plugs();
+            let mut reserved = reserved.to_vec();
+            for name in plugs.reserved_state_names() {
+                if !reserved.contains(&name) {
+                    reserved.push(name);
+                }
+            }
+            json!({
+                "type": "object",
+                "propertyNames": {"pattern": pattern, "not": {"enum": reserved}},
+                "additionalProperties": object(fields, true),
+            })
+        }
     }
+}
+
+/// The words of the plugs built into the `ralph` binary, as its CLI registers them.
+fn built_in_plugs() -> ralph_frontmatter::Vocabulary {
+    ralph_frontmatter::Vocabulary::default()
+        .with(ralph_escalation::vocabulary())
+        .unwrap_or_else(|err| panic!("the built-in plugs' words: {err}"))
 }
 
 /// `schema`, or no value at all.

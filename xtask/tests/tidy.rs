@@ -354,6 +354,35 @@ fn the_engine_knows_no_story_vocabulary() {
     assert_none("the engine names stories", &problems);
 }
 
+/// The parser knows ralph's own words; story mode's placeholders and endings are its own,
+/// registered as a plug's (`ralph_escalation::vocabulary`).
+#[test]
+fn the_parser_knows_no_story_vocabulary() {
+    let mut problems = Vec::new();
+    scan(
+        &root().join("crates/ralph-frontmatter/src"),
+        &mut problems,
+        |_, line| {
+            [
+                "STORY_",
+                "\"story\"",
+                "stories_",
+                "circuit_open",
+                "escalation_failed",
+            ]
+            .into_iter()
+            .find(|word| line.contains(word))
+            .map(|word| {
+                format!(
+                    "`{word}`: story mode's words are ralph-escalation's, registered with \
+                         the parser as a plug's"
+                )
+            })
+        },
+    );
+    assert_none("the parser names story mode's words", &problems);
+}
+
 /// Only the engine's `process` module starts the agent, commands and checks; escalation's
 /// `git` module is the one other place that starts a process (git); the CLI starts none.
 #[test]

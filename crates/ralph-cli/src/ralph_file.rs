@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_frontmatter::Parsed;
+use ralph_frontmatter::{Parsed, Vocabulary};
 
 use crate::error::CliError;
 
@@ -31,7 +31,16 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// Reads and parses the RALPH.md at `path` (a file or a directory holding one).
+/// The words of the plugs built into ralph, which every RALPH.md is parsed with: story mode's
+/// (`{{ story.* }}`, its endings).
+pub(crate) fn vocabulary() -> Vocabulary {
+    Vocabulary::default()
+        .with(ralph_escalation::vocabulary())
+        .expect("the built-in plugs share no word with ralph or each other")
+}
+
+/// Reads and parses the RALPH.md at `path` (a file or a directory holding one) with the
+/// built-in plugs' [`vocabulary`].
 pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
     let path = resolve(path);
     let text = match std::fs::read_to_string(&path) {
@@ -45,7 +54,8 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
         Err(source) => return Err(CliError::Read { path, source }),
     };
     let shown = display_path(&path);
-    let parsed = ralph_frontmatter::parse(&shown, &text).map_err(CliError::Config)?;
+    let parsed =
+        ralph_frontmatter::parse_with(&shown, &text, &vocabulary()).map_err(CliError::Config)?;
     // What the parser cannot see: a symlink that makes the progress file the prd.json, this
     // RALPH.md, or a file inside .git. Relative paths are taken from here, as the run does.
     if let Some(escalation) = &parsed.file.config.escalation {

@@ -27,6 +27,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
 
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
+    options.vocabulary = ralph_file::vocabulary();
     if let Some(n) = args.max_iterations {
         options.max_iterations = Some(n);
     }

@@ -186,6 +186,26 @@ fn a_state_named_like_a_built_in_ending_is_refused_before_anything_runs() {
 }
 
 #[test]
+fn a_state_named_like_a_story_ending_is_refused_as_ralph_knows_story_modes_words() {
+    // Story mode's endings are its own words, which `ralph` registers with the parser.
+    let p = Project::new("agent: x\nstates:\n  stories_done:\n    then: stop", "x\n");
+    let out = p.run(&["check"]);
+    assert_eq!(code(&out), 2);
+    let text = common::stderr(&out);
+    assert!(
+        text.contains(
+            "RALPH.md:4:3: states.stories_done: `stories_done` is a reason ralph gives for ending \
+             a run (RUN_ENDED), and a stop in this state would read as that ending; pick another \
+             name (reserved: max_iterations, idle_limit, interrupted, cancelled, agent_failed, \
+             agent_failing, agent_done, converged, max_attempts_reached, pty_idle_timeout, \
+             max_cost, max_runtime, stories_done, stories_blocked, circuit_open, \
+             max_iterations_work_left, escalation_failed)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn check_summarises_declared_states() {
     let p = Project::new(
         "agent: x\nstates:\n  review:\n    run: echo hi\n    then: wait\n    wait: 30m\n  \

@@ -1,6 +1,6 @@
-//! `docs/embedding.md` shows `examples/custom_state.rs` and `examples/parallel_engines.rs` word
-//! for word, and the examples run: what the page tells an embedder to write works, with the
-//! library crates alone.
+//! `docs/embedding.md` shows `examples/custom_state.rs`, `examples/parallel_engines.rs` and
+//! `examples/checklist_source.rs` word for word, and the examples run: what the page tells an
+//! embedder to write works, with the library crates alone.
 
 use std::path::Path;
 
@@ -11,6 +11,10 @@ mod example;
 #[allow(dead_code)] // its `main` is the example's; the test calls `run_both` itself
 #[path = "../examples/parallel_engines.rs"]
 mod parallel;
+
+#[allow(dead_code)] // its `main` is the example's; the test calls `run_checklist` itself
+#[path = "../examples/checklist_source.rs"]
+mod checklist;
 
 /// The ```rust blocks of a markdown text.
 fn rust_blocks(markdown: &str) -> Vec<&str> {
@@ -25,13 +29,18 @@ fn rust_blocks(markdown: &str) -> Vec<&str> {
 fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let page = std::fs::read_to_string(root.join("../../docs/embedding.md")).unwrap();
-    let examples = ["examples/custom_state.rs", "examples/parallel_engines.rs"]
-        .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
+    let examples = [
+        "examples/custom_state.rs",
+        "examples/parallel_engines.rs",
+        "examples/checklist_source.rs",
+    ]
+    .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
     let blocks = rust_blocks(&page);
     assert_eq!(
         blocks.len(),
-        4,
-        "the engine API, many loops at once, a custom state, a custom sink"
+        7,
+        "the engine API, many loops at once, a task source's words, its parsing, the source \
+         itself, a custom state, a custom sink"
     );
     for block in blocks {
         assert!(
@@ -134,4 +143,64 @@ async fn a_handle_hands_over_every_event_of_its_run_and_only_those() {
     }
     assert_eq!(a.wait().await.unwrap().exit_code, 0);
     assert_eq!(b.wait().await.unwrap().exit_code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_source_with_its_own_placeholders_and_section_works_through_its_checklist() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("RALPH.md");
+    std::fs::write(&path, checklist::RALPH_MD).unwrap();
+    std::fs::write(dir.path().join("TODO.md"), checklist::TODO_MD).unwrap();
+    let outcome = checklist::run_checklist(&path).await.unwrap();
+    assert_eq!(outcome.reason.as_str(), "checklist_done");
+    assert_eq!((outcome.iterations, outcome.exit_code), (2, 0));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("TODO.md")).unwrap(),
+        "# Release\n- [x] write the changelog\n- [x] tag v1.0\n"
+    );
+}
+
+#[test]
+fn the_checklist_sources_words_are_checked_where_they_are_written() {
+    use ralph_engine::frontmatter::{Vocabulary, parse, parse_with};
+    let vocabulary = Vocabulary::default()
+        .with(checklist::checklist_words())
+        .unwrap();
+    let parsed = parse_with("RALPH.md", checklist::RALPH_MD, &vocabulary).unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+
+    let bad = "---\nagent: cat\nchecklist:\n  file: [TODO.md]\nstates:\n  checklist_done:\n---\n\
+               {{ task.iten }}\n";
+    let errors: Vec<String> = parse_with("RALPH.md", bad, &vocabulary)
+        .unwrap_err()
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors[0], "RALPH.md:4:9: checklist.file: expected a path");
+    assert!(
+        errors[1].starts_with("RALPH.md:6:3: states.checklist_done: `checklist_done` is a reason"),
+        "{errors:?}"
+    );
+    let warned = parse_with(
+        "RALPH.md",
+        "---\nagent: cat\n---\n{{ task.iten }}\n",
+        &vocabulary,
+    )
+    .unwrap()
+    .warnings;
+    assert_eq!(
+        warned[0].to_string(),
+        "RALPH.md:4:1: task.iten: `task` has no such value (known: item); did you mean `item`?"
+    );
+
+    // Parsed without the source's words, its section is an unknown key.
+    let plain = parse("RALPH.md", checklist::RALPH_MD).unwrap_err();
+    assert!(
+        plain.errors[0]
+            .to_string()
+            .starts_with("RALPH.md:3:1: checklist: unknown key"),
+        "{plain:?}"
+    );
 }

@@ -25,6 +25,7 @@ pub mod progress;
 mod resume;
 pub mod run_folder;
 pub mod signature;
+mod vocabulary;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -45,6 +46,7 @@ pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
+pub use vocabulary::{STORY_PLACEHOLDERS, vocabulary};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
 /// loop's last safety net.
@@ -878,9 +880,9 @@ impl TaskSource for Escalation {
 }
 
 /// The `{{ story.* }}` values of `story`, one for each name validation knows
-/// ([`STORY_PLACEHOLDERS`](ralph_engine::frontmatter::STORY_PLACEHOLDERS)).
+/// ([`STORY_PLACEHOLDERS`]).
 fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
-    ralph_engine::frontmatter::STORY_PLACEHOLDERS
+    STORY_PLACEHOLDERS
         .iter()
         .filter_map(|name| {
             let value = match *name {
@@ -974,7 +976,7 @@ mod tests {
             .keys()
             .map(|k| k.strip_prefix("story.").unwrap())
             .collect();
-        let mut expected = ralph_engine::frontmatter::STORY_PLACEHOLDERS.to_vec();
+        let mut expected = STORY_PLACEHOLDERS.to_vec();
         expected.sort_unstable();
         assert_eq!(names, expected);
         assert_eq!(values["story.acceptance_criteria"], "- a\n- b");

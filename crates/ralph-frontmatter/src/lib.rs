@@ -5,6 +5,11 @@
 //! async runtime: callers read the file and pass its text in, and get back either a [`Config`]
 //! and a prompt body, or every problem of the file located by line and column. The reference for
 //! users is `docs/config.md`.
+//!
+//! The parser knows ralph's own words only. A plug (a task source, such as story mode) brings
+//! its own, a [`PlugVocabulary`]: placeholder namespace, `RUN_ENDED` reasons, reserved states and
+//! a section of the frontmatter; [`parse_with`] checks a file against the plugs registered in a
+//! [`Vocabulary`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,17 +27,24 @@ mod shell;
 mod suggest;
 mod template;
 mod validate;
+mod vocabulary;
 
 use locate::{Locator, Pos};
 
 pub use args::{ArgsError, match_args, used_args};
 pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
+/// The YAML crate a plug's section is handed over in, as a [`yaml::Value`].
+pub use serde_norway as yaml;
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
     unquotable_args,
 };
 pub use suggest::nearest;
+pub use vocabulary::{
+    BUILT_IN_NAMESPACES, Names, Namespace, PlugVocabulary, SectionCheck, SectionProblem,
+    Vocabulary, VocabularyError,
+};
 
 /// The field and the number of the YAML parser's error for an integer beyond 64 bits, which
 /// names Rust types rather than the problem: ``idle.delay: invalid type: integer `1` as u128,
@@ -50,6 +62,8 @@ pub struct RalphFile {
     pub config: Config,
     /// The prompt body: the text after the frontmatter, author comments removed.
     pub body: String,
+    /// The plugs' sections (see [`PlugVocabulary::section`]), by top-level key, as written.
+    pub sections: BTreeMap<String, Value>,
 }
 
 /// The frontmatter of a RALPH.md, with defaults filled in.
@@ -380,6 +394,28 @@ pub struct Parsed {
 /// );
 /// ```
 pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
+    parse_with(file, text, &Vocabulary::default())
+}
+
+/// [`parse`], with the words of the plugs in `vocabulary` too: their placeholder namespaces,
+/// their sections (each checked by its plug, its problems located like any error), their
+/// endings and states (which `states` cannot take). A namespace, section or ending no plug
+/// registered is treated as in a plain file.
+///
+/// ```
+/// use ralph_frontmatter::{Namespace, PlugVocabulary, Vocabulary};
+///
+/// let tasks = PlugVocabulary::new("checklist").namespace(Namespace::closed("task", ["item"]));
+/// let vocabulary = Vocabulary::default().with(tasks).unwrap();
+/// let parsed = ralph_frontmatter::parse_with("RALPH.md", "---\nagent: x\n---\n{{ tsak.item }}\n", &vocabulary)
+///     .unwrap();
+/// assert_eq!(
+///     parsed.warnings[0].to_string(),
+///     "RALPH.md:4:1: tsak.item: unknown placeholder namespace `tsak`; known: commands, args, \
+///      ralph, task; did you mean `task`?"
+/// );
+/// ```
+pub fn parse_with(file: &str, text: &str, vocabulary: &Vocabulary) -> Result<Parsed, ConfigErrors> {
     let text = document::normalize(text);
     let fail = |errors: Vec<ConfigError>| ConfigErrors {
         file: file.to_owned(),
@@ -435,8 +471,16 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
     };
 
     let mut checker = validate::Checker::new(file, &locator);
-    let config = validate::config(&mut checker, &root, document::OPENING);
+    let config = validate::config(&mut checker, &root, document::OPENING, vocabulary);
     let (mut errors, config_warnings) = (checker.errors, checker.warnings);
+    let sections = plug_sections(&root, vocabulary, &mut errors, |field, problem| {
+        let path = field_path(&field);
+        let pos = match problem.at_key {
+            true => locator.key(&path),
+            false => locator.value(&path),
+        };
+        located(pos, &field, problem.message)
+    });
     errors.sort_by_key(|e| (e.line, e.column));
     let config = match config {
         Some(config) if errors.is_empty() => config,
@@ -444,8 +488,19 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
     };
 
     let stripped = body::strip_comments(doc.body);
+    let file_read = RalphFile {
+        config,
+        body: body::trim_prompt(&stripped.text),
+        sections,
+    };
     let mut warnings = config_warnings;
-    warnings.extend(placeholder_warnings(file, &doc, &stripped.removed, &config));
+    warnings.extend(placeholder_warnings(
+        file,
+        &doc,
+        &stripped.removed,
+        &file_read,
+        vocabulary,
+    ));
     if let Some(offset) = stripped.unclosed {
         warnings.push(located(
             doc.body_pos(offset),
@@ -457,12 +512,35 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, ConfigErrors> {
     }
     warnings.sort_by_key(|w| (w.line, w.column));
     Ok(Parsed {
-        file: RalphFile {
-            config,
-            body: body::trim_prompt(&stripped.text),
-        },
+        file: file_read,
         warnings,
     })
+}
+
+/// The sections of `root` some plug in `vocabulary` registered, each handed to its plug's
+/// check; every problem goes into `errors`, located by `locate` from its full field path.
+fn plug_sections(
+    root: &Mapping,
+    vocabulary: &Vocabulary,
+    errors: &mut Vec<ConfigError>,
+    locate: impl Fn(String, vocabulary::SectionProblem) -> ConfigError,
+) -> BTreeMap<String, Value> {
+    let mut sections = BTreeMap::new();
+    for key in vocabulary.section_keys() {
+        let (Some(value), Some(check)) = (root.get(key), vocabulary.section_check(key)) else {
+            continue;
+        };
+        for problem in check(value) {
+            let field = match problem.field.as_str() {
+                "" => key.to_owned(),
+                inner if inner.starts_with('[') => format!("{key}{inner}"),
+                inner => format!("{key}.{inner}"),
+            };
+            errors.push(locate(field, problem));
+        }
+        sections.insert(key.to_owned(), value.clone());
+    }
+    sections
 }
 
 /// An error about the value of `field` (dotted keys, such as `escalation.progress`) in the
@@ -557,21 +635,20 @@ fn duplicate_key<'l>(
 /// The names the engine fills in under `{{ ralph.* }}`: the one list validation checks a
 /// body against (a test in the engine checks that each gets a value).
 pub const RALPH_PLACEHOLDERS: &[&str] = &["name", "iteration", "max_iterations", "failures"];
-/// The names story mode (`ralph-escalation`) fills in under `{{ story.* }}`, from this list.
-pub const STORY_PLACEHOLDERS: &[&str] =
-    &["id", "title", "description", "acceptance_criteria", "json"];
-const NAMESPACES: &[&str] = &["commands", "args", "ralph", "story"];
 
-/// Warnings for body placeholders that name nothing the engine can fill in.
+/// Warnings for body placeholders that name nothing the engine or a registered plug can fill
+/// in.
 fn placeholder_warnings(
     file: &str,
     doc: &document::Document<'_>,
     removed: &[std::ops::Range<usize>],
-    config: &Config,
+    ralph_file: &RalphFile,
+    vocabulary: &Vocabulary,
 ) -> Vec<ConfigError> {
+    let config = &ralph_file.config;
     let commands: Vec<&str> = config.commands.iter().map(|c| c.name.as_str()).collect();
     let args: Vec<&str> = config.args.iter().map(String::as_str).collect();
-    let story_mode = config.escalation.as_ref().is_some_and(|e| e.prd.is_some());
+    let namespaces = vocabulary.namespace_names();
     let mut warnings = Vec::new();
     for found in template::scan(doc.body) {
         let in_comment = removed
@@ -581,42 +658,45 @@ fn placeholder_warnings(
             continue;
         }
         let Placeholder { namespace, name } = found.placeholder;
-        let message = match namespace {
-            "commands" => unknown_name(
+        let plug = vocabulary.namespaces().find(|n| n.name() == namespace);
+        let message = match (namespace, plug) {
+            ("commands", _) => unknown_name(
                 name,
                 &commands,
                 "no command of that name is declared",
                 "declared",
             ),
-            "args" => unknown_name(
+            ("args", _) => unknown_name(
                 name,
                 &args,
                 "no argument of that name is declared in `args`",
                 "declared",
             ),
-            "ralph" => unknown_name(
+            ("ralph", _) => unknown_name(
                 name,
                 RALPH_PLACEHOLDERS,
                 "`ralph` has no such value",
                 "known",
             ),
-            "story" if !story_mode => Some(
-                "story placeholders are filled only in story mode (`escalation.prd`); without \
-                 it this stays in the prompt as written"
-                    .to_owned(),
-            ),
-            "story" => unknown_name(
-                name,
-                STORY_PLACEHOLDERS,
-                "`story` has no such value",
-                "known",
-            ),
-            _ => Some(with_suggestion(
+            (_, Some(plug)) => match (plug.unfilled_in(ralph_file), plug.names()) {
+                (Some(otherwise), _) => Some(otherwise.to_owned()),
+                (None, Names::Open) => None,
+                (None, Names::Closed(known)) => {
+                    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                    unknown_name(
+                        name,
+                        &known,
+                        &format!("`{namespace}` has no such value"),
+                        "known",
+                    )
+                }
+            },
+            (_, None) => Some(with_suggestion(
                 format!(
                     "unknown placeholder namespace `{namespace}`; known: {}",
-                    NAMESPACES.join(", ")
+                    namespaces.join(", ")
                 ),
-                suggest::nearest(namespace, NAMESPACES),
+                suggest::nearest(namespace, &namespaces),
             )),
         };
         if let Some(message) = message {
@@ -659,7 +739,7 @@ fn with_suggestion(message: String, suggestion: Option<&str>) -> String {
 /// A `{{ namespace.name }}` placeholder in a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder<'a> {
-    /// `commands`, `args`, `ralph`, `story`, ...
+    /// `commands`, `args`, `ralph`, or a plug's (`story`, ...).
     pub namespace: &'a str,
     /// The name after the dot.
     pub name: &'a str,

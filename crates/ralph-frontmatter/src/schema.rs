@@ -124,10 +124,11 @@ pub const OUTPUT_FORMATS: &[&str] = &[
 pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
 /// States with a built-in meaning, which `states` cannot redefine.
 pub const BUILT_IN_STATES: &[&str] = &["idle", "done", "blocked"];
-/// The reasons `RUN_ENDED` gives for ralph's own endings: the engine's, then story mode's
-/// (ralph-escalation). A declared state that stops gives its name as the reason, so `states`
-/// cannot take one of these: its stop would read as that ending. This crate sits below both;
-/// each tests that its reasons are listed here.
+/// The reasons `RUN_ENDED` gives for the engine's own endings. A declared state that stops
+/// gives its name as the reason, so `states` cannot take one of these: its stop would read as
+/// that ending. A plug's endings (story mode's `stories_done`, ...) are its own words,
+/// registered with [`PlugVocabulary::end_reasons`](crate::PlugVocabulary::end_reasons). This
+/// crate sits below the engine, which tests that its reasons are listed here.
 pub const BUILT_IN_END_REASONS: &[&str] = &[
     "max_iterations",
     "idle_limit",
@@ -141,11 +142,6 @@ pub const BUILT_IN_END_REASONS: &[&str] = &[
     "pty_idle_timeout",
     "max_cost",
     "max_runtime",
-    "stories_done",
-    "stories_blocked",
-    "circuit_open",
-    "max_iterations_work_left",
-    "escalation_failed",
 ];
 /// The words `ralph runs`, `ralph status` and a resumed run's `previous_reason` use for a run
 /// without an ending of its own: `killed` (it ended without a word), `running` (it still runs).

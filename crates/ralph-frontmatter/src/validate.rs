@@ -11,14 +11,13 @@ use serde_norway::{Mapping, Value};
 use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
 use crate::schema::{
-    self, BUILT_IN_END_REASONS, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, RUN_STATUS_WORDS,
-    STATE_THEN,
+    self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, RUN_STATUS_WORDS, STATE_THEN,
 };
 use crate::suggest::nearest;
 use crate::{
     CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
     IdlePolicy, OutputFormat, PtyConfig, PtyMode, RateLimitConfig, RetryPolicy, StateSpec,
-    StateThen,
+    StateThen, Vocabulary,
 };
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
@@ -363,9 +362,15 @@ fn present<'v>(mapping: &'v Mapping, key: &str) -> Option<&'v Value> {
 }
 
 /// Validates the frontmatter mapping. Returns the config when no error was found.
-pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) -> Option<Config> {
+pub(crate) fn config(
+    checker: &mut Checker<'_>,
+    root: &Mapping,
+    opening: Pos,
+    vocabulary: &Vocabulary,
+) -> Option<Config> {
     let top = FieldPath::default();
-    let known = schema::names(schema::FIELDS);
+    let mut known = schema::names(schema::FIELDS);
+    known.extend(vocabulary.section_keys());
     for key in schema::IGNORED_RALPHIFY_KEYS {
         if root.contains_key(*key) {
             let path = top.key(key);
@@ -420,7 +425,7 @@ pub(crate) fn config(checker: &mut Checker<'_>, root: &Mapping, opening: Pos) ->
         .get("escalation")
         .map(|v| escalation(checker, &top.key("escalation"), v));
     let states = match present(root, "states") {
-        Some(value) => states(checker, &top.key("states"), value),
+        Some(value) => states(checker, &top.key("states"), value, vocabulary),
         None => Some(BTreeMap::new()),
     };
     let completion_signal = present(root, "completion_signal").map(|v| {
@@ -1013,8 +1018,10 @@ fn states(
     checker: &mut Checker<'_>,
     path: &FieldPath,
     value: &Value,
+    vocabulary: &Vocabulary,
 ) -> Option<BTreeMap<String, StateSpec>> {
     let mapping = checker.mapping(path, value)?;
+    let end_reasons = vocabulary.end_reasons();
     let mut specs = BTreeMap::new();
     let mut ok = true;
     for (key, entry) in mapping {
@@ -1031,13 +1038,13 @@ fn states(
             ok = false;
             continue;
         }
-        if BUILT_IN_END_REASONS.contains(&name.as_str()) {
+        if end_reasons.contains(&name.as_str()) {
             checker.key_error(
                 &state_path,
                 format!(
                     "`{name}` is a reason ralph gives for ending a run (RUN_ENDED), and a stop in \
                      this state would read as that ending; pick another name (reserved: {})",
-                    BUILT_IN_END_REASONS.join(", ")
+                    end_reasons.join(", ")
                 ),
             );
             ok = false;
@@ -1055,6 +1062,14 @@ fn states(
                     },
                     RUN_STATUS_WORDS.join(", ")
                 ),
+            );
+            ok = false;
+            continue;
+        }
+        if let Some(plug) = vocabulary.reserving_plug(&name) {
+            checker.key_error(
+                &state_path,
+                format!("`{name}` is a state `{plug}` gives a meaning to; pick another name"),
             );
             ok = false;
             continue;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use ralph_backoff::FailurePolicy;
-use ralph_frontmatter::{PtyConfig, RalphFile};
+use ralph_frontmatter::{PtyConfig, RalphFile, Vocabulary};
 
 /// Everything a run needs, with the frontmatter's values already merged with any overrides.
 #[derive(Debug, Clone)]
@@ -15,6 +15,10 @@ pub struct EngineOptions {
     pub ralph_file: PathBuf,
     /// The parsed file.
     pub file: RalphFile,
+    /// The plugs' words the file was parsed with ([`ralph_frontmatter::parse_with`]): a
+    /// `reload` parses the edited file with them too. The default has none, as
+    /// [`ralph_frontmatter::parse`].
+    pub vocabulary: Vocabulary,
     /// Where the agent and most commands run.
     pub cwd: PathBuf,
     /// User argument values by name.
@@ -89,6 +93,7 @@ impl EngineOptions {
             max_cost: config.max_cost,
             max_runtime: config.max_runtime,
             file,
+            vocabulary: Vocabulary::default(),
             cwd: PathBuf::from("."),
             args: BTreeMap::new(),
             stop_on_error: false,

@@ -16,7 +16,7 @@ impl Run {
             return;
         }
         let name = self.options.ralph_file.display().to_string();
-        let kind = match ralph_frontmatter::parse(&name, &text) {
+        let kind = match ralph_frontmatter::parse_with(&name, &text, &self.options.vocabulary) {
             Ok(parsed) => {
                 let config = &parsed.file.config;
                 // Convergence follows the file; an attempt count already under way is kept.
