@@ -10,8 +10,8 @@ use super::{AdapterOutput, show_text, show_tool};
 ///
 /// Shown: each `agent_message`, one line per command, file change, MCP tool call and web
 /// search (`✗` when it failed), and Codex's errors. Result text: the last `agent_message`
-/// (the final answer). Usage: `turn.completed.usage` summed over the turns; the session is the
-/// `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
+/// (the final answer). Usage: the last `turn.completed.usage`, the thread's running total
+/// (marked so, for the engine to count each run's own share); the session is the `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
 #[derive(Debug, Default)]
 pub struct CodexJsonAdapter {
     run: JsonRun,
@@ -107,21 +107,15 @@ impl JsonEvents for CodexJsonAdapter {
                 // dropped stream Codex retried).
                 self.run.error = None;
                 let u = &mut self.run.usage;
+                // Each turn's usage is the thread's total so far, also after `codex exec
+                // resume`: the last one counts, and the engine takes only what this run added.
+                u.tokens_are_session_total = true;
                 json::add(&mut u.num_turns, Some(1));
                 if let Some(usage) = event.get("usage") {
-                    json::add(&mut u.input_tokens, json::count(usage.get("input_tokens")));
-                    json::add(
-                        &mut u.cached_input_tokens,
-                        json::count(usage.get("cached_input_tokens")),
-                    );
-                    json::add(
-                        &mut u.output_tokens,
-                        json::count(usage.get("output_tokens")),
-                    );
-                    json::add(
-                        &mut u.reasoning_tokens,
-                        json::count(usage.get("reasoning_output_tokens")),
-                    );
+                    u.input_tokens = json::count(usage.get("input_tokens"));
+                    u.cached_input_tokens = json::count(usage.get("cached_input_tokens"));
+                    u.output_tokens = json::count(usage.get("output_tokens"));
+                    u.reasoning_tokens = json::count(usage.get("reasoning_output_tokens"));
                 }
             }
             "turn.failed" => {
@@ -132,7 +126,14 @@ impl JsonEvents for CodexJsonAdapter {
             "error" => {
                 let message = json::error_message(event.get("message"))
                     .or(json::error_message(event.get("error")));
-                self.run.fail(message.as_deref().unwrap_or("error"), out);
+                let message = message.as_deref().unwrap_or("error");
+                // `Reconnecting... 1/5 (stream disconnected ...)`: Codex retrying on its own,
+                // not an end; a retry that fails for good ends with `turn.failed`.
+                if message.starts_with("Reconnecting") {
+                    show_text(&format!("↻ agent retrying: {message}"), "", out);
+                } else {
+                    self.run.fail(message, out);
+                }
             }
             _ => {}
         }
@@ -149,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn a_run_shows_messages_and_tool_calls_and_sums_turn_usage() {
+    fn a_run_shows_messages_and_tool_calls_and_keeps_the_threads_running_total() {
         let out = codex("tool-use.jsonl");
         insta::assert_snapshot!(out.shown());
         assert_eq!(out.error, None);
@@ -159,10 +160,12 @@ mod tests {
             usage.session_id.as_deref(),
             Some("0199a213-81c0-7800-8aa1-bbab2a035a53")
         );
-        assert_eq!(usage.input_tokens, Some(24763 + 8120));
-        assert_eq!(usage.cached_input_tokens, Some(24448 + 7936));
-        assert_eq!(usage.output_tokens, Some(122 + 310));
-        assert_eq!(usage.reasoning_tokens, Some(64 + 128));
+        // Each `turn.completed` has the thread's total so far: the last one is the total.
+        assert!(usage.tokens_are_session_total);
+        assert_eq!(usage.input_tokens, Some(8120));
+        assert_eq!(usage.cached_input_tokens, Some(7936));
+        assert_eq!(usage.output_tokens, Some(310));
+        assert_eq!(usage.reasoning_tokens, Some(128));
         assert_eq!(usage.num_turns, Some(2));
         assert_eq!(usage.tool_calls, Some(3));
     }

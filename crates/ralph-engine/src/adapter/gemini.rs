@@ -58,6 +58,20 @@ impl GeminiStreamJsonAdapter {
                 json::count(model.get("output_tokens")),
             );
             json::add(&mut u.cached_input_tokens, json::count(model.get("cached")));
+            // Gemini CLI leaves the thinking tokens out of `output_tokens` but counts them in
+            // `total_tokens`: what is left of the total is reasoning, part of the output.
+            let reasoning = match (
+                json::count(model.get("total_tokens")),
+                json::count(model.get("input_tokens")),
+                json::count(model.get("output_tokens")),
+            ) {
+                (Some(total), Some(input), Some(output)) => total.saturating_sub(input + output),
+                _ => 0,
+            };
+            if reasoning > 0 {
+                json::add(&mut u.output_tokens, Some(reasoning));
+                json::add(&mut u.reasoning_tokens, Some(reasoning));
+            }
         }
         if let Some(models) = models {
             if models.len() == 1 {
@@ -76,6 +90,10 @@ impl JsonEvents for GeminiStreamJsonAdapter {
 
     fn run_mut(&mut self) -> &mut JsonRun {
         &mut self.run
+    }
+
+    fn before_stderr(&mut self, out: &mut dyn AdapterOutput) {
+        self.end_line(out);
     }
 
     fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {

@@ -1,6 +1,6 @@
 //! When an agent run failed, and why, in words.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::event::{Termination, exit_status};
 use crate::process::ProcessExit;
@@ -16,6 +16,8 @@ const FAILURE_DETAIL_CHARS: usize = 200;
 pub(super) struct AgentWords {
     /// The error its adapter reported (Claude Code's `is_error`).
     pub(super) reported_error: Option<String>,
+    /// When the rate limit that stopped it resets, as its adapter read it from its stream.
+    pub(super) rate_limit_reset: Option<SystemTime>,
     /// The end of its output, both streams in the order written.
     pub(super) tail: String,
     /// Why it could not be started, when it could not.
@@ -77,6 +79,7 @@ mod tests {
     fn words(reported_error: Option<&str>, tail: &str) -> AgentWords {
         AgentWords {
             reported_error: reported_error.map(str::to_owned),
+            rate_limit_reset: None,
             tail: tail.to_owned(),
             not_started: None,
         }

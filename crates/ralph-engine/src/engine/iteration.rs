@@ -100,6 +100,7 @@ impl Run {
         };
         self.agent_run = self.judge_agent_run(&exit, &words);
         let failed = self.agent_run.failure.is_some();
+        let usage = usage.map(|usage| self.session_tokens.own_share(usage));
         if let Some(usage) = &usage {
             self.run_cost.record(usage);
             let total = self.usage.get_or_insert_with(Usage::default);
@@ -251,7 +252,11 @@ impl Run {
         // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
         let text = words.reported_error.as_deref().unwrap_or(&words.tail);
         let now = jiff::Zoned::now();
-        match rate_limit::detect(text, &now) {
+        // The reset the agent's own stream gave, to the second, beats its words' (to the minute).
+        let reported = words
+            .rate_limit_reset
+            .map(|until| rate_limit::RateLimit { until: Some(until) });
+        match reported.or_else(|| rate_limit::detect(text, &now)) {
             Some(limit) => match limit.until {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,

@@ -1,0 +1,75 @@
+//! The real opencode (pinned in `.ci/install-agents`) as ralph's agent, against a scripted
+//! model server speaking OpenAI chat completions: what it really prints is what ralph reads.
+
+mod common;
+
+use common::Project;
+use common::model_server::{ModelServer, Reply, Tokens, chat};
+use common::real_agents::AgentEnv;
+use serde_json::json;
+
+const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
+
+const TOKENS: Tokens = Tokens {
+    input: 1200,
+    cached: 300,
+    output: 45,
+    reasoning: 7,
+};
+
+fn project(extra: &str) -> Project {
+    Project::new(
+        &format!("agent: opencode run --format json -m mock/test-model\n{extra}"),
+        "Do the work.\n",
+    )
+}
+
+#[test]
+fn an_idle_answer_after_a_tool_call_ends_the_run_with_the_usage_and_cost_opencode_counted() {
+    let server = ModelServer::start(vec![
+        chat::tool_call(
+            "bash",
+            json!({"command": "echo '<!-- ralph:state done -->'",
+                   "description": "Print a marker"}),
+            TOKENS,
+        ),
+        chat::text(IDLE, TOKENS),
+    ]);
+    let env = AgentEnv::opencode(&server);
+    let p = project("max_iterations: 1");
+    let out = env.run(&p, &["run"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let ended = &p.events_of("ITERATION_ENDED")[0];
+    assert_eq!(ended["state"], "idle", "{:#?}", p.events());
+    let usage = &ended["usage"];
+    assert_eq!(usage["input_tokens"], 2 * 1200);
+    assert_eq!(usage["cached_input_tokens"], 2 * 300);
+    assert_eq!(usage["tool_calls"], 1);
+    // opencode prices the tokens from its config: $1 per million in, $2 out, $0.5 cached.
+    let transcript = AgentEnv::transcript(&p, 1);
+    let costs: f64 = transcript
+        .iter()
+        .filter_map(|e| e["part"]["cost"].as_f64())
+        .sum();
+    let cost = usage["cost_usd"].as_f64().unwrap();
+    assert!(
+        cost > 0.0 && (cost - costs).abs() < 1e-12,
+        "{cost} vs {costs}"
+    );
+}
+
+#[test]
+fn an_invalid_key_fails_with_opencodes_words() {
+    let server = ModelServer::start(vec![Reply::json(
+        401,
+        &json!({"error": {"message": "Incorrect API key provided: test-key.",
+                          "type": "invalid_request_error", "code": "invalid_api_key"}}),
+    )]);
+    let env = AgentEnv::opencode(&server);
+    let p = project("max_iterations: 1");
+    env.run(&p, &["run"]);
+    let failed = p.events_of("ITERATION_FAILED");
+    assert_eq!(failed.len(), 1, "{:#?}", p.events());
+    let failure = failed[0]["failure"].as_str().unwrap();
+    assert!(failure.contains("API key"), "{failure}");
+}
