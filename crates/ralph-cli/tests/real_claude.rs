@@ -184,3 +184,28 @@ fn a_claude_that_dies_before_its_json_fails_with_its_reason() {
     let failure = failed[0]["failure"].as_str().unwrap();
     assert!(failure.contains("--verbose"), "{failure}");
 }
+
+/// Issue 24, item 8: while Claude Code retries on its own (`api_retry`), ralph says so: an
+/// `AGENT_RETRYING` event and a line, not silence.
+#[test]
+fn claude_retrying_on_its_own_is_an_event() {
+    let server = ModelServer::start(vec![
+        anthropic::error(529, "overloaded_error", "Overloaded"),
+        anthropic::text(IDLE, TOKENS),
+    ]);
+    let env = AgentEnv::claude(&server, 1);
+    let p = project("claude -p --allowedTools Bash", "max_iterations: 1");
+    let out = env.run(&p, &["run"]);
+    let retrying = p.events_of("AGENT_RETRYING");
+    assert_eq!(retrying.len(), 1, "{:#?}", p.events());
+    let reason = retrying[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("529"), "{reason}");
+    assert_eq!(retrying[0]["attempt"], 1);
+    assert_eq!(retrying[0]["max_attempts"], 1);
+    assert!(retrying[0]["delay_ms"].as_u64().is_some());
+    let ended = &p.events_of("ITERATION_ENDED")[0];
+    assert_eq!(ended["state"], "idle");
+    assert_eq!(ended["failed"], false);
+    let shown = common::stdout(&out);
+    assert!(shown.contains("↻ agent retrying: 529"), "{shown}");
+}

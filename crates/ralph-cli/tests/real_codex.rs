@@ -127,8 +127,13 @@ fn a_reconnect_codex_recovers_from_is_not_an_error() {
     let p = project("", "max_iterations: 1");
     let out = env.run(&p, &["run"]);
     let shown = common::stdout(&out);
-    assert!(shown.contains("Reconnecting"), "{shown}");
+    assert!(shown.contains("↻ agent retrying:"), "{shown}");
     assert!(!shown.contains("ended with an error"), "{shown}");
+    // Issue 24, item 8: the retry is an event.
+    let retrying = p.events_of("AGENT_RETRYING");
+    assert_eq!(retrying.len(), 1, "{:#?}", p.events());
+    assert_eq!(retrying[0]["attempt"], 1);
+    assert_eq!(retrying[0]["max_attempts"], 1);
     let ended = &p.events_of("ITERATION_ENDED")[0];
     assert_eq!(ended["failed"], false, "{ended}");
     assert_eq!(ended["state"], "idle");

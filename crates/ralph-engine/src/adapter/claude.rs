@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::json::{self, NotJson};
 use super::json_lines::no_final_answer;
 use super::{
-    AdapterOutput, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines, StderrTail, ToolNames,
-    Usage, add_cost, error_words, show_text, show_tool,
+    AdapterOutput, AgentRetry, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines,
+    StderrTail, ToolNames, Usage, add_cost, error_words, show_text, show_tool,
 };
 use crate::event::Stream;
 
@@ -140,6 +140,9 @@ impl ClaudeStreamJsonAdapter {
             }
             "result" if event.parent_tool_use_id.is_none() => self.result_event(event, out),
             "rate_limit_event" => self.rate_limit_event(event.rate_limit_info.as_ref()),
+            "system" if event.subtype.as_deref() == Some("api_retry") => {
+                out.retrying(api_retry(&event));
+            }
             // `system` (init, hooks) and anything newer.
             _ => {}
         }
@@ -393,6 +396,29 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
     }
 }
 
+/// A `system` `api_retry` event: the status and error of the request Claude Code retries,
+/// which retry it is and the wait before it.
+fn api_retry(event: &ClaudeEvent) -> AgentRetry {
+    let reason = [
+        event.error_status.map(|status| status.to_string()),
+        json::error_message(event.error.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    AgentRetry {
+        reason: if reason.is_empty() {
+            "error".to_owned()
+        } else {
+            reason
+        },
+        attempt: event.attempt,
+        max_attempts: event.max_retries,
+        delay_ms: event.retry_delay_ms.map(|ms| ms.ceil() as u64),
+    }
+}
+
 /// Whether `model` names a model: Claude Code names the messages it makes up itself (an API
 /// error's) `<synthetic>`.
 fn is_real_model(model: &str) -> bool {
@@ -444,6 +470,15 @@ struct ClaudeEvent {
     permission_denials: Option<Value>,
     #[serde(default)]
     rate_limit_info: Option<Value>,
+    /// `api_retry`: the HTTP status, which retry, of how many, after how long.
+    #[serde(default, deserialize_with = "u64_or_none")]
+    error_status: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
+    attempt: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
+    max_retries: Option<u64>,
+    #[serde(default, deserialize_with = "f64_or_none")]
+    retry_delay_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

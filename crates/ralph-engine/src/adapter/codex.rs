@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::json;
 use super::json_lines::{JsonEvents, JsonRun};
-use super::{AdapterOutput, show_text, show_tool};
+use super::{AdapterOutput, AgentRetry, show_text, show_tool};
 
 /// Codex's `codex exec --json` (JSON Lines of thread events, as its `exec_events.rs` defines).
 ///
@@ -129,8 +129,8 @@ impl JsonEvents for CodexJsonAdapter {
                 let message = message.as_deref().unwrap_or("error");
                 // `Reconnecting... 1/5 (stream disconnected ...)`: Codex retrying on its own,
                 // not an end; a retry that fails for good ends with `turn.failed`.
-                if message.starts_with("Reconnecting") {
-                    show_text(&format!("↻ agent retrying: {message}"), "", out);
+                if let Some(retry) = reconnecting(message) {
+                    out.retrying(retry);
                 } else {
                     self.run.fail(message, out);
                 }
@@ -138,6 +138,25 @@ impl JsonEvents for CodexJsonAdapter {
             _ => {}
         }
     }
+}
+
+/// `Reconnecting... 2/5 (stream disconnected before completion: ...)`: Codex retrying a
+/// dropped stream, which retry of how many, and why.
+fn reconnecting(message: &str) -> Option<AgentRetry> {
+    let rest = message.strip_prefix("Reconnecting...")?.trim_start();
+    let (count, why) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (attempt, max) = count.split_once('/').unwrap_or((count, ""));
+    let why = why.trim().trim_start_matches('(').trim_end_matches(')');
+    Some(AgentRetry {
+        reason: if why.is_empty() {
+            "reconnecting".to_owned()
+        } else {
+            why.to_owned()
+        },
+        attempt: attempt.parse().ok(),
+        max_attempts: max.parse().ok(),
+        delay_ms: None,
+    })
 }
 
 #[cfg(test)]

@@ -76,6 +76,50 @@ pub trait AdapterOutput {
     fn warn(&mut self, message: String) {
         tracing::warn!("{message}");
     }
+
+    /// The agent is retrying a request on its own. The engine's output emits it as an
+    /// `AGENT_RETRYING` event; the default, for an output of an embedder's own, logs it.
+    fn retrying(&mut self, retry: AgentRetry) {
+        tracing::info!("agent retrying: {}", retry.describe());
+    }
+}
+
+/// An agent retrying a request on its own, as its adapter read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentRetry {
+    /// Why, in the agent's words (`529 overloaded_error`).
+    pub reason: String,
+    /// Which retry this is, from 1, when the agent says.
+    pub attempt: Option<u64>,
+    /// How many retries it makes at most, when the agent says.
+    pub max_attempts: Option<u64>,
+    /// How long it waits before this retry, when the agent says.
+    pub delay_ms: Option<u64>,
+}
+
+impl AgentRetry {
+    /// A retry for `reason`, the rest unknown.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            ..Self::default()
+        }
+    }
+
+    /// `529 overloaded_error (3/10)`: the reason and the attempt, as the status line shows it.
+    pub fn describe(&self) -> String {
+        describe_retry(&self.reason, self.attempt, self.max_attempts)
+    }
+}
+
+/// `REASON (N/MAX)`, `REASON (N)` or `REASON`: how a retry reads, wherever it is shown.
+pub fn describe_retry(reason: &str, attempt: Option<u64>, max_attempts: Option<u64>) -> String {
+    match (attempt, max_attempts) {
+        (Some(n), Some(max)) => format!("{reason} ({n}/{max})"),
+        (Some(n), None) => format!("{reason} ({n})"),
+        _ => reason.to_owned(),
+    }
 }
 
 /// Reads one agent run's output. A fresh adapter is made for every agent run.
