@@ -82,3 +82,27 @@ fn a_server_error_fails_with_geminis_words() {
     assert!(failure.contains("internal error"), "{failure}");
     assert!(!failure.contains('\u{1b}'), "{failure:?}");
 }
+
+/// Issue 24, item 8: while gemini-cli retries on its own (minutes, by default), ralph says so.
+#[test]
+fn gemini_retrying_on_its_own_is_an_event() {
+    let server = ModelServer::start(vec![
+        gemini::error(
+            500,
+            "INTERNAL",
+            "An internal error has occurred.",
+            json!([]),
+        ),
+        gemini::text(IDLE, TOKENS),
+    ]);
+    let env = AgentEnv::gemini(&server, 2);
+    let p = project("max_iterations: 1");
+    env.run(&p, &["run"]);
+    let retrying = p.events_of("AGENT_RETRYING");
+    assert_eq!(retrying.len(), 1, "{:#?}", p.events());
+    assert_eq!(retrying[0]["reason"], "500");
+    assert_eq!(retrying[0]["attempt"], 1);
+    let ended = &p.events_of("ITERATION_ENDED")[0];
+    assert_eq!(ended["state"], "idle");
+    assert_eq!(ended["failed"], false);
+}

@@ -98,8 +98,9 @@ pub(crate) trait JsonEvents: Send {
     }
 
     /// Standard error is about to be shown: a format that streams its answer without newlines
-    /// ends the line first, so the two do not run together.
-    fn before_stderr(&mut self, _out: &mut dyn AdapterOutput) {}
+    /// ends the line first, so the two do not run together; one whose agent reports its
+    /// retries there reads them.
+    fn before_stderr(&mut self, _bytes: &[u8], _out: &mut dyn AdapterOutput) {}
 }
 
 impl<F: JsonEvents> ReadsLines for F {
@@ -138,7 +139,7 @@ macro_rules! output_adapters {
             fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
                 if stream == Stream::Stderr {
                     self.run_mut().stderr.push(bytes);
-                    self.before_stderr(out);
+                    self.before_stderr(bytes, out);
                 }
                 self.feed_lines(stream, bytes, out);
             }

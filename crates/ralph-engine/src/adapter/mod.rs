@@ -769,6 +769,7 @@ pub(crate) mod testing {
         pub(crate) usage: Option<Usage>,
         pub(crate) error: Option<String>,
         pub(crate) warnings: Vec<String>,
+        pub(crate) retries: Vec<AgentRetry>,
     }
 
     impl AdapterOutput for Recorded {
@@ -786,6 +787,10 @@ pub(crate) mod testing {
 
         fn warn(&mut self, message: String) {
             self.warnings.push(message);
+        }
+
+        fn retrying(&mut self, retry: AgentRetry) {
+            self.retries.push(retry);
         }
     }
 

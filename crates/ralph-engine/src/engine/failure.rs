@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::adapter::strip_escapes;
 use crate::event::{Termination, exit_status};
 use crate::process::ProcessExit;
 
@@ -53,8 +54,11 @@ pub(super) fn failure_of(
     }
 }
 
-/// The last non-blank line of `text`, trimmed, at most [`FAILURE_DETAIL_CHARS`] characters.
+/// The last non-blank line of `text`, without colour escapes (an agent's colours, which
+/// `NO_COLOR` and `--no-color` do not always turn off), trimmed, at most
+/// [`FAILURE_DETAIL_CHARS`] characters.
 fn last_line(text: &str) -> Option<String> {
+    let text = strip_escapes(text);
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
     let mut words: String = line.chars().take(FAILURE_DETAIL_CHARS).collect();
     if words.len() < line.len() {
@@ -144,6 +148,24 @@ mod tests {
                 "{ours:?}"
             );
         }
+    }
+
+    #[test]
+    fn colour_escapes_are_no_part_of_the_words() {
+        let failed = exit(Some(1), None, Termination::Natural);
+        let said = words(
+            None,
+            "\x1b[31mError when talking to Gemini API\x1b[0m\n\x1b[2K",
+        );
+        assert_eq!(
+            failure_of(&failed, &said, None).as_deref(),
+            Some("exit 1: Error when talking to Gemini API")
+        );
+        let reported = words(Some("\x1b[1;31m[API Error: quota]\x1b[0m"), "");
+        assert_eq!(
+            failure_of(&failed, &reported, None).as_deref(),
+            Some("exit 1: [API Error: quota]")
+        );
     }
 
     #[test]
