@@ -815,6 +815,79 @@ mod tests {
         testing::read(ClaudeStreamJsonAdapter::new(), pieces)
     }
 
+    /// Claude Code 2.1.197 on a subscription limit (recorded): the reset to the second from
+    /// its `rate_limit_event`, its words as the error, not "ended with success", and the
+    /// model asked for rather than `<synthetic>`.
+    #[test]
+    fn a_subscription_limit_gives_its_reset_to_the_second() {
+        let mut adapter = ClaudeStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        adapter.feed(Stream::Stdout, &fixture("rate-limit.jsonl"), &mut out);
+        let usage = adapter.finish(&mut out).unwrap();
+        assert_eq!(
+            adapter.rate_limit_reset(),
+            Some(UNIX_EPOCH + Duration::from_secs(1_795_730_377))
+        );
+        assert_eq!(
+            adapter.reported_error().as_deref(),
+            Some("You've hit your session limit · resets 9:59pm (UTC)")
+        );
+        assert_eq!(
+            out.shown(),
+            "You've hit your session limit · resets 9:59pm (UTC)\n\
+             ✗ the agent's run ended with an error: You've hit your session limit · resets \
+             9:59pm (UTC)\n"
+        );
+        assert_eq!(usage.model.as_deref(), Some("claude-test-model"));
+    }
+
+    /// A limit Claude Code was allowed past (`allowed`, `allowed_warning`) is no reset.
+    #[test]
+    fn only_a_rejected_limit_has_a_reset() {
+        let raw = String::from_utf8(fixture("rate-limit.jsonl"))
+            .unwrap()
+            .replace(r#""status":"rejected""#, r#""status":"allowed_warning""#);
+        let mut adapter = ClaudeStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        adapter.feed(Stream::Stdout, raw.as_bytes(), &mut out);
+        adapter.finish(&mut out);
+        assert_eq!(adapter.rate_limit_reset(), None);
+    }
+
+    /// Claude Code 2.1.197 retrying a 529 (recorded): its `api_retry` line is a retry.
+    #[test]
+    fn an_api_retry_line_is_a_retry() {
+        let out = read([fixture("api-retry.jsonl").as_slice()]);
+        assert_eq!(
+            out.retries,
+            [AgentRetry {
+                reason: "529 overloaded".into(),
+                attempt: Some(1),
+                max_attempts: Some(1),
+                delay_ms: Some(590),
+            }]
+        );
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+    }
+
+    /// Claude Code 2.1.197 with a key the API refuses (recorded).
+    #[test]
+    fn an_api_error_reads_as_an_error() {
+        let out = read([fixture("api-error.jsonl").as_slice()]);
+        assert_eq!(
+            out.error.as_deref(),
+            Some("Invalid API key · Fix external API key")
+        );
+        assert!(
+            out.shown().ends_with(
+                "✗ the agent's run ended with an error: Invalid API key · Fix external API key\n"
+            ),
+            "{}",
+            out.shown()
+        );
+    }
+
     #[test]
     fn a_normal_run_shows_text_and_tool_calls_and_reports_usage() {
         let out = read([fixture("normal.jsonl").as_slice()]);

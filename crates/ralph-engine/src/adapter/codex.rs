@@ -181,12 +181,54 @@ mod tests {
         );
         // Each `turn.completed` has the thread's total so far: the last one is the total.
         assert!(usage.tokens_are_session_total);
-        assert_eq!(usage.input_tokens, Some(8120));
-        assert_eq!(usage.cached_input_tokens, Some(7936));
-        assert_eq!(usage.output_tokens, Some(310));
-        assert_eq!(usage.reasoning_tokens, Some(128));
+        assert_eq!(usage.input_tokens, Some(24763 + 8120));
+        assert_eq!(usage.cached_input_tokens, Some(24448 + 7936));
+        assert_eq!(usage.output_tokens, Some(122 + 310));
+        assert_eq!(usage.reasoning_tokens, Some(64 + 128));
         assert_eq!(usage.num_turns, Some(2));
         assert_eq!(usage.tool_calls, Some(3));
+    }
+
+    /// Codex 0.171 on a usage limit (recorded): its words, with the time to try again.
+    #[test]
+    fn a_usage_limit_fails_with_codexs_words() {
+        let out = codex("usage-limit.jsonl");
+        let error = out.error.unwrap();
+        assert!(error.starts_with("You’ve hit your usage limit."), "{error}");
+        assert!(error.ends_with("try again at 9:58 PM."), "{error}");
+    }
+
+    /// Codex 0.171 reconnecting a dropped stream (recorded): a retry, not the run's error.
+    #[test]
+    fn a_reconnect_is_a_retry_not_an_error() {
+        let out = codex("reconnect.jsonl");
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+        assert!(
+            !out.shown().contains("ended with an error"),
+            "{}",
+            out.shown()
+        );
+        assert_eq!(
+            out.retries,
+            [AgentRetry {
+                reason: "stream disconnected before completion: stream closed before \
+                         response.completed"
+                    .into(),
+                attempt: Some(1),
+                max_attempts: Some(1),
+                delay_ms: None,
+            }]
+        );
+    }
+
+    /// Codex 0.171 after `codex exec resume` (recorded): the thread's running total.
+    #[test]
+    fn a_resumed_thread_reports_its_running_total() {
+        let usage = codex("resumed.jsonl").usage.unwrap();
+        assert!(usage.tokens_are_session_total);
+        assert_eq!(usage.input_tokens, Some(2400));
+        assert_eq!(usage.output_tokens, Some(90));
     }
 
     #[test]

@@ -217,6 +217,24 @@ mod tests {
         testing::read_fixture(GeminiStreamJsonAdapter::new(), "gemini", name)
     }
 
+    /// gemini-cli 0.61 (recorded): the thinking tokens, left out of `output_tokens` but in
+    /// `total_tokens`, are counted in the output.
+    #[test]
+    fn thinking_tokens_count_in_the_output() {
+        let usage = gemini("thinking.jsonl").usage.unwrap();
+        assert_eq!(usage.input_tokens, Some(1200));
+        assert_eq!(usage.output_tokens, Some(45 + 7));
+        assert_eq!(usage.reasoning_tokens, Some(7));
+    }
+
+    /// gemini-cli 0.61 on a quota 429 (recorded): its words, with the wait it asks for.
+    #[test]
+    fn a_quota_error_fails_with_geminis_words() {
+        let error = gemini("quota.jsonl").error.unwrap();
+        assert!(error.contains("You exceeded your current quota"), "{error}");
+        assert!(error.contains("Please retry in 2.5s."), "{error}");
+    }
+
     /// Issue 24, item 6: a delta without its newline is ended before standard error is shown.
     #[test]
     fn standard_error_starts_on_a_line_of_its_own() {
