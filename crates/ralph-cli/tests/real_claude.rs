@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::Project;
 use common::model_server::{ModelServer, Tokens, anthropic};
-use common::real_agents::{AgentEnv, event_time};
+use common::real_agents::{AgentEnv, TIMEOUT, event_time};
 use serde_json::{Value, json};
 
 const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
@@ -20,7 +20,10 @@ const TOKENS: Tokens = Tokens {
 };
 
 fn project(agent: &str, extra: &str) -> Project {
-    Project::new(&format!("agent: {agent}\n{extra}"), "Do the work.\n")
+    Project::new(
+        &format!("agent: {agent}\n{TIMEOUT}\n{extra}"),
+        "Do the work.\n",
+    )
 }
 
 /// Claude Code's `result` event in iteration `n`'s log.

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::Project;
 use common::model_server::{ModelServer, Reply, Tokens, responses};
-use common::real_agents::AgentEnv;
+use common::real_agents::{AgentEnv, TIMEOUT};
 use serde_json::json;
 
 const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
@@ -22,7 +22,7 @@ const TOKENS: Tokens = Tokens {
 /// A project in a git repository (Codex wants one) running `codex exec --json ARGS`.
 fn project(args: &str, extra: &str) -> Project {
     let p = Project::new(
-        &format!("agent: codex exec --json --skip-git-repo-check {args}\n{extra}"),
+        &format!("agent: codex exec --json --skip-git-repo-check {args}\n{TIMEOUT}\n{extra}"),
         "Do the work.\n",
     );
     common::git(p.path(), &["init", "-q"]);

@@ -5,7 +5,7 @@ mod common;
 
 use common::Project;
 use common::model_server::{ModelServer, Tokens, gemini};
-use common::real_agents::AgentEnv;
+use common::real_agents::{AgentEnv, TIMEOUT};
 use serde_json::json;
 
 const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
@@ -20,7 +20,7 @@ const TOKENS: Tokens = Tokens {
 /// `gemini -o stream-json` with a model of its own (no routing call before the real one).
 fn project(extra: &str) -> Project {
     Project::new(
-        &format!("agent: gemini -o stream-json --yolo -m gemini-test\n{extra}"),
+        &format!("agent: gemini -o stream-json --yolo -m gemini-test\n{TIMEOUT}\n{extra}"),
         "Do the work.\n",
     )
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::Project;
 use common::model_server::{ModelServer, Reply, Tokens, chat};
-use common::real_agents::AgentEnv;
+use common::real_agents::{AgentEnv, TIMEOUT};
 use serde_json::json;
 
 const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
@@ -19,7 +19,7 @@ const TOKENS: Tokens = Tokens {
 
 fn project(extra: &str) -> Project {
     Project::new(
-        &format!("agent: opencode run --format json -m mock/test-model\n{extra}"),
+        &format!("agent: opencode run --format json -m mock/test-model\n{TIMEOUT}\n{extra}"),
         "Do the work.\n",
     )
 }

@@ -10,6 +10,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::Project;
 use super::model_server::ModelServer;
 
+/// A real agent run's `timeout` in RALPH.md: far beyond the seconds one takes, so a CLI that
+/// hangs (waiting on a request the server never answers, say) fails its test instead of
+/// holding the suite.
+pub const TIMEOUT: &str = "timeout: 3m";
+
 /// The folder holding `claude`, `codex`, `gemini` and `opencode`, installed by
 /// `.ci/install-agents` (pinned versions, in a cache folder outside the repository, or in
 /// `RALPH_AGENTS_DIR`) on first use: a no-op when they are already there.
