@@ -5,8 +5,10 @@ mod common;
 
 use common::Project;
 use common::model_server::{ModelServer, Reply, Tokens, chat};
-use common::real_agents::{AgentEnv, TIMEOUT};
+use common::real_agents::{AgentEnv, TIMEOUT, event_time};
 use serde_json::json;
+
+use std::time::{Duration, UNIX_EPOCH};
 
 const IDLE: &str = "Nothing left to do.\n<!-- ralph:state idle -->";
 
@@ -72,4 +74,35 @@ fn an_invalid_key_fails_with_opencodes_words() {
     assert_eq!(failed.len(), 1, "{:#?}", p.events());
     let failure = failed[0]["failure"].as_str().unwrap();
     assert!(failure.contains("API key"), "{failure}");
+}
+
+/// A 429 opencode gives up on (after its own retries, each waiting the `retry-after`) is a
+/// rate limit until the reset its last response named, counted from the error.
+#[test]
+fn a_rate_limit_waits_for_the_reset_opencodes_last_response_named() {
+    let server = ModelServer::start(vec![
+        Reply::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached for requests", "type": "requests",
+                              "code": "rate_limit_exceeded"}}),
+        )
+        .header("retry-after", "1")
+        .header("x-ratelimit-reset-requests", "10m0s"),
+    ]);
+    let env = AgentEnv::opencode(&server);
+    let p = project("max_iterations: 1");
+    env.run(&p, &["run"]);
+    let limited = p.events_of("RATE_LIMITED");
+    assert_eq!(limited.len(), 1, "{:#?}", p.events());
+    assert!(p.events_of("ITERATION_FAILED").is_empty());
+    let error = AgentEnv::transcript(&p, 1)
+        .into_iter()
+        .find(|e| e["type"] == "error")
+        .expect("opencode reported the error");
+    let at = error["timestamp"].as_u64().unwrap();
+    let until = UNIX_EPOCH + Duration::from_millis(at) + Duration::from_secs(600);
+    let expected = event_time(until);
+    // The events write milliseconds; `event_time` whole seconds.
+    let until = limited[0]["until"].as_str().unwrap();
+    assert_eq!(until[..19], expected[..19], "{until}");
 }

@@ -2,6 +2,8 @@
 //! lines, parsing them leniently, keeping the final answer, the usage and the error, and
 //! handing them over at the end. A format ([`JsonEvents`]) says only what its events mean.
 
+use std::time::SystemTime;
+
 use serde_json::{Map, Value};
 
 use super::json::{self, NotJson};
@@ -28,6 +30,8 @@ pub(crate) struct JsonRun {
     pub(crate) usage: Usage,
     /// The error the agent reported about its run, in its words.
     pub(crate) error: Option<String>,
+    /// When the rate limit the agent's stream reported resets.
+    pub(crate) rate_limit_reset: Option<SystemTime>,
     /// The errors shown so far, the first [`REMEMBERED_ERRORS`]: formats that say an error
     /// twice (Codex's `error` then `turn.failed`, Gemini's `error` then its `result`) get one
     /// line.
@@ -150,6 +154,10 @@ macro_rules! output_adapters {
 
             fn reported_error(&self) -> Option<String> {
                 self.run().error.clone()
+            }
+
+            fn rate_limit_reset(&self) -> Option<SystemTime> {
+                self.run().rate_limit_reset
             }
         }
     )*};
