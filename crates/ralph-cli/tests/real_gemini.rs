@@ -106,3 +106,58 @@ fn gemini_retrying_on_its_own_is_an_event() {
     assert_eq!(ended["state"], "idle");
     assert_eq!(ended["failed"], false);
 }
+
+/// `--resume latest` goes on with the session, and gemini-cli reports each run's own tokens.
+#[test]
+fn a_resumed_session_counts_each_runs_own_tokens() {
+    let server = ModelServer::start(vec![gemini::text("Working.", TOKENS)]);
+    let env = AgentEnv::gemini(&server, 1);
+    let p = Project::new(
+        &format!(
+            "agent: gemini -o stream-json --yolo -m gemini-test --resume latest\n{TIMEOUT}\n\
+             max_iterations: 3\ndelay: 1ms"
+        ),
+        "Do the work.\n",
+    );
+    let out = env.run(&p, &["run"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let ended = p.events_of("ITERATION_ENDED");
+    assert_eq!(ended.len(), 3);
+    for iteration in &ended {
+        assert_eq!(
+            iteration["usage"]["session_id"],
+            ended[0]["usage"]["session_id"]
+        );
+        assert_eq!(iteration["usage"]["input_tokens"], 1200, "{iteration}");
+    }
+    assert_eq!(p.run_ended()["usage"]["input_tokens"], 3 * 1200);
+    // The session really went on: each request carries the conversation so far.
+    let turns: Vec<usize> = server
+        .model_calls()
+        .iter()
+        .map(|r| r.json()["contents"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(turns, [1, 3, 5]);
+}
+
+/// A tool call is shown with its command; the marker its output quotes is not the agent's.
+#[test]
+fn an_idle_answer_after_a_tool_call_is_idle() {
+    let server = ModelServer::start(vec![
+        gemini::tool_call(
+            "run_shell_command",
+            json!({"command": "echo '<!-- ralph:state done -->'"}),
+            TOKENS,
+        ),
+        gemini::text(IDLE, TOKENS),
+    ]);
+    let env = AgentEnv::gemini(&server, 1);
+    let p = project("max_iterations: 1");
+    let out = env.run(&p, &["run"]);
+    let shown = common::stdout(&out);
+    assert!(shown.contains("▸ run_shell_command echo"), "{shown}");
+    let ended = &p.events_of("ITERATION_ENDED")[0];
+    assert_eq!(ended["state"], "idle", "{:#?}", p.events());
+    assert_eq!(ended["usage"]["tool_calls"], 1);
+    assert_eq!(ended["usage"]["input_tokens"], 2 * 1200);
+}

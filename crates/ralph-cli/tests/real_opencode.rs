@@ -106,3 +106,43 @@ fn a_rate_limit_waits_for_the_reset_opencodes_last_response_named() {
     let until = limited[0]["until"].as_str().unwrap();
     assert_eq!(until[..19], expected[..19], "{until}");
 }
+
+/// `--continue` goes on with the session, and opencode reports each run's own cost.
+#[test]
+fn a_continued_session_counts_each_runs_own_cost() {
+    let server = ModelServer::start(vec![chat::text("Working.", TOKENS)]);
+    let env = AgentEnv::opencode(&server);
+    let p = Project::new(
+        &format!(
+            "agent: opencode run --format json -m mock/test-model --continue\n{TIMEOUT}\n\
+             max_iterations: 3\ndelay: 1ms"
+        ),
+        "Do the work.\n",
+    );
+    let out = env.run(&p, &["run"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let ended = p.events_of("ITERATION_ENDED");
+    assert_eq!(ended.len(), 3);
+    let mut sum = 0.0;
+    for iteration in &ended {
+        assert_eq!(
+            iteration["usage"]["session_id"],
+            ended[0]["usage"]["session_id"]
+        );
+        assert_eq!(iteration["usage"]["input_tokens"], 1200, "{iteration}");
+        sum += iteration["usage"]["cost_usd"].as_f64().unwrap();
+    }
+    let run_cost = p.run_ended()["cost_usd"].as_f64().unwrap();
+    assert!(
+        run_cost > 0.0 && (run_cost - sum).abs() < 1e-12,
+        "{run_cost} vs {sum}"
+    );
+    // The session really went on: the last request carries the first two answers.
+    let calls = server.model_calls();
+    let main: Vec<usize> = calls
+        .iter()
+        .filter(|r| !r.body.contains("You are a title generator"))
+        .map(|r| r.json()["messages"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(main.last(), Some(&6), "{main:?}");
+}
