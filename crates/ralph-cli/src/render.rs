@@ -179,6 +179,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
             EventKind::RateLimited { until, wait_ms, .. } => {
                 rate_limited_line(style, *until, *wait_ms)
             }
+            EventKind::AgentRetrying {
+                reason,
+                attempt,
+                max_attempts,
+                delay_ms,
+                ..
+            } => agent_retrying_line(style, reason, *attempt, *max_attempts, *delay_ms),
             EventKind::StopRequested { .. } => stop_requested_line(style),
             EventKind::StateHandled {
                 state,

@@ -44,6 +44,9 @@ pub(crate) struct Status {
     pub(crate) run_cost: RunCost,
     /// When the agent last printed something in this iteration.
     pub(crate) last_output: Option<Instant>,
+    /// The agent is retrying a request on its own: why, and which retry (`529 (3/10)`),
+    /// until it prints something again.
+    pub(crate) retrying: Option<String>,
 }
 
 impl Status {
@@ -71,6 +74,9 @@ impl Status {
         }
         if let Some(tokens) = self.tokens {
             parts.push(format!("{} tokens", compact(tokens)));
+        }
+        if let Some(retry) = &self.retrying {
+            parts.push(format!("agent retrying: {retry}"));
         }
         parts.push(match self.last_output {
             Some(at) => format!(
@@ -243,9 +249,23 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
                 status.iteration = Some(*iteration);
                 status.started = Some(Instant::now());
                 status.last_output = None;
+                status.retrying = None;
+            }
+            EventKind::AgentRetrying {
+                reason,
+                attempt,
+                max_attempts,
+                ..
+            } => {
+                status.retrying = Some(ralph_engine::describe_retry(
+                    reason,
+                    *attempt,
+                    *max_attempts,
+                ));
             }
             EventKind::IterationEnded { usage, .. } => {
                 status.iteration = None;
+                status.retrying = None;
                 if let Some(usage) = usage {
                     status.run_cost.record(usage);
                     status.cost_usd = status.run_cost.total();
@@ -268,7 +288,10 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
 
     fn output(&mut self, _iteration: u64, _stream: Stream, bytes: &[u8]) {
         if !bytes.is_empty() {
-            lock(&self.screen).status.last_output = Some(Instant::now());
+            let mut screen = lock(&self.screen);
+            screen.status.last_output = Some(Instant::now());
+            // Output again: the retry went through.
+            screen.status.retrying = None;
         }
     }
 }
@@ -380,6 +403,8 @@ mod tests {
         story.tokens = Some(12_345);
         let mut no_limit = running(7);
         no_limit.max_iterations = None;
+        let mut retrying = running(3);
+        retrying.retrying = Some("529 overloaded_error (3/10)".into());
         let states = [
             ("starting", at(&quiet_agent, 0, 200, false)),
             ("a quiet agent", at(&quiet_agent, 185, 200, false)),
@@ -388,6 +413,10 @@ mod tests {
             ("no iteration limit", at(&no_limit, 5, 200, false)),
             ("a narrow terminal", at(&story, 72, 40, false)),
             ("colour", at(&talking, 72, 200, true)),
+            (
+                "an agent retrying on its own",
+                at(&retrying, 95, 200, false),
+            ),
         ];
         let text: String = states
             .iter()

@@ -67,9 +67,9 @@ fn claude_print_mode_is_read_as_stream_json_with_usage_in_events_and_summary() {
     // Totals over both iterations.
     let run_ended = p.run_ended();
     assert_eq!(run_ended["num_turns"], 14);
-    // Both iterations replay one recorded session: its cost is the session's running total,
-    // so it counts once (a session that goes on, `claude -p --continue`, reports it again).
-    assert_eq!(run_ended["cost_usd"], 0.1873245);
+    // Both iterations replay one recorded session: each invocation reports its own cost, so
+    // both count (as Claude Code 2.1 does with `claude -p --continue`: `real_claude.rs`).
+    assert_eq!(run_ended["cost_usd"], 0.374649);
 
     let shown = common::stdout(&out);
     assert!(
@@ -81,7 +81,7 @@ fn claude_print_mode_is_read_as_stream_json_with_usage_in_events_and_summary() {
         !shown.contains(r#""type":"system""#),
         "raw JSON shown: {shown}"
     );
-    assert!(shown.contains("· $0.19 · 14 turns · exit 0"), "{shown}");
+    assert!(shown.contains("· $0.37 · 14 turns · exit 0"), "{shown}");
 
     // The iteration log keeps the raw stream.
     let log = ended[0]["log_file"].as_str().unwrap();

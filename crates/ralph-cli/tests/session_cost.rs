@@ -1,6 +1,7 @@
-//! A Claude session that goes on over several iterations (`claude -p --continue`) reports the
-//! session's running total each time: every reader of a run's cost (`ralph runs`, `ralph
-//! report`, the live status line) counts it once, and says what `RUN_ENDED.cost_usd` says.
+//! A Claude session that goes on over several iterations (`claude -p --continue`) reports each
+//! invocation's own cost (Claude Code 2.1, seen in `real_claude.rs`): every reader of a run's
+//! cost (`ralph runs`, `ralph report`, the live status line) adds the iterations up, and says
+//! what `RUN_ENDED.cost_usd` says.
 
 mod common;
 
@@ -10,8 +11,11 @@ use std::process::{Output, Stdio};
 use common::{Project, code, fixtures};
 use serde_json::Value;
 
-/// Every iteration replays `normal.jsonl`: one session, whose running total is 0.1873245.
-const SESSION_TOTAL: f64 = 0.1873245;
+/// Every iteration replays `normal.jsonl`: one session, each run of it costing 0.1873245.
+const RUN_COST: f64 = 0.1873245;
+
+/// Three runs of the session.
+const THREE_RUNS: f64 = 0.5619735;
 
 /// A directory holding a fake `claude` that prints `normal.jsonl` (one session) and then
 /// stays `linger` seconds, so a status line has time to show.
@@ -66,13 +70,13 @@ fn three_iterations(p: &Project) -> f64 {
     let ended = p.events_of("ITERATION_ENDED");
     assert_eq!(ended.len(), 3);
     for e in &ended {
-        assert_eq!(e["usage"]["cost_usd"], SESSION_TOTAL, "{e}");
-        assert_eq!(e["usage"]["cost_is_session_total"], true, "{e}");
+        assert_eq!(e["usage"]["cost_usd"], RUN_COST, "{e}");
+        assert!(e["usage"].get("cost_is_session_total").is_none(), "{e}");
     }
     let cost = p.run_ended()["cost_usd"]
         .as_f64()
         .expect("RUN_ENDED.cost_usd");
-    assert_eq!(cost, SESSION_TOTAL);
+    assert_eq!(cost, THREE_RUNS);
     cost
 }
 
@@ -84,7 +88,7 @@ fn runs_json_cost(p: &Project) -> Value {
 }
 
 #[test]
-fn runs_json_counts_a_claude_session_that_goes_on_once() {
+fn runs_json_adds_up_the_runs_of_a_claude_session_that_goes_on() {
     let p = project();
     let cost = three_iterations(&p);
     assert_eq!(runs_json_cost(&p), cost);
@@ -105,7 +109,7 @@ fn runs_json_counts_a_claude_session_that_goes_on_once() {
 }
 
 #[test]
-fn the_report_total_and_bars_count_a_claude_session_that_goes_on_once() {
+fn the_report_total_and_bars_add_up_the_runs_of_a_claude_session_that_goes_on() {
     let p = project();
     let cost = three_iterations(&p);
     let out = ralph(&p, &["report", "-o", "report.html"]);
@@ -115,15 +119,14 @@ fn the_report_total_and_bars_count_a_claude_session_that_goes_on_once() {
         html.contains(&format!("<b>${cost:.2}</b> in all")),
         "no total of ${cost:.2}"
     );
-    // Each iteration's bar is what it added to the run's cost: the first the session's cost,
-    // the others nothing.
+    // Each iteration's bar is what it added to the run's cost: its own.
     let bars: Vec<&str> = html
         .split("<title>iteration ")
         .skip(1)
         .filter_map(|s| s.split("</title>").next())
         .filter(|s| s.contains('$'))
         .collect();
-    assert_eq!(bars, ["1: $0.19", "2: $0.00", "3: $0.00"]);
+    assert_eq!(bars, ["1: $0.19", "2: $0.19", "3: $0.19"]);
 }
 
 /// `ralph run ARGS` on a terminal of its own, the fake `claude` lingering a second after its
@@ -137,20 +140,21 @@ fn run_with_claude_on_terminal(p: &Project, args: &[&str]) -> String {
 }
 
 #[test]
-fn the_status_line_counts_a_claude_session_that_goes_on_once() {
+fn the_status_line_adds_up_the_runs_of_a_claude_session_that_goes_on() {
     let p = project();
     let screen = run_with_claude_on_terminal(&p, &["-n", "3"]);
     let cost = p.run_ended()["cost_usd"]
         .as_f64()
         .expect("RUN_ENDED.cost_usd");
-    assert_eq!(cost, SESSION_TOTAL);
-    // While iteration 3 runs, the line shows the cost of iterations 1 and 2: one session's.
+    assert_eq!(cost, THREE_RUNS);
+    // While iteration 3 runs, the line shows the cost of iterations 1 and 2.
+    let two_runs = 2.0 * RUN_COST;
     let third: Vec<&str> = screen
         .split(['\r', '\n'])
         .filter(|s| s.contains("iteration 3/3"))
         .collect();
     assert!(!third.is_empty(), "{screen:?}");
     for line in third {
-        assert!(line.contains(&format!("${cost:.2}")), "{line:?}");
+        assert!(line.contains(&format!("${two_runs:.2}")), "{line:?}");
     }
 }

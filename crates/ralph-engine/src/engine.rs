@@ -7,7 +7,7 @@ use ralph_frontmatter::PtyMode;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::adapter::{OutputAdapter, RunCost, Usage};
+use crate::adapter::{OutputAdapter, RunCost, SessionTokens, Usage};
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
 use crate::logs;
@@ -222,6 +222,8 @@ struct Run {
     adapter: Option<AdapterFactory>,
     /// The run's cost, each agent session counted once (`adapter::RunCost`).
     run_cost: RunCost,
+    /// The last session's token running totals, for agents that report those (Codex).
+    session_tokens: SessionTokens,
     /// Sums over the iterations whose agent reported them, for RUN_ENDED.
     num_turns: Option<u64>,
     usage: Option<Usage>,
@@ -266,6 +268,7 @@ impl Run {
             adapter: engine.adapter,
             tasks: Tasks::new(engine.tasks),
             run_cost: RunCost::default(),
+            session_tokens: SessionTokens::default(),
             num_turns: None,
             usage: None,
             failures: FailureStreak::new(),

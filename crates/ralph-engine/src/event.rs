@@ -147,6 +147,20 @@ pub enum EventKind {
         /// The wait before the next run; `None` when the loop ends instead.
         wait_ms: Option<u64>,
     },
+    /// The agent is retrying a request on its own (Claude Code's `api_retry`, Codex's
+    /// `Reconnecting... 1/5`): it may stay silent for minutes meanwhile. Not a failure.
+    AgentRetrying {
+        /// The iteration.
+        iteration: u64,
+        /// Why, in the agent's words (`529 overloaded_error`, `stream disconnected ...`).
+        reason: String,
+        /// Which retry this is, from 1, when the agent says.
+        attempt: Option<u64>,
+        /// How many retries it makes at most, when the agent says.
+        max_attempts: Option<u64>,
+        /// How long it waits before this retry, when the agent says.
+        delay_ms: Option<u64>,
+    },
     /// An iteration ended idle, with the `idle` handler on: the loop waits before the next one,
     /// or stops when the wait would pass the idle limit.
     IterationIdle {

@@ -74,9 +74,9 @@ mod tail;
 mod task;
 
 pub use adapter::{
-    AdapterOutput, ClaudeStreamJsonAdapter, CodexJsonAdapter, CursorStreamJsonAdapter,
+    AdapterOutput, AgentRetry, ClaudeStreamJsonAdapter, CodexJsonAdapter, CursorStreamJsonAdapter,
     GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
-    OutputChoice, RunCost, TextAdapter, Usage, choose_output,
+    OutputChoice, RunCost, TextAdapter, Usage, choose_output, describe_retry,
 };
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{

@@ -9,10 +9,17 @@
 //!   `resets Jan 30, 11:30am (Asia/Calcutta)`: a clock time, the next one after now, in the named
 //!   zone or else the local one;
 //! - `Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).`;
+//! - Codex's `You've hit your usage limit. ... try again at 7:13 PM.`: a local clock time;
+//! - Gemini's `You exceeded your current quota ... Please retry in 2.5s.`: a wait;
 //! - with no reset time: HTTP 429, `rate limit`, `rate_limit_error`, `usage limit`,
-//!   `too many requests`.
+//!   `too many requests`, `RESOURCE_EXHAUSTED`.
+//!
+//! A clock time is written to the minute, rounded down: the limit resets within the minute
+//! after it, so the end of that minute is the reset taken (waking early only meets the same
+//! limit again). A clock time that passed less than an hour ago is a reset that has just
+//! passed (the agent repeating its message a few seconds late), never tomorrow's.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use jiff::civil::{Date, Time};
 use jiff::tz::TimeZone;
@@ -35,7 +42,16 @@ const SIGNS: &[&str] = &[
     "hit your limit",
     "hit your session limit",
     "limit reached",
+    "exceeded your current quota",
+    "resource_exhausted",
+    "quota exceeded",
 ];
+
+/// How long after a clock time its limit may reset: the time is written to the minute.
+const CLOCK_RESOLUTION: Duration = Duration::from_secs(60);
+
+/// How long ago a clock time without a date may have passed and still be today's.
+const JUST_PASSED: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
 
 /// Whether `text` (a failed run's words) says the agent is rate-limited, and until when. `now`
 /// is the current time in the local zone, for clock times without a zone of their own.
@@ -48,15 +64,46 @@ pub(crate) fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
     if !limited {
         return None;
     }
-    let until = ["resets at ", "resets ", "reset at "]
+    let until = ["resets at ", "resets ", "reset at ", "try again at "]
         .iter()
         .find_map(|lead| {
             lower
                 .match_indices(lead)
                 .find_map(|(i, _)| clock_time(&lower[i + lead.len()..], now))
         })
-        .map(SystemTime::from);
+        .map(|at| SystemTime::from(at) + CLOCK_RESOLUTION)
+        .or_else(|| {
+            ["retry in ", "retry after "].iter().find_map(|lead| {
+                lower.match_indices(lead).find_map(|(i, _)| {
+                    let wait = wait(&lower[i + lead.len()..])?;
+                    Some(SystemTime::from(now.timestamp()) + wait)
+                })
+            })
+        });
     Some(RateLimit { until })
+}
+
+/// `2.5s`, `30s`, `500ms`, `1m` at the start of `s`: a wait, rounded up to the millisecond.
+fn wait(s: &str) -> Option<Duration> {
+    let number: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let value: f64 = number.parse().ok()?;
+    let unit = &s[number.len()..];
+    let millis_per_unit = if unit.starts_with("ms") {
+        1.0
+    } else if unit.starts_with('s') {
+        1000.0
+    } else if unit.starts_with('m') {
+        60_000.0
+    } else if unit.starts_with('h') {
+        3_600_000.0
+    } else {
+        return None;
+    };
+    let millis = (value * millis_per_unit).ceil();
+    (millis.is_finite() && millis <= u64::MAX as f64).then(|| Duration::from_millis(millis as u64))
 }
 
 /// `usage limit reached|1755615600`: seconds (or milliseconds) since the Unix epoch.
@@ -99,7 +146,7 @@ fn clock_time(s: &str, now: &Zoned) -> Option<Timestamp> {
         }
         None => {
             let today = now.date().to_datetime(time).to_zoned(zone.clone()).ok()?;
-            if today > now {
+            if today.timestamp() > now.timestamp() - JUST_PASSED {
                 return Some(today.timestamp());
             }
             let tomorrow = now.date().tomorrow().ok()?.to_datetime(time);
@@ -200,16 +247,16 @@ mod tests {
         // 3pm in Paris on the same day.
         assert_eq!(
             until("You've hit your limit · resets 3pm (Europe/Paris)"),
-            Some(Some("2026-03-10T14:00:00Z".to_owned()))
+            Some(Some("2026-03-10T14:01:00Z".to_owned()))
         );
         // 4:50am in Rome is past: tomorrow's.
         assert_eq!(
             until("You've hit your session limit · resets 4:50am (Europe/Rome)"),
-            Some(Some("2026-03-11T03:50:00Z".to_owned()))
+            Some(Some("2026-03-11T03:51:00Z".to_owned()))
         );
         assert_eq!(
             until("Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw)."),
-            Some(Some("2026-03-10T16:00:00Z".to_owned()))
+            Some(Some("2026-03-10T16:01:00Z".to_owned()))
         );
     }
 
@@ -217,7 +264,7 @@ mod tests {
     fn a_clock_time_without_a_zone_is_local() {
         assert_eq!(
             until("5-hour limit reached ∙ resets 3pm"),
-            Some(Some("2026-03-10T14:00:00Z".to_owned()))
+            Some(Some("2026-03-10T14:01:00Z".to_owned()))
         );
     }
 
@@ -225,7 +272,7 @@ mod tests {
     fn a_date_and_time_is_taken_as_written() {
         assert_eq!(
             until("You've hit your limit · resets Mar 12, 11:30am (Asia/Calcutta)"),
-            Some(Some("2026-03-12T06:00:00Z".to_owned()))
+            Some(Some("2026-03-12T06:01:00Z".to_owned()))
         );
         // Already past: no reset time to trust.
         assert_eq!(
@@ -243,6 +290,39 @@ mod tests {
         ] {
             assert_eq!(until(text), Some(None), "{text}");
         }
+    }
+
+    #[test]
+    fn a_clock_time_just_passed_is_today_not_tomorrow() {
+        // 9:59 in Paris, said at 10:00:00: the minute Claude rounded down to, not tomorrow.
+        assert_eq!(
+            until("You've hit your session limit · resets 9:59am (Europe/Paris)"),
+            Some(Some("2026-03-10T09:00:00Z".to_owned()))
+        );
+        // Passed more than an hour ago: tomorrow's.
+        assert_eq!(
+            until("You've hit your session limit · resets 8:30am (Europe/Paris)"),
+            Some(Some("2026-03-11T07:31:00Z".to_owned()))
+        );
+    }
+
+    #[test]
+    fn codex_and_gemini_say_when_to_try_again() {
+        assert_eq!(
+            until(
+                "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro) \
+                 or try again at 7:13 PM."
+            ),
+            Some(Some("2026-03-10T18:14:00Z".to_owned()))
+        );
+        assert_eq!(
+            until(
+                "[API Error: You exceeded your current quota, please check your plan and \
+                 billing details. Please retry in 2.5s.\nSuggested retry after 2.5s.]"
+            ),
+            Some(Some("2026-03-10T09:00:02.5Z".to_owned()))
+        );
+        assert_eq!(until("RESOURCE_EXHAUSTED"), Some(None));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use memchr::memmem;
 use ralph_marker::{Finding, Marker};
 
-use crate::adapter::{AdapterOutput, OutputAdapter, Usage};
+use crate::adapter::{AdapterOutput, AgentRetry, OutputAdapter, Usage};
 use crate::event::Stream;
 
 /// Finds one fixed text across any chunking of a stream.
@@ -108,6 +108,10 @@ impl AdapterOutput for Tee<'_, '_> {
 
     fn warn(&mut self, message: String) {
         self.out.warn(message);
+    }
+
+    fn retrying(&mut self, retry: AgentRetry) {
+        self.out.retrying(retry);
     }
 }
 

@@ -154,6 +154,22 @@ pub(super) fn rate_limited_line(
     )
 }
 
+/// `  ↻ agent retrying: 529 overloaded_error (1/10) · next try in 2s`: the agent retrying a
+/// request on its own, which may keep it silent for minutes.
+pub(super) fn agent_retrying_line(
+    style: Style,
+    reason: &str,
+    attempt: Option<u64>,
+    max_attempts: Option<u64>,
+    delay_ms: Option<u64>,
+) -> String {
+    let retry = ralph_engine::describe_retry(reason, attempt, max_attempts);
+    let next = delay_ms
+        .map(|ms| format!(" · next try in {}", human_ms(ms)))
+        .unwrap_or_default();
+    format!("  {} {retry}{next}", style.paint("33", "↻ agent retrying:"))
+}
+
 /// ` · next run in 20s` on a terminal, where the countdown that follows is erased when it ends
 /// and so this line keeps the wait; nothing elsewhere, where the wait's own line says it.
 fn next_run_in(style: Style, delay_ms: u64) -> String {

@@ -334,3 +334,6 @@ pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (Str
     let text = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
     (text, status.code().unwrap_or(-1))
 }
+
+pub mod model_server;
+pub mod real_agents;

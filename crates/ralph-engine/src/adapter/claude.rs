@@ -1,14 +1,16 @@
 //! Claude Code's `--output-format stream-json` and `json`, and Amp's `--stream-json`, which
 //! writes the same events.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::json::{self, NotJson};
 use super::json_lines::no_final_answer;
 use super::{
-    AdapterOutput, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines, ToolNames, Usage,
-    add_cost, error_words, show_text, show_tool,
+    AdapterOutput, AgentRetry, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines,
+    StderrTail, ToolNames, Usage, add_cost, error_words, show_text, show_tool,
 };
 use crate::event::Stream;
 
@@ -65,6 +67,10 @@ pub struct ClaudeStreamJsonAdapter {
     not_json: NotJson,
     /// The last result event's error, if it reported one.
     error: Option<String>,
+    /// When the limit a `rate_limit_event` said was reached resets, to the second.
+    rate_limit_reset: Option<SystemTime>,
+    /// The end of standard error: the reason of a run that died before its result.
+    stderr: StderrTail,
 }
 
 impl ClaudeStreamJsonAdapter {
@@ -103,7 +109,7 @@ impl ClaudeStreamJsonAdapter {
                 self.usage.session_id = Some(id.clone());
             }
         }
-        if event.model.is_some() {
+        if event.model.as_deref().is_some_and(is_real_model) {
             self.usage.model.clone_from(&event.model);
         }
         let indent = if event.parent_tool_use_id.is_some() {
@@ -116,7 +122,7 @@ impl ClaudeStreamJsonAdapter {
                 let Some(message) = event.message else {
                     return;
                 };
-                if message.model.is_some() {
+                if message.model.as_deref().is_some_and(is_real_model) {
                     self.usage.model.clone_from(&message.model);
                 }
                 if self.flavour == Flavour::Amp {
@@ -133,6 +139,10 @@ impl ClaudeStreamJsonAdapter {
                 }
             }
             "result" if event.parent_tool_use_id.is_none() => self.result_event(event, out),
+            "rate_limit_event" => self.rate_limit_event(event.rate_limit_info.as_ref()),
+            "system" if event.subtype.as_deref() == Some("api_retry") => {
+                out.retrying(api_retry(&event));
+            }
             // `system` (init, hooks) and anything newer.
             _ => {}
         }
@@ -185,6 +195,19 @@ impl ClaudeStreamJsonAdapter {
         }
     }
 
+    /// A `rate_limit_event`: a limit `rejected` (reached) and when it resets, in Unix seconds,
+    /// where the error's words round the reset down to the minute.
+    fn rate_limit_event(&mut self, info: Option<&Value>) {
+        let Some(info) = info else { return };
+        if json::text(info.get("status")) != Some("rejected") {
+            return;
+        }
+        self.rate_limit_reset = info
+            .get("resetsAt")
+            .and_then(Value::as_u64)
+            .map(|seconds| UNIX_EPOCH + Duration::from_secs(seconds));
+    }
+
     fn result_event(&mut self, event: ClaudeEvent, out: &mut dyn AdapterOutput) {
         self.saw_result = true;
         let subtype = event.subtype.as_deref().unwrap_or("success");
@@ -208,8 +231,12 @@ impl ClaudeStreamJsonAdapter {
                 .or_else(|| (!result.trim().is_empty()).then(|| result.clone()));
             // The agent's own words are the failure; the subtype only when it gave none.
             let words = error_words(errors.as_deref().unwrap_or(subtype));
+            // `is_error` with subtype `success` is an API error (a bad key, a limit): no
+            // subtype worth naming.
             let shown = if words == subtype {
                 format!("✗ the agent's run ended with {subtype}\n")
+            } else if subtype == "success" {
+                format!("✗ the agent's run ended with an error: {words}\n")
             } else {
                 format!("✗ the agent's run ended with {subtype}: {words}\n")
             };
@@ -317,6 +344,9 @@ impl ReadsLines for ClaudeStreamJsonAdapter {
 
 impl OutputAdapter for ClaudeStreamJsonAdapter {
     fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        if stream == Stream::Stderr {
+            self.stderr.push(bytes);
+        }
         self.feed_lines(stream, bytes, out);
     }
 
@@ -336,7 +366,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             );
         }
         if !self.saw_result {
-            self.error = Some(no_final_answer(out));
+            self.error = Some(no_final_answer(self.stderr.last_line(), out));
         }
         // An empty or missing final answer: the last thing the agent said stands in for it.
         if self.result.is_empty() {
@@ -347,9 +377,8 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
         for (_, cost) in &self.costs {
             self.usage.cost_usd = Some(add_cost(self.usage.cost_usd.unwrap_or(0.0), *cost));
         }
-        // One session's running total, which the run counts once if the session goes on in
-        // the next iteration (`claude -p --continue`); Amp's is a sum of its messages.
-        self.usage.cost_is_session_total = self.flavour != Flavour::Amp && self.costs.len() == 1;
+        // Each run's own cost: Claude Code 2.1 reports what this invocation cost, also when it
+        // goes on with a session (`claude -p --continue`, `--resume`), so costs add up.
         if self.flavour == Flavour::Amp && self.usage.input_tokens.is_none() {
             self.usage.input_tokens = self.message_tokens.input_tokens;
             self.usage.cached_input_tokens = self.message_tokens.cached_input_tokens;
@@ -361,6 +390,39 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
     fn reported_error(&self) -> Option<String> {
         self.error.clone()
     }
+
+    fn rate_limit_reset(&self) -> Option<SystemTime> {
+        self.rate_limit_reset
+    }
+}
+
+/// A `system` `api_retry` event: the status and error of the request Claude Code retries,
+/// which retry it is and the wait before it.
+fn api_retry(event: &ClaudeEvent) -> AgentRetry {
+    let reason = [
+        event.error_status.map(|status| status.to_string()),
+        json::error_message(event.error.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    AgentRetry {
+        reason: if reason.is_empty() {
+            "error".to_owned()
+        } else {
+            reason
+        },
+        attempt: event.attempt,
+        max_attempts: event.max_retries,
+        delay_ms: event.retry_delay_ms.map(|ms| ms.ceil() as u64),
+    }
+}
+
+/// Whether `model` names a model: Claude Code names the messages it makes up itself (an API
+/// error's) `<synthetic>`.
+fn is_real_model(model: &str) -> bool {
+    model != "<synthetic>"
 }
 
 /// One line of Claude Code's stream-json. Only the fields ralph reads; the rest (tool results'
@@ -406,6 +468,17 @@ struct ClaudeEvent {
     error: Option<Value>,
     #[serde(default)]
     permission_denials: Option<Value>,
+    #[serde(default)]
+    rate_limit_info: Option<Value>,
+    /// `api_retry`: the HTTP status, which retry, of how many, after how long.
+    #[serde(default, deserialize_with = "u64_or_none")]
+    error_status: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
+    attempt: Option<u64>,
+    #[serde(default, deserialize_with = "u64_or_none")]
+    max_retries: Option<u64>,
+    #[serde(default, deserialize_with = "f64_or_none")]
+    retry_delay_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -742,6 +815,79 @@ mod tests {
         testing::read(ClaudeStreamJsonAdapter::new(), pieces)
     }
 
+    /// Claude Code 2.1.197 on a subscription limit (recorded): the reset to the second from
+    /// its `rate_limit_event`, its words as the error, not "ended with success", and the
+    /// model asked for rather than `<synthetic>`.
+    #[test]
+    fn a_subscription_limit_gives_its_reset_to_the_second() {
+        let mut adapter = ClaudeStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        adapter.feed(Stream::Stdout, &fixture("rate-limit.jsonl"), &mut out);
+        let usage = adapter.finish(&mut out).unwrap();
+        assert_eq!(
+            adapter.rate_limit_reset(),
+            Some(UNIX_EPOCH + Duration::from_secs(1_795_730_377))
+        );
+        assert_eq!(
+            adapter.reported_error().as_deref(),
+            Some("You've hit your session limit · resets 9:59pm (UTC)")
+        );
+        assert_eq!(
+            out.shown(),
+            "You've hit your session limit · resets 9:59pm (UTC)\n\
+             ✗ the agent's run ended with an error: You've hit your session limit · resets \
+             9:59pm (UTC)\n"
+        );
+        assert_eq!(usage.model.as_deref(), Some("claude-test-model"));
+    }
+
+    /// A limit Claude Code was allowed past (`allowed`, `allowed_warning`) is no reset.
+    #[test]
+    fn only_a_rejected_limit_has_a_reset() {
+        let raw = String::from_utf8(fixture("rate-limit.jsonl"))
+            .unwrap()
+            .replace(r#""status":"rejected""#, r#""status":"allowed_warning""#);
+        let mut adapter = ClaudeStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        adapter.feed(Stream::Stdout, raw.as_bytes(), &mut out);
+        adapter.finish(&mut out);
+        assert_eq!(adapter.rate_limit_reset(), None);
+    }
+
+    /// Claude Code 2.1.197 retrying a 529 (recorded): its `api_retry` line is a retry.
+    #[test]
+    fn an_api_retry_line_is_a_retry() {
+        let out = read([fixture("api-retry.jsonl").as_slice()]);
+        assert_eq!(
+            out.retries,
+            [AgentRetry {
+                reason: "529 overloaded".into(),
+                attempt: Some(1),
+                max_attempts: Some(1),
+                delay_ms: Some(590),
+            }]
+        );
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+    }
+
+    /// Claude Code 2.1.197 with a key the API refuses (recorded).
+    #[test]
+    fn an_api_error_reads_as_an_error() {
+        let out = read([fixture("api-error.jsonl").as_slice()]);
+        assert_eq!(
+            out.error.as_deref(),
+            Some("Invalid API key · Fix external API key")
+        );
+        assert!(
+            out.shown().ends_with(
+                "✗ the agent's run ended with an error: Invalid API key · Fix external API key\n"
+            ),
+            "{}",
+            out.shown()
+        );
+    }
+
     #[test]
     fn a_normal_run_shows_text_and_tool_calls_and_reports_usage() {
         let out = read([fixture("normal.jsonl").as_slice()]);
@@ -754,7 +900,6 @@ mod tests {
         assert_eq!(
             out.usage,
             Some(Usage {
-                cost_is_session_total: true,
                 cost_usd: Some(0.1873245),
                 num_turns: Some(7),
                 duration_ms: Some(48213),
@@ -831,7 +976,6 @@ mod tests {
         assert_eq!(
             first.usage,
             Some(Usage {
-                cost_is_session_total: true,
                 cost_usd: Some(0.25),
                 num_turns: Some(3),
                 duration_ms: Some(1235),

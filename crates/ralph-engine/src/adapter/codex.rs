@@ -4,14 +4,14 @@ use serde_json::{Map, Value};
 
 use super::json;
 use super::json_lines::{JsonEvents, JsonRun};
-use super::{AdapterOutput, show_text, show_tool};
+use super::{AdapterOutput, AgentRetry, show_text, show_tool};
 
 /// Codex's `codex exec --json` (JSON Lines of thread events, as its `exec_events.rs` defines).
 ///
 /// Shown: each `agent_message`, one line per command, file change, MCP tool call and web
 /// search (`✗` when it failed), and Codex's errors. Result text: the last `agent_message`
-/// (the final answer). Usage: `turn.completed.usage` summed over the turns; the session is the
-/// `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
+/// (the final answer). Usage: the last `turn.completed.usage`, the thread's running total
+/// (marked so, for the engine to count each run's own share); the session is the `thread_id`. An error (`turn.failed`, `error`) fails the iteration with Codex's words.
 #[derive(Debug, Default)]
 pub struct CodexJsonAdapter {
     run: JsonRun,
@@ -107,21 +107,15 @@ impl JsonEvents for CodexJsonAdapter {
                 // dropped stream Codex retried).
                 self.run.error = None;
                 let u = &mut self.run.usage;
+                // Each turn's usage is the thread's total so far, also after `codex exec
+                // resume`: the last one counts, and the engine takes only what this run added.
+                u.tokens_are_session_total = true;
                 json::add(&mut u.num_turns, Some(1));
                 if let Some(usage) = event.get("usage") {
-                    json::add(&mut u.input_tokens, json::count(usage.get("input_tokens")));
-                    json::add(
-                        &mut u.cached_input_tokens,
-                        json::count(usage.get("cached_input_tokens")),
-                    );
-                    json::add(
-                        &mut u.output_tokens,
-                        json::count(usage.get("output_tokens")),
-                    );
-                    json::add(
-                        &mut u.reasoning_tokens,
-                        json::count(usage.get("reasoning_output_tokens")),
-                    );
+                    u.input_tokens = json::count(usage.get("input_tokens"));
+                    u.cached_input_tokens = json::count(usage.get("cached_input_tokens"));
+                    u.output_tokens = json::count(usage.get("output_tokens"));
+                    u.reasoning_tokens = json::count(usage.get("reasoning_output_tokens"));
                 }
             }
             "turn.failed" => {
@@ -132,11 +126,37 @@ impl JsonEvents for CodexJsonAdapter {
             "error" => {
                 let message = json::error_message(event.get("message"))
                     .or(json::error_message(event.get("error")));
-                self.run.fail(message.as_deref().unwrap_or("error"), out);
+                let message = message.as_deref().unwrap_or("error");
+                // `Reconnecting... 1/5 (stream disconnected ...)`: Codex retrying on its own,
+                // not an end; a retry that fails for good ends with `turn.failed`.
+                if let Some(retry) = reconnecting(message) {
+                    out.retrying(retry);
+                } else {
+                    self.run.fail(message, out);
+                }
             }
             _ => {}
         }
     }
+}
+
+/// `Reconnecting... 2/5 (stream disconnected before completion: ...)`: Codex retrying a
+/// dropped stream, which retry of how many, and why.
+fn reconnecting(message: &str) -> Option<AgentRetry> {
+    let rest = message.strip_prefix("Reconnecting...")?.trim_start();
+    let (count, why) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (attempt, max) = count.split_once('/').unwrap_or((count, ""));
+    let why = why.trim().trim_start_matches('(').trim_end_matches(')');
+    Some(AgentRetry {
+        reason: if why.is_empty() {
+            "reconnecting".to_owned()
+        } else {
+            why.to_owned()
+        },
+        attempt: attempt.parse().ok(),
+        max_attempts: max.parse().ok(),
+        delay_ms: None,
+    })
 }
 
 #[cfg(test)]
@@ -149,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn a_run_shows_messages_and_tool_calls_and_sums_turn_usage() {
+    fn a_run_shows_messages_and_tool_calls_and_keeps_the_threads_running_total() {
         let out = codex("tool-use.jsonl");
         insta::assert_snapshot!(out.shown());
         assert_eq!(out.error, None);
@@ -159,12 +179,56 @@ mod tests {
             usage.session_id.as_deref(),
             Some("0199a213-81c0-7800-8aa1-bbab2a035a53")
         );
+        // Each `turn.completed` has the thread's total so far: the last one is the total.
+        assert!(usage.tokens_are_session_total);
         assert_eq!(usage.input_tokens, Some(24763 + 8120));
         assert_eq!(usage.cached_input_tokens, Some(24448 + 7936));
         assert_eq!(usage.output_tokens, Some(122 + 310));
         assert_eq!(usage.reasoning_tokens, Some(64 + 128));
         assert_eq!(usage.num_turns, Some(2));
         assert_eq!(usage.tool_calls, Some(3));
+    }
+
+    /// Codex 0.171 on a usage limit (recorded): its words, with the time to try again.
+    #[test]
+    fn a_usage_limit_fails_with_codexs_words() {
+        let out = codex("usage-limit.jsonl");
+        let error = out.error.unwrap();
+        assert!(error.starts_with("You’ve hit your usage limit."), "{error}");
+        assert!(error.ends_with("try again at 9:58 PM."), "{error}");
+    }
+
+    /// Codex 0.171 reconnecting a dropped stream (recorded): a retry, not the run's error.
+    #[test]
+    fn a_reconnect_is_a_retry_not_an_error() {
+        let out = codex("reconnect.jsonl");
+        assert_eq!(out.error, None);
+        assert_eq!(out.state().as_deref(), Some("idle"));
+        assert!(
+            !out.shown().contains("ended with an error"),
+            "{}",
+            out.shown()
+        );
+        assert_eq!(
+            out.retries,
+            [AgentRetry {
+                reason: "stream disconnected before completion: stream closed before \
+                         response.completed"
+                    .into(),
+                attempt: Some(1),
+                max_attempts: Some(1),
+                delay_ms: None,
+            }]
+        );
+    }
+
+    /// Codex 0.171 after `codex exec resume` (recorded): the thread's running total.
+    #[test]
+    fn a_resumed_thread_reports_its_running_total() {
+        let usage = codex("resumed.jsonl").usage.unwrap();
+        assert!(usage.tokens_are_session_total);
+        assert_eq!(usage.input_tokens, Some(2400));
+        assert_eq!(usage.output_tokens, Some(90));
     }
 
     #[test]

@@ -4,7 +4,13 @@ use serde_json::{Map, Value};
 
 use super::json;
 use super::json_lines::{JsonEvents, JsonRun};
-use super::{AdapterOutput, ToolNames, show_text, show_tool};
+use super::{
+    AdapterOutput, AgentRetry, Lines, Piece, ToolNames, one_line, show_text, show_tool,
+    strip_escapes,
+};
+
+/// Longest retry reason taken from Gemini CLI's standard error.
+const RETRY_REASON_CHARS: usize = 120;
 use crate::event::Stream;
 
 /// Gemini CLI's `--output-format stream-json` (`init`, `message`, `tool_use`, `tool_result`,
@@ -19,6 +25,10 @@ use crate::event::Stream;
 pub struct GeminiStreamJsonAdapter {
     run: JsonRun,
     tool_names: ToolNames,
+    /// Standard error, in lines: where Gemini CLI says it retries.
+    stderr_lines: Lines,
+    /// A failed attempt read there, until Gemini says it retries it.
+    retry: Option<AgentRetry>,
     /// The last thing shown was a delta without its newline.
     mid_line: bool,
 }
@@ -30,6 +40,43 @@ impl GeminiStreamJsonAdapter {
     }
 
     /// Ends a line of streamed text before a line of ralph's own.
+    /// One line of standard error, where Gemini CLI reports its retries: `Attempt 1 failed
+    /// with status 500. Retrying with backoff... ERROR` or `Attempt 1 failed: MESSAGE` and,
+    /// lines later, `... Retrying after 5778ms...`; `... Max attempts reached` is no retry.
+    fn retry_line(&mut self, line: &str, out: &mut dyn AdapterOutput) {
+        let line = strip_escapes(line);
+        if let Some(rest) = line.strip_prefix("Attempt ") {
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            let attempt = rest[..digits].parse().ok();
+            let after = rest[digits..].trim_start();
+            let reason = match after.strip_prefix("failed with status ") {
+                Some(status) => status.chars().take_while(char::is_ascii_digit).collect(),
+                None => after
+                    .strip_prefix("failed:")
+                    .unwrap_or(after)
+                    .trim()
+                    .to_owned(),
+            };
+            self.retry = Some(AgentRetry {
+                reason: one_line(&reason, RETRY_REASON_CHARS),
+                attempt,
+                ..AgentRetry::default()
+            });
+        }
+        if line.contains("Max attempts reached") {
+            self.retry = None;
+        } else if let Some((_, after)) = line.split_once("Retrying") {
+            if let Some(mut retry) = self.retry.take() {
+                retry.delay_ms = after
+                    .trim_start()
+                    .strip_prefix("after ")
+                    .and_then(|ms| ms.split("ms").next())
+                    .and_then(|ms| ms.trim().parse().ok());
+                out.retrying(retry);
+            }
+        }
+    }
+
     fn end_line(&mut self, out: &mut dyn AdapterOutput) {
         if self.mid_line {
             out.show(Stream::Stdout, b"\n");
@@ -58,6 +105,20 @@ impl GeminiStreamJsonAdapter {
                 json::count(model.get("output_tokens")),
             );
             json::add(&mut u.cached_input_tokens, json::count(model.get("cached")));
+            // Gemini CLI leaves the thinking tokens out of `output_tokens` but counts them in
+            // `total_tokens`: what is left of the total is reasoning, part of the output.
+            let reasoning = match (
+                json::count(model.get("total_tokens")),
+                json::count(model.get("input_tokens")),
+                json::count(model.get("output_tokens")),
+            ) {
+                (Some(total), Some(input), Some(output)) => total.saturating_sub(input + output),
+                _ => 0,
+            };
+            if reasoning > 0 {
+                json::add(&mut u.output_tokens, Some(reasoning));
+                json::add(&mut u.reasoning_tokens, Some(reasoning));
+            }
         }
         if let Some(models) = models {
             if models.len() == 1 {
@@ -76,6 +137,17 @@ impl JsonEvents for GeminiStreamJsonAdapter {
 
     fn run_mut(&mut self) -> &mut JsonRun {
         &mut self.run
+    }
+
+    fn before_stderr(&mut self, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.end_line(out);
+        let mut lines = std::mem::take(&mut self.stderr_lines);
+        lines.feed(bytes, &mut |piece| {
+            if let Piece::Line(line) = piece {
+                self.retry_line(&String::from_utf8_lossy(line), out);
+            }
+        });
+        self.stderr_lines = lines;
     }
 
     fn event(&mut self, kind: &str, event: &Map<String, Value>, out: &mut dyn AdapterOutput) {
@@ -139,9 +211,78 @@ impl JsonEvents for GeminiStreamJsonAdapter {
 mod tests {
     use super::super::testing::{self, Recorded};
     use super::*;
+    use crate::adapter::OutputAdapter;
 
     fn gemini(name: &str) -> Recorded {
         testing::read_fixture(GeminiStreamJsonAdapter::new(), "gemini", name)
+    }
+
+    /// gemini-cli 0.61 (recorded): the thinking tokens, left out of `output_tokens` but in
+    /// `total_tokens`, are counted in the output.
+    #[test]
+    fn thinking_tokens_count_in_the_output() {
+        let usage = gemini("thinking.jsonl").usage.unwrap();
+        assert_eq!(usage.input_tokens, Some(1200));
+        assert_eq!(usage.output_tokens, Some(45 + 7));
+        assert_eq!(usage.reasoning_tokens, Some(7));
+    }
+
+    /// gemini-cli 0.61 on a quota 429 (recorded): its words, with the wait it asks for.
+    #[test]
+    fn a_quota_error_fails_with_geminis_words() {
+        let error = gemini("quota.jsonl").error.unwrap();
+        assert!(error.contains("You exceeded your current quota"), "{error}");
+        assert!(error.contains("Please retry in 2.5s."), "{error}");
+    }
+
+    /// Issue 24, item 6: a delta without its newline is ended before standard error is shown.
+    #[test]
+    fn standard_error_starts_on_a_line_of_its_own() {
+        let mut adapter = GeminiStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        adapter.feed(
+            Stream::Stdout,
+            br#"{"type":"message","role":"assistant","content":"Working","delta":true}
+"#,
+            &mut out,
+        );
+        adapter.feed(Stream::Stderr, b"Ripgrep is not available.\n", &mut out);
+        assert_eq!(out.shown(), "Working\n");
+        assert_eq!(out.shown_stderr, b"Ripgrep is not available.\n");
+    }
+
+    /// Issue 24, item 8: Gemini CLI's retries, from its standard error (gemini-cli 0.61).
+    #[test]
+    fn retries_on_standard_error_are_reported() {
+        let mut adapter = GeminiStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        let stderr = "Attempt 1 failed with status 500. Retrying with backoff... _ApiError: {}\n\
+            \x20   at throwErrorIfNotOK (file:///bundle/chunk.js:1:2)\n\
+            Attempt 2 failed: You exceeded your current quota. Please retry in 2.5s.\n\
+            Suggested retry after 2.5s.. Retrying after 5778ms...\n\
+            Attempt 3 failed: You exceeded your current quota.\n\
+            Suggested retry after 2.5s.. Max attempts reached\n";
+        for chunk in stderr.as_bytes().chunks(7) {
+            adapter.feed(Stream::Stderr, chunk, &mut out);
+        }
+        adapter.finish(&mut out);
+        assert_eq!(
+            out.retries,
+            [
+                AgentRetry {
+                    reason: "500".into(),
+                    attempt: Some(1),
+                    max_attempts: None,
+                    delay_ms: None,
+                },
+                AgentRetry {
+                    reason: "You exceeded your current quota. Please retry in 2.5s.".into(),
+                    attempt: Some(2),
+                    max_attempts: None,
+                    delay_ms: Some(5778),
+                },
+            ]
+        );
     }
 
     #[test]

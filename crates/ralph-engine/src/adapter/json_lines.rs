@@ -2,12 +2,14 @@
 //! lines, parsing them leniently, keeping the final answer, the usage and the error, and
 //! handing them over at the end. A format ([`JsonEvents`]) says only what its events mean.
 
+use std::time::SystemTime;
+
 use serde_json::{Map, Value};
 
 use super::json::{self, NotJson};
 use super::{
     AdapterOutput, Answer, CodexJsonAdapter, CursorStreamJsonAdapter, GeminiStreamJsonAdapter,
-    Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, Usage, error_words,
+    Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, StderrTail, Usage, error_words,
 };
 use crate::event::Stream;
 
@@ -18,6 +20,8 @@ const REMEMBERED_ERRORS: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct JsonRun {
     lines: Lines,
+    /// The end of standard error, the reason of a run with no final answer.
+    stderr: StderrTail,
     not_json: NotJson,
     /// The agent's final answer: handed over as result text at the end, the only text scanned
     /// for markers.
@@ -26,6 +30,8 @@ pub(crate) struct JsonRun {
     pub(crate) usage: Usage,
     /// The error the agent reported about its run, in its words.
     pub(crate) error: Option<String>,
+    /// When the rate limit the agent's stream reported resets.
+    pub(crate) rate_limit_reset: Option<SystemTime>,
     /// The errors shown so far, the first [`REMEMBERED_ERRORS`]: formats that say an error
     /// twice (Codex's `error` then `turn.failed`, Gemini's `error` then its `result`) get one
     /// line.
@@ -94,6 +100,11 @@ pub(crate) trait JsonEvents: Send {
     fn missing_final_answer(&self) -> bool {
         false
     }
+
+    /// Standard error is about to be shown: a format that streams its answer without newlines
+    /// ends the line first, so the two do not run together; one whose agent reports its
+    /// retries there reads them.
+    fn before_stderr(&mut self, _bytes: &[u8], _out: &mut dyn AdapterOutput) {}
 }
 
 impl<F: JsonEvents> ReadsLines for F {
@@ -116,7 +127,8 @@ fn finish<F: JsonEvents>(adapter: &mut F, out: &mut dyn AdapterOutput) -> Option
     adapter.end(out);
     adapter.run().not_json.summarise(F::FORMAT, out);
     if adapter.missing_final_answer() {
-        adapter.run_mut().error = Some(no_final_answer(out));
+        let stderr = adapter.run().stderr.last_line();
+        adapter.run_mut().error = Some(no_final_answer(stderr, out));
     }
     let run = adapter.run_mut();
     run.answer.hand_over(out);
@@ -129,6 +141,10 @@ macro_rules! output_adapters {
     ($($adapter:ty),* $(,)?) => {$(
         impl OutputAdapter for $adapter {
             fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+                if stream == Stream::Stderr {
+                    self.run_mut().stderr.push(bytes);
+                    self.before_stderr(bytes, out);
+                }
                 self.feed_lines(stream, bytes, out);
             }
 
@@ -138,6 +154,10 @@ macro_rules! output_adapters {
 
             fn reported_error(&self) -> Option<String> {
                 self.run().error.clone()
+            }
+
+            fn rate_limit_reset(&self) -> Option<SystemTime> {
+                self.run().rate_limit_reset
             }
         }
     )*};
@@ -151,10 +171,13 @@ output_adapters!(
 );
 
 /// Shows that the run ended without its final answer and gives the error that says so.
-pub(crate) fn no_final_answer(out: &mut dyn AdapterOutput) -> String {
+pub(crate) fn no_final_answer(stderr: Option<String>, out: &mut dyn AdapterOutput) -> String {
     const WORDS: &str = "the agent's run ended without a final answer";
     out.show(Stream::Stdout, format!("✗ {WORDS}\n").as_bytes());
-    WORDS.to_owned()
+    match stderr {
+        Some(line) => format!("{WORDS}: {line}"),
+        None => WORDS.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod opencode;
 mod text;
 
 use std::collections::VecDeque;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +76,50 @@ pub trait AdapterOutput {
     fn warn(&mut self, message: String) {
         tracing::warn!("{message}");
     }
+
+    /// The agent is retrying a request on its own. The engine's output emits it as an
+    /// `AGENT_RETRYING` event; the default, for an output of an embedder's own, logs it.
+    fn retrying(&mut self, retry: AgentRetry) {
+        tracing::info!("agent retrying: {}", retry.describe());
+    }
+}
+
+/// An agent retrying a request on its own, as its adapter read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentRetry {
+    /// Why, in the agent's words (`529 overloaded_error`).
+    pub reason: String,
+    /// Which retry this is, from 1, when the agent says.
+    pub attempt: Option<u64>,
+    /// How many retries it makes at most, when the agent says.
+    pub max_attempts: Option<u64>,
+    /// How long it waits before this retry, when the agent says.
+    pub delay_ms: Option<u64>,
+}
+
+impl AgentRetry {
+    /// A retry for `reason`, the rest unknown.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            ..Self::default()
+        }
+    }
+
+    /// `529 overloaded_error (3/10)`: the reason and the attempt, as the status line shows it.
+    pub fn describe(&self) -> String {
+        describe_retry(&self.reason, self.attempt, self.max_attempts)
+    }
+}
+
+/// `REASON (N/MAX)`, `REASON (N)` or `REASON`: how a retry reads, wherever it is shown.
+pub fn describe_retry(reason: &str, attempt: Option<u64>, max_attempts: Option<u64>) -> String {
+    match (attempt, max_attempts) {
+        (Some(n), Some(max)) => format!("{reason} ({n}/{max})"),
+        (Some(n), None) => format!("{reason} ({n})"),
+        _ => reason.to_owned(),
+    }
 }
 
 /// Reads one agent run's output. A fresh adapter is made for every agent run.
@@ -91,6 +136,14 @@ pub trait OutputAdapter: Send {
     /// as failed, whatever its exit code, and its words are where a rate limit and its reset
     /// time are looked for.
     fn reported_error(&self) -> Option<String> {
+        None
+    }
+
+    /// After [`finish`](Self::finish): when the rate limit that stopped the run resets, as the
+    /// agent reported it in its own stream (Claude Code's `rate_limit_event`), to the second.
+    /// It stands for the reset the error's words give (rounded to the minute there), and makes
+    /// a failed run a rate-limited one whatever those words are.
+    fn rate_limit_reset(&self) -> Option<SystemTime> {
         None
     }
 }
@@ -136,13 +189,18 @@ pub struct Usage {
     /// Tool calls that were denied permission (Claude Code's `permission_denials`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_tool_calls: Option<u64>,
-    /// `cost_usd` is the agent session's running total (Claude Code reports the whole
-    /// session's cost again when it goes on with `--continue` or `--resume`): a run counts a
-    /// session that goes on over several iterations once, with its last figure (`RunCost`).
-    /// On the wire only when true, so a reader of the events can count the cost as the engine
-    /// does.
+    /// `cost_usd` is the agent session's running total: a run counts a session that goes on
+    /// over several iterations once, with its last figure ([`RunCost`]). No built-in adapter
+    /// sets it any more (Claude Code 2.1 reports each invocation's own cost, also with
+    /// `--continue`); it is read back from the events of runs that earlier versions of ralph
+    /// wrote, and an embedder's adapter may set it. On the wire only when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cost_is_session_total: bool,
+    /// The token counts are the agent session's running totals (Codex reports its thread's
+    /// tokens so far at each turn, also after `codex exec resume`): the engine turns them into
+    /// this run's own share before anyone sees them. Never on the wire.
+    #[serde(skip)]
+    pub tokens_are_session_total: bool,
 }
 
 impl Usage {
@@ -183,6 +241,47 @@ impl Usage {
     pub(crate) fn take_reported(&mut self) -> Option<Usage> {
         let usage = std::mem::take(self);
         (!usage.is_empty()).then_some(usage)
+    }
+}
+
+/// Turns token counts reported as a session's running totals
+/// ([`Usage::tokens_are_session_total`]) into each agent run's own share: a run that goes on
+/// with the session of the run before it counts only what it added.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionTokens {
+    /// The last session and its running totals.
+    last: Option<(String, Usage)>,
+}
+
+impl SessionTokens {
+    /// `usage` with running totals made this run's own share; other usage as it is.
+    pub(crate) fn own_share(&mut self, mut usage: Usage) -> Usage {
+        if !usage.tokens_are_session_total {
+            return usage;
+        }
+        usage.tokens_are_session_total = false;
+        let Some(session) = usage.session_id.clone() else {
+            return usage;
+        };
+        let totals = usage.clone();
+        if let Some((last_session, last)) = &self.last {
+            if *last_session == session {
+                let less = |now: &mut Option<u64>, before: Option<u64>| {
+                    if let (Some(now), Some(before)) = (now.as_mut(), before) {
+                        // A smaller total is a new count (a compacted thread): kept whole.
+                        if *now >= before {
+                            *now -= before;
+                        }
+                    }
+                };
+                less(&mut usage.input_tokens, last.input_tokens);
+                less(&mut usage.cached_input_tokens, last.cached_input_tokens);
+                less(&mut usage.output_tokens, last.output_tokens);
+                less(&mut usage.reasoning_tokens, last.reasoning_tokens);
+            }
+        }
+        self.last = Some((session, totals));
+        usage
     }
 }
 
@@ -531,11 +630,72 @@ impl ToolNames {
     }
 }
 
-/// An error's words, trimmed and cut to their last [`MAX_ERROR_TEXT`] bytes.
+/// An error's words, without terminal colour escapes, trimmed and cut to their last
+/// [`MAX_ERROR_TEXT`] bytes.
 pub(crate) fn error_words(text: &str) -> String {
-    let mut text = text.trim().to_owned();
+    let mut text = strip_escapes(text).trim().to_owned();
     keep_tail(&mut text, MAX_ERROR_TEXT);
     text
+}
+
+/// `text` without terminal escape sequences (`ESC [ ... letter`, and a lone `ESC x`): an
+/// agent's colours, which `NO_COLOR` does not always turn off, are no part of its words.
+pub(crate) fn strip_escapes(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            plain.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                // An OSC sequence, ended by BEL or ESC \.
+                for c in chars.by_ref() {
+                    if c == '\u{7}' || c == '\\' {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    plain
+}
+
+/// How much of an agent's standard error a [`StderrTail`] keeps.
+const STDERR_TAIL_BYTES: usize = 2048;
+
+/// The end of an agent's standard error: why a run that died before its first JSON event
+/// died (`claude -p --output-format stream-json` without `--verbose`, say).
+#[derive(Debug, Default)]
+pub(crate) struct StderrTail(Vec<u8>);
+
+impl StderrTail {
+    /// More standard error.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+        if self.0.len() > 2 * STDERR_TAIL_BYTES {
+            self.0.drain(..self.0.len() - STDERR_TAIL_BYTES);
+        }
+    }
+
+    /// The last line that is not blank, without colour escapes.
+    pub(crate) fn last_line(&self) -> Option<String> {
+        let text = strip_escapes(&String::from_utf8_lossy(&self.0));
+        text.lines()
+            .rev()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .map(|line| one_line(line, MAX_ERROR_TEXT))
+    }
 }
 
 /// Shows a text block: its lines, the trailing blank ones dropped, each after `indent`.
@@ -610,6 +770,7 @@ pub(crate) mod testing {
         pub(crate) usage: Option<Usage>,
         pub(crate) error: Option<String>,
         pub(crate) warnings: Vec<String>,
+        pub(crate) retries: Vec<AgentRetry>,
     }
 
     impl AdapterOutput for Recorded {
@@ -627,6 +788,10 @@ pub(crate) mod testing {
 
         fn warn(&mut self, message: String) {
             self.warnings.push(message);
+        }
+
+        fn retrying(&mut self, retry: AgentRetry) {
+            self.retries.push(retry);
         }
     }
 

@@ -1,5 +1,7 @@
 //! opencode's `opencode run --format json`: one part event per line.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use serde_json::{Map, Value};
 
 use super::json;
@@ -95,6 +97,7 @@ impl JsonEvents for OpencodeJsonAdapter {
             "error" => {
                 let message = json::error_message(event.get("error"));
                 self.run.fail(message.as_deref().unwrap_or("error"), out);
+                self.run.rate_limit_reset = rate_limit_reset(event);
             }
             _ => {}
         }
@@ -105,8 +108,64 @@ impl JsonEvents for OpencodeJsonAdapter {
     }
 }
 
+/// An `error` event for an HTTP 429 (`error.data.statusCode`), after opencode's own retries
+/// (each waiting the `retry-after`): the latest reset its response headers give, `retry-after`
+/// (seconds) or OpenAI's `x-ratelimit-reset-requests` / `-tokens` (`1s`, `6m0s`), counted
+/// from the event's `timestamp` (Unix milliseconds).
+fn rate_limit_reset(event: &Map<String, Value>) -> Option<SystemTime> {
+    let data = event.get("error")?.get("data")?;
+    if json::count(data.get("statusCode")) != Some(429) {
+        return None;
+    }
+    let headers = data.get("responseHeaders")?;
+    let retry_after = json::count(headers.get("retry-after")).map(Duration::from_secs);
+    let resets = ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
+        .iter()
+        .filter_map(|name| json::text(headers.get(*name)).and_then(go_duration));
+    let wait = retry_after.into_iter().chain(resets).max()?;
+    let at = json::count(event.get("timestamp"))?;
+    Some(UNIX_EPOCH + Duration::from_millis(at) + wait)
+}
+
+/// A duration as OpenAI's rate limit headers write it: `20ms`, `1s`, `6m0s`, `1h2m3.5s`.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    let mut total = 0.0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (seconds, unit) = [("ms", 0.001), ("h", 3600.0), ("m", 60.0), ("s", 1.0)]
+            .into_iter()
+            .find(|(unit, _)| rest.starts_with(unit))
+            .map(|(unit, scale)| (value * scale, unit.len()))?;
+        total += seconds;
+        rest = &rest[unit..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn openai_reset_headers_read_as_durations() {
+        use super::go_duration;
+        assert_eq!(go_duration("1s"), Some(Duration::from_secs(1)));
+        assert_eq!(go_duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(go_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(
+            go_duration("1h2m3.5s"),
+            Some(Duration::from_millis(3_723_500))
+        );
+        assert_eq!(go_duration(""), None);
+        assert_eq!(go_duration("soon"), None);
+    }
+
     use super::super::testing::{self, Recorded};
     use super::*;
 

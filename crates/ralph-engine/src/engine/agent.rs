@@ -122,6 +122,7 @@ impl Run {
         });
         let words = AgentWords {
             reported_error: adapter.reported_error(),
+            rate_limit_reset: adapter.rate_limit_reset(),
             tail: tail.into_text().0,
             not_started: None,
         };

@@ -1,7 +1,8 @@
 //! When an agent run failed, and why, in words.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use crate::adapter::strip_escapes;
 use crate::event::{Termination, exit_status};
 use crate::process::ProcessExit;
 
@@ -16,6 +17,8 @@ const FAILURE_DETAIL_CHARS: usize = 200;
 pub(super) struct AgentWords {
     /// The error its adapter reported (Claude Code's `is_error`).
     pub(super) reported_error: Option<String>,
+    /// When the rate limit that stopped it resets, as its adapter read it from its stream.
+    pub(super) rate_limit_reset: Option<SystemTime>,
     /// The end of its output, both streams in the order written.
     pub(super) tail: String,
     /// Why it could not be started, when it could not.
@@ -51,8 +54,11 @@ pub(super) fn failure_of(
     }
 }
 
-/// The last non-blank line of `text`, trimmed, at most [`FAILURE_DETAIL_CHARS`] characters.
+/// The last non-blank line of `text`, without colour escapes (an agent's colours, which
+/// `NO_COLOR` and `--no-color` do not always turn off), trimmed, at most
+/// [`FAILURE_DETAIL_CHARS`] characters.
 fn last_line(text: &str) -> Option<String> {
+    let text = strip_escapes(text);
     let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
     let mut words: String = line.chars().take(FAILURE_DETAIL_CHARS).collect();
     if words.len() < line.len() {
@@ -77,6 +83,7 @@ mod tests {
     fn words(reported_error: Option<&str>, tail: &str) -> AgentWords {
         AgentWords {
             reported_error: reported_error.map(str::to_owned),
+            rate_limit_reset: None,
             tail: tail.to_owned(),
             not_started: None,
         }
@@ -141,6 +148,24 @@ mod tests {
                 "{ours:?}"
             );
         }
+    }
+
+    #[test]
+    fn colour_escapes_are_no_part_of_the_words() {
+        let failed = exit(Some(1), None, Termination::Natural);
+        let said = words(
+            None,
+            "\x1b[31mError when talking to Gemini API\x1b[0m\n\x1b[2K",
+        );
+        assert_eq!(
+            failure_of(&failed, &said, None).as_deref(),
+            Some("exit 1: Error when talking to Gemini API")
+        );
+        let reported = words(Some("\x1b[1;31m[API Error: quota]\x1b[0m"), "");
+        assert_eq!(
+            failure_of(&failed, &reported, None).as_deref(),
+            Some("exit 1: [API Error: quota]")
+        );
     }
 
     #[test]

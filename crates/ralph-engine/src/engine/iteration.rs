@@ -106,7 +106,7 @@ impl Run {
         let checks_judge = self.attempts.is_some() && !handled;
         self.agent_run = self.judge_agent_run(&exit, &words, checks_judge);
         let failed = self.agent_run.failure.is_some();
-        let mut usage = usage;
+        let mut usage = usage.map(|usage| self.session_tokens.own_share(usage));
         // A cost below zero (or not a number) would lower the run's total and let it run past
         // `max_cost`: it is not counted, nor written into ITERATION_ENDED.
         if let Some(usage) = usage.as_mut() {
@@ -272,7 +272,11 @@ impl Run {
         // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
         let text = words.reported_error.as_deref().unwrap_or(&words.tail);
         let now = jiff::Zoned::now();
-        match rate_limit::detect(text, &now) {
+        // The reset the agent's own stream gave, to the second, beats its words' (to the minute).
+        let reported = words
+            .rate_limit_reset
+            .map(|until| rate_limit::RateLimit { until: Some(until) });
+        match reported.or_else(|| rate_limit::detect(text, &now)) {
             Some(limit) => match limit.until {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,

@@ -8,7 +8,7 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::time::Instant;
 
 use super::interrupts::{Interrupts, Phase, Response};
-use crate::adapter::{AdapterOutput, OutputAdapter};
+use crate::adapter::{AdapterOutput, AgentRetry, OutputAdapter};
 use crate::event::{Event, EventKind, EventSink, Stream};
 use crate::logs::IterationLog;
 use crate::outcome::InterruptSignal;
@@ -115,6 +115,17 @@ impl AdapterOutput for AgentOutput<'_> {
         // Named after its iteration, as a malformed marker's warning is: the log to look in.
         let message = format!("iteration {}: {message}", self.iteration);
         emit(self.sinks, self.run_id, EventKind::Warning { message });
+    }
+
+    fn retrying(&mut self, retry: AgentRetry) {
+        let kind = EventKind::AgentRetrying {
+            iteration: self.iteration,
+            reason: retry.reason,
+            attempt: retry.attempt,
+            max_attempts: retry.max_attempts,
+            delay_ms: retry.delay_ms,
+        };
+        emit(self.sinks, self.run_id, kind);
     }
 }
 
