@@ -34,6 +34,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let target = crate::target_dir(root);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
+    forget_earlier_unpacks()?;
     eprintln!("package: cargo package --workspace --exclude xtask");
     run_ok(
         Command::new(&cargo)
@@ -82,6 +83,39 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     check_version(&ralph, root)?;
     run_demo(&ralph, root, scratch.path())?;
     eprintln!("package: ok, {CLI_PACKAGE} {VERSION} installs from its package and runs");
+    Ok(())
+}
+
+/// Removes what earlier runs unpacked of these crates from cargo's registry cache.
+///
+/// `cargo package` verifies each crate against the others through a local registry it makes in
+/// the target folder; cargo unpacks a crate from it into `$CARGO_HOME/registry/src/-<hash>/` and
+/// never unpacks the same name and version again. A second run on the same machine, sources
+/// changed but the version not, would build against the first run's code. These crates come from
+/// no other registry (`-<hash>` folders are local ones), so what is there is only ever stale.
+fn forget_earlier_unpacks() -> Result<(), String> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let registries = match std::fs::read_dir(cargo_home.join("registry").join("src")) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(format!("cannot list cargo's registry sources: {err}")),
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for name in CRATES {
+            let unpacked = registry.path().join(format!("{name}-{VERSION}"));
+            match std::fs::remove_dir_all(&unpacked) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(format!("cannot remove {}: {err}", unpacked.display())),
+            }
+        }
+    }
     Ok(())
 }
 
