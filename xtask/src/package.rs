@@ -11,7 +11,10 @@
 //!    bundled demo to its first idle iteration.
 //!
 //! The install is a debug build sharing the workspace's target folder: what is checked is the
-//! package's contents, and the release profile's size is `cargo xtask bench`'s row.
+//! package's contents, and the release profile's size is `cargo xtask bench`'s row. The
+//! verification builds in a target folder of its own, emptied each time, and what earlier runs
+//! unpacked of these crates is removed first: cargo holds a registry crate's version to be its
+//! contents, and ours change under one version between releases.
 
 use std::path::Path;
 use std::process::Command;
@@ -35,10 +38,25 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
     forget_earlier_unpacks()?;
+    // Cargo takes a registry crate it has built as built, whatever its sources now say: the
+    // packages are verified in a target folder of their own, emptied first.
+    let verify_target = target.join("package-verify");
+    match std::fs::remove_dir_all(&verify_target) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(format!("cannot empty {}: {err}", verify_target.display())),
+    }
     eprintln!("package: cargo package --workspace --exclude xtask");
     run_ok(
         Command::new(&cargo)
-            .args(["package", "--workspace", "--exclude", "xtask"])
+            .args([
+                "package",
+                "--workspace",
+                "--exclude",
+                "xtask",
+                "--target-dir",
+            ])
+            .arg(&verify_target)
             .current_dir(root),
     )?;
 
@@ -47,7 +65,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let sources = scratch.path().join("src");
     std::fs::create_dir(&sources).map_err(|err| format!("{}: {err}", sources.display()))?;
     for name in CRATES {
-        let file = target
+        let file = verify_target
             .join("package")
             .join(format!("{name}-{VERSION}.crate"));
         run_ok(
