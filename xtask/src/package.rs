@@ -10,11 +10,11 @@
 //! 3. The installed `ralph` says its version and the commit it was packaged from, and runs the
 //!    bundled demo to its first idle iteration.
 //!
-//! The install is a debug build sharing the workspace's target folder: what is checked is the
-//! package's contents, and the release profile's size is `cargo xtask bench`'s row. The
-//! verification builds in a target folder of its own, emptied each time, and what earlier runs
-//! unpacked of these crates is removed first: cargo holds a registry crate's version to be its
-//! contents, and ours change under one version between releases.
+//! The verification and the install (a debug build: what is checked is the package's contents;
+//! the release profile's size is `cargo xtask bench`'s row) build in a target folder of their
+//! own, emptied each time, and what earlier runs unpacked of these crates is removed first: cargo
+//! holds a crate's version to be its contents, and ours change under one version between
+//! releases.
 
 use std::path::Path;
 use std::process::Command;
@@ -88,7 +88,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         .arg("--root")
         .arg(&install_root)
         .args(["--debug", "--locked", "--target-dir"])
-        .arg(&target);
+        .arg(&verify_target);
     for name in &CRATES[..CRATES.len() - 1] {
         install.arg("--config").arg(format!(
             "patch.crates-io.{name}.path='{}'",
