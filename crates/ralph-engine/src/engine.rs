@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::adapter::{OutputAdapter, RunCost, Usage};
+use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
 use crate::logs;
@@ -85,6 +86,8 @@ pub struct Engine {
     adapter: Option<AdapterFactory>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,
+    /// The loop's folder, held for the run ([`Engine::claim_folder`]).
+    claim: Option<FolderClaim>,
 }
 
 /// Makes a fresh [`OutputAdapter`] for each agent run.
@@ -112,7 +115,27 @@ impl Engine {
             terminal: PtyTerminal::detached(),
             adapter: None,
             tasks: None,
+            claim: None,
         }
+    }
+
+    /// Does what the `ralph` binary does around a run in a loop's folder
+    /// ([`FolderClaim::take`] of `options.cwd`, then [`Engine::set_folder_claim`]): a second
+    /// loop there is refused, and `ralph status` and `ralph runs` read the run as running.
+    /// Refused with [`LockError::Held`](crate::lock::LockError::Held), naming the run that
+    /// holds the folder.
+    pub fn claim_folder(&mut self) -> Result<&mut Self, crate::lock::LockError> {
+        let claim = FolderClaim::take(&self.options)?;
+        Ok(self.set_folder_claim(claim))
+    }
+
+    /// Runs in the folder `claim` holds, for a caller that took it before the engine was
+    /// built (the binary opens its task source in between). As it starts, the run locks its
+    /// log folder (`options.log_dir`) and names it in `.ralph/current`; when it ends, the
+    /// claim is let go.
+    pub fn set_folder_claim(&mut self, claim: FolderClaim) -> &mut Self {
+        self.claim = Some(claim);
+        self
     }
 
     /// Lets `source` pick the task of every iteration and judge its result (see [`TaskSource`]).
@@ -243,6 +266,8 @@ struct Run {
     session_writer: Option<persist::SessionWriter>,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
+    /// The loop's folder, held until the run is dropped.
+    claim: Option<FolderClaim>,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -265,6 +290,7 @@ impl Run {
             terminal: engine.terminal,
             adapter: engine.adapter,
             tasks: Tasks::new(engine.tasks),
+            claim: engine.claim,
             run_cost: RunCost::default(),
             num_turns: None,
             usage: None,
@@ -318,6 +344,9 @@ impl Run {
                 ));
                 self.options.log_dir = None;
             }
+        }
+        if let (Some(claim), Some(dir)) = (&mut self.claim, &self.options.log_dir) {
+            early_warnings.extend(claim.record_start(&self.options.cwd, dir));
         }
         if let Some(dir) = &self.options.log_dir {
             let resuming = self.options.resume.is_some();

@@ -56,6 +56,7 @@
 
 mod adapter;
 pub mod atomic;
+mod claim;
 mod convergence;
 mod engine;
 mod event;
@@ -78,6 +79,7 @@ pub use adapter::{
     GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
     OutputChoice, RunCost, TextAdapter, Usage, choose_output,
 };
+pub use claim::FolderClaim;
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
