@@ -15,7 +15,9 @@ use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::Containment;
 use crate::process::pty::PtyTerminal;
-use crate::state::{DeclaredStateHandler, DoneHandler, IdleHandler, StateHandlers, millis};
+use crate::state::{
+    DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
+};
 use crate::task::{TaskSource, Tasks};
 
 mod agent;
@@ -99,7 +101,7 @@ impl Engine {
     pub fn new(options: EngineOptions) -> Self {
         let mut handlers = StateHandlers::new();
         if let Some(policy) = options.file.config.idle {
-            handlers.register("idle", IdleHandler::new(policy));
+            handlers.register(IDLE_STATE, IdleHandler::new(policy));
         }
         handlers.register("done", DoneHandler);
         for (name, spec) in &options.file.config.states {
@@ -234,8 +236,9 @@ struct Run {
     iterations: u64,
     idle_iterations: u64,
     idle_time: Duration,
-    /// From the last ITERATION_IDLE, for the countdown.
-    consecutive_idle: u64,
+    /// The wait the last iteration's state handler asked for (its reason and streak, for the
+    /// countdown), if it asked for one.
+    state_wait: Option<StateWait>,
     /// Convergence bookkeeping, when the file has `done_when`.
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
@@ -306,7 +309,7 @@ impl Run {
             iterations: 0,
             idle_iterations: 0,
             idle_time: Duration::ZERO,
-            consecutive_idle: 0,
+            state_wait: None,
             ralph_file_abs: std::fs::canonicalize(&engine.options.ralph_file)
                 .unwrap_or_else(|_| engine.options.ralph_file.clone())
                 .display()
@@ -466,6 +469,13 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
+    }
+
+    /// A wait of `reason` lasted `time`: idle waits add up to `RUN_ENDED`'s `idle_ms`.
+    fn waited(&mut self, reason: WaitReason, time: Duration) {
+        if reason == WaitReason::Idle {
+            self.idle_time += time;
+        }
     }
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.

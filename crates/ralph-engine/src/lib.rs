@@ -37,7 +37,7 @@
 //! impl StateHandler for WaitingForReview {
 //!     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
 //!         assert_eq!(cx.marker.attr("pr"), Some("42"));
-//!         StateDecision::Wait(Duration::from_millis(10))
+//!         StateDecision::wait(Duration::from_millis(10))
 //!     }
 //! }
 //!
@@ -92,7 +92,7 @@ pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers, StateOutbox,
+    StateHandler, StateHandlers, StateOutbox, StateWait,
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
