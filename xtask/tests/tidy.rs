@@ -383,6 +383,29 @@ fn the_parser_knows_no_story_vocabulary() {
     assert_none("the parser names story mode's words", &problems);
 }
 
+/// Idle is a handler like any other: the loop (`engine/`) reads what a state's handler decided
+/// (a `StateWait`'s reason and streak), never the state's name, nor the idle handler's events.
+#[test]
+fn the_engine_loop_does_not_count_idle_by_name() {
+    let mut problems = Vec::new();
+    scan(
+        &root().join("crates/ralph-engine/src/engine"),
+        &mut problems,
+        |_, line| {
+            [r#""idle""#, "IterationIdle"]
+                .into_iter()
+                .find(|word| line.contains(word))
+                .map(|word| {
+                    format!(
+                        "`{word}`: the idle handler says what its waits are (`StateWait`); the \
+                         loop reads that, not the state's name or the handler's events"
+                    )
+                })
+        },
+    );
+    assert_none("the engine loop names the idle state", &problems);
+}
+
 /// Only the engine's `process` module starts the agent, commands and checks; escalation's
 /// `git` module is the one other place that starts a process (git); the CLI starts none.
 #[test]

@@ -3,8 +3,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use ralph_engine::lock::{LockHolder, RunLock};
-use ralph_engine::{Engine, EngineOptions, InterruptSignal, JsonLinesSink};
+use ralph_engine::{Engine, EngineOptions, FolderClaim, InterruptSignal, JsonLinesSink};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -66,25 +65,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
         return crate::dry_run::dry_run(options, stories);
     }
-    // One loop per folder (per repository when it escalates), held until ralph exits; taken
+    // One loop per folder (per repository when it escalates), held until the run ends; taken
     // before escalation opens, which may already save work under a ref.
-    let mut locks = lock(&options, resuming.is_some())?;
-    // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2).
+    let claim = FolderClaim::take(&options)?;
+    let _repository_lock =
+        ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
+    // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
+    // `.ralph/current` still names the last run that did start.
     let escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
-    if let Some(dir) = &options.log_dir {
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|()| ralph_engine::session::write_current(&options.cwd, dir));
-        if let Err(err) = written {
-            options
-                .warnings
-                .push(format!("cannot record this run in .ralph/current: {err}"));
-        }
-        // A new run's own lock, taken before its session exists: no resume finds it unlocked.
-        if resuming.is_none() {
-            locks.extend(RunLock::run(dir, &options.run_id).ok());
-        }
-    }
-    let _locks = locks;
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -105,6 +93,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         options.warnings.extend(forward_signals(&interrupt_tx));
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
+        engine.set_folder_claim(claim);
         crate::status_line::add_renderer(
             &mut engine,
             style,
@@ -146,24 +135,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         );
         Ok(outcome.exit_code)
     })
-}
-
-/// The folder's lock and, inside a git repository, the repository's: a second loop in the same
-/// folder, or beside a loop that reverts, is refused (exit 2) naming the one that runs. With
-/// `resuming`, the run's own lock too: a run still going is not resumed, from anywhere.
-fn lock(options: &EngineOptions, resuming: bool) -> Result<Vec<RunLock>, CliError> {
-    let folder = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
-    let me = LockHolder::this_process(&options.run_id, &folder);
-    let mut locks = vec![RunLock::folder(&options.cwd, &me)?];
-    if let (true, Some(dir)) = (resuming, &options.log_dir) {
-        locks.push(RunLock::run(dir, &options.run_id)?);
-    }
-    locks.extend(ralph_escalation::lock_repository(
-        &options.cwd,
-        &options.file.config,
-        &me,
-    )?);
-    Ok(locks)
 }
 
 /// The single-threaded tokio runtime a run (or a dry run) is driven by.

@@ -108,6 +108,8 @@ fn without_an_idle_block_the_marker_is_only_reported() {
     assert_eq!(ended[0]["state"], "idle");
     assert_eq!(ended[0]["markers"][0]["name"], "idle");
     assert_eq!(p.run_ended()["reason"], "max_iterations");
+    // Counted with or without an `idle` block (docs/events.md).
+    assert_eq!(p.run_ended()["idle_iterations"], 3);
 }
 
 #[test]

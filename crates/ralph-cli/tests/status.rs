@@ -237,3 +237,55 @@ fn status_shows_the_run_it_is_given_by_id_from_the_folder_it_is_given() {
         common::stderr(&out)
     );
 }
+
+/// A run a program drives through the library, holding its folder with
+/// `Engine::claim_folder`, is the folder's running run for `ralph status` and `ralph runs`, and
+/// `ralph run` there is refused, as beside a `ralph run`.
+#[test]
+fn a_library_run_that_claims_its_folder_is_running_for_status_and_runs() {
+    use ralph_engine::{Engine, EngineOptions};
+    let p = Project::new("agent: sleep 60", "work\n");
+    let text = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
+    let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).unwrap();
+    let mut options = EngineOptions::new(p.path().join("RALPH.md"), parsed.file);
+    options.cwd = p.path().to_path_buf();
+    // Other tests of this process start processes (git) meanwhile: not the run's to end.
+    options.subreaper = false;
+    let log_dir = p.path().join(".ralph/runs").join(&options.run_id);
+    options.log_dir = Some(log_dir.clone());
+    let run_id = options.run_id.clone();
+    let mut engine = Engine::new(options);
+    engine.claim_folder().expect("the folder is free");
+    let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+    let run = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let handle = engine.spawn();
+            let _ = tokio::task::spawn_blocking(move || cancelled.recv()).await;
+            handle.cancel();
+            handle.wait().await.unwrap()
+        })
+    });
+    until("the library run's agent starts", || {
+        std::fs::read_to_string(log_dir.join("events.jsonl"))
+            .is_ok_and(|events| events.contains("ITERATION_STARTED"))
+    });
+
+    let now = status(&p);
+    assert_eq!(now["run_id"], run_id.as_str(), "{now}");
+    assert_eq!(now["running"], true, "{now}");
+    let out = p.run(&["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(runs[0]["status"], "running", "{runs}");
+    let second = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&second), 2, "{}", common::stderr(&second));
+    assert!(common::stderr(&second).contains(&run_id));
+
+    cancel.send(()).unwrap();
+    let outcome = run.join().unwrap();
+    assert_eq!(outcome.reason.as_str(), "cancelled");
+    assert_eq!(status(&p)["running"], false);
+}

@@ -63,7 +63,7 @@ impl StateHandler for WaitingForReview {
             "iteration {}: PR {pr} waits for review (poll {})",
             cx.iteration, self.polls
         );
-        StateDecision::Wait(Duration::from_secs(u64::from(self.polls)))
+        StateDecision::wait(Duration::from_secs(u64::from(self.polls)))
     }
 
     fn on_other_state(&mut self) {

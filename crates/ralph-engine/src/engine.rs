@@ -8,13 +8,16 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::adapter::{OutputAdapter, RunCost, SessionTokens, Usage};
+use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::Containment;
 use crate::process::pty::PtyTerminal;
-use crate::state::{DeclaredStateHandler, DoneHandler, IdleHandler, StateHandlers, millis};
+use crate::state::{
+    DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
+};
 use crate::task::{TaskSource, Tasks};
 
 mod agent;
@@ -85,6 +88,8 @@ pub struct Engine {
     adapter: Option<AdapterFactory>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,
+    /// The loop's folder, held for the run ([`Engine::claim_folder`]).
+    claim: Option<FolderClaim>,
 }
 
 /// Makes a fresh [`OutputAdapter`] for each agent run.
@@ -96,7 +101,7 @@ impl Engine {
     pub fn new(options: EngineOptions) -> Self {
         let mut handlers = StateHandlers::new();
         if let Some(policy) = options.file.config.idle {
-            handlers.register("idle", IdleHandler::new(policy));
+            handlers.register(IDLE_STATE, IdleHandler::new(policy));
         }
         handlers.register("done", DoneHandler);
         for (name, spec) in &options.file.config.states {
@@ -112,7 +117,27 @@ impl Engine {
             terminal: PtyTerminal::detached(),
             adapter: None,
             tasks: None,
+            claim: None,
         }
+    }
+
+    /// Does what the `ralph` binary does around a run in a loop's folder
+    /// ([`FolderClaim::take`] of `options.cwd`, then [`Engine::set_folder_claim`]): a second
+    /// loop there is refused, and `ralph status` and `ralph runs` read the run as running.
+    /// Refused with [`LockError::Held`](crate::lock::LockError::Held), naming the run that
+    /// holds the folder.
+    pub fn claim_folder(&mut self) -> Result<&mut Self, crate::lock::LockError> {
+        let claim = FolderClaim::take(&self.options)?;
+        Ok(self.set_folder_claim(claim))
+    }
+
+    /// Runs in the folder `claim` holds, for a caller that took it before the engine was
+    /// built (the binary opens its task source in between). As it starts, the run locks its
+    /// log folder (`options.log_dir`) and names it in `.ralph/current`; when it ends, the
+    /// claim is let go.
+    pub fn set_folder_claim(&mut self, claim: FolderClaim) -> &mut Self {
+        self.claim = Some(claim);
+        self
     }
 
     /// Lets `source` pick the task of every iteration and judge its result (see [`TaskSource`]).
@@ -211,8 +236,9 @@ struct Run {
     iterations: u64,
     idle_iterations: u64,
     idle_time: Duration,
-    /// From the last ITERATION_IDLE, for the countdown.
-    consecutive_idle: u64,
+    /// The wait the last iteration's state handler asked for (its reason and streak, for the
+    /// countdown), if it asked for one.
+    state_wait: Option<StateWait>,
     /// Convergence bookkeeping, when the file has `done_when`.
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
@@ -245,6 +271,8 @@ struct Run {
     session_writer: Option<persist::SessionWriter>,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
+    /// The loop's folder, held until the run is dropped.
+    claim: Option<FolderClaim>,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -267,6 +295,7 @@ impl Run {
             terminal: engine.terminal,
             adapter: engine.adapter,
             tasks: Tasks::new(engine.tasks),
+            claim: engine.claim,
             run_cost: RunCost::default(),
             session_tokens: SessionTokens::default(),
             num_turns: None,
@@ -283,7 +312,7 @@ impl Run {
             iterations: 0,
             idle_iterations: 0,
             idle_time: Duration::ZERO,
-            consecutive_idle: 0,
+            state_wait: None,
             ralph_file_abs: std::fs::canonicalize(&engine.options.ralph_file)
                 .unwrap_or_else(|_| engine.options.ralph_file.clone())
                 .display()
@@ -321,6 +350,9 @@ impl Run {
                 ));
                 self.options.log_dir = None;
             }
+        }
+        if let (Some(claim), Some(dir)) = (&mut self.claim, &self.options.log_dir) {
+            early_warnings.extend(claim.record_start(&self.options.cwd, dir));
         }
         if let Some(dir) = &self.options.log_dir {
             let resuming = self.options.resume.is_some();
@@ -440,6 +472,13 @@ impl Run {
             }
         };
         Ok(self.finish(reason))
+    }
+
+    /// A wait of `reason` lasted `time`: idle waits add up to `RUN_ENDED`'s `idle_ms`.
+    fn waited(&mut self, reason: WaitReason, time: Duration) {
+        if reason == WaitReason::Idle {
+            self.idle_time += time;
+        }
     }
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.

@@ -392,11 +392,11 @@ pub struct IdleSummary {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WaitReason {
-    /// The agent reported idle and the `idle` handler asked for a wait.
+    /// A state's handler asked for a wait it calls idle (the built-in `idle` handler's).
     Idle,
     /// The frontmatter's `delay` between iterations.
     Delay,
-    /// A state handler other than idle asked for a wait.
+    /// A state's handler asked for a wait (any other than an idle one).
     State,
     /// Backoff before the next convergence attempt.
     Retry,
@@ -455,7 +455,10 @@ pub enum Stream {
 pub struct WaitProgress {
     /// Why the loop waits.
     pub reason: WaitReason,
-    /// Consecutive idle iterations (0 for other waits).
+    /// The streak the state's handler gave with the wait ([`StateWait::streak`]: consecutive
+    /// idle iterations for `idle`'s); 0 for every other wait.
+    ///
+    /// [`StateWait::streak`]: crate::StateWait::streak
     pub consecutive_idle: u64,
     /// The whole wait.
     pub total: std::time::Duration,

@@ -37,7 +37,7 @@
 //! impl StateHandler for WaitingForReview {
 //!     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
 //!         assert_eq!(cx.marker.attr("pr"), Some("42"));
-//!         StateDecision::Wait(Duration::from_millis(10))
+//!         StateDecision::wait(Duration::from_millis(10))
 //!     }
 //! }
 //!
@@ -56,6 +56,7 @@
 
 mod adapter;
 pub mod atomic;
+mod claim;
 mod convergence;
 mod engine;
 mod event;
@@ -78,6 +79,7 @@ pub use adapter::{
     GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
     OutputChoice, RunCost, TextAdapter, Usage, choose_output, describe_retry,
 };
+pub use claim::FolderClaim;
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
@@ -90,7 +92,7 @@ pub use process::program::find_on_path;
 pub use process::pty::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers, StateOutbox,
+    StateHandler, StateHandlers, StateOutbox, StateWait,
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,

@@ -13,8 +13,12 @@ use ralph_frontmatter::schema::BUILT_IN_STATES;
 use ralph_frontmatter::{StateSpec, StateThen};
 use ralph_marker::Marker;
 
-use crate::event::EventKind;
+use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
+
+/// The built-in idle state's name: [`Engine::new`](crate::Engine::new) gives it an
+/// [`IdleHandler`] when the file has an `idle` block.
+pub(crate) const IDLE_STATE: &str = "idle";
 
 /// What the loop does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,10 +26,58 @@ use crate::outcome::EndReason;
 pub enum StateDecision {
     /// Run the next iteration as usual.
     Continue,
-    /// Wait this long before the next iteration (Ctrl+C skips the wait).
-    Wait(Duration),
+    /// Wait before the next iteration (Ctrl+C skips the wait), as [`StateWait`] says.
+    Wait(StateWait),
     /// End the loop.
     Stop(EndReason),
+}
+
+impl StateDecision {
+    /// Wait `delay` before the next iteration, as a state's wait (`WAIT_STARTED` reason
+    /// `state`, no streak): [`StateWait::new`].
+    pub fn wait(delay: Duration) -> Self {
+        Self::Wait(StateWait::new(delay))
+    }
+}
+
+/// A wait a state's handler asks for, in its own words: how long, what the wait is (`reason`,
+/// `WAIT_STARTED`'s and the countdown's) and the handler's streak (iterations in a row in its
+/// state, shown with the countdown). The engine reads these, never the state's name: the
+/// built-in `idle` handler's waits are [`WaitReason::Idle`] with its streak, and the run counts
+/// the iterations whose waits say `Idle` as idle (`RUN_ENDED`'s `idle_iterations`, `idle_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StateWait {
+    /// How long.
+    pub delay: Duration,
+    /// What kind of wait it is; [`WaitReason::State`] unless the handler says otherwise.
+    pub reason: WaitReason,
+    /// Iterations in a row that ended in the handler's state, this one included; 0 when the
+    /// handler keeps no streak.
+    pub streak: u64,
+}
+
+impl StateWait {
+    /// A wait of `delay`, reason [`WaitReason::State`], no streak.
+    pub fn new(delay: Duration) -> Self {
+        Self {
+            delay,
+            reason: WaitReason::State,
+            streak: 0,
+        }
+    }
+
+    /// The same wait, reported as `reason`.
+    pub fn reason(mut self, reason: WaitReason) -> Self {
+        self.reason = reason;
+        self
+    }
+
+    /// The same wait, after `streak` iterations in a row in the handler's state.
+    pub fn streak(mut self, streak: u64) -> Self {
+        self.streak = streak;
+        self
+    }
 }
 
 /// What a handler sees of the iteration that ended in its state.
@@ -273,6 +325,20 @@ impl StateHandlers {
         decision
     }
 
+    /// Whether an iteration that ended in `state`, on which its handler decided `decision`,
+    /// is an idle one (`RUN_ENDED`'s `idle_iterations`): the handler called its wait idle, or
+    /// its idle streak ended the run (`idle_limit`). The built-in `idle` state without a
+    /// handler (no `idle` block) is idle too, as the events format has always counted it.
+    pub(crate) fn counts_as_idle(&self, state: Option<&Marker>, decision: &StateDecision) -> bool {
+        match decision {
+            StateDecision::Wait(wait) => wait.reason == WaitReason::Idle,
+            StateDecision::Stop(reason) => *reason == EndReason::IdleLimit,
+            StateDecision::Continue => {
+                state.is_some_and(|m| m.name == IDLE_STATE && !self.handles(&m.name))
+            }
+        }
+    }
+
     /// Each handler's [`snapshot`](StateHandler::snapshot), by state name.
     pub(crate) fn snapshot(&self) -> BTreeMap<String, serde_json::Value> {
         self.handlers
@@ -372,7 +438,7 @@ impl StateHandler for DeclaredStateHandler {
                 exit_code: i32::from(exit_code),
             }),
             StateThen::Continue => StateDecision::Continue,
-            StateThen::Wait(wait) => StateDecision::Wait(wait),
+            StateThen::Wait(wait) => StateDecision::wait(wait),
         }
     }
 
@@ -420,7 +486,11 @@ impl StateHandler for IdleHandler {
             next_delay_ms: next.map(millis),
         });
         match next {
-            Some(delay) => StateDecision::Wait(delay),
+            Some(delay) => StateDecision::Wait(
+                StateWait::new(delay)
+                    .reason(WaitReason::Idle)
+                    .streak(consecutive),
+            ),
             None => StateDecision::Stop(EndReason::IdleLimit),
         }
     }
@@ -491,7 +561,10 @@ mod tests {
         let mut after = IdleHandler::new(policy);
         after.restore(before.snapshot().unwrap());
         let (decision, events, _) = decide(&mut after, &marker("idle"), None, None);
-        assert_eq!(decision, StateDecision::Wait(Duration::from_secs(4)));
+        let wait = StateWait::new(Duration::from_secs(4))
+            .reason(WaitReason::Idle)
+            .streak(3);
+        assert_eq!(decision, StateDecision::Wait(wait));
         assert!(matches!(
             events[..],
             [EventKind::IterationIdle {
@@ -499,6 +572,32 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    #[test]
+    fn an_iteration_is_idle_when_its_handler_says_so_or_idle_has_no_handler() {
+        let mut handlers = StateHandlers::new();
+        handlers.register("napping", DoneHandler);
+        let (idle, napping) = (marker(IDLE_STATE), marker("napping"));
+        let idle_wait =
+            StateDecision::Wait(StateWait::new(Duration::from_secs(1)).reason(WaitReason::Idle));
+        assert!(handlers.counts_as_idle(Some(&napping), &idle_wait));
+        let state_wait = StateDecision::wait(Duration::from_secs(1));
+        assert!(!handlers.counts_as_idle(Some(&idle), &state_wait));
+        let limit = StateDecision::Stop(EndReason::IdleLimit);
+        assert!(handlers.counts_as_idle(Some(&napping), &limit));
+        let go_on = StateDecision::Continue;
+        assert!(
+            handlers.counts_as_idle(Some(&idle), &go_on),
+            "no `idle` block"
+        );
+        assert!(!handlers.counts_as_idle(Some(&napping), &go_on));
+        assert!(!handlers.counts_as_idle(None, &go_on));
+        handlers.register(IDLE_STATE, DoneHandler);
+        assert!(
+            !handlers.counts_as_idle(Some(&idle), &go_on),
+            "its handler says"
+        );
     }
 
     #[test]
@@ -556,7 +655,7 @@ mod tests {
         };
         let mut handler = DeclaredStateHandler::new(spec);
         let (decision, events, requests) = decide(&mut handler, &marker("review"), None, None);
-        assert_eq!(decision, StateDecision::Wait(Duration::from_millis(50)));
+        assert_eq!(decision, StateDecision::wait(Duration::from_millis(50)));
         assert!(requests.hook.is_none());
         assert_eq!(
             events,

@@ -16,6 +16,10 @@ mod parallel;
 #[path = "../examples/checklist_source.rs"]
 mod checklist;
 
+#[allow(dead_code)] // its `main` is the example's; the test calls `start_in` itself
+#[path = "../examples/claimed_folder.rs"]
+mod claimed;
+
 /// The ```rust blocks of a markdown text.
 fn rust_blocks(markdown: &str) -> Vec<&str> {
     markdown
@@ -33,14 +37,15 @@ fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
         "examples/custom_state.rs",
         "examples/parallel_engines.rs",
         "examples/checklist_source.rs",
+        "examples/claimed_folder.rs",
     ]
     .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
     let blocks = rust_blocks(&page);
     assert_eq!(
         blocks.len(),
-        7,
-        "the engine API, many loops at once, a task source's words, its parsing, the source \
-         itself, a custom state, a custom sink"
+        8,
+        "the engine API, many loops at once, a loop in its folder, a task source's words, its \
+         parsing, the source itself, a custom state, a custom sink"
     );
     for block in blocks {
         assert!(
@@ -203,4 +208,50 @@ fn the_checklist_sources_words_are_checked_where_they_are_written() {
             .starts_with("RALPH.md:3:1: checklist: unknown key"),
         "{plain:?}"
     );
+}
+
+/// What `ralph status` and `ralph runs` read of a folder: a library-driven run holding its
+/// folder is running there, named in `.ralph/current`, and a second loop is refused; once it
+/// ends, it reads as ended and the folder is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop() {
+    use ralph_engine::run_folder::{self, RunRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path();
+    std::fs::write(
+        folder.join("RALPH.md"),
+        "---\nagent: sleep 60\n---\nTidy up.\n",
+    )
+    .unwrap();
+    let mut run = claimed::start_in(folder).unwrap();
+    while let Some(event) = run.next_event().await {
+        if matches!(event.kind, ralph_engine::EventKind::IterationStarted { .. }) {
+            break;
+        }
+    }
+    let holder = run_folder::running(folder).expect("the folder's lock names the run");
+    assert_eq!(holder.pid, std::process::id());
+    let found = run_folder::find_run(folder, None).unwrap();
+    assert_eq!(found.id, holder.run_id);
+    assert!(
+        RunRecord::read(&found, folder).unwrap().is_running(),
+        "as `ralph runs` reads it"
+    );
+    let current = ralph_engine::session::read_current(folder).expect(".ralph/current");
+    let session = ralph_engine::session::Session::read(&current).unwrap();
+    assert_eq!(session.run_id, holder.run_id, "as `ralph status` finds it");
+    let refused = claimed::start_in(folder).unwrap_err().to_string();
+    assert!(refused.contains(&holder.run_id), "{refused}");
+
+    run.cancel();
+    let outcome = run.wait().await.unwrap();
+    assert_eq!(outcome.reason.as_str(), "cancelled");
+    assert!(
+        run_folder::running(folder).is_none(),
+        "the folder is let go"
+    );
+    assert!(!RunRecord::read(&found, folder).unwrap().is_running());
+    let again = claimed::start_in(folder).unwrap();
+    again.cancel();
+    again.wait().await.unwrap();
 }

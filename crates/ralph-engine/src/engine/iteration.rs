@@ -159,9 +159,6 @@ impl Run {
             exit.duration.as_millis()
         ));
         log.flush();
-        if state_name.as_deref() == Some("idle") {
-            self.idle_iterations += 1;
-        }
         self.emit(EventKind::IterationEnded {
             iteration,
             exit_code: exit.exit_code,
@@ -206,15 +203,14 @@ impl Run {
         let decision = self
             .handlers
             .decide(facts, state.as_ref(), &mut events, &mut requests);
-        for event in events {
-            if let EventKind::IterationIdle {
-                consecutive_idle, ..
-            } = event
-            {
-                self.consecutive_idle = consecutive_idle;
-            }
-            self.emit(event);
+        if self.handlers.counts_as_idle(state.as_ref(), &decision) {
+            self.idle_iterations += 1;
         }
+        self.state_wait = match &decision {
+            StateDecision::Wait(wait) => Some(*wait),
+            _ => None,
+        };
+        events.into_iter().for_each(|e| self.emit(e));
         let checks_passed = verdict.map(|v| v == Verdict::Converged);
         self.state_requests(iteration, checks_passed, state.as_ref(), requests)
             .await;
@@ -248,7 +244,6 @@ impl Run {
         Ok(step::iteration_step(IterationFacts {
             verdict,
             decision,
-            idle: state.as_ref().is_some_and(|m| m.name == "idle"),
             stop_now: self.interrupts.stop_now.is_some(),
             stop_on_error: self.options.stop_on_error,
             failed,

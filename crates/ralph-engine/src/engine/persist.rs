@@ -14,7 +14,7 @@ use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
-use crate::state::millis;
+use crate::state::{StateWait, millis};
 
 /// Writes the session file on a thread of its own, so the loop never waits for the disk (an
 /// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
@@ -184,7 +184,12 @@ impl Run {
         self.usage = (before != Usage::default()).then_some(before);
         self.failures = FailureStreak::resumed(old.consecutive_failures);
         self.last_failed = old.last_failed;
-        self.consecutive_idle = old.consecutive_idle;
+        // The interrupted wait's countdown goes on with the streak it showed.
+        self.state_wait = old.wait.filter(|w| w.reason == WaitReason::Idle).map(|w| {
+            StateWait::new(Duration::from_millis(w.delay_ms))
+                .reason(w.reason)
+                .streak(old.consecutive_idle)
+        });
         self.handlers.restore(&old.handlers);
         let config = &self.options.file.config;
         if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
@@ -292,10 +297,10 @@ impl Run {
         self.session.as_ref()?;
         let task = (!working).then(|| self.tasks.snapshot(ending));
         let handlers = self.handlers.snapshot();
-        let consecutive_idle = handlers
-            .get("idle")
-            .and_then(|idle| idle["consecutive"].as_u64())
-            .unwrap_or(0);
+        // The streak of the last idle wait asked for: the session's `consecutive_idle`.
+        let consecutive_idle = (self.state_wait)
+            .filter(|wait| wait.reason == WaitReason::Idle)
+            .map_or(0, |wait| wait.streak);
         let elapsed = self.elapsed();
         let session = self.session.as_mut()?;
         session.updated = SystemTime::now();

@@ -12,6 +12,8 @@ use crate::convergence::Verdict;
 use crate::event::WaitReason;
 use crate::outcome::EndReason;
 use crate::state::StateDecision;
+#[cfg(test)]
+use crate::state::StateWait;
 
 /// How an iteration ended, for [`iteration_step`].
 #[derive(Debug, Clone)]
@@ -20,8 +22,6 @@ pub(super) struct IterationFacts {
     pub(super) verdict: Option<Verdict>,
     /// What the state handlers decided.
     pub(super) decision: StateDecision,
-    /// The agent reported the `idle` state.
-    pub(super) idle: bool,
     /// A stop-now interrupt came during the iteration.
     pub(super) stop_now: bool,
     /// `stop_on_error` is set.
@@ -46,13 +46,8 @@ pub(super) fn iteration_step(facts: IterationFacts) -> Next {
             Next::Stop(EndReason::AgentFailed)
         }
         (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
-        (None, StateDecision::Wait(wait)) => {
-            let reason = match facts.idle {
-                true => WaitReason::Idle,
-                false => WaitReason::State,
-            };
-            Next::Wait(wait, reason)
-        }
+        // The handler says what its wait is: `idle`'s are idle waits, its streak the countdown's.
+        (None, StateDecision::Wait(wait)) => Next::Wait(wait.delay, wait.reason),
         (None, StateDecision::Continue) => Next::Continue,
     }
 }
@@ -124,7 +119,6 @@ mod tests {
         IterationFacts {
             verdict: None,
             decision: StateDecision::Continue,
-            idle: false,
             stop_now: false,
             stop_on_error: false,
             failed: false,
@@ -181,8 +175,7 @@ mod tests {
     #[test]
     fn stop_on_error_ends_the_loop_on_a_failed_run_even_in_a_waiting_state() {
         let facts = IterationFacts {
-            decision: StateDecision::Wait(SECOND),
-            idle: true,
+            decision: StateDecision::Wait(StateWait::new(SECOND).reason(WaitReason::Idle)),
             stop_on_error: true,
             failed: true,
             ..plain()
@@ -202,15 +195,14 @@ mod tests {
     }
 
     #[test]
-    fn the_idle_state_waits_as_idle_and_another_state_as_state() {
+    fn a_wait_is_what_its_handler_calls_it() {
         let idle = IterationFacts {
-            decision: StateDecision::Wait(SECOND),
-            idle: true,
+            decision: StateDecision::Wait(StateWait::new(SECOND).reason(WaitReason::Idle)),
             ..plain()
         };
         assert_eq!(iteration_step(idle), Next::Wait(SECOND, WaitReason::Idle));
         let other = IterationFacts {
-            decision: StateDecision::Wait(SECOND),
+            decision: StateDecision::wait(SECOND),
             ..plain()
         };
         assert_eq!(iteration_step(other), Next::Wait(SECOND, WaitReason::State));

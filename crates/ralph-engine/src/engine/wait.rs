@@ -38,10 +38,10 @@ impl Run {
             reason,
             delay_ms: millis(delay),
         });
-        let consecutive_idle = if reason == WaitReason::Idle {
-            self.consecutive_idle
-        } else {
-            0
+        // The streak of the state whose handler asked for this wait; none for any other wait.
+        let streak = match self.state_wait {
+            Some(wait) if wait.reason == reason => wait.streak,
+            _ => 0,
         };
         let deadline = start + delay;
         let mut end = cut.then_some(EndReason::MaxRuntime);
@@ -54,7 +54,7 @@ impl Run {
             }
             let progress = WaitProgress {
                 reason,
-                consecutive_idle,
+                consecutive_idle: streak,
                 total: delay,
                 // The first report is the whole wait, so a renderer can tell it from the rest.
                 remaining: if first_tick { delay } else { deadline - now },
@@ -92,9 +92,7 @@ impl Run {
         for sink in &mut self.sinks {
             sink.wait_finished();
         }
-        if reason == WaitReason::Idle {
-            self.idle_time += start.elapsed();
-        }
+        self.waited(reason, start.elapsed());
         if skipped {
             end = self.grace().await;
         }
