@@ -27,7 +27,7 @@ pub const RUNS_DIR: &str = ".ralph/runs";
 /// The event `type`s the engine writes ([`EventKind`](crate::EventKind)); every other type in
 /// a run's events is a task source's ([`EventKind::Task`](crate::EventKind::Task)), or a
 /// later version's.
-pub const ENGINE_EVENT_TYPES: [&str; 17] = [
+pub const ENGINE_EVENT_TYPES: [&str; 18] = [
     "RUN_STARTED",
     "RUN_RESUMED",
     "ITERATION_STARTED",
@@ -35,6 +35,7 @@ pub const ENGINE_EVENT_TYPES: [&str; 17] = [
     "ITERATION_ENDED",
     "ITERATION_FAILED",
     "RATE_LIMITED",
+    "AGENT_RETRYING",
     "ITERATION_IDLE",
     "STATE_HANDLED",
     "ATTEMPT_ENDED",
