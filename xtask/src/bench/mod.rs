@@ -29,8 +29,7 @@ const METHOD: &str = "\
 ## How each row is measured
 
 All figures come from one run of `cargo xtask bench`, which builds ralph with
-`cargo build --release -p ralph-loop` and drives `target/release/ralph` (under
-`CARGO_TARGET_DIR` when set) as a user would, each
+`cargo build --release -p ralph-loop` and drives `target/release/ralph` as a user would, each
 contender's runs interleaved with the others'.
 
 - **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
@@ -42,20 +41,15 @@ contender's runs interleaved with the others'.
   What ralph does per iteration beyond the shell loop's spawns: each child is started with
   `posix_spawn` (a `vfork`, as the shell's own spawns), carrying the run's token in its
   environment for the watchdog, and ralph registers its process group with the watchdog (one
-  write to a pipe); on Linux the subreaper lists `/proc` when the iteration starts and ends; and
-  the run folder gets the iteration's log, a copy of its prompt, its events in `events.jsonl` and
-  `session.json` (written off the loop's thread, fsynced). Until ralph 0.3 each child registered
-  its group from a `pre_exec` hook instead, which made every spawn a `fork`. Both measured with
-  `cargo xtask bench` on 2026-11-26, the 2-core machine shared with four other builds (load
-  average 4 to 5 at the start): before (the hook, at c3fb247) 5.38 ms/iteration against the
-  shell loop's 4.38 (1.23x); after (the token) 5.09 against 3.09 (1.65x). At such a load the
-  shell loop's own figure moved by 40% between the two runs, so those ratios say little; what
-  ralph itself spends does not move with the load: `perf stat -r 8 -e task-clock,page-faults`
-  of the same `ralph run -n 200` (ralph and its children) went from 558 to 642 ms of CPU and
-  71,000 page faults before to 442 to 519 ms and 30,000 after, and ralph's own thread
-  (`perf stat --no-inherit`) from 237 to 180 ms, 1.18 to 0.90 ms an iteration. What is left
-  of it is mostly creating the iteration's files (ext4's inode allocation) and the `/proc`
-  listings (`perf record`).
+  write to a pipe); on Linux the subreaper lists `/proc` when the iteration starts and reads the
+  `stat` of what is new when it ends; and the run folder gets the iteration's log, a copy of its
+  prompt, its events in `events.jsonl` and `session.json` (written off the loop's thread,
+  fsynced). Until ralph 0.3 each child registered its group from a `pre_exec` hook instead,
+  which made every spawn a `fork`: `perf stat` of `ralph run -n 200` (ralph and its children)
+  went from about 600 ms of CPU and 71,000 page faults to about 480 ms and 30,000. `perf record`
+  puts most of what is left in the kernel creating the run folder's files (ext4 inode
+  allocation, and the folder's lock shared by the loop's log and prompt files and the session
+  writer's temporary files).
 - **Size of the release binary**: the bytes of `target/release/ralph` as built by the release
   profile (LTO, one codegen unit, symbols stripped), the file `cargo install` and the release
   archives ship.
@@ -86,7 +80,8 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let ctx = Ctx {
-        ralph: crate::target_dir(root).join("release").join("ralph"),
+        // `Ctx::cargo` builds in the default target folder, where a fresh clone's binary is.
+        ralph: root.join("target").join("release").join("ralph"),
         root: root.to_path_buf(),
         cargo,
     };
