@@ -251,7 +251,19 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
         "the folder is let go"
     );
     assert!(!RunRecord::read(&found, folder).unwrap().is_running());
-    let again = claimed::start_in(folder).unwrap();
+    // Other tests of this process spawn meanwhile, and a child between its fork and its exec
+    // holds a copy of every descriptor, the folder's lock too: a new claim may wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let again = loop {
+        match claimed::start_in(folder) {
+            Ok(run) => break run,
+            Err(err) if std::time::Instant::now() < deadline => {
+                assert!(err.to_string().contains("this folder"), "{err}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the folder was never let go: {err}"),
+        }
+    };
     again.cancel();
     again.wait().await.unwrap();
 }
