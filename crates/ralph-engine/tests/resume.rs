@@ -135,3 +135,23 @@ async fn max_runtime_counts_the_time_before_the_resume() {
     assert!((119_000..=120_000).contains(&left), "{left}");
     assert!(took < Duration::from_secs(121), "{took:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_run_keeps_its_limits_unless_overridden() {
+    let dir = tempfile::tempdir().unwrap();
+    run(dir.path(), Some(3), None, None).await;
+    let mut session = Session::read(dir.path()).unwrap();
+    session.wait = None;
+    assert_eq!(session.max_iterations, Some(3));
+
+    // The stopped run's cap is the resumed run's: nothing is left to run.
+    let (outcome, _, _) = run(dir.path(), None, None, Some(session.clone())).await;
+    assert_eq!(
+        (outcome.reason.as_str(), outcome.iterations),
+        ("max_iterations", 3)
+    );
+
+    // One given now beats it.
+    let (outcome, _, _) = run(dir.path(), Some(4), None, Some(session)).await;
+    assert_eq!(outcome.iterations, 4);
+}
