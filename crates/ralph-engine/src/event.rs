@@ -3,13 +3,15 @@
 //! The engine never prints. A terminal renderer, the JSON Lines writer and an embedder's own
 //! sink all see the same events.
 
+pub use ralph_agents::Stream;
+pub use ralph_process::Termination;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::Usage;
 use crate::outcome::EndReason;
 use crate::task::TaskEvent;
+use ralph_agents::Usage;
 
 /// The version of the event format written in `RUN_STARTED`. Within a version, new event
 /// types and new fields may appear; no field is removed, renamed or changes its meaning or type.
@@ -559,28 +561,6 @@ impl WaitReason {
     }
 }
 
-/// How an agent run ended.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Termination {
-    /// It exited by itself.
-    Natural,
-    /// ralph killed it for running past `timeout`.
-    Timeout,
-    /// PTY mode: ralph ended it after `idle_timeout` without output.
-    IdleTimeout,
-    /// ralph stopped it on the user's request.
-    Interrupted,
-    /// It was killed by a signal ralph did not send.
-    Killed,
-    /// Read back: a way of ending a later version writes. The engine never ends a run so.
-    #[serde(other)]
-    #[cfg_attr(feature = "schema", schemars(skip))]
-    Other,
-}
-
 /// A marker as reported in [`EventKind::IterationEnded`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -593,17 +573,6 @@ pub struct MarkerRecord {
     /// Attributes, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
-}
-
-/// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Stream {
-    /// Standard output.
-    Stdout,
-    /// Standard error.
-    Stderr,
 }
 
 /// A wait in progress, reported about once a second so a terminal can count down.
@@ -748,13 +717,11 @@ mod tests {
             truncated: true,
             timed_out: false,
         };
-        let usage = Usage {
-            cost_usd: Some(0.25),
-            input_tokens: Some(100),
-            output_tokens: Some(20),
-            session_id: Some("s".into()),
-            ..Usage::default()
-        };
+        let mut usage = Usage::default();
+        usage.cost_usd = Some(0.25);
+        usage.input_tokens = Some(100);
+        usage.output_tokens = Some(20);
+        usage.session_id = Some("s".into());
         vec![
             EventKind::RunStarted {
                 events_version: EVENTS_VERSION,

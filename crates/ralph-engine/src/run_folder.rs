@@ -17,10 +17,10 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::adapter::RunCost;
 use crate::event::{Event, EventKind, Termination, WaitReason};
 use crate::lock::{FOLDER_LOCK, LockHolder};
 use crate::task::TaskEvent;
+use ralph_agents::RunCost;
 
 /// Where a loop's runs are kept, relative to its folder.
 pub const RUNS_DIR: &str = ".ralph/runs";
