@@ -2,9 +2,9 @@
 //! [`RunRecord`] (`ralph_engine::run_folder`, which keeps them as written) say about stories,
 //! for `ralph runs`, `ralph report` and embedders.
 //!
-//! An iteration's story and attempt come from its `ITERATION_STARTED` ([`StoryAttempt`](crate::StoryAttempt)), or
-//! else from the `STORY_STARTED` before it; passes, blocks and trips from escalation's
-//! [`StoryEvent`]s; the counts from `RUN_ENDED` ([`StoriesSummary`]), or, while a run has not
+//! An iteration's story and attempt come from its `ITERATION_STARTED`
+//! ([`StoryAttempt`](crate::StoryAttempt)), or else from the `STORY_STARTED` before it; passes,
+//! blocks and trips from escalation's [`StoryEvent`]s; the counts from `RUN_ENDED` ([`StoriesSummary`]), or, while a run has not
 //! ended, from the passes and blocks so far.
 
 use ralph_engine::run_folder::{IterationOutcome, RunRecord, RunStatus};
