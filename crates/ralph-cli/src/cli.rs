@@ -42,6 +42,26 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Show the folder's last run: running or ended, iterations, state, cost, log folder.
     Status(StatusArgs),
+    /// Watch a running loop full-screen from another terminal: its loops, the selected one's
+    /// live log, cost and time; waits for a run to start when none runs. `q` leaves, the run
+    /// goes on.
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// The run (an id from `ralph runs`, or a unique prefix); by default the run going on in
+    /// the folder, or the next one to start there.
+    pub(crate) run_id: Option<String>,
+
+    /// The loop's folder (where `ralph run` runs).
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub(crate) dir: PathBuf,
+
+    /// The runs folder a `ralph run --log-dir DIR` writes to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
