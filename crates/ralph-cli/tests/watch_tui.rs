@@ -66,6 +66,7 @@ impl Drop for Tmux {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the skip says why
 fn watch_waits_for_the_run_shows_its_iteration_and_q_leaves_while_the_run_goes_on() {
     let p = Project::new("agent: sh agent.sh", "Go on.\n");
     // Each iteration says which it is, then works until the test lets it finish.
@@ -76,7 +77,7 @@ fn watch_waits_for_the_run_shows_its_iteration_and_q_leaves_while_the_run_goes_o
     )
     .unwrap();
     let Some(tmux) = Tmux::start(p.path()) else {
-        println!("skipped: tmux is not installed (.ci/run installs it where apt-get can)");
+        eprintln!("skipped: tmux is not installed (.ci/run installs it where apt-get can)");
         return;
     };
     // Started before the run: it waits for one.
