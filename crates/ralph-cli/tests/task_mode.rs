@@ -139,3 +139,21 @@ fn a_task_without_stories_is_refused() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("escalation.prd"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_resumed_task_run_keeps_to_its_task() {
+    let p = story_repo("echo trying\n", &["First", "Second"]);
+    let out = p.run(&["run", "--task", "US-002", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "max_iterations_work_left");
+    let out = p.run(&["run", "--resume", "-n", "20"]);
+    assert_eq!(code(&out), 3, "{}\n{:#?}", stderr(&out), p.events());
+    assert_eq!(p.run_ended()["reason"], "task_blocked");
+    assert!(
+        stories_started(&p).iter().all(|id| id == "US-002"),
+        "{:?}",
+        stories_started(&p)
+    );
+    assert_eq!(passes(&p, "US-001"), false);
+    assert_eq!(head_branch(&p), "ralph/US-002");
+}
