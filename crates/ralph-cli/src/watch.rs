@@ -26,6 +26,10 @@ use view::{RunScreen, Screen};
 /// How often the view looks for new events and output.
 const TICK: Duration = Duration::from_millis(250);
 
+/// A parallel run's own events (`docs/parallel.md`), in the loop's folder: every parallel run
+/// made there, one after the other; each lane's loop has a run folder of its own.
+const PARALLEL_EVENTS: &str = ".ralph/parallel/events.jsonl";
+
 /// How much of the end of a log is read for its last lines.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
 
@@ -34,10 +38,13 @@ const LOG_TAIL_BYTES: u64 = 64 * 1024;
 pub(crate) fn watch(args: &WatchArgs) -> Result<i32, CliError> {
     let runs = crate::runs::runs_dir(&args.dir, args.log_dir.as_deref());
     let run = match &args.run_id {
-        Some(id) => Some(
-            run_folder::find_run_in(&runs, Some(id))
-                .map_err(|err| CliError::Watch(err.to_string()))?,
-        ),
+        Some(id) => Some(match parallel_run(&args.dir, Some(id)) {
+            Some(id) => Watched::parallel(&args.dir, id),
+            None => Watched::single(
+                run_folder::find_run_in(&runs, Some(id))
+                    .map_err(|err| CliError::Watch(err.to_string()))?,
+            ),
+        }),
         None => None,
     };
     if !std::io::stdout().is_terminal() {
@@ -62,27 +69,68 @@ struct Watcher {
 }
 
 struct Watched {
-    dir: RunDir,
+    /// The run id.
+    id: String,
+    /// What loops' log folders are relative to: a single run's folder, or for a parallel run
+    /// the loop's folder.
+    logs: PathBuf,
     model: WatchModel,
     events: EventsTail,
 }
 
 impl Watched {
-    fn new(dir: RunDir) -> Self {
+    fn single(dir: RunDir) -> Self {
         Self {
             model: WatchModel::new(&dir.id),
             events: EventsTail::new(dir.events_path()),
-            dir,
+            logs: dir.path,
+            id: dir.id,
+        }
+    }
+
+    fn parallel(folder: &Path, id: String) -> Self {
+        Self {
+            model: WatchModel::new(&id),
+            events: EventsTail::new(folder.join(PARALLEL_EVENTS)),
+            logs: folder.to_path_buf(),
+            id,
+        }
+    }
+}
+
+/// The id of the parallel run in `folder` that `id` names (the whole id or a prefix of one),
+/// or its last parallel run without `id`; `None` when there is none.
+fn parallel_run(folder: &Path, id: Option<&str>) -> Option<String> {
+    let events = run_folder::read_events(&folder.join(PARALLEL_EVENTS)).ok()?;
+    let ids: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "PARALLEL_STARTED")
+        .filter_map(|e| e["run_id"].as_str())
+        .collect();
+    match id {
+        None => ids.last().map(|id| (*id).to_owned()),
+        Some(want) => {
+            let exact = ids.iter().find(|id| **id == want);
+            let mut prefixed: Vec<&str> = ids
+                .iter()
+                .copied()
+                .filter(|id| id.starts_with(want))
+                .collect();
+            prefixed.dedup();
+            exact
+                .copied()
+                .or_else(|| (prefixed.len() == 1).then(|| prefixed[0]))
+                .map(str::to_owned)
         }
     }
 }
 
 impl Watcher {
-    fn new(folder: PathBuf, runs: PathBuf, run: Option<RunDir>) -> Self {
+    fn new(folder: PathBuf, runs: PathBuf, run: Option<Watched>) -> Self {
         Self {
             folder,
             runs,
-            run: run.map(Watched::new),
+            run,
             selected: 0,
         }
     }
@@ -90,13 +138,13 @@ impl Watcher {
     fn show(&mut self, terminal: &mut ratatui::DefaultTerminal) -> Result<(), CliError> {
         loop {
             if self.run.is_none() {
-                self.run = self.started_run().map(Watched::new);
+                self.run = self.started_run();
             }
             let alive = match &mut self.run {
                 Some(run) => {
                     // Whether it runs is asked before reading, so what it wrote last is read.
                     let alive = run_folder::running(&self.folder)
-                        .is_some_and(|holder| holder.run_id == run.dir.id);
+                        .is_some_and(|holder| holder.run_id == run.id);
                     for event in run.events.read_new() {
                         run.model.apply(&event);
                     }
@@ -160,9 +208,12 @@ impl Watcher {
         Ok(true)
     }
 
-    /// The run that started in the folder since the view waits, once its folder is there.
-    fn started_run(&self) -> Option<RunDir> {
+    /// The run that started in the folder since the view waits, once its events are there.
+    fn started_run(&self) -> Option<Watched> {
         let holder = run_folder::running(&self.folder)?;
+        if let Some(id) = parallel_run(&self.folder, Some(&holder.run_id)) {
+            return Some(Watched::parallel(&self.folder, id));
+        }
         let dir = crate::resume::last_run(&self.folder)
             .filter(|dir| dir.file_name().is_some_and(|n| *n == *holder.run_id))
             .map(|path| RunDir {
@@ -171,6 +222,7 @@ impl Watcher {
             });
         dir.or_else(|| run_folder::find_run_in(&self.runs, Some(&holder.run_id)).ok())
             .filter(|dir| dir.events_path().exists())
+            .map(Watched::single)
     }
 
     /// The folder's last run in words, for the view that waits for the next one.
@@ -205,7 +257,7 @@ impl Watcher {
         else {
             return Vec::new();
         };
-        log_tail(&run.dir.path.join(file))
+        log_tail(&run.logs.join(file))
     }
 }
 
@@ -314,6 +366,31 @@ mod tests {
         let events = tail.read_new();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0]["type"], "ITERATION_STARTED");
+    }
+
+    #[test]
+    fn a_parallel_run_is_found_by_its_id_a_prefix_or_as_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(parallel_run(dir.path(), None), None);
+        let events = dir.path().join(PARALLEL_EVENTS);
+        std::fs::create_dir_all(events.parent().unwrap()).unwrap();
+        std::fs::write(
+            &events,
+            "{\"run_id\":\"20260101-a\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\",\"resumed\":true}\n",
+        )
+        .unwrap();
+        let found = |id| parallel_run(dir.path(), id);
+        assert_eq!(found(None).as_deref(), Some("20260102-b"));
+        assert_eq!(found(Some("20260101")).as_deref(), Some("20260101-a"));
+        assert_eq!(found(Some("20260102-b")).as_deref(), Some("20260102-b"));
+        assert_eq!(
+            found(Some("2026")),
+            None,
+            "a prefix of two runs names neither"
+        );
+        assert_eq!(found(Some("single-run")), None);
     }
 
     #[test]

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use ralph_engine::{RunCost, Usage};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-/// The field an event of a parallel run carries to say which task's loop it belongs to; events
-/// without it are the run's own (a single run has one loop, the run itself).
+/// The field a parallel run's events carry to say which task's loop (lane) they are about.
 pub(crate) const LANE_FIELD: &str = "task_id";
 
 /// The name of a single run's one loop.
@@ -49,7 +48,8 @@ pub(crate) struct Lane {
     pub(crate) started: Option<SystemTime>,
     /// When it ended, if it did.
     pub(crate) ended: Option<SystemTime>,
-    /// The folder its iteration logs are in, relative to the run folder (empty: the run folder).
+    /// The folder its iteration logs are in: empty for a single run (its run folder), the
+    /// lane's run folder (`LANE_STARTED.log_dir`) in a parallel run.
     pub(crate) log_dir: PathBuf,
     cost: RunCost,
 }
@@ -63,8 +63,12 @@ pub(crate) enum LaneState {
     Working,
     /// The loop waits before its next iteration: `idle`, `failure`, `rate_limit`, `delay`...
     Waiting(String),
+    /// An iteration ended; the next one (or the checks, or a wait) comes: the agent's state.
+    Between(Option<String>),
     /// The task waits in the merge queue, or is being merged.
     Merging,
+    /// The queue sent the task back to its loop: why.
+    SentBack(&'static str),
     /// The loop is over: its reason (`passed`, `blocked`, a run's end reason).
     Ended(String),
 }
@@ -74,7 +78,7 @@ pub(crate) enum LaneState {
 pub(crate) struct QueueEntry {
     /// The task id.
     pub(crate) task: String,
-    /// What happens to it: `queued`, `merging`, `checking`.
+    /// What happens to it: `queued`, `merging`.
     pub(crate) step: String,
 }
 
@@ -155,20 +159,24 @@ impl WatchModel {
         self.ended_cost.or_else(|| self.cost.total())
     }
 
-    /// Takes in the run's next event.
+    /// Takes in the run's next event; another run's (a parallel run's events file holds every
+    /// run made in the folder) is left out.
     pub(crate) fn apply(&mut self, event: &Value) {
+        if event
+            .get("run_id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id != self.run_id)
+        {
+            return;
+        }
         let at = ts(event);
         if self.started.is_none() {
             self.started = at;
         }
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-        if let Some(step) = queue_step(kind) {
-            self.parallel = true;
-            self.apply_queue(event, step, at);
-            return;
-        }
         match kind {
-            "RUN_RESUMED" => {
+            "RUN_RESUMED" | "PARALLEL_STARTED" => {
+                self.parallel |= kind == "PARALLEL_STARTED";
                 self.end = None;
                 self.ended_cost = None;
                 self.cost = RunCost::resumed(self.cost.total());
@@ -176,7 +184,7 @@ impl WatchModel {
                     lane.cost = RunCost::resumed(lane.cost.total());
                 }
             }
-            "RUN_ENDED" => {
+            "RUN_ENDED" | "PARALLEL_ENDED" => {
                 self.ended_cost = event.get("cost_usd").and_then(Value::as_f64);
                 let reason = text(event, "reason").unwrap_or_default();
                 self.end = Some(RunEnd {
@@ -192,149 +200,134 @@ impl WatchModel {
                 }
                 self.queue.clear();
             }
-            _ => self.apply_to_lane(kind, event, at),
-        }
-    }
-
-    /// The lane `event` belongs to, made when it is new.
-    fn lane_mut(&mut self, event: &Value, at: Option<SystemTime>) -> &mut Lane {
-        let name = text(event, LANE_FIELD).unwrap_or_else(|| SINGLE_LANE.to_owned());
-        if name != SINGLE_LANE {
-            self.parallel = true;
-        }
-        match self.lanes.iter().position(|l| l.name == name) {
-            Some(i) => &mut self.lanes[i],
-            None => {
-                let log_dir = match text(event, "log_dir") {
-                    Some(dir) => PathBuf::from(dir),
-                    None if name == SINGLE_LANE => PathBuf::new(),
-                    None => PathBuf::from(&name),
-                };
-                self.lanes.push(Lane::new(&name, log_dir, at));
-                let last = self.lanes.len() - 1;
-                &mut self.lanes[last]
+            // One loop's own events (a single run's folder).
+            "ITERATION_STARTED" | "ITERATION_ENDED" | "WAIT_STARTED" => {
+                let lane = self.lane_mut(SINGLE_LANE, at);
+                match kind {
+                    "ITERATION_STARTED" => {
+                        lane.iteration = event
+                            .get("iteration")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(lane.iteration + 1);
+                        lane.state = LaneState::Working;
+                        if let Some(task) = text(event, "story_id") {
+                            lane.task = Some(task);
+                        }
+                    }
+                    "ITERATION_ENDED" => {
+                        let usage = event
+                            .get("usage")
+                            .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok());
+                        if let Some(usage) = usage {
+                            lane.cost.record(&usage);
+                            self.cost.record(&usage);
+                        }
+                    }
+                    _ => {
+                        lane.state = LaneState::Waiting(text(event, "reason").unwrap_or_default());
+                    }
+                }
             }
+            _ => self.apply_parallel(kind, event, at),
         }
     }
 
-    fn apply_to_lane(&mut self, kind: &str, event: &Value, at: Option<SystemTime>) {
-        let lane_events = [
-            "ITERATION_STARTED",
-            "ITERATION_ENDED",
-            "WAIT_STARTED",
-            "TASK_STARTED",
-            "TASK_PASSED",
-            "TASK_BLOCKED",
-            "TASK_ENDED",
-            "STORY_PASSED",
-            "STORY_BLOCKED",
-        ];
-        if !lane_events.contains(&kind) {
+    /// The lane `name`, made when it is new.
+    fn lane_mut(&mut self, name: &str, at: Option<SystemTime>) -> &mut Lane {
+        let i = match self.lanes.iter().position(|l| l.name == name) {
+            Some(i) => i,
+            None => {
+                self.lanes.push(Lane::new(name, PathBuf::new(), at));
+                self.lanes.len() - 1
+            }
+        };
+        &mut self.lanes[i]
+    }
+
+    /// A parallel run's own events (`docs/parallel.md`): its lanes, each a task's loop with a
+    /// run folder of its own, and the merge queue.
+    fn apply_parallel(&mut self, kind: &str, event: &Value, at: Option<SystemTime>) {
+        let Some(task) = text(event, LANE_FIELD) else {
             return;
-        }
-        let mut usage = None;
-        let lane = self.lane_mut(event, at);
+        };
+        let in_queue = self.queue.iter().position(|q| q.task == task);
+        let mut leave_queue = false;
+        let lane = self.lane_mut(&task, at);
         match kind {
-            "ITERATION_STARTED" => {
+            // Its loop starts, or starts again after the queue sent it back.
+            "LANE_STARTED" => {
+                lane.log_dir = text(event, "log_dir")
+                    .map(PathBuf::from)
+                    .unwrap_or_default();
+                lane.task = text(event, "title");
+                lane.iteration = 0;
+                lane.state = LaneState::Starting;
+                lane.ended = None;
+            }
+            "LANE_ITERATION_STARTED" => {
                 lane.iteration = event
                     .get("iteration")
                     .and_then(Value::as_u64)
                     .unwrap_or(lane.iteration + 1);
                 lane.state = LaneState::Working;
-                if let Some(task) = text(event, "story_id") {
-                    lane.task = Some(task);
+            }
+            "LANE_ITERATION_ENDED" => {
+                // The iteration's own cost: each counts on its own.
+                let usage = event
+                    .get("cost_usd")
+                    .and_then(Value::as_f64)
+                    .and_then(|c| serde_json::from_value::<Usage>(json!({ "cost_usd": c })).ok());
+                if let Some(usage) = &usage {
+                    lane.cost.record(usage);
+                }
+                lane.state = LaneState::Between(text(event, "state"));
+                if let Some(usage) = usage {
+                    self.cost.record(&usage);
                 }
             }
-            "ITERATION_ENDED" => {
-                if let Some(u) = event
-                    .get("usage")
-                    .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
-                {
-                    lane.cost.record(&u);
-                    usage = Some(u);
-                }
-            }
-            "WAIT_STARTED" => {
-                lane.state = LaneState::Waiting(text(event, "reason").unwrap_or_default());
-            }
-            "TASK_STARTED" => lane.state = LaneState::Starting,
-            "TASK_PASSED" | "TASK_BLOCKED" | "TASK_ENDED" => {
-                let reason = text(event, "reason")
-                    .unwrap_or_else(|| kind.trim_start_matches("TASK_").to_ascii_lowercase());
-                lane.state = LaneState::Ended(reason);
-                lane.ended = at;
-            }
-            // Story mode: the story the loop works on passed or was blocked; the loop goes on
-            // with the next story unless the run ends.
-            _ => {
-                if lane.name != SINGLE_LANE {
-                    lane.state =
-                        LaneState::Ended(kind.trim_start_matches("STORY_").to_ascii_lowercase());
+            // `stories_done`: it passed and joins the queue (`MERGE_QUEUED`).
+            "LANE_ENDED" => {
+                let reason = text(event, "reason").unwrap_or_default();
+                if reason != "stories_done" {
+                    lane.state = LaneState::Ended(reason);
                     lane.ended = at;
                 }
             }
-        }
-        if let Some(u) = usage {
-            self.cost.record(&u);
-        }
-    }
-
-    fn apply_queue(&mut self, event: &Value, step: QueueStep, at: Option<SystemTime>) {
-        let Some(task) = text(event, LANE_FIELD) else {
-            return;
-        };
-        let entry = self.queue.iter().position(|q| q.task == task);
-        match step {
-            QueueStep::Joined | QueueStep::Step(_) => {
-                let step = match step {
-                    QueueStep::Step(name) => name.to_owned(),
-                    _ => "queued".to_owned(),
+            "MERGE_QUEUED" | "MERGE_STARTED" => {
+                lane.state = LaneState::Merging;
+                let step = match kind {
+                    "MERGE_QUEUED" => "queued",
+                    _ => "merging",
                 };
-                match entry {
-                    Some(i) => self.queue[i].step = step,
-                    None => self.queue.push(QueueEntry { task, step }),
-                }
-                if let Some(lane) = self.lanes.iter_mut().find(|l| l.name == event[LANE_FIELD]) {
-                    lane.state = LaneState::Merging;
-                }
-            }
-            QueueStep::Left(outcome) => {
-                if let Some(i) = entry {
-                    self.queue.remove(i);
-                }
-                if let Some(lane) = self.lanes.iter_mut().find(|l| l.name == event[LANE_FIELD]) {
-                    match outcome {
-                        "merged" => {
-                            lane.state = LaneState::Ended("merged".to_owned());
-                            lane.ended = at;
-                        }
-                        // Back to its loop, on the new base.
-                        _ => lane.state = LaneState::Working,
-                    }
+                match in_queue {
+                    Some(i) => step.clone_into(&mut self.queue[i].step),
+                    None => self.queue.push(QueueEntry {
+                        task,
+                        step: step.to_owned(),
+                    }),
                 }
             }
+            // Back to its loop, on the new base (`LANE_STARTED` follows).
+            "MERGE_CONFLICT" | "MERGE_CHECK_FAILED" => {
+                lane.state = LaneState::SentBack(match kind {
+                    "MERGE_CONFLICT" => "a conflict",
+                    _ => "a check failed after the merge",
+                });
+                leave_queue = true;
+            }
+            "TASK_LANDED" | "TASK_BLOCKED" => {
+                lane.state = LaneState::Ended(match kind {
+                    "TASK_LANDED" => "landed".to_owned(),
+                    _ => text(event, "reason")
+                        .map_or_else(|| "blocked".to_owned(), |why| format!("blocked: {why}")),
+                });
+                lane.ended = at;
+                leave_queue = true;
+            }
+            _ => {}
+        }
+        if let Some(i) = in_queue.filter(|_| leave_queue) {
+            self.queue.remove(i);
         }
     }
-}
-
-/// What a merge-queue event does to a task's place in the queue.
-#[derive(Debug, Clone, Copy)]
-enum QueueStep {
-    /// It joins the end of the queue.
-    Joined,
-    /// It is at this step of landing.
-    Step(&'static str),
-    /// It left the queue: `merged`, or sent back to its loop.
-    Left(&'static str),
-}
-
-fn queue_step(kind: &str) -> Option<QueueStep> {
-    Some(match kind {
-        "MERGE_QUEUED" => QueueStep::Joined,
-        "MERGE_STARTED" => QueueStep::Step("merging"),
-        "MERGE_CHECKING" => QueueStep::Step("checking"),
-        "MERGE_LANDED" => QueueStep::Left("merged"),
-        "MERGE_CONFLICT" | "MERGE_FAILED" | "MERGE_REJECTED" => QueueStep::Left("back"),
-        _ => return None,
-    })
 }

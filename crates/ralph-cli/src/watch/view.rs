@@ -155,7 +155,10 @@ fn draw_lanes(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
                     (LaneState::Starting, _) => "starting".to_owned(),
                     (LaneState::Working, _) => "working".to_owned(),
                     (LaneState::Waiting(reason), _) => format!("waiting ({reason})"),
+                    (LaneState::Between(None), _) => "iteration ended".to_owned(),
+                    (LaneState::Between(Some(state)), _) => format!("iteration ended ({state})"),
                     (LaneState::Merging, _) => "merging".to_owned(),
+                    (LaneState::SentBack(why), _) => format!("sent back: {why}"),
                 };
                 let until = lane.ended.unwrap_or(run.now);
                 let row = Row::new([
@@ -227,7 +230,7 @@ fn cost(usd: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::model::WatchModel;
+    use crate::watch::model::{LaneState, WatchModel};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     use serde_json::Value;
@@ -302,17 +305,26 @@ mod tests {
 
     #[test]
     fn a_parallel_run_has_a_row_per_task_and_the_merge_queue() {
-        let lines = r#"{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"RUN_STARTED"}
-{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"ITERATION_STARTED","iteration":1,"task_id":"US-001","story_id":"US-001"}
-{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"ITERATION_STARTED","iteration":1,"task_id":"US-002","story_id":"US-002"}
-{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"ITERATION_STARTED","iteration":1,"task_id":"US-003","story_id":"US-003"}
-{"ts":"2026-01-01T00:00:30Z","run_id":"p","type":"ITERATION_ENDED","iteration":1,"task_id":"US-001","usage":{"cost_usd":1.5}}
-{"ts":"2026-01-01T00:00:30Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-001"}
-{"ts":"2026-01-01T00:00:31Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-001"}
-{"ts":"2026-01-01T00:00:40Z","run_id":"p","type":"ITERATION_ENDED","iteration":1,"task_id":"US-002","usage":{"cost_usd":0.5}}
-{"ts":"2026-01-01T00:00:40Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-002"}
+        let lines = r#"{"ts":"2026-01-01T00:00:00Z","run_id":"old","type":"PARALLEL_STARTED","base":"main","parallel":2,"tasks":["US-009"],"resumed":false}
+{"ts":"2026-01-01T00:00:00Z","run_id":"old","type":"LANE_STARTED","task_id":"US-009","title":"Another run's","log_dir":"x","lane_run_id":"x","returns":0}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":3,"tasks":["US-001","US-002","US-003","US-004"],"resumed":false}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"LANE_STARTED","task_id":"US-001","title":"Cart","log_dir":".ralph/runs/l1","lane_run_id":"l1","returns":0}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"LANE_STARTED","task_id":"US-002","title":"Checkout","log_dir":".ralph/runs/l2","lane_run_id":"l2","returns":0}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"LANE_STARTED","task_id":"US-003","title":"Search","log_dir":".ralph/runs/l3","lane_run_id":"l3","returns":0}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-001","iteration":1}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-002","iteration":1}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-003","iteration":1}
+{"ts":"2026-01-01T00:00:30Z","run_id":"p","type":"LANE_ITERATION_ENDED","task_id":"US-001","iteration":1,"state":null,"failed":false,"cost_usd":1.5}
+{"ts":"2026-01-01T00:00:30Z","run_id":"p","type":"LANE_ENDED","task_id":"US-001","reason":"stories_done","iterations":1,"cost_usd":1.5}
+{"ts":"2026-01-01T00:00:30Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-001","position":1}
+{"ts":"2026-01-01T00:00:31Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-001","base_commit":"a","branch_commit":"b"}
+{"ts":"2026-01-01T00:00:40Z","run_id":"p","type":"LANE_ITERATION_ENDED","task_id":"US-002","iteration":1,"state":null,"failed":false,"cost_usd":0.5}
+{"ts":"2026-01-01T00:00:40Z","run_id":"p","type":"LANE_ENDED","task_id":"US-002","reason":"stories_done","iterations":1,"cost_usd":0.5}
+{"ts":"2026-01-01T00:00:40Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-002","position":2}
+{"ts":"2026-01-01T00:00:41Z","run_id":"p","type":"LANE_ITERATION_ENDED","task_id":"US-003","iteration":1,"state":"idle","failed":false,"cost_usd":0.25}
+{"ts":"2026-01-01T00:00:42Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-003","iteration":2}
 "#;
-        let model = WatchModel::from_events("p", &events(lines));
+        let mut model = WatchModel::from_events("p", &events(lines));
         let log = log();
         insta::assert_snapshot!(render(&Screen::Run(RunScreen {
             model: &model,
@@ -321,6 +333,24 @@ mod tests {
             alive: true,
             now: at(45),
         })));
+        // The queue lands one, sends the other back to its loop.
+        let more = r#"{"ts":"2026-01-01T00:00:50Z","run_id":"p","type":"TASK_LANDED","task_id":"US-001","commit":"c"}
+{"ts":"2026-01-01T00:00:51Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-002","base_commit":"c","branch_commit":"d"}
+{"ts":"2026-01-01T00:00:52Z","run_id":"p","type":"MERGE_CONFLICT","task_id":"US-002","files":["a.rs"],"saved_ref":"refs/ralph/attempts/US-002/1"}
+"#;
+        for event in events(more) {
+            model.apply(&event);
+        }
+        assert!(model.queue.is_empty(), "{:?}", model.queue);
+        let states: Vec<_> = model.lanes.iter().map(|l| l.state.clone()).collect();
+        assert_eq!(
+            states[..2],
+            [
+                LaneState::Ended("landed".to_owned()),
+                LaneState::SentBack("a conflict")
+            ]
+        );
+        assert_eq!(model.cost_usd(), Some(2.25));
     }
 
     #[test]
