@@ -157,3 +157,43 @@ fn a_resumed_task_run_keeps_to_its_task() {
     assert_eq!(passes(&p, "US-001"), false);
     assert_eq!(head_branch(&p), "ralph/US-002");
 }
+
+/// `file` (under docs/examples/), parsed as one YAML document.
+fn yaml_document(file: &str) -> serde_norway::Value {
+    let path = common::fixtures().join("../docs/examples").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_norway::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+#[test]
+fn the_scale_out_examples_parse_and_run_one_task_each() {
+    let workflow = yaml_document("github-actions-tasks.yml");
+    let jobs = &workflow["jobs"];
+    assert!(jobs["plan"]["steps"].is_sequence());
+    let task = &jobs["task"];
+    assert_eq!(
+        task["strategy"]["matrix"]["id"].as_str(),
+        Some("${{ fromJSON(needs.plan.outputs.ids) }}")
+    );
+    let runs: Vec<&str> = task["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("ralph run --task \"$TASK_ID\""))
+    );
+    assert!(runs.iter().any(|r| r.contains("gh pr create")));
+
+    let job = yaml_document("kubernetes-indexed-job.yaml");
+    assert_eq!(job["kind"].as_str(), Some("Job"));
+    assert_eq!(job["spec"]["completionMode"].as_str(), Some("Indexed"));
+    let pod = &job["spec"]["template"]["spec"];
+    let script = pod["containers"][0]["args"][0].as_str().unwrap();
+    assert!(script.contains("$JOB_COMPLETION_INDEX"), "{script}");
+    assert!(script.contains("ralph run --task \"$id\""), "{script}");
+    let init = pod["initContainers"][0]["args"][0].as_str().unwrap();
+    assert!(init.contains("ralph tasks --json"), "{init}");
+}
