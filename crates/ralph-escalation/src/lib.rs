@@ -399,7 +399,7 @@ impl Escalation {
 
     /// `ralph run --task ID`: work on story `id` alone, whatever its priority, and end the run
     /// when it passes ([`StoryEnd::TaskPassed`], exit 0) or is blocked
-    /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`](events::TASK_BLOCKED_EXIT_CODE)).
+    /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`]).
     /// Refused without stories, or when prd.json has no story `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
