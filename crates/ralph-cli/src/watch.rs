@@ -12,6 +12,7 @@ mod view;
 use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::run_folder::{self, RunDir};
@@ -33,8 +34,9 @@ const PARALLEL_EVENTS: &str = ".ralph/parallel/events.jsonl";
 /// How much of the end of a log is read for its last lines.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
 
-/// Shows the run until `q`; exit 0. A RUN_ID that names no run, or no terminal to draw on, is
-/// an error (exit 1).
+/// Shows the run until `q` (exit 0) or SIGINT, SIGTERM, SIGHUP (128 + the signal), the
+/// terminal put back either way. A RUN_ID that names no run, or no terminal to draw on, is an
+/// error (exit 1).
 pub(crate) fn watch(args: &WatchArgs) -> Result<i32, CliError> {
     let runs = crate::runs::runs_dir(&args.dir, args.log_dir.as_deref());
     let run = match &args.run_id {
@@ -54,10 +56,33 @@ pub(crate) fn watch(args: &WatchArgs) -> Result<i32, CliError> {
                 .to_owned(),
         ));
     }
+    leave_on_signals();
     let mut terminal = ratatui::try_init().map_err(CliError::Stdout)?;
     let result = Watcher::new(args.dir.clone(), runs, run).show(&mut terminal);
     ratatui::restore();
-    result.map(|()| 0)
+    result?;
+    // Left by a signal: the shell's way of saying so, as `ralph run` does.
+    Ok(match SIGNALLED.load(Ordering::Relaxed) {
+        0 => 0,
+        signal => 128 + signal,
+    })
+}
+
+/// The signal (SIGINT, SIGTERM, SIGHUP) that asked the view to leave; 0 for none.
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn ask_to_leave(signal: libc::c_int) {
+    SIGNALLED.store(signal, Ordering::Relaxed);
+}
+
+/// A signal ends the view at its next tick like `q` does, so the terminal is put back (raw
+/// mode off, the main screen back) instead of being left as the view had it.
+fn leave_on_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let handler: extern "C" fn(libc::c_int) = ask_to_leave;
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+    }
 }
 
 /// The run being watched and what has been read of it.
@@ -181,7 +206,15 @@ impl Watcher {
 
     /// Waits up to a tick for keys and acts on them; false once the user leaves.
     fn keys(&mut self) -> Result<bool, CliError> {
-        if !event::poll(TICK).map_err(CliError::Stdout)? {
+        let ready = match event::poll(TICK) {
+            // A signal cut the wait short.
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => false,
+            other => other.map_err(CliError::Stdout)?,
+        };
+        if SIGNALLED.load(Ordering::Relaxed) != 0 {
+            return Ok(false);
+        }
+        if !ready {
             return Ok(true);
         }
         let lanes = self.run.as_ref().map_or(0, |r| r.model.lanes.len());

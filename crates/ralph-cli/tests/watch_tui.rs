@@ -160,3 +160,59 @@ fn watch_without_a_terminal_says_what_to_use_instead_with_exit_1() {
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("ralph logs -f"), "{}", stderr(&out));
 }
+
+#[test]
+#[allow(clippy::print_stderr)] // the skip says why
+fn a_signal_ends_watch_with_the_terminal_put_back() {
+    let p = Project::new("agent: sh -c true", "Go.\n");
+    let Some(tmux) = Tmux::start(p.path()) else {
+        eprintln!("skipped: tmux is not installed (.ci/run installs it where apt-get can)");
+        return;
+    };
+    // The pane stays after watch is gone: its exit status, and what the terminal shows then.
+    let command = format!("exec {} watch", env!("CARGO_BIN_EXE_ralph"));
+    let dir = p.path().display().to_string();
+    let started = tmux.tmux(&[
+        "start-server",
+        ";",
+        "set-option",
+        "-g",
+        "remain-on-exit",
+        "on",
+        ";",
+        "new-session",
+        "-d",
+        "-s",
+        "watch",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-c",
+        &dir,
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    tmux.wait_for(
+        |s| s.contains("waiting for a run"),
+        "that it waits for a run",
+    );
+    let pane = |format: &str| {
+        String::from_utf8_lossy(&tmux.tmux(&["display", "-p", "-t", "watch", format]).stdout)
+            .trim()
+            .to_owned()
+    };
+    let pid: i32 = pane("#{pane_pid}").parse().unwrap();
+    common::send_signal(u32::try_from(pid).unwrap(), libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pane("#{pane_dead}") != "1" {
+        assert!(Instant::now() < deadline, "watch did not end on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(pane("#{pane_dead_status}"), "143");
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("waiting for a run"),
+        "the view's screen is gone, the terminal's own is back:\n{screen}"
+    );
+}
