@@ -126,7 +126,7 @@ impl Watched {
 /// The id of the parallel run in `folder` that `id` names (the whole id or a prefix of one),
 /// or its last parallel run without `id`; `None` when there is none.
 fn parallel_run(folder: &Path, id: Option<&str>) -> Option<String> {
-    let events = run_folder::read_events(&folder.join(PARALLEL_EVENTS)).ok()?;
+    let events = json_lines(&std::fs::read(folder.join(PARALLEL_EVENTS)).ok()?);
     let ids: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "PARALLEL_STARTED")
@@ -369,10 +369,19 @@ impl EventsTail {
         let Some(end) = self.pending.iter().rposition(|b| *b == b'\n') else {
             return Vec::new();
         };
-        let events = run_folder::parse_events(&self.pending[..end]);
+        let events = json_lines(&self.pending[..end]);
         self.pending.drain(..=end);
         events
     }
+}
+
+/// Event lines as JSON values, an unreadable line skipped. The view reads the engine's events and
+/// a parallel run's coordinator events (not the engine's) alike, field by field, so it takes
+/// both untyped.
+pub(crate) fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
+    text.split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -236,7 +236,7 @@ mod tests {
     use serde_json::Value;
 
     fn events(lines: &str) -> Vec<Value> {
-        ralph_engine::run_folder::parse_events(lines.as_bytes())
+        crate::watch::json_lines(lines.as_bytes())
     }
 
     fn at(secs: u64) -> SystemTime {
