@@ -120,7 +120,7 @@ pub enum EscalationError {
     /// `ralph run --task ID` without a task list: the RALPH.md has no `tasks:` nor
     /// `escalation.prd`.
     #[error(
-        "--task {id}: the task is one of a task list, and this RALPH.md has none (`tasks: {{markdown: TODO.md}}`, `tasks: {{prd: prd.json}}`; `ralph init --prd` shows one)"
+        "--task {id}: the task is one of a task list, and this RALPH.md has none: no `tasks:` section and no `escalation.prd` (`tasks: {{markdown: TODO.md}}`, `tasks: {{prd: prd.json}}`; `ralph init --prd` shows one)"
     )]
     NotStoryMode {
         /// The id asked for.
@@ -449,10 +449,10 @@ impl Escalation {
         self.preexisting.as_deref()
     }
 
-    /// `ralph run --task ID`: work on story `id` alone, whatever its priority, and end the run
+    /// `ralph run --task ID`: work on task `id` alone, whatever its priority, and end the run
     /// when it passes ([`StoryEnd::TaskPassed`], exit 0) or is blocked
     /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`]).
-    /// Refused without stories, or when prd.json has no story `id` (the error lists the ids
+    /// Refused without a task list, or when the list has no task `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
         let tasks = self
