@@ -20,6 +20,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-backoff",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-github",
 ];
 
 /// `unwrap()`/`expect(` calls in library code that are invariants rather than errors: a file
@@ -256,18 +257,27 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// Dependencies point one way (marker, frontmatter, backoff <- engine <- escalation <- cli), and
-/// nothing below the engine uses an async runtime.
+/// Dependencies point one way (marker, frontmatter, backoff <- engine <- escalation <- github <-
+/// cli), and nothing below the engine uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
-    let above_base = ["ralph-engine", "ralph-escalation", "ralph-cli"];
+    let above_base = [
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-github",
+        "ralph-cli",
+    ];
     let runtimes = ["tokio", "async-std", "smol"];
     let forbidden: HashMap<&str, Vec<&str>> = BASE_CRATES
         .iter()
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
         .chain([
-            ("ralph-engine", vec!["ralph-escalation", "ralph-cli"]),
-            ("ralph-escalation", vec!["ralph-cli"]),
+            (
+                "ralph-engine",
+                vec!["ralph-escalation", "ralph-github", "ralph-cli"],
+            ),
+            ("ralph-escalation", vec!["ralph-github", "ralph-cli"]),
+            ("ralph-github", vec!["ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -407,7 +417,8 @@ fn the_engine_loop_does_not_count_idle_by_name() {
 }
 
 /// Only the engine's `process` module starts the agent, commands and checks; escalation's
-/// `git` module is the one other place that starts a process (git); the CLI starts none.
+/// `git` module starts git and ralph-github's `token` module asks `gh auth token` for a token:
+/// no other place starts a process, and the CLI starts none.
 #[test]
 fn only_the_process_module_and_git_start_processes() {
     let starts = [
@@ -424,9 +435,15 @@ fn only_the_process_module_and_git_start_processes() {
         path == "crates/ralph-engine/src/process.rs"
             || path.starts_with("crates/ralph-engine/src/process/")
             || path == "crates/ralph-escalation/src/git.rs"
+            || path == "crates/ralph-github/src/token.rs"
     };
     let mut problems = Vec::new();
-    for krate in ["ralph-engine", "ralph-escalation", "ralph-cli"] {
+    for krate in [
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-github",
+        "ralph-cli",
+    ] {
         scan(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
@@ -440,7 +457,7 @@ fn only_the_process_module_and_git_start_processes() {
                     .map(|word| {
                         format!(
                             "`{word}`: only ralph_engine's `process` module (and \
-                             escalation's `git`) start processes"
+                             escalation's `git`, ralph-github's `token`) start processes"
                         )
                     })
             },
