@@ -12,6 +12,7 @@
 
 mod client;
 mod error;
+pub mod issues;
 mod repo;
 mod token;
 
