@@ -271,6 +271,19 @@ impl Client {
         }
     }
 
+    /// A client for `repo` (`owner/name`) with the token and API address the environment gives
+    /// ([`crate::token_from_env`], [`crate::api_url_from_env`]), as `ralph run` makes it.
+    ///
+    /// # Errors
+    /// [`Error::BadRepo`], [`Error::BadApiUrl`] or [`Error::NoToken`], each saying what to set.
+    pub fn from_env(repo: &str) -> Result<Self, Error> {
+        let var = |name: &str| std::env::var(name).ok();
+        let repo: Repo = repo.parse()?;
+        let base = crate::api_url_from_env(var)?;
+        let token = crate::token_from_env(var)?;
+        Ok(Self::new(base, token, repo))
+    }
+
     /// The same client on another clock.
     #[must_use]
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
