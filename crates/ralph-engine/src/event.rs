@@ -223,6 +223,9 @@ pub enum EventKind {
         reason: WaitReason,
         /// How long it means to wait.
         delay_ms: u64,
+        /// What the wait is for, in words, when the task source gave them (reason `task`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// A wait was cut short by Ctrl+C. The next run starts after a grace period, during which
     /// a second Ctrl+C stops the loop without starting it.
@@ -404,6 +407,9 @@ pub enum WaitReason {
     Failure,
     /// The agent is rate-limited: waiting for the reset.
     RateLimit,
+    /// The task source waits for something outside the loop (a person's answer) and looks
+    /// again after the wait ([`NextTask::Wait`](crate::NextTask::Wait)).
+    Task,
 }
 
 /// How an agent run ended.

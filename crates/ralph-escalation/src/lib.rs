@@ -25,6 +25,7 @@ pub mod progress;
 mod resume;
 pub mod run_folder;
 pub mod signature;
+pub mod tasks;
 mod vocabulary;
 
 use std::collections::BTreeMap;
@@ -46,6 +47,7 @@ pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use progress::ProgressError;
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
+pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};
 pub use vocabulary::{STORY_PLACEHOLDERS, vocabulary};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
@@ -779,6 +781,8 @@ impl Escalation {
         self.unwritten.push(Mark::Blocked {
             story_id: id.clone(),
             notes,
+            reason: trip.describe(),
+            saved_ref: saved.as_ref().map(|(work, _, _)| work.refname.clone()),
         });
         self.write_marks(cx)?;
         self.recorded_done()?;

@@ -200,6 +200,11 @@ impl Run {
             task: self.tasks.current_id(),
         };
         let mut requests = Requests::default();
+        if let Some(name) = state.as_ref().map(|m| m.name.as_str()) {
+            if self.tasks.handles_state(name) {
+                self.handlers.handled_elsewhere(name);
+            }
+        }
         let decision = self
             .handlers
             .decide(facts, state.as_ref(), &mut events, &mut requests);
