@@ -12,8 +12,8 @@ use crate::issues::{self, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
-/// issue's number; its placeholders are `{{ task.title }}`, `{{ task.body }}`,
-/// `{{ task.url }}`, `{{ task.number }}` and `{{ task.comments }}` (read for the task about
+/// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
+/// `{{ task.body }}`, `{{ task.url }}` and `{{ task.comments }}` (read for the task about
 /// to run only: one request per iteration, not one per issue).
 #[derive(Debug)]
 pub struct GithubList {
@@ -116,7 +116,7 @@ impl TaskList for GithubList {
                 put("title", issue.title.clone());
                 put("body", issue.body.clone());
                 put("url", issue.url.clone());
-                put("number", issue.number.to_string());
+                put("id", issue.number.to_string());
                 put(
                     "comments",
                     if Some(issue.number) == next {
