@@ -816,9 +816,7 @@ mod tests {
             reason: "same error 3 times".to_owned(),
             saved_ref: None,
         };
-        let passed = Mark::Passed {
-            story_id: "US-003".to_owned(),
-        };
+        let passed = Mark::passed("US-003");
         let mut prd = sample();
         assert!(blocked.apply(&mut prd).unwrap());
         assert!(passed.apply(&mut prd).unwrap());
@@ -826,9 +824,7 @@ mod tests {
         assert!(!blocked.apply(&mut prd).unwrap());
         assert!(!passed.apply(&mut prd).unwrap());
         assert_eq!(prd.to_text(), once);
-        let gone = Mark::Passed {
-            story_id: "US-404".to_owned(),
-        };
+        let gone = Mark::passed("US-404");
         assert!(matches!(
             gone.apply(&mut prd),
             Err(PrdError::NoSuchStory { .. })

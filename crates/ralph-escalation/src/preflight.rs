@@ -25,7 +25,11 @@ pub fn refusals(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
         return Vec::new();
     };
     let key = match &err {
-        EscalationError::Prd(_) => "escalation.prd",
+        EscalationError::Prd(_) => match file.sections.contains_key("tasks") {
+            true => "tasks.prd",
+            false => "escalation.prd",
+        },
+        EscalationError::Tasks(_) => "tasks",
         EscalationError::Progress(_) | EscalationError::ProgressPath(_) => "escalation.progress",
         EscalationError::Git(_)
         | EscalationError::DirtyTree { .. }

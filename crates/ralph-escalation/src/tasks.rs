@@ -82,6 +82,12 @@ pub enum Mark {
     Passed {
         /// The task (named `story_id` in sessions since 0.2).
         story_id: String,
+        /// The pass commit, once made (`None` in the text the commit itself holds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+        /// The branch the pass commit is on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch: Option<String>,
     },
     /// The task is blocked.
     Blocked {
@@ -100,10 +106,19 @@ pub enum Mark {
 }
 
 impl Mark {
+    /// Task `id` passed; its commit not made yet.
+    pub fn passed(id: impl Into<String>) -> Self {
+        Mark::Passed {
+            story_id: id.into(),
+            commit: None,
+            branch: None,
+        }
+    }
+
     /// The task it marks.
     pub fn story_id(&self) -> &str {
         match self {
-            Mark::Passed { story_id } | Mark::Blocked { story_id, .. } => story_id,
+            Mark::Passed { story_id, .. } | Mark::Blocked { story_id, .. } => story_id,
         }
     }
 }
@@ -111,22 +126,25 @@ impl Mark {
 impl std::fmt::Display for Mark {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Mark::Passed { story_id } => write!(f, "{story_id} passes"),
+            Mark::Passed { story_id, .. } => write!(f, "{story_id} passes"),
             Mark::Blocked { story_id, .. } => write!(f, "{story_id} blocked"),
         }
     }
 }
 
-/// A mark that landed: after the pass commit, or once the block is written.
+/// A mark that landed: written into the list (a pass after its commit).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Landed<'a> {
-    /// The mark.
+    /// The mark; a pass names its commit and branch when there is a repository.
     pub mark: &'a Mark,
-    /// The pass commit, when there is a repository.
-    pub commit: Option<&'a str>,
-    /// The branch the commit is on (`None`: detached, or no repository).
-    pub branch: Option<&'a str>,
+}
+
+impl<'a> Landed<'a> {
+    /// `mark` landed.
+    pub fn new(mark: &'a Mark) -> Self {
+        Self { mark }
+    }
 }
 
 /// A question put to a person where a task lives, waiting for the answer. Kept in the run's
