@@ -3,9 +3,9 @@
 //! first, blocking with a reason, resume) and a person can answer the agent's question in the
 //! issue itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use ralph_escalation::{Asked, Landed, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde_json::{Value, json};
 
 use crate::issues::{self, BLOCKED_LABEL, DONE_LABEL};
@@ -22,6 +22,8 @@ pub struct GithubList {
     close: bool,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
+    /// Issues passed in this run: passed whatever GitHub says until it is told.
+    passed: BTreeSet<u64>,
 }
 
 impl GithubList {
@@ -34,6 +36,34 @@ impl GithubList {
             label,
             close,
             seen: BTreeMap::new(),
+            passed: BTreeSet::new(),
+        }
+    }
+
+    /// A pass on the issue: a comment naming the commit and the branch, then closed (or
+    /// labelled `ralph:done`); nothing when it already is.
+    fn report_pass(
+        &mut self,
+        n: u64,
+        commit: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<(), TaskListError> {
+        let issue = self.client.issue(n).map_err(list_error)?;
+        let done = if self.close {
+            issue.state == IssueState::Closed
+        } else {
+            issue.labels.iter().any(|l| l == DONE_LABEL)
+        };
+        if done {
+            return Ok(());
+        }
+        let commits: Vec<&str> = commit.into_iter().collect();
+        let body = issues::passed_comment(&commits, branch);
+        self.client.post_comment(n, &body).map_err(list_error)?;
+        if self.close {
+            self.client.close_issue(n).map_err(list_error)
+        } else {
+            self.client.add_label(n, DONE_LABEL).map_err(list_error)
         }
     }
 
@@ -98,7 +128,7 @@ impl TaskList for GithubList {
         );
         let next = issues
             .iter()
-            .find(|i| state(i) == TaskState::Pending)
+            .find(|i| state(i) == TaskState::Pending && !self.passed.contains(&i.number))
             .map(|i| i.number);
         let comments = match next {
             Some(n) => issues::render_comments(&self.client.comments(n).map_err(list_error)?),
@@ -127,54 +157,45 @@ impl TaskList for GithubList {
                 );
                 // Already in run order: the list's order is the priority.
                 task.priority = order as f64;
-                task.state = state(issue);
+                task.state = if self.passed.contains(&issue.number) {
+                    TaskState::Passed
+                } else {
+                    state(issue)
+                };
                 task
             })
             .collect())
     }
 
     fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
-        // A pass is reported once it has a commit (`after_landed`); a block now.
-        let Mark::Blocked {
-            story_id,
-            reason,
-            saved_ref,
-            ..
-        } = mark
-        else {
-            return Ok(());
-        };
-        let n = number(story_id)?;
-        let issue = self.client.issue(n).map_err(list_error)?;
-        if issue.labels.iter().any(|l| l == BLOCKED_LABEL) {
-            return Ok(());
-        }
-        let body = issues::blocked_comment(reason, saved_ref.as_deref());
-        self.client.post_comment(n, &body).map_err(list_error)?;
-        self.client.add_label(n, BLOCKED_LABEL).map_err(list_error)
-    }
-
-    fn after_landed(&mut self, landed: &Landed<'_>) -> Result<(), TaskListError> {
-        let Mark::Passed { story_id } = landed.mark else {
-            return Ok(());
-        };
-        let n = number(story_id)?;
-        let issue = self.client.issue(n).map_err(list_error)?;
-        let done = if self.close {
-            issue.state == IssueState::Closed
-        } else {
-            issue.labels.iter().any(|l| l == DONE_LABEL)
-        };
-        if done {
-            return Ok(());
-        }
-        let commits: Vec<&str> = landed.commit.into_iter().collect();
-        let body = issues::passed_comment(&commits, landed.branch);
-        self.client.post_comment(n, &body).map_err(list_error)?;
-        if self.close {
-            self.client.close_issue(n).map_err(list_error)
-        } else {
-            self.client.add_label(n, DONE_LABEL).map_err(list_error)
+        match mark {
+            Mark::Passed {
+                story_id,
+                commit,
+                branch,
+            } => {
+                let n = number(story_id)?;
+                // Passed for this run from now on, even while GitHub cannot be told: the mark
+                // waits in the session, and the task is not taken up again meanwhile.
+                self.passed.insert(n);
+                self.report_pass(n, commit.as_deref(), branch.as_deref())
+            }
+            Mark::Blocked {
+                story_id,
+                reason,
+                saved_ref,
+                ..
+            } => {
+                let n = number(story_id)?;
+                let issue = self.client.issue(n).map_err(list_error)?;
+                if issue.labels.iter().any(|l| l == BLOCKED_LABEL) {
+                    return Ok(());
+                }
+                let body = issues::blocked_comment(reason, saved_ref.as_deref());
+                self.client.post_comment(n, &body).map_err(list_error)?;
+                self.client.add_label(n, BLOCKED_LABEL).map_err(list_error)
+            }
+            _ => Ok(()),
         }
     }
 

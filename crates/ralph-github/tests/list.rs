@@ -26,6 +26,13 @@ fn list(server: &GithubServer, label: Option<&str>, close: bool) -> GithubList {
     GithubList::new(client, label.map(str::to_owned), close)
 }
 
+fn passed(id: u64, commit: &str, branch: Option<&str>) -> Mark {
+    serde_json::from_value(serde_json::json!({
+        "mark": "passed", "story_id": id.to_string(), "commit": commit, "branch": branch,
+    }))
+    .unwrap()
+}
+
 fn blocked(id: u64, reason: &str, saved_ref: &str) -> Mark {
     serde_json::from_value(serde_json::json!({
         "mark": "blocked", "story_id": id.to_string(), "notes": "", "reason": reason,
@@ -76,6 +83,65 @@ fn tasks_are_the_labelled_open_issues_by_priority_then_age_with_their_placeholde
     assert_eq!(comment_reads, 1, "only the next task's comments are read");
     assert_eq!(list.kind(), "github");
     assert!(list.files().is_empty());
+}
+
+#[test]
+fn a_pass_comments_with_commit_and_branch_and_closes_once() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    let mut list = list(&server, Some("ralph"), true);
+    let mark = passed(n, "abc1234", Some("main"));
+
+    list.write_mark(&mark).unwrap();
+    list.write_mark(&mark).unwrap();
+
+    assert!(!server.issue(n).open);
+    let comments = server.comments(n);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains("abc1234") && comments[0].body.contains("`main`"));
+}
+
+#[test]
+fn close_false_labels_a_passed_issue_done_and_leaves_it_open() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &[]);
+    let mut list = list(&server, None, false);
+    list.write_mark(&passed(n, "abc1234", None)).unwrap();
+
+    let issue = server.issue(n);
+    assert!(issue.open);
+    assert_eq!(issue.labels, ["ralph:done"]);
+    assert_eq!(list.load().unwrap()[0].state, TaskState::Passed);
+}
+
+#[test]
+fn a_pass_github_did_not_hear_of_is_still_passed_for_the_run() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    let other = server.open_issue("Other", "", &["ralph"]);
+    for _ in 0..5 {
+        server.fail_next("GET /repos", Fault::Status(502));
+    }
+    let mut list = list(&server, Some("ralph"), true);
+
+    let err = list
+        .write_mark(&passed(n, "abc1234", Some("main")))
+        .unwrap_err();
+    let tasks = list.load().unwrap();
+
+    assert!(matches!(err, TaskListError::Unreadable(_)), "{err:?}");
+    assert!(server.issue(n).open, "GitHub was not told");
+    let states: Vec<(String, TaskState)> = tasks.iter().map(|t| (t.id.clone(), t.state)).collect();
+    assert_eq!(
+        states,
+        [
+            (n.to_string(), TaskState::Passed),
+            (other.to_string(), TaskState::Pending)
+        ]
+    );
+    list.write_mark(&passed(n, "abc1234", Some("main")))
+        .unwrap();
+    assert!(!server.issue(n).open, "told once GitHub answers");
 }
 
 #[test]
