@@ -67,14 +67,6 @@ impl GithubList {
         }
     }
 
-    /// The waits the client made since the last call, in words, for `WARNING` events.
-    pub fn take_warnings(&mut self) -> Vec<String> {
-        self.client
-            .take_notices()
-            .into_iter()
-            .map(|n| n.to_string())
-            .collect()
-    }
 }
 
 /// A network that stays down is a list that cannot be read now: a mark waits and is written
@@ -197,6 +189,15 @@ impl TaskList for GithubList {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The client's waits (rate limits, retries) since the last call, in words.
+    fn take_warnings(&mut self) -> Vec<String> {
+        self.client
+            .take_notices()
+            .into_iter()
+            .map(|n| n.to_string())
+            .collect()
     }
 
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
