@@ -42,6 +42,20 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Show the folder's last run: running or ended, iterations, state, cost, log folder.
     Status(StatusArgs),
+    /// List the tasks of the RALPH.md's task list (`tasks:` or `escalation.prd`) in the order
+    /// a run takes them: id, title, state, priority, dependencies.
+    Tasks(TasksArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TasksArgs {
+    /// A RALPH.md, or a directory holding one.
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// Print JSON instead of a table (its shape: docs/tasks.md).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -62,7 +62,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             tracing::warn!("{warning}");
         }
         // prd.json is read, never written, and git is not touched.
-        let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
+        let tasks = ralph_file::task_list(&options.file, &options.cwd)?;
+        let stories =
+            ralph_escalation::Escalation::preview_with(&options.file.config, &options.cwd, tasks)?;
         return crate::dry_run::dry_run(options, stories);
     }
     // One loop per folder (per repository when it escalates), held until the run ends; taken
@@ -167,6 +169,7 @@ fn open_escalation(
     let mut opening = ralph_escalation::Options::new(&options.cwd);
     opening.allow_dirty = args.allow_dirty;
     opening.protect = protect;
+    opening.tasks = ralph_file::task_list(&options.file, &options.cwd)?;
     // Its warnings (the ref `--allow-dirty` saved to, say) are `WARNING` events of the run.
     Ok(match resuming {
         Some(stopped) => {

@@ -15,6 +15,7 @@ use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::process::Containment;
 use crate::process::pty::PtyTerminal;
+use crate::session::PlannedWait;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
@@ -429,6 +430,16 @@ impl Run {
                     // is a quiet countdown.
                     let announce =
                         (task_waiting.as_ref() != Some(&wait.why)).then(|| Some(wait.why.clone()));
+                    // `ralph status` reads what it waits for from the session.
+                    self.save_session(
+                        false,
+                        Some(PlannedWait {
+                            reason: WaitReason::Task,
+                            delay_ms: crate::state::millis(wait.poll),
+                            until: SystemTime::now() + wait.poll,
+                            why: Some(wait.why.clone()),
+                        }),
+                    );
                     task_waiting = Some(wait.why);
                     if let Some(reason) = self
                         .wait_saying(self.iterations, WaitReason::Task, wait.poll, announce)

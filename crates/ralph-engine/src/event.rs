@@ -408,7 +408,7 @@ pub enum WaitReason {
     /// The agent is rate-limited: waiting for the reset.
     RateLimit,
     /// The task source waits for something outside the loop (a person's answer) and looks
-    /// again after the wait ([`NextTask::Wait`](crate::NextTask::Wait)).
+    /// again after the wait.
     Task,
 }
 

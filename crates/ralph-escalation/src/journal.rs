@@ -208,17 +208,16 @@ pub(crate) fn finish(
                 notes,
                 reason,
             },
-            story,
+            _,
         ) => {
             said.extend(finish_revert(
                 git,
                 &journal,
-                story,
                 saved_ref,
                 progress,
                 entry,
                 notes.as_ref().map(|n| (n, reason.as_str())),
-                list.as_deref_mut(),
+                list,
             )?);
             Some(Found::Reverted)
         }
@@ -286,13 +285,13 @@ fn finish_pass(
 fn finish_revert(
     git: &Git,
     journal: &Journal,
-    story: Option<&str>,
     saved_ref: &str,
     progress: &Path,
     entry: &str,
     notes: Option<(&[String; 2], &str)>,
     list: Option<&mut (dyn TaskList + '_)>,
 ) -> Result<Vec<String>, EscalationError> {
+    let story = journal.story.as_deref();
     let what = story.unwrap_or(MAIN_TASK);
     let mut said = Vec::new();
     let line = match progress::find(progress, entry)? {
