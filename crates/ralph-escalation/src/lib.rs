@@ -624,7 +624,9 @@ impl Escalation {
         let (Some(asked), Some(list)) = (&self.asked, &mut self.list) else {
             return Ok(None);
         };
-        let why = format!("waiting for an answer in {}", asked.at);
+        // An issue's address is a page the answer goes on; a file is a place it goes in.
+        let on = if asked.at.contains("://") { "on" } else { "in" };
+        let why = format!("waiting for an answer {on} {}", asked.at);
         match list.answer(asked) {
             Ok(Some(answer)) => {
                 self.answered = Some([asked.question.clone(), answer]);

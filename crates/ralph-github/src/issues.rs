@@ -79,7 +79,12 @@ pub fn passed_comment(commits: &[&str], branch: Option<&str>) -> String {
         [one] => format!("in commit {one}"),
         many => format!("in commits {}", many.join(", ")),
     };
-    let branch = branch.map_or_else(String::new, |b| format!(" on branch `{b}`"));
+    let branch = branch.map_or_else(String::new, |b| {
+        format!(
+            " on branch `{}`",
+            b.strip_prefix("refs/heads/").unwrap_or(b)
+        )
+    });
     format!("ralph finished this task {commits}{branch}.\n\n{SIGNATURE}")
 }
 
@@ -194,7 +199,7 @@ mod tests {
 
     #[test]
     fn ralphs_comments_name_commits_branch_reason_and_saved_ref() {
-        let passed = passed_comment(&["abc1234"], Some("main"));
+        let passed = passed_comment(&["abc1234"], Some("refs/heads/main"));
         assert!(
             passed.contains("commit abc1234 on branch `main`"),
             "{passed}"

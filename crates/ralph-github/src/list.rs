@@ -66,7 +66,6 @@ impl GithubList {
             self.client.add_label(n, DONE_LABEL).map_err(list_error)
         }
     }
-
 }
 
 /// A network that stays down is a list that cannot be read now: a mark waits and is written
