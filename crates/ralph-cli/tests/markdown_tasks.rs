@@ -317,3 +317,128 @@ fn check_shows_the_tasks_in_order_and_tasks_with_escalation_prd_is_refused() {
         stderr(&out)
     );
 }
+
+/// A `git` first on PATH that, once `bin/armed` exists, SIGKILLs ralph (its parent) right
+/// after its first `commit-tree`: the pass commit exists, nothing points at it yet (as
+/// killed_mid_step.rs does for prd.json, every git call of a step).
+fn git_killing_after_commit_tree(bin: &std::path::Path) -> String {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
+    let dir = bin.display();
+    let script = format!(
+        r#"#!/bin/sh
+sub=""
+skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
+done
+if [ -e '{dir}/armed' ] && [ ! -e '{dir}/killed' ] && [ "$sub" = commit-tree ]; then
+  : > '{dir}/killed'
+  '{real}' "$@"; rc=$?
+  kill -9 $PPID
+  exit $rc
+fi
+exec '{real}' "$@"
+"#,
+        real = real.display(),
+    );
+    let path = bin.join("git");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn a_pass_ralph_was_killed_committing_is_finished_by_the_next_start_and_ticked() {
+    let agent = r#"title=$(sed -n 's/^TITLE=//p')
+echo "$title" > "work-$RALPH_ITERATION.txt"
+: > "$ARM"
+echo '<!-- ralph:state done -->'
+"#;
+    let todo = "- [ ] First\r\n- [ ] Second\r\n";
+    let p = todo_repo(
+        "agent: sh agent.sh\ntasks:\n  markdown: TODO.md",
+        "TITLE={{ task.title }}\n",
+        agent,
+        todo,
+    );
+    let dir = p.path();
+    let first = id_of(&tasks(&p), "First");
+    let bin = tempfile::tempdir().unwrap();
+    let path_env = git_killing_after_commit_tree(bin.path());
+    let out = p
+        .ralph(&["run"])
+        .env("ARM", bin.path().join("armed"))
+        .env("PATH", &path_env)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        bin.path().join("killed").exists() && out.status.code().is_none(),
+        "killed during the pass: {}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("TODO.md")).unwrap(), todo);
+
+    let out = p
+        .ralph(&["run", "--resume"])
+        .env("ARM", bin.path().join("unused"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let subjects = git(dir, &["log", "--format=%s", "main"]);
+    assert!(
+        subjects.contains(&format!("ralph: {first} passes")),
+        "{subjects}"
+    );
+    let pass = git(
+        dir,
+        &[
+            "log",
+            "--format=%H",
+            "-1",
+            "--grep",
+            &format!("ralph: {first} passes"),
+            "main",
+        ],
+    );
+    let committed = show(dir, pass.trim(), "TODO.md").unwrap();
+    assert_eq!(committed, b"- [x] First\r\n- [ ] Second\r\n");
+    assert_eq!(show(dir, pass.trim(), "work-1.txt").unwrap(), b"First\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("TODO.md")).unwrap(),
+        "- [x] First\r\n- [x] Second\r\n"
+    );
+}
+
+#[test]
+fn tasks_prd_is_story_mode_with_the_task_placeholders_too() {
+    let agent = "mkdir -p prompts; cat > prompts/$RALPH_ITERATION.txt\n";
+    let p = common::story_repo(agent, &["Cart"]);
+    let dir = p.path();
+    std::fs::write(
+        dir.join("RALPH.md"),
+        "---\nagent: sh agent.sh\ntasks:\n  prd: prd.json\n---\n{{ task.id }}|{{ task.title }}|{{ task.body }}|{{ story.title }}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\nprompts/\n").unwrap();
+    git(dir, &["commit", "-qam", "tasks: prd"]);
+    let listed: Value = serde_json::from_str(&stdout(&p.run(&["tasks", "--json"]))).unwrap();
+    assert_eq!(listed["source"], "prd");
+    assert_eq!(listed["tasks"][0]["id"], "US-001");
+    assert_eq!(listed["tasks"][0]["priority"], 1.0);
+    p.run(&["run", "-n", "1"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("prompts/1.txt")).unwrap(),
+        "US-001|Cart|Do it\n\nAcceptance criteria:\n- ok|Cart"
+    );
+    assert_eq!(p.events_of("STORY_STARTED")[0]["story_id"], "US-001");
+}

@@ -435,7 +435,7 @@ impl Run {
                         false,
                         Some(PlannedWait {
                             reason: WaitReason::Task,
-                            delay_ms: crate::state::millis(wait.poll),
+                            delay_ms: millis(wait.poll),
                             until: SystemTime::now() + wait.poll,
                             why: Some(wait.why.clone()),
                         }),

@@ -1,14 +1,16 @@
 //! Escalation for ralph loops: the layered defence against a loop stuck on one problem.
 //!
-//! This crate owns prd.json story mode (which story is next, its placeholders, marking it
-//! passed or blocked), the same-error circuit breaker (error [`signature`](mod@signature)s and the
+//! This crate owns story mode over a task list (which task is next, its placeholders, marking
+//! it passed or blocked): prd.json, a Markdown checklist, or an embedder's own [`TaskList`]
+//! (where tasks live is a seam, [`tasks`]; every list gets every guarantee below), the
+//! same-error circuit breaker (error [`signature`](mod@signature)s and the
 //! [`Breaker`]), and the escalation that follows a trip: a progress.txt entry, a git revert to
 //! the last checkpoint that first saves everything under `refs/ralph/attempts/<story>/<n>`, the
 //! story blocked, the next one started. It plugs into the engine as a
 //! [`ralph_engine::TaskSource`]; the engine knows nothing of git or prd.json.
 //!
 //! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
-//! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder
+//! files are never touched, nor are `.ralph/`, the task list's files, progress.txt and the paths the embedder
 //! protects, and every file it writes is replaced atomically. A pass or a revert is recorded in a
 //! journal before it starts (`<git dir>/ralph-journal.json`), and the next start, resumed or not,
 //! finishes one a kill cut short before it looks at the tree. All git commands go through

@@ -1,6 +1,6 @@
-//! Where story mode's tasks live: the [`TaskList`] seam. prd.json ([`PrdList`](crate::prd::PrdList)),
-//! a Markdown checklist ([`MarkdownList`](crate::markdown::MarkdownList)) and an embedder's own
-//! list (GitHub issues) are implementations; escalation gives every one of them the same
+//! Where story mode's tasks live: the [`TaskList`] seam. prd.json ([`PrdList`](crate::PrdList)),
+//! a Markdown checklist ([`MarkdownList`](crate::MarkdownList)) and an embedder's own list
+//! (GitHub issues) are implementations; escalation gives every one of them the same
 //! guarantees: the breaker, a revert that saves the abandoned work first, blocking with a
 //! reason, resume, and a person's edit of the list made while the loop runs never lost (a
 //! [`Mark`] is applied to the list as it is when written, never to an older reading).
