@@ -325,3 +325,28 @@ fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
     assert!(prompts.contains("Use Postgres"), "{prompts}");
     assert!(!server.issue(n).open);
 }
+
+#[test]
+fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    // The look at the list before the iteration gets through; the one before the pass fails
+    // through all five attempts (2 + 4 + 8 + 16 s of backoff); then GitHub answers again.
+    server.fail_later("GET /repos/acme/widgets/issues?", 1, 5, Fault::Status(503));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "stories_done");
+    assert!(!server.issue(n).open, "passed, then closed");
+    assert_eq!(server.comments(n).len(), 1);
+    assert_eq!(pass_commits(p.path()).len(), 1);
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap_or_default().contains("503")),
+        "the retries are said: {warnings:#?}"
+    );
+}

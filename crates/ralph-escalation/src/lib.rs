@@ -741,13 +741,15 @@ impl Escalation {
 
     fn pass(&mut self, cx: &mut TaskContext<'_>) -> Result<TaskDecision, EscalationError> {
         // A task a person took out of the list meanwhile (closed its issue) is not theirs to
-        // receive a commit: its work is saved and dropped instead.
+        // receive a commit: its work is saved and dropped instead. A list that cannot be read
+        // now says nothing of that: the pass goes on, its mark waiting as any other.
         if let Some(id) = self.current.as_ref().map(|c| c.id.clone()) {
-            if self.story_mode()
-                && self
-                    .load()?
-                    .is_some_and(|tasks| !tasks.iter().any(|t| t.id == id))
-            {
+            let gone = match self.load() {
+                Ok(tasks) => tasks.is_some_and(|tasks| !tasks.iter().any(|t| t.id == id)),
+                Err(EscalationError::Tasks(TaskListError::Unreadable(_))) => false,
+                Err(err) => return Err(err),
+            };
+            if self.story_mode() && gone {
                 self.drop_gone(cx)?;
                 return Ok(TaskDecision::NextTask);
             }

@@ -88,7 +88,9 @@ struct State {
     issues: Vec<FakeIssue>,
     comments: Vec<FakeComment>,
     requests: Vec<Request>,
-    faults: Vec<(String, Fault)>,
+    /// Each: what a request line must contain, how many such requests to let through first,
+    /// and the fault.
+    faults: Vec<(String, usize, Fault)>,
     /// Close an issue, as a person, when a request whose line contains the text comes in.
     close_on: Vec<(String, u64)>,
     per_page_cap: Option<usize>,
@@ -182,8 +184,16 @@ impl GithubServer {
 
     /// Answers the next request whose `METHOD path` contains `matching` with `fault`.
     pub fn fail_next(&self, matching: &str, fault: Fault) {
+        self.fail_later(matching, 0, 1, fault);
+    }
+
+    /// Lets `skip` requests whose `METHOD path` contains `matching` through, then answers the
+    /// `times` after them with `fault`.
+    pub fn fail_later(&self, matching: &str, skip: usize, times: usize, fault: Fault) {
         let mut state = self.state.lock().unwrap();
-        state.faults.push((matching.into(), fault));
+        for _ in 0..times {
+            state.faults.push((matching.into(), skip, fault.clone()));
+        }
     }
 
     /// Pages hold at most `n` items, whatever `per_page` asks.
@@ -371,12 +381,24 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Reply {
         let (_, issue) = state.close_on.remove(at);
         state.issues[issue as usize - 1].open = false;
     }
-    if let Some(at) = state
+    let matching = state
         .faults
         .iter()
-        .position(|(m, _)| line.contains(m.as_str()))
-    {
-        let (_, fault) = state.faults.remove(at);
+        .position(|(m, _, _)| line.contains(m.as_str()));
+    let fault = match matching {
+        Some(at) if state.faults[at].1 == 0 => Some(state.faults.remove(at).2),
+        Some(_) => {
+            // Every queued fault for this line lets one more request through.
+            for (m, skip, _) in &mut state.faults {
+                if line.contains(m.as_str()) {
+                    *skip = skip.saturating_sub(1);
+                }
+            }
+            None
+        }
+        None => None,
+    };
+    if let Some(fault) = fault {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
