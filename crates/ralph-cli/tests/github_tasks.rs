@@ -330,9 +330,10 @@ fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
 fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
-    // The look at the list before the iteration gets through; the one before the pass fails
+    // The looks at the list before the iteration (opening, marks, the pick) get through; the
+    // one before the pass fails
     // through all five attempts (2 + 4 + 8 + 16 s of backoff); then GitHub answers again.
-    server.fail_later("GET /repos/acme/widgets/issues?", 1, 5, Fault::Status(503));
+    server.fail_later("GET /repos/acme/widgets/issues?", 3, 5, Fault::Status(503));
     let p = issues_repo(&server, "", WORKING_AGENT);
 
     let out = run(&p, &server, &["run"]);
