@@ -80,17 +80,12 @@ impl fmt::Display for Notice {
                 status,
                 wait,
                 until,
-            } => {
-                let reset = until
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |since| since.as_secs());
-                write!(
-                    f,
-                    "GitHub rate limit on {url} (HTTP {status}): waiting {}s, until the reset at \
-                     {reset} (Unix time)",
-                    wait.as_secs()
-                )
-            }
+            } => write!(
+                f,
+                "GitHub rate limit on {url} (HTTP {status}): waiting {}s, until the reset at {}",
+                wait.as_secs(),
+                humantime::format_rfc3339_seconds(*until)
+            ),
             Self::Retrying {
                 url,
                 reason,

@@ -135,10 +135,10 @@ fn a_rate_limit_is_waited_out_until_its_reset_and_reported_before_the_wait() {
         matches!(&notices[0], Notice::RateLimited { status: 403, url, .. } if url.contains("/issues")),
         "{notices:?}"
     );
+    let said = notices[0].to_string();
     assert!(
-        notices[0].to_string().contains("rate limit"),
-        "{}",
-        notices[0]
+        said.contains("rate limit") && said.ends_with('Z'),
+        "the reset in UTC: {said}"
     );
     assert!(matches!(
         &notices[1],
