@@ -744,10 +744,10 @@ impl Escalation {
         // receive a commit: its work is saved and dropped instead. A list that cannot be read
         // now says nothing of that: the pass goes on, its mark waiting as any other.
         if let Some(id) = self.current.as_ref().map(|c| c.id.clone()) {
-            let gone = match self.load() {
-                Ok(tasks) => tasks.is_some_and(|tasks| !tasks.iter().any(|t| t.id == id)),
-                Err(EscalationError::Tasks(TaskListError::Unreadable(_))) => false,
-                Err(err) => return Err(err),
+            let gone = match self.list.as_mut().map(|list| list.load()) {
+                Some(Ok(tasks)) => !tasks.iter().any(|t| t.id == id),
+                None | Some(Err(TaskListError::Unreadable(_))) => false,
+                Some(Err(err)) => return Err(err.into()),
             };
             if self.story_mode() && gone {
                 self.drop_gone(cx)?;
