@@ -27,27 +27,21 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
     options.vocabulary = ralph_file::vocabulary();
-    if let Some(n) = args.max_iterations {
-        options.max_iterations = Some(n);
-    }
-    if let Some(d) = args.delay {
-        options.delay = d;
-    }
-    if let Some(t) = args.timeout {
-        options.timeout = Some(t);
-    }
+    options.overrides.max_iterations = args.max_iterations;
+    options.overrides.delay = args.delay;
+    options.overrides.timeout = args.timeout;
     options.stop_on_error = args.stop_on_error;
-    if let Some(usd) = args.max_cost {
-        options.max_cost = Some(usd);
-    }
-    if let Some(d) = args.max_runtime {
-        options.max_runtime = Some(d);
-    }
+    options.overrides.max_cost = args.max_cost;
+    options.overrides.max_runtime = args.max_runtime;
     options.reload = true;
-    options.pty =
-        crate::terminal::pty_config(options.pty, args.pty, args.interactive, args.idle_timeout)
-            .map_err(CliError::Usage)?;
-    let pty = options.pty;
+    let pty = crate::terminal::pty_config(
+        options.file.config.pty,
+        args.pty,
+        args.interactive,
+        args.idle_timeout,
+    )
+    .map_err(CliError::Usage)?;
+    options.overrides.pty = pty;
     let log_root = args
         .log_dir
         .clone()
