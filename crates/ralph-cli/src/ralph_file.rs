@@ -122,10 +122,11 @@ pub(crate) fn task_list(
         .and_then(TasksConfig::from_section);
     Ok(match tasks {
         Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
-        Some(TasksConfig::Github { repo, .. }) => {
-            return Err(CliError::Usage(format!(
-                "tasks.github ({repo}): GitHub issues are not a task source of this ralph yet"
-            )));
+        Some(TasksConfig::Github { repo, label, close }) => {
+            let client = ralph_github::Client::from_env(&repo)?;
+            Some(Box::new(ralph_github::GithubList::new(
+                client, label, close,
+            )))
         }
         // prd.json, however it is named, is `escalation.prd` by now.
         _ => file

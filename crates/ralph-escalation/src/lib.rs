@@ -595,8 +595,16 @@ impl Escalation {
         Ok(())
     }
 
-    fn pick(&mut self) -> Result<NextTask, EscalationError> {
-        let Some(tasks) = self.load()? else {
+    fn pick(&mut self, cx: &mut TaskContext<'_>) -> Result<NextTask, EscalationError> {
+        let mut tasks = self.load()?;
+        let gone = |tasks: &[ListedTask], id: &str| !tasks.iter().any(|t| t.id == id);
+        if let (Some(listed), Some(current)) = (&tasks, &self.current) {
+            if self.story_mode() && gone(listed, &current.id) {
+                self.drop_gone(cx)?;
+                tasks = self.load()?;
+            }
+        }
+        let Some(tasks) = tasks else {
             // One task; its attempts are still recorded for the progress.txt entry.
             let current = self.current.get_or_insert_with(|| Current {
                 id: MAIN_TASK.to_owned(),
@@ -684,7 +692,9 @@ impl Escalation {
         let (Some(asked), Some(list)) = (&self.asked, &mut self.list) else {
             return Ok(None);
         };
-        let why = format!("waiting for an answer in {}", asked.at);
+        // An issue's address is a page the answer goes on; a file is a place it goes in.
+        let on = if asked.at.contains("://") { "on" } else { "in" };
+        let why = format!("waiting for an answer {on} {}", asked.at);
         match list.answer(asked) {
             Ok(Some(answer)) => {
                 self.answered = Some([asked.question.clone(), answer]);
@@ -796,6 +806,20 @@ impl Escalation {
     }
 
     fn pass(&mut self, cx: &mut TaskContext<'_>) -> Result<TaskDecision, EscalationError> {
+        // A task a person took out of the list meanwhile (closed its issue) is not theirs to
+        // receive a commit: its work is saved and dropped instead. A list that cannot be read
+        // now says nothing of that: the pass goes on, its mark waiting as any other.
+        if let Some(id) = self.current.as_ref().map(|c| c.id.clone()) {
+            let gone = match self.list.as_mut().map(|list| list.load()) {
+                Some(Ok(tasks)) => !tasks.iter().any(|t| t.id == id),
+                None | Some(Err(TaskListError::Unreadable(_))) => false,
+                Some(Err(err)) => return Err(err.into()),
+            };
+            if self.story_mode() && gone {
+                self.drop_gone(cx)?;
+                return Ok(TaskDecision::NextTask);
+            }
+        }
         let Some(current) = self.current.take() else {
             return Ok(TaskDecision::NextTask);
         };
@@ -848,6 +872,132 @@ impl Escalation {
         });
         self.breaker.reset();
         Ok(TaskDecision::NextTask)
+    }
+
+    /// The task in progress left its list while it ran (a person closed its issue, removed
+    /// its line): its work is saved under `refs/ralph/attempts/<id>/<n>` and the tree goes
+    /// back to the checkpoint, as a revert does, with a progress.txt entry and a `WARNING`;
+    /// nothing is written to the list, and the loop goes on with the next task.
+    fn drop_gone(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(current) = self.current.take() else {
+            return Ok(());
+        };
+        self.breaker.reset();
+        let location = self.list.as_ref().map(|l| l.location()).unwrap_or_default();
+        let gone = format!(
+            "{location}: task {} is no longer in the list (closed or removed by a person while \
+             it ran), so it is dropped",
+            current.id
+        );
+        let Some(repo) = &self.repo else {
+            cx.warn(format!("{gone}; its work stays in the folder"));
+            return Ok(());
+        };
+        let work = repo.git.save(
+            &format!("refs/ralph/attempts/{}", git::ref_component(&current.id)),
+            &format!(
+                "ralph: work on {} saved as the task left {location}",
+                current.id
+            ),
+            &repo.own,
+        )?;
+        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let entry = format!(
+            "## {now} · {} · dropped: no longer in {location}\nabandoned work saved as {} \
+             (get it back: git checkout {})\n",
+            current.id, work.refname, work.refname
+        );
+        self.record(
+            journal::Step::Revert {
+                saved_ref: work.refname.clone(),
+                progress: std::path::absolute(&self.progress)
+                    .unwrap_or_else(|_| self.progress.clone()),
+                entry: entry.clone(),
+                notes: None,
+                reason: "no longer in the list".to_owned(),
+            },
+            Some(&current.id),
+        )?;
+        progress::append(&self.progress, &entry)?;
+        let Some(repo) = &self.repo else {
+            return Ok(());
+        };
+        repo.git
+            .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, &work)?;
+        cx.warn(format!(
+            "{gone}; its work is saved under {} and reverted",
+            work.refname
+        ));
+        cx.emit(StoryEvent::Reverted {
+            story_id: Some(current.id),
+            checkpoint: repo.checkpoint.clone(),
+            saved_ref: work.refname,
+        });
+        self.recorded_done()
+    }
+
+    /// The next task, or why none: [`TaskSource::next_task`] before the list's warnings.
+    fn choose_next(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
+        self.say_pending(cx);
+        match self.wait_for_answer(cx) {
+            Ok(Some(wait)) => return NextTask::Wait(wait),
+            Ok(None) => {}
+            Err(err) => return NextTask::End(Self::failed_in(&err, cx)),
+        }
+        if let Err(err) = self.pass_if_marked(cx) {
+            return NextTask::End(Self::failed_in(&err, cx));
+        }
+        let mut next = self
+            .write_marks(cx)
+            .and_then(|()| self.pick(cx))
+            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
+        if let NextTask::Work(task) = &next {
+            // Recorded so that a ralph killed during it is understood: without checks the
+            // agent's own `passes: true` passes the story (the next start commits the pass),
+            // and commits on top of where it began are its agent's.
+            let step = journal::Step::Attempt {
+                agent_marks: self.story_mode() && !self.has_checks,
+            };
+            let story = Some(task.id.as_str()).filter(|_| self.story_mode());
+            if let Err(err) = self.record(step, story) {
+                return NextTask::End(Self::failed_in(&err, cx));
+            }
+        }
+        // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
+        if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
+            if self.story_mode() {
+                let attempt = self.breaker.attempts() + 1;
+                task.fields
+                    .extend(StoryAttempt::new(current.id.clone(), attempt).fields());
+                cx.emit(StoryEvent::StoryStarted {
+                    story_id: current.id.clone(),
+                    title: current.title.clone(),
+                    attempt: self.breaker.attempts() + 1,
+                    max_attempts: self.breaker.max_attempts(),
+                });
+            }
+        }
+        next
+    }
+
+    /// What follows an iteration: [`TaskSource::iteration_ended`] before the list's warnings.
+    fn decide(&mut self, report: &IterationReport<'_>, cx: &mut TaskContext<'_>) -> TaskDecision {
+        match self.judge(report, cx).and_then(|decision| {
+            self.recorded_done()?;
+            Ok(decision)
+        }) {
+            Ok(decision) => decision,
+            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
+        }
+    }
+
+    /// Says what the list had to say (its warnings), as `WARNING`s.
+    fn say_list_warnings(&mut self, cx: &mut TaskContext<'_>) {
+        if let Some(list) = &mut self.list {
+            for warning in list.take_warnings() {
+                cx.warn(warning);
+            }
+        }
     }
 
     /// Log, save and revert, block, move on (or, without stories, end the loop).
@@ -1015,45 +1165,8 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        self.say_pending(cx);
-        match self.wait_for_answer(cx) {
-            Ok(Some(wait)) => return NextTask::Wait(wait),
-            Ok(None) => {}
-            Err(err) => return NextTask::End(Self::failed_in(&err, cx)),
-        }
-        if let Err(err) = self.pass_if_marked(cx) {
-            return NextTask::End(Self::failed_in(&err, cx));
-        }
-        let mut next = self
-            .write_marks(cx)
-            .and_then(|()| self.pick())
-            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
-        if let NextTask::Work(task) = &next {
-            // Recorded so that a ralph killed during it is understood: without checks the
-            // agent's own `passes: true` passes the story (the next start commits the pass),
-            // and commits on top of where it began are its agent's.
-            let step = journal::Step::Attempt {
-                agent_marks: self.story_mode() && !self.has_checks,
-            };
-            let story = Some(task.id.as_str()).filter(|_| self.story_mode());
-            if let Err(err) = self.record(step, story) {
-                return NextTask::End(Self::failed_in(&err, cx));
-            }
-        }
-        // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
-        if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
-            if self.story_mode() {
-                let attempt = self.breaker.attempts() + 1;
-                task.fields
-                    .extend(StoryAttempt::new(current.id.clone(), attempt).fields());
-                cx.emit(StoryEvent::StoryStarted {
-                    story_id: current.id.clone(),
-                    title: current.title.clone(),
-                    attempt: self.breaker.attempts() + 1,
-                    max_attempts: self.breaker.max_attempts(),
-                });
-            }
-        }
+        let next = self.choose_next(cx);
+        self.say_list_warnings(cx);
         next
     }
 
@@ -1062,13 +1175,9 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        match self.judge(report, cx).and_then(|decision| {
-            self.recorded_done()?;
-            Ok(decision)
-        }) {
-            Ok(decision) => decision,
-            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
-        }
+        let decision = self.decide(report, cx);
+        self.say_list_warnings(cx);
+        decision
     }
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {

@@ -270,6 +270,12 @@ pub trait TaskList: Send + std::fmt::Debug {
     fn answer_poll(&self) -> Duration {
         ANSWER_POLL
     }
+
+    /// What the list has to say that is not an error (a wait for a service's rate limit, a
+    /// retry after its failure), since the last call; escalation says each as a `WARNING`.
+    fn take_warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The pending tasks of `tasks` in the order they run: by priority (lower first), ties in
