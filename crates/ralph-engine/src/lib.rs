@@ -81,7 +81,9 @@ pub use event::{
 };
 pub use handle::RunHandle;
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
-pub use ralph_agents::{AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RunCost, Usage};
+pub use ralph_agents::{
+    AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,
+};
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
