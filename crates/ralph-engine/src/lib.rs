@@ -19,8 +19,8 @@
 //!   after it, and emits events and end reasons of its own ([`TaskEvent`],
 //!   [`EndReason::Task`]); ralph-escalation's prd.json stories are one.
 //! - [`OutputAdapter`] ([`Engine::set_adapter`]): reads an agent's output format (the final
-//!   answer, usage, errors); one per agent ralph knows, in [`agents`], whose
-//!   [`choose_output`](agents::choose_output) picks.
+//!   answer, usage, errors, a [`RateLimit`] and its reset); one per agent ralph knows, in
+//!   [`agents`], whose [`choose_output`](agents::choose_output) picks.
 //!
 //! # Embedding
 //!
