@@ -73,7 +73,9 @@ mod tail;
 mod task;
 
 pub use claim::FolderClaim;
-pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
+pub use engine::{
+    DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
+};
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
     JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
@@ -91,7 +93,7 @@ pub use state::{
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
-    TaskEventError, TaskSource,
+    TaskEventError, TaskSource, TaskWait,
 };
 
 pub use ralph_agents as agents;

@@ -24,20 +24,35 @@ impl Run {
         reason: WaitReason,
         delay: Duration,
     ) -> Option<EndReason> {
+        self.wait_saying(iteration, reason, delay, Some(None)).await
+    }
+
+    /// [`wait`](Self::wait), announced by a `WAIT_STARTED` with `why` when `announce` is
+    /// `Some`: a task source's wait announces a stretch of waiting once, not every look.
+    pub(super) async fn wait_saying(
+        &mut self,
+        iteration: u64,
+        reason: WaitReason,
+        delay: Duration,
+        announce: Option<Option<String>>,
+    ) -> Option<EndReason> {
         let start = Instant::now();
         let runtime_end = self
-            .options
+            .settings
             .max_runtime
             .map(|max| start + max.saturating_sub(self.elapsed()));
         let (delay, cut) = match runtime_end {
             Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
             _ => (delay, false),
         };
-        self.emit(EventKind::WaitStarted {
-            iteration,
-            reason,
-            delay_ms: millis(delay),
-        });
+        if let Some(why) = announce {
+            self.emit(EventKind::WaitStarted {
+                iteration,
+                reason,
+                delay_ms: millis(delay),
+                why,
+            });
+        }
         // The streak of the state whose handler asked for this wait; none for any other wait.
         let streak = match self.state_wait {
             Some(wait) if wait.reason == reason => wait.streak,
@@ -60,13 +75,13 @@ impl Run {
                 remaining: if first_tick { delay } else { deadline - now },
             };
             first_tick = false;
-            for sink in &mut self.sinks {
+            for sink in &mut self.engine.sinks {
                 sink.wait_progress(&progress);
             }
             let tick = (now + COUNTDOWN_TICK).min(deadline);
             tokio::select! {
                 () = tokio::time::sleep_until(tick) => {}
-                signal = self.signals.recv() => match signal {
+                signal = self.engine.signals.recv() => match signal {
                     Some(signal) => {
                         match self.interrupts.receive(signal, Phase::Waiting, Instant::now()) {
                             Response::SkipWait => {
@@ -89,7 +104,7 @@ impl Run {
                 },
             }
         }
-        for sink in &mut self.sinks {
+        for sink in &mut self.engine.sinks {
             sink.wait_finished();
         }
         self.waited(reason, start.elapsed());
@@ -105,7 +120,7 @@ impl Run {
         let until = Instant::now() + DOUBLE_PRESS;
         tokio::select! {
             () = tokio::time::sleep_until(until) => None,
-            signal = self.signals.recv() => match signal {
+            signal = self.engine.signals.recv() => match signal {
                 Some(signal) => {
                     self.interrupts.receive(signal, Phase::Grace, Instant::now());
                     Some(EndReason::Interrupted)
