@@ -364,6 +364,26 @@ fn the_engine_never_prints() {
     assert_none("the engine prints", &problems);
 }
 
+/// Adapters say "rate limited" (`OutputAdapter::rate_limit`): the engine reads their verdict and
+/// no agent's words itself, so an agent whose adapter ralph does not ship is not held to Claude
+/// Code's messages.
+#[test]
+fn the_engine_reads_no_rate_limit_words() {
+    let mut problems = Vec::new();
+    scan(
+        &root().join("crates/ralph-engine/src"),
+        &mut problems,
+        |_, line| {
+            line.contains("rate_limit::detect").then(|| {
+                "`rate_limit::detect`: the agent's adapter reads its words for a rate limit \
+                 (`OutputAdapter::rate_limit`); the engine reads the verdict"
+                    .to_owned()
+            })
+        },
+    );
+    assert_none("the engine parses rate-limit words", &problems);
+}
+
 /// The engine knows no stories: they are ralph-escalation's, which brings them as a task
 /// source's fields and events (`Task::fields`, `TaskEvent`), and reads them back from a run
 /// folder itself. Doc comments may name escalation's as an example; code may not.
