@@ -64,6 +64,9 @@ pub(crate) enum CliError {
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
+    /// A parallel run could not start or go on.
+    #[error(transparent)]
+    Parallel(#[from] ralph_parallel::ParallelError),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error(transparent)]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
@@ -74,6 +77,13 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
             CliError::Engine(_) | CliError::Runtime(_) | CliError::Stdout(_) => 1,
+            CliError::Parallel(err) => match err {
+                ralph_parallel::ParallelError::Unsupported { .. }
+                | ralph_parallel::ParallelError::Detached(_)
+                | ralph_parallel::ParallelError::NothingToResume(_)
+                | ralph_parallel::ParallelError::Session { .. } => 2,
+                _ => 1,
+            },
             _ => 2,
         }
     }

@@ -56,6 +56,7 @@
 
 mod adapter;
 pub mod atomic;
+mod check;
 mod claim;
 mod convergence;
 mod engine;
@@ -79,6 +80,7 @@ pub use adapter::{
     GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
     OutputChoice, RunCost, TextAdapter, Usage, choose_output, describe_retry,
 };
+pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{

@@ -191,6 +191,9 @@ pub struct Escalation {
     /// ralph's marks not yet in prd.json, oldest first: the file did not parse when they were
     /// made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
+    /// `{{ story.conflict }}`: why the story's earlier work did not land (a parallel run's
+    /// merge conflict or failing check on the merged result); empty otherwise.
+    conflict: String,
 }
 
 impl Escalation {
@@ -268,6 +271,7 @@ impl Escalation {
             preexisting: None,
             pending: Vec::new(),
             unwritten: Vec::new(),
+            conflict: String::new(),
         }))
     }
 
@@ -369,6 +373,14 @@ impl Escalation {
     /// With `--allow-dirty`: the ref the uncommitted changes were saved under at start-up.
     pub fn preexisting_ref(&self) -> Option<&str> {
         self.preexisting.as_deref()
+    }
+
+    /// Sets `{{ story.conflict }}`: what kept the story's earlier work from landing (the files
+    /// and hunks of a merge conflict, a check that failed on the merged result), for the agent's
+    /// next attempt. Empty by default.
+    pub fn set_conflict(&mut self, text: impl Into<String>) -> &mut Self {
+        self.conflict = text.into();
+        self
     }
 
     /// Whether stories come from a prd.json.
@@ -500,6 +512,8 @@ impl Escalation {
         }
         let mut task = Task::new(story.id.clone());
         task.placeholders = story_placeholders(story);
+        task.placeholders
+            .insert("story.conflict".to_owned(), self.conflict.clone());
         Ok(NextTask::Work(task))
     }
 
@@ -896,6 +910,8 @@ fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
                     .collect::<Vec<_>>()
                     .join("\n"),
                 "json" => story.json.clone(),
+                // Set by the escalation, not the story: see `set_conflict`.
+                "conflict" => String::new(),
                 _ => return None,
             };
             Some((format!("story.{name}"), value))

@@ -6,8 +6,14 @@ use ralph_engine::frontmatter::{Namespace, PlugVocabulary, RalphFile};
 use crate::events::StoryEnd;
 
 /// The names story mode fills in under `{{ story.* }}`, from this list.
-pub const STORY_PLACEHOLDERS: &[&str] =
-    &["id", "title", "description", "acceptance_criteria", "json"];
+pub const STORY_PLACEHOLDERS: &[&str] = &[
+    "id",
+    "title",
+    "description",
+    "acceptance_criteria",
+    "json",
+    "conflict",
+];
 
 /// Escalation's words: the `story` namespace (filled only with `escalation.prd`) and its
 /// endings (every [`StoryEnd`], and [`ESCALATION_FAILED`](crate::ESCALATION_FAILED)). Parse a
