@@ -20,12 +20,13 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 6] = [
+const CRATES: [&str; 7] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-parallel",
     CLI_PACKAGE,
 ];
 const CLI_PACKAGE: &str = "ralph-loop";

@@ -20,6 +20,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-backoff",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-parallel",
 ];
 
 /// `unwrap()`/`expect(` calls in library code that are invariants rather than errors: a file
@@ -256,18 +257,28 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// Dependencies point one way (marker, frontmatter, backoff <- engine <- escalation <- cli), and
+/// Dependencies point one way (marker, frontmatter, backoff <- engine <- escalation <- parallel
+/// <- cli), and
 /// nothing below the engine uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
-    let above_base = ["ralph-engine", "ralph-escalation", "ralph-cli"];
+    let above_base = [
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-parallel",
+        "ralph-cli",
+    ];
     let runtimes = ["tokio", "async-std", "smol"];
     let forbidden: HashMap<&str, Vec<&str>> = BASE_CRATES
         .iter()
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
         .chain([
-            ("ralph-engine", vec!["ralph-escalation", "ralph-cli"]),
-            ("ralph-escalation", vec!["ralph-cli"]),
+            (
+                "ralph-engine",
+                vec!["ralph-escalation", "ralph-parallel", "ralph-cli"],
+            ),
+            ("ralph-escalation", vec!["ralph-parallel", "ralph-cli"]),
+            ("ralph-parallel", vec!["ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -424,9 +435,15 @@ fn only_the_process_module_and_git_start_processes() {
         path == "crates/ralph-engine/src/process.rs"
             || path.starts_with("crates/ralph-engine/src/process/")
             || path == "crates/ralph-escalation/src/git.rs"
+            || path == "crates/ralph-parallel/src/git.rs"
     };
     let mut problems = Vec::new();
-    for krate in ["ralph-engine", "ralph-escalation", "ralph-cli"] {
+    for krate in [
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-parallel",
+        "ralph-cli",
+    ] {
         scan(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
@@ -440,7 +457,7 @@ fn only_the_process_module_and_git_start_processes() {
                     .map(|word| {
                         format!(
                             "`{word}`: only ralph_engine's `process` module (and \
-                             escalation's `git`) start processes"
+                             escalation's and parallel's `git`) start processes"
                         )
                     })
             },

@@ -85,6 +85,10 @@ pub enum ParallelError {
         /// What is wrong.
         what: String,
     },
+    /// A merge queue step's task ended without its result (it panicked, or the runtime shut
+    /// down): nothing more is done, and `--resume` goes on from the journal.
+    #[error("a step of the merge queue was lost: {0}")]
+    StepLost(String),
     /// `--resume` with no parallel run to go on with.
     #[error("{}: no stopped parallel run to resume", .0.display())]
     NothingToResume(PathBuf),
@@ -153,6 +157,12 @@ enum LaneMessage {
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
 }
 
+/// The queue's landing of one task under way: the task and what it gave.
+type Landing = tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>;
+
+/// Where the queue's checks are told to stop now.
+type CheckStop = std::sync::Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<InterruptSignal>>>;
+
 /// What the queue's landing of one task gave.
 enum Landed {
     Yes(String),
@@ -218,8 +228,7 @@ pub async fn run(
     let (lane_tx, mut lane_rx) = mpsc::unbounded_channel();
     let mut this = Parallel::open(options, sinks, lane_tx)?;
     let started = Instant::now();
-    let mut landing: Option<tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>> =
-        None;
+    let mut landing: Option<Landing> = None;
     let (check_stop_tx, check_stop) = mpsc::unbounded_channel();
     let check_stop = std::sync::Arc::new(tokio::sync::Mutex::new(check_stop));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -235,16 +244,22 @@ pub async fn run(
         }
         this.board.waiting = this.waiting();
         let idle = this.lanes.is_empty() && landing.is_none();
-        if idle && (this.session.queue.is_empty() || this.stop_now) {
-            if this.stop.is_some() || this.startable_now().is_empty() {
-                break;
-            }
+        if idle
+            && (this.session.queue.is_empty() || this.stop_now)
+            && (this.stop.is_some() || this.startable_now().is_empty())
+        {
+            break;
         }
         tokio::select! {
             Some(message) = lane_rx.recv() => this.lane_message(message)?,
-            result = async { landing.as_mut().expect("checked").await }, if landing.is_some() => {
+            result = async {
+                match landing.as_mut() {
+                    Some(landing) => landing.await,
+                    None => std::future::pending().await,
+                }
+            }, if landing.is_some() => {
                 landing = None;
-                let (id, result) = result.expect("the landing task never panics");
+                let (id, result) = result.map_err(|err| ParallelError::StepLost(err.to_string()))?;
                 this.landed(&id, result)?;
             }
             Some(signal) = interrupts.recv() => {
@@ -628,10 +643,13 @@ impl Parallel {
         let (config, opening) = self.lane_escalation(id, &worktree);
         let mut escalation = match Escalation::open(&config, opening) {
             Ok(Some(escalation)) => escalation,
-            Ok(None) => unreachable!("story mode was checked as the run opened"),
-            Err(err) => {
+            opened => {
                 // This task cannot run; the others can.
-                let reason = format!("its worktree could not be opened: {err}");
+                let why = match opened {
+                    Err(err) => err.to_string(),
+                    Ok(_) => "no story mode there".to_owned(),
+                };
+                let reason = format!("its worktree could not be opened: {why}");
                 self.block_task(id, &reason)?;
                 return Ok(());
             }
@@ -880,12 +898,7 @@ impl Parallel {
         Ok(())
     }
 
-    fn spawn_landing(
-        &mut self,
-        id: String,
-        stop: std::sync::Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<InterruptSignal>>>,
-    ) -> Result<tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>, ParallelError>
-    {
+    fn spawn_landing(&mut self, id: String, stop: CheckStop) -> Result<Landing, ParallelError> {
         let repo = self.repo.clone();
         let worktree = self.worktree(&id);
         let checks = self.options.engine.file.config.done_when.clone();
@@ -1148,7 +1161,7 @@ async fn join_blocking<T: Send + 'static>(
 ) -> Result<T, ParallelError> {
     tokio::task::spawn_blocking(step)
         .await
-        .expect("a git step never panics")
+        .map_err(|err| ParallelError::StepLost(err.to_string()))?
 }
 
 /// Adds `/.ralph/` to the repository's `info/exclude` (never to a file of the user's): the

@@ -80,11 +80,7 @@ pub fn tasks_from_prd(prd: &Prd) -> Vec<Task> {
 /// The pending tasks that may start now, best first, at most `slots`: not `busy` (running,
 /// queued or done in this run), every dependency passed. Lower priority first, then list
 /// order.
-pub fn startable<'t>(
-    tasks: &'t [Task],
-    busy: impl Fn(&str) -> bool,
-    slots: usize,
-) -> Vec<&'t Task> {
+pub fn startable(tasks: &[Task], busy: impl Fn(&str) -> bool, slots: usize) -> Vec<&Task> {
     let passed = |id: &String| {
         tasks
             .iter()
