@@ -72,7 +72,7 @@ mod tests {
             warnings("valid-story-placeholders"),
             [
                 "RALPH.md:6:42: story.points: `story` has no such value (known: id, title, \
-                 description, acceptance_criteria, json)"
+                 description, acceptance_criteria, json, conflict)"
             ]
         );
     }
