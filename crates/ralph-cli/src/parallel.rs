@@ -24,11 +24,20 @@ pub(crate) fn run(
             "--dry-run shows one loop's next iteration; it does not go with --parallel".to_owned(),
         ));
     }
+    let mut options = options;
+    if args.resume.is_some() {
+        // The folder's lock names the run it goes on with.
+        if let Some(stopped) = ralph_parallel::read_status(&options.cwd)?.filter(|s| !s.ended) {
+            options.run_id = stopped.run_id;
+        }
+    }
     // One run per folder and repository, as for one loop, held until the run ends.
     let claim = FolderClaim::take(&options)?;
     let _repository_lock =
         ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
+    let run_id = options.run_id.clone();
     let mut parallel = ParallelOptions::new(options, usize::from(parallel));
+    parallel.run_id = run_id;
     parallel.resume = args.resume.is_some();
     parallel.log_root = log_root;
     parallel.max_cost = args.max_cost.or(parallel.engine.max_cost);

@@ -34,7 +34,8 @@ pub use events::{
 pub use tasks::{Task, TaskState, startable, tasks_from_prd};
 
 use queue::{Merged, Moved, Repo};
-use session::{LaneRecord, LaneState, MergeJournal, Session};
+pub use session::LaneState;
+use session::{LaneRecord, MergeJournal, Session};
 
 /// Why a parallel run cannot start, or failed.
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +216,67 @@ struct Parallel {
     stop: Option<Stop>,
     stop_now: bool,
     last_int: Option<Instant>,
+}
+
+/// A parallel run as its session tells it: what `ralph status` shows.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParallelStatus {
+    /// The run's id.
+    pub run_id: String,
+    /// The base branch.
+    pub base: String,
+    /// Lanes at once.
+    pub parallel: usize,
+    /// Whether it ended by itself (otherwise it runs, or `--resume` goes on with it).
+    pub ended: bool,
+    /// Every lane that started, by task id.
+    pub lanes: Vec<LaneStatus>,
+    /// The merge queue, next first.
+    pub queue: Vec<String>,
+}
+
+/// One lane of a [`ParallelStatus`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LaneStatus {
+    /// The task.
+    pub task_id: String,
+    /// Where it stands.
+    pub state: LaneState,
+    /// Times it came back from the queue.
+    pub returns: u64,
+    /// Its latest loop's run id.
+    pub run_id: Option<String>,
+}
+
+/// The parallel run of the repository `folder` is in, if one ever ran there.
+pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelError> {
+    let Ok(top) = git::run(folder, &["rev-parse", "--show-toplevel"]) else {
+        return Ok(None);
+    };
+    let path = Path::new(&top).join(".ralph/parallel/session.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let session = Session::load(&path)?;
+    Ok(Some(ParallelStatus {
+        run_id: session.run_id,
+        base: session.base,
+        parallel: session.parallel,
+        ended: session.ended,
+        lanes: session
+            .lanes
+            .into_iter()
+            .map(|(task_id, l)| LaneStatus {
+                task_id,
+                state: l.state,
+                returns: l.returns,
+                run_id: l.run_id,
+            })
+            .collect(),
+        queue: session.queue,
+    }))
 }
 
 /// Runs `options` in parallel to its end; events go to `sinks` and to
@@ -519,6 +581,7 @@ impl Parallel {
                 state: LaneState::Running,
                 returns: 0,
                 conflict: None,
+                run_id: None,
             })
     }
 
@@ -707,7 +770,10 @@ impl Parallel {
                 },
             },
         );
-        self.record(id).state = LaneState::Running;
+        let record = self.record(id);
+        record.state = LaneState::Running;
+        record.run_id = Some(lane_run_id.clone());
+        let returns = record.returns;
         self.save()?;
         self.refresh_board();
         self.emit(ParallelEventKind::LaneStarted {
@@ -717,7 +783,7 @@ impl Parallel {
             worktree: worktree.display().to_string(),
             lane_run_id,
             log_dir: log_dir.display().to_string(),
-            returns: record.returns,
+            returns,
         });
         Ok(())
     }

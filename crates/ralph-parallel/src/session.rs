@@ -15,7 +15,7 @@ const VERSION: u32 = 1;
 /// Where a lane stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum LaneState {
+pub enum LaneState {
     /// Its loop runs (or ran when ralph stopped).
     Running,
     /// Its story passed; it waits in the merge queue.
@@ -26,6 +26,18 @@ pub(crate) enum LaneState {
     Blocked,
 }
 
+impl LaneState {
+    /// Its name in the session file and `ralph status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneState::Running => "running",
+            LaneState::Queued => "queued",
+            LaneState::Landed => "landed",
+            LaneState::Blocked => "blocked",
+        }
+    }
+}
+
 /// One lane's record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct LaneRecord {
@@ -34,6 +46,9 @@ pub(crate) struct LaneRecord {
     pub(crate) returns: u64,
     /// `{{ story.conflict }}` for its next start.
     pub(crate) conflict: Option<String>,
+    /// Its latest loop's run id (its run folder's name).
+    #[serde(default)]
+    pub(crate) run_id: Option<String>,
 }
 
 /// A parallel run's session.
