@@ -317,3 +317,77 @@ fn parallel_needs_done_when_and_says_so() {
         common::stderr(&out)
     );
 }
+
+#[test]
+fn a_first_ctrl_c_lets_running_iterations_finish_and_resume_lands_their_work() {
+    let started = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "{READ_PROMPT}touch {out}/$story\nsleep 2\necho ok > \"$story.txt\"\n",
+        out = started.path().display()
+    );
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&started.path().join("US-001"));
+    wait_for_file(&started.path().join("US-002"));
+    common::send_signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(common::code(&out), 130, "{}", common::stderr(&out));
+    let events = p.events();
+    let ended: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "LANE_ITERATION_ENDED")
+        .collect();
+    assert_eq!(ended.len(), 2, "both iterations finished: {events:#?}");
+    assert!(ended.iter().all(|e| e["failed"] == false), "{events:#?}");
+    assert_eq!(events.last().unwrap()["reason"], "interrupted");
+    let dir = p.path();
+    assert!(
+        dir.join(".ralph/worktrees/US-001/US-001.txt").exists(),
+        "kept for --resume"
+    );
+    assert_eq!(passes(dir, "main", "US-001"), false);
+
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "LANE_ITERATION_STARTED"),
+        "their passed stories went to the queue without another agent run: {events:#?}"
+    );
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(dir);
+}
+
+#[test]
+fn a_terminal_shows_a_live_line_per_running_lane_above_a_summary() {
+    let agent = format!("{READ_PROMPT}sleep 1.5\necho ok > \"$story.txt\"\n");
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let (screen, code) = common::run_on_terminal(&p, &["--parallel", "2"], &[]);
+    assert_eq!(code, 0, "{screen}");
+    for id in ["US-001", "US-002"] {
+        assert!(
+            screen.contains(&format!("  {id:<12} iteration 1")),
+            "a live line for {id}: {screen}"
+        );
+        assert!(screen.contains(&format!("✓ {id} landed")), "{screen}");
+    }
+    assert!(screen.contains("· running 2 ·"), "{screen}");
+    assert!(
+        screen.contains("landed 2 · blocked 0 · running 0"),
+        "{screen}"
+    );
+    // The agents' output went to their logs, not the terminal.
+    assert!(!screen.contains("STORY="), "{screen}");
+}
