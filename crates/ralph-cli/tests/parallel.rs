@@ -352,6 +352,11 @@ fn a_first_ctrl_c_lets_running_iterations_finish_and_resume_lands_their_work() {
     );
     assert_eq!(passes(dir, "main", "US-001"), false);
 
+    // A new run would take the stopped one's worktrees over: refused, the way on named.
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 2);
+    assert!(common::stderr(&out).contains("--resume"), "{}", common::stderr(&out));
+
     let out = p.run(&["run", "--parallel", "2", "--resume"]);
     assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
     let events = p.events();

@@ -90,6 +90,18 @@ pub enum ParallelError {
     /// down): nothing more is done, and `--resume` goes on from the journal.
     #[error("a step of the merge queue was lost: {0}")]
     StepLost(String),
+    /// A new parallel run where a stopped one would be taken over.
+    #[error(
+        "{}: parallel run {run_id} was stopped with its worktrees under .ralph/worktrees; go on \
+         with it: `ralph run --parallel N --resume`",
+        .dir.display()
+    )]
+    StoppedRun {
+        /// The repository.
+        dir: PathBuf,
+        /// The stopped run.
+        run_id: String,
+    },
     /// `--resume` with no parallel run to go on with.
     #[error("{}: no stopped parallel run to resume", .0.display())]
     NothingToResume(PathBuf),
@@ -161,8 +173,12 @@ enum LaneMessage {
 /// The queue's landing of one task under way: the task and what it gave.
 type Landing = tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>;
 
-/// Where the queue's checks are told to stop now.
-type CheckStop = std::sync::Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<InterruptSignal>>>;
+/// Where the queue's checks are told to stop now, and whether they were.
+#[derive(Clone)]
+struct CheckStop {
+    signals: std::sync::Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<InterruptSignal>>>,
+    stopped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 /// What the queue's landing of one task gave.
 enum Landed {
@@ -177,6 +193,9 @@ enum Landed {
         saved: String,
     },
     Refused(String),
+    /// Stopped now (a second Ctrl+C) while its checks ran: the journal stays, `--resume`
+    /// redoes the merge.
+    Interrupted,
 }
 
 /// A lane whose loop runs.
@@ -292,7 +311,10 @@ pub async fn run(
     let started = Instant::now();
     let mut landing: Option<Landing> = None;
     let (check_stop_tx, check_stop) = mpsc::unbounded_channel();
-    let check_stop = std::sync::Arc::new(tokio::sync::Mutex::new(check_stop));
+    let check_stop = CheckStop {
+        signals: std::sync::Arc::new(tokio::sync::Mutex::new(check_stop)),
+        stopped: std::sync::Arc::default(),
+    };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         if this.stop.is_none() {
@@ -327,6 +349,7 @@ pub async fn run(
             Some(signal) = interrupts.recv() => {
                 this.interrupted(signal);
                 if this.stop_now {
+                    check_stop.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
                     let _ = check_stop_tx.send(InterruptSignal::Cancel);
                 }
             }
@@ -425,6 +448,14 @@ impl Parallel {
             options.run_id = session.run_id.clone();
             session
         } else {
+            if let Ok(stopped) = Session::load(&session_path) {
+                if !stopped.ended {
+                    return Err(ParallelError::StoppedRun {
+                        dir: top,
+                        run_id: stopped.run_id,
+                    });
+                }
+            }
             let Some(head) = git::head_ref(&top)? else {
                 return Err(ParallelError::Detached(top));
             };
@@ -1000,21 +1031,24 @@ impl Parallel {
                     }
                 };
                 let mut failed = Vec::new();
-                let mut stop = stop.lock().await;
+                let mut signals = stop.signals.lock().await;
                 for check in &checks {
                     let result = ralph_engine::run_check(
                         check,
                         cwd.clone(),
                         check_timeout,
                         kill_grace,
-                        &mut stop,
+                        &mut signals,
                     )
                     .await;
                     if result.tail.is_some() {
                         failed.push(result);
                     }
                 }
-                drop(stop);
+                drop(signals);
+                if stop.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(Landed::Interrupted);
+                }
                 if !failed.is_empty() {
                     let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
                     let saved =
@@ -1037,6 +1071,11 @@ impl Parallel {
         id: &str,
         result: Result<Landed, ParallelError>,
     ) -> Result<(), ParallelError> {
+        let result = result?;
+        if let Landed::Interrupted = result {
+            // Still first in the queue; the journal has the merge for `--resume`.
+            return Ok(());
+        }
         self.session.queue.retain(|q| q != id);
         let limit = self
             .options
@@ -1046,7 +1085,8 @@ impl Parallel {
             .escalation
             .as_ref()
             .map_or(3, |e| e.same_error_limit);
-        match result? {
+        match result {
+            Landed::Interrupted => {}
             Landed::Yes(commit) => {
                 self.record(id).state = LaneState::Landed;
                 if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
