@@ -262,7 +262,7 @@ fn killed_mid_merge_the_resumed_run_lands_everything_and_loses_nothing() {
     // US-002's agent is slow: it runs while US-001's merge is checked. The queue's check (no
     // RALPH_ITERATION: it is no iteration's) hangs while `slow` exists.
     let agent = format!(
-        "{READ_PROMPT}if [ \"$story\" = US-002 ]; then sleep 3; fi  # parallel-killed-ok\n\
+        "{READ_PROMPT}if [ \"$story\" = US-002 ]; then echo half > half-done.txt; sleep 3; fi  # parallel-killed-ok\n\
          echo ok > \"$story.txt\"\n"
     );
     let check = format!(
@@ -355,7 +355,11 @@ fn a_first_ctrl_c_lets_running_iterations_finish_and_resume_lands_their_work() {
     // A new run would take the stopped one's worktrees over: refused, the way on named.
     let out = p.run(&["run", "--parallel", "2"]);
     assert_eq!(common::code(&out), 2);
-    assert!(common::stderr(&out).contains("--resume"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("--resume"),
+        "{}",
+        common::stderr(&out)
+    );
 
     let out = p.run(&["run", "--parallel", "2", "--resume"]);
     assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));

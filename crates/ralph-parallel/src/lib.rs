@@ -491,10 +491,6 @@ impl Parallel {
         let base_commit = this.repo.base_commit()?;
         this.tasks = tasks_from_prd(&this.repo.prd_at(&base_commit)?);
         let resumed = this.options.resume;
-        if resumed {
-            this.take_up()?;
-        }
-        this.save()?;
         this.emit(ParallelEventKind::ParallelStarted {
             base: this.repo.base.clone(),
             base_commit,
@@ -502,6 +498,10 @@ impl Parallel {
             tasks: this.tasks.iter().map(|t| t.id.clone()).collect(),
             resumed,
         });
+        if resumed {
+            this.take_up()?;
+        }
+        this.save()?;
         Ok(this)
     }
 
