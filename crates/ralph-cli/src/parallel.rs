@@ -151,13 +151,19 @@ fn lane_line(lane: &ralph_parallel::LaneView) -> String {
     )
 }
 
-/// `landed 2 · blocked 0 · running 3 · waiting 1 · $1.20`
+/// `landed 2 · blocked 0 · running 3 · queued 1 (merging US-004) · waiting 1 · $1.20`
 fn summary_line(board: &Board) -> String {
+    let merging = board
+        .merging
+        .as_deref()
+        .map(|id| format!(" (merging {id})"))
+        .unwrap_or_default();
     format!(
-        "landed {} · blocked {} · running {} · waiting {} · ${:.2}",
+        "landed {} · blocked {} · running {} · queued {}{merging} · waiting {} · ${:.2}",
         board.landed,
         board.blocked,
         board.lanes.len(),
+        board.queued,
         board.waiting,
         board.cost_usd
     )

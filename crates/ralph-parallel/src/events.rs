@@ -184,7 +184,7 @@ pub struct LaneView {
     pub task_id: String,
     /// The lane's current iteration (0 before the first).
     pub iteration: u64,
-    /// `running`, `checking`, the last state marker, `queued`, `merging`.
+    /// `starting`, `running`, the last iteration's state marker (or `ended`), `merging`.
     pub state: String,
     /// When the lane started.
     pub started: std::time::Instant,
@@ -204,6 +204,10 @@ pub struct Board {
     pub blocked: u64,
     /// Tasks waiting to start (no slot, or dependencies not passed).
     pub waiting: u64,
+    /// Tasks in the merge queue, the one being landed included.
+    pub queued: u64,
+    /// The task the queue is landing now.
+    pub merging: Option<String>,
     /// The lanes' cost, in US dollars.
     pub cost_usd: f64,
 }

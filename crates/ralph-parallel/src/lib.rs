@@ -322,7 +322,7 @@ pub async fn run(
         }
         if landing.is_none() && !this.stop_now {
             if let Some(id) = this.session.queue.first().cloned() {
-                this.set_view(&id, "merging");
+                this.board.merging = Some(id.clone());
                 landing = Some(this.spawn_landing(id, check_stop.clone())?);
             }
         }
@@ -621,6 +621,7 @@ impl Parallel {
     }
 
     fn emit(&mut self, kind: ParallelEventKind) {
+        self.board.queued = self.session.queue.len() as u64;
         let event = ParallelEvent {
             ts: SystemTime::now(),
             run_id: self.options.run_id.clone(),
@@ -827,13 +828,6 @@ impl Parallel {
         self.board.waiting = self.waiting();
     }
 
-    fn set_view(&mut self, id: &str, state: &str) {
-        if let Some(lane) = self.lanes.get_mut(id) {
-            state.clone_into(&mut lane.view.state);
-        }
-        self.refresh_board();
-    }
-
     fn lane_message(&mut self, message: LaneMessage) -> Result<(), ParallelError> {
         match message {
             LaneMessage::Event(id, event) => {
@@ -851,7 +845,6 @@ impl Parallel {
                             iteration,
                         });
                     }
-                    Some("ATTEMPT_STARTED" | "CHECKS_STARTED") => self.set_view(&id, "checking"),
                     Some("ITERATION_ENDED") => {
                         let cost = value["usage"]["cost_usd"].as_f64().filter(|c| *c > 0.0);
                         let state = value["state"].as_str().map(str::to_owned);
@@ -1071,6 +1064,7 @@ impl Parallel {
         id: &str,
         result: Result<Landed, ParallelError>,
     ) -> Result<(), ParallelError> {
+        self.board.merging = None;
         let result = result?;
         if let Landed::Interrupted = result {
             // Still first in the queue; the journal has the merge for `--resume`.
