@@ -400,3 +400,30 @@ fn a_terminal_shows_a_live_line_per_running_lane_above_a_summary() {
     // The agents' output went to their logs, not the terminal.
     assert!(!screen.contains("STORY="), "{screen}");
 }
+
+#[test]
+fn max_runtime_counts_the_whole_run_and_starts_no_lane_past_it() {
+    let agent = format!("{READ_PROMPT}sleep 2\necho ok > \"$story.txt\"\n");
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let out = p.run(&["run", "--parallel", "1", "--max-runtime", "1s"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "LANE_STARTED")
+        .collect();
+    assert_eq!(started.len(), 1, "{events:#?}");
+    assert_eq!(started[0]["task_id"], "US-001");
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (ended["type"].as_str(), ended["reason"].as_str()),
+        (Some("PARALLEL_ENDED"), Some("max_runtime"))
+    );
+    // The lane finished its iteration: its work is on its branch, for --resume.
+    assert!(show(p.path(), "ralph/US-001", "US-001.txt").is_some());
+}
