@@ -166,6 +166,7 @@ pub struct ParallelOutcome {
 
 /// What lanes tell the run.
 enum LaneMessage {
+    Prepared(String, Box<Result<Prepared, ParallelError>>),
     Event(String, Box<Event>),
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
 }
@@ -198,10 +199,88 @@ enum Landed {
     Interrupted,
 }
 
-/// A lane whose loop runs.
+/// A lane getting ready or whose loop runs.
 struct Lane {
-    interrupts: mpsc::UnboundedSender<InterruptSignal>,
+    /// Its loop's interrupts; `None` while it gets ready.
+    interrupts: Option<mpsc::UnboundedSender<InterruptSignal>>,
     view: LaneView,
+}
+
+/// What making a lane ready needs, off the runtime's thread.
+struct LaneSpec {
+    id: String,
+    top: PathBuf,
+    worktree: PathBuf,
+    branch: String,
+    /// The base's commit a new branch starts from.
+    base: String,
+    lane_dir: PathBuf,
+    /// The base's prd.json, for the lane's copy; `None` keeps the copy there.
+    prd: Option<ralph_escalation::Prd>,
+    config: ralph_engine::frontmatter::Config,
+    opening: ralph_escalation::Options,
+}
+
+/// A lane ready to start.
+struct Prepared {
+    escalation: Escalation,
+    config: ralph_engine::frontmatter::Config,
+    worktree: PathBuf,
+    branch: String,
+}
+
+impl LaneSpec {
+    /// The worktree (its branch made from the base, or the branch there is), the lane's
+    /// prd.json copy (the base's with every other story passed: the lane's story mode picks
+    /// this story and no other), then story mode opened in the worktree.
+    fn prepare(self) -> Result<Prepared, ParallelError> {
+        if !self.worktree.exists() {
+            let wt = self.worktree.to_string_lossy().into_owned();
+            let branch_ref = format!("refs/heads/{}", self.branch);
+            if git::rev(&self.top, &branch_ref)?.is_some() {
+                git::run(&self.top, &["worktree", "add", "-q", &wt, &self.branch])?;
+            } else {
+                git::run(
+                    &self.top,
+                    &["worktree", "add", "-q", "-b", &self.branch, &wt, &self.base],
+                )?;
+            }
+        }
+        if let Some(mut prd) = self.prd {
+            let others: Vec<String> = prd
+                .stories()
+                .iter()
+                .filter(|s| s.id != self.id)
+                .map(|s| s.id.clone())
+                .collect();
+            for other in others {
+                prd.set(&other, Passes::Yes, None)?;
+            }
+            prd.set(&self.id, Passes::No, None)?;
+            std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
+                path: self.lane_dir.clone(),
+                source,
+            })?;
+            let path = self.lane_dir.join("prd.json");
+            ralph_engine::atomic::write(&path, prd.to_text().as_bytes())
+                .map_err(|source| ParallelError::Io { path, source })?;
+        }
+        let escalation = match Escalation::open(&self.config, self.opening)? {
+            Some(escalation) => escalation,
+            None => {
+                return Err(ParallelError::Unsupported {
+                    file: self.lane_dir,
+                    what: "story mode (`escalation.prd`)",
+                });
+            }
+        };
+        Ok(Prepared {
+            escalation,
+            config: self.config,
+            worktree: self.worktree,
+            branch: self.branch,
+        })
+    }
 }
 
 /// Why the run stops starting lanes.
@@ -661,12 +740,23 @@ impl Parallel {
     }
 
     fn start_lanes(&mut self) -> Result<(), ParallelError> {
+        let mut base = None;
         while self.lanes.len() < self.options.parallel {
             let Some(id) = self.startable_now().into_iter().next() else {
                 return Ok(());
             };
             self.again.retain(|a| a != &id);
-            self.start_lane(&id)?;
+            // One look at the base for every lane this round starts.
+            let (commit, prd) = match &base {
+                Some(found) => found,
+                None => {
+                    let commit = self.repo.base_commit()?;
+                    let prd = self.repo.prd_at(&commit)?;
+                    base.insert((commit, prd))
+                }
+            };
+            let (commit, prd) = (commit.clone(), prd.clone());
+            self.prepare_lane(&id, commit, prd);
         }
         Ok(())
     }
@@ -690,65 +780,75 @@ impl Parallel {
         )
     }
 
-    fn start_lane(&mut self, id: &str) -> Result<(), ParallelError> {
-        let worktree = self.worktree(id);
-        let branch = git::branch_name(id);
-        if !worktree.exists() {
-            let wt = worktree.to_string_lossy().into_owned();
-            if git::rev(&self.repo.top, &format!("refs/heads/{branch}"))?.is_some() {
-                git::run(&self.repo.top, &["worktree", "add", "-q", &wt, &branch])?;
-            } else {
-                let base = self.repo.base_commit()?;
-                git::run(
-                    &self.repo.top,
-                    &["worktree", "add", "-q", "-b", &branch, &wt, &base],
-                )?;
-            }
-        }
+    /// Takes a slot for `id` and makes its worktree, its prd.json copy and its story mode off
+    /// the runtime's thread (lanes get ready side by side); [`LaneMessage::Prepared`] says when.
+    fn prepare_lane(&mut self, id: &str, base: String, base_prd: ralph_escalation::Prd) {
         let lane_dir = self.lane_dir(id);
-        let lane_prd = lane_dir.join("prd.json");
-        let resumed = self.resumed.contains(&id.to_owned()) && lane_prd.exists();
+        let resumed = self.resumed.iter().any(|r| r == id) && lane_dir.join("prd.json").exists();
         self.resumed.retain(|r| r != id);
-        if !resumed {
-            // The base's prd.json with every other story passed: the lane's story mode picks
-            // this story and no other.
-            let mut prd = self.repo.prd_at(&self.repo.base_commit()?)?;
-            let others: Vec<String> = prd
-                .stories()
-                .iter()
-                .filter(|s| s.id != id)
-                .map(|s| s.id.clone())
-                .collect();
-            for other in others {
-                prd.set(&other, Passes::Yes, None)?;
+        let (config, opening) = self.lane_escalation(id, &self.worktree(id));
+        let spec = LaneSpec {
+            id: id.to_owned(),
+            top: self.repo.top.clone(),
+            worktree: self.worktree(id),
+            branch: git::branch_name(id),
+            base,
+            lane_dir,
+            // A resumed lane keeps its copy: a pass recorded there stands.
+            prd: (!resumed).then_some(base_prd),
+            config,
+            opening,
+        };
+        self.lanes.insert(
+            id.to_owned(),
+            Lane {
+                interrupts: None,
+                view: LaneView {
+                    task_id: id.to_owned(),
+                    iteration: 0,
+                    state: "starting".to_owned(),
+                    started: Instant::now(),
+                    cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
+                },
+            },
+        );
+        self.record(id).state = LaneState::Running;
+        self.refresh_board();
+        let tx = self.lane_tx.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            let prepared = join_blocking(move || spec.prepare()).await;
+            let _ = tx.send(LaneMessage::Prepared(id, Box::new(prepared)));
+        });
+    }
+
+    /// A lane made ready: its loop starts (unless the run is stopping: `--resume` starts it).
+    fn lane_prepared(
+        &mut self,
+        id: &str,
+        prepared: Result<Prepared, ParallelError>,
+    ) -> Result<(), ParallelError> {
+        let Prepared {
+            mut escalation,
+            config,
+            worktree,
+            branch,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(ParallelError::Escalation(err)) => {
+                // This task cannot run; the others can.
+                self.lanes.remove(id);
+                let reason = format!("its worktree could not be opened: {err}");
+                return self.block_task(id, &reason);
             }
-            prd.set(id, Passes::No, None)?;
-            std::fs::create_dir_all(&lane_dir).map_err(|source| ParallelError::Io {
-                path: lane_dir.clone(),
-                source,
-            })?;
-            ralph_engine::atomic::write(&lane_prd, prd.to_text().as_bytes()).map_err(|source| {
-                ParallelError::Io {
-                    path: lane_prd.clone(),
-                    source,
-                }
-            })?;
+            Err(err) => return Err(err),
+        };
+        if self.stop.is_some() {
+            self.lanes.remove(id);
+            self.refresh_board();
+            return self.save();
         }
         let record = self.record(id).clone();
-        let (config, opening) = self.lane_escalation(id, &worktree);
-        let mut escalation = match Escalation::open(&config, opening) {
-            Ok(Some(escalation)) => escalation,
-            opened => {
-                // This task cannot run; the others can.
-                let why = match opened {
-                    Err(err) => err.to_string(),
-                    Ok(_) => "no story mode there".to_owned(),
-                };
-                let reason = format!("its worktree could not be opened: {why}");
-                self.block_task(id, &reason)?;
-                return Ok(());
-            }
-        };
         let mut options = self.options.engine.clone();
         options.file.config = config;
         if let Some(conflict) = &record.conflict {
@@ -783,27 +883,16 @@ impl Parallel {
             }
             let _ = tx.send(LaneMessage::Ended(task_id, handle.wait().await));
         });
+        if let Some(lane) = self.lanes.get_mut(id) {
+            lane.interrupts = Some(interrupts);
+        }
         let title = self
             .tasks
             .iter()
             .find(|t| t.id == id)
             .map(|t| t.title.clone())
             .unwrap_or_default();
-        self.lanes.insert(
-            id.to_owned(),
-            Lane {
-                interrupts,
-                view: LaneView {
-                    task_id: id.to_owned(),
-                    iteration: 0,
-                    state: "starting".to_owned(),
-                    started: Instant::now(),
-                    cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
-                },
-            },
-        );
         let record = self.record(id);
-        record.state = LaneState::Running;
         record.run_id = Some(lane_run_id.clone());
         let returns = record.returns;
         self.save()?;
@@ -880,6 +969,7 @@ impl Parallel {
                 }
             }
             LaneMessage::Ended(id, outcome) => self.lane_ended(&id, outcome)?,
+            LaneMessage::Prepared(id, prepared) => self.lane_prepared(&id, *prepared)?,
         }
         Ok(())
     }
@@ -1181,8 +1271,8 @@ impl Parallel {
 
     fn stop_lanes(&mut self, why: Stop) {
         self.stop = Some(why);
-        for lane in self.lanes.values() {
-            let _ = lane.interrupts.send(InterruptSignal::Int);
+        for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
+            let _ = tx.send(InterruptSignal::Int);
         }
     }
 
@@ -1201,8 +1291,8 @@ impl Parallel {
         if !matches!(self.stop, Some(Stop::Interrupted(_))) || signal != InterruptSignal::Int {
             self.stop = Some(Stop::Interrupted(signal));
         }
-        for lane in self.lanes.values() {
-            let _ = lane.interrupts.send(signal);
+        for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
+            let _ = tx.send(signal);
         }
     }
 
