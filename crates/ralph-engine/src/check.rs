@@ -8,11 +8,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::convergence;
-use crate::event::{CheckResult, Stream};
+use crate::event::CheckResult;
 use crate::outcome::InterruptSignal;
-use crate::process::{self, Supervision};
 use crate::state::millis;
 use crate::tail::Tail;
+use ralph_process::{self as process, Stream, Supervision};
 
 /// Keeps the tail; an interrupt stops the check (the caller decided to stop).
 struct TailOnly(Tail);

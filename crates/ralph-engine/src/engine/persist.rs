@@ -9,12 +9,12 @@ use std::time::{Duration, SystemTime};
 use ralph_backoff::FailureStreak;
 
 use super::{Next, Run};
-use crate::adapter::{RunCost, Usage};
 use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
+use ralph_agents::{RunCost, Usage};
 
 /// Writes the session file on a thread of its own, so the loop never waits for the disk (an
 /// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
@@ -174,13 +174,11 @@ impl Run {
         self.elapsed_before = Duration::from_millis(old.elapsed_ms);
         self.num_turns = old.num_turns;
         self.run_cost = RunCost::resumed(old.cost_usd);
-        let before = Usage {
-            cost_usd: old.cost_usd,
-            input_tokens: old.input_tokens,
-            output_tokens: old.output_tokens,
-            num_turns: old.num_turns,
-            ..Usage::default()
-        };
+        let mut before = Usage::default();
+        before.cost_usd = old.cost_usd;
+        before.input_tokens = old.input_tokens;
+        before.output_tokens = old.output_tokens;
+        before.num_turns = old.num_turns;
         self.usage = (before != Usage::default()).then_some(before);
         self.failures = FailureStreak::resumed(old.consecutive_failures);
         self.last_failed = old.last_failed;
