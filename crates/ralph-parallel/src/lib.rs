@@ -234,7 +234,13 @@ impl LaneSpec {
     /// prd.json copy (the base's with every other story passed: the lane's story mode picks
     /// this story and no other), then story mode opened in the worktree.
     fn prepare(self) -> Result<Prepared, ParallelError> {
+        /// Held while a worktree is added: git does not add two at once safely (one reads the
+        /// other's half-made `.git/worktrees/<name>`).
+        static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
         if !self.worktree.exists() {
+            let _adding = ADDING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let wt = self.worktree.to_string_lossy().into_owned();
             let branch_ref = format!("refs/heads/{}", self.branch);
             if git::rev(&self.top, &branch_ref)?.is_some() {
