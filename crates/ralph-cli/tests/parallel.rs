@@ -427,3 +427,25 @@ fn max_runtime_counts_the_whole_run_and_starts_no_lane_past_it() {
     // The lane finished its iteration: its work is on its branch, for --resume.
     assert!(show(p.path(), "ralph/US-001", "US-001.txt").is_some());
 }
+
+#[test]
+fn sixteen_lanes_start_at_once_each_in_a_worktree_of_its_own() {
+    let agent = format!("{READ_PROMPT}echo ok > \"$story.txt\"\n");
+    let ids: Vec<String> = (1..=16).map(|i| format!("US-{i:03}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &ids, &[]);
+    let out = p.run(&["run", "--parallel", "16"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "LANE_STARTED")
+            .count(),
+        16
+    );
+    for id in ids {
+        landed_with_its_passes(p.path(), &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(p.path());
+}

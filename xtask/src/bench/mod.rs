@@ -77,8 +77,8 @@ contender's runs interleaved with the others'.
 - **`--parallel 32`**: a repository of 32 prd.json stories whose agent sleeps 30 s then writes
   its story's file, one `done_when` check (`ls S-*.txt`); `ralph run --parallel 32 --quiet
   --events <file>`. Start: from `PARALLEL_STARTED` to the 32nd `LANE_STARTED` (each a `git
-  worktree add` and a loop started). CPU: ralph's threads' scheduled time
-  (`/proc/<pid>/task/*/schedstat`) over 20 s once every agent runs, divided by the 20 s. Peak
+  worktree add` and a loop started). CPU: ralph's user and system time (`/proc/<pid>/stat`,
+  exited threads included) over 20 s once every agent runs, divided by the 20 s. Peak
   RSS: ralph's own `VmHWM`, sampled every 10 ms until it exits after landing all 32. Landing:
   the first `MERGE_STARTED` to the last `TASK_LANDED`. One run.
 ";

@@ -77,6 +77,19 @@ pub(crate) fn measure(ctx: &Ctx) -> Vec<Row> {
     }
 }
 
+/// `/proc/<pid>/stat`'s clock ticks a second (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// The process's user and system time in clock ticks (`/proc/<pid>/stat`), its exited threads
+/// included: the queue's git steps run on threads that come and go, which the live threads'
+/// `schedstat` would miss.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
 fn git(dir: &Path, args: &[&str]) -> Result<()> {
     let status = Command::new("git")
         .current_dir(dir)
@@ -158,11 +171,13 @@ fn run(ctx: &Ctx) -> Result<Measured> {
         }
         // The agents sleep: what ralph spends now is its own.
         thread::sleep(Duration::from_secs(1));
-        let before = harness::cpu_ns(pid).ok_or("ralph exited")?;
+        let before = cpu_ticks(pid).ok_or("ralph exited")?;
         let from = Instant::now();
         thread::sleep(WINDOW);
-        let after = harness::cpu_ns(pid).ok_or("ralph exited")?;
-        let cpu_percent = (after - before) as f64 / from.elapsed().as_nanos() as f64 * 100.0;
+        let after = cpu_ticks(pid).ok_or("ralph exited")?;
+        let cpu_percent =
+            after.saturating_sub(before) as f64 / TICKS_PER_SEC / from.elapsed().as_secs_f64()
+                * 100.0;
         let mut peak = 0;
         let deadline = Instant::now() + Duration::from_secs(AGENT_SECS * 3);
         while let Some(kib) = harness::peak_rss_kib(pid) {
