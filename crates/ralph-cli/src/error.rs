@@ -67,6 +67,9 @@ pub(crate) enum CliError {
     /// A parallel run could not start or go on.
     #[error(transparent)]
     Parallel(#[from] ralph_parallel::ParallelError),
+    /// `ralph watch` has nothing to show: no such run, or no terminal to draw on.
+    #[error("{0}")]
+    Watch(String),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error(transparent)]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
@@ -76,7 +79,10 @@ impl CliError {
     /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
-            CliError::Engine(_) | CliError::Runtime(_) | CliError::Stdout(_) => 1,
+            CliError::Engine(_)
+            | CliError::Runtime(_)
+            | CliError::Stdout(_)
+            | CliError::Watch(_) => 1,
             CliError::Parallel(err) => match err {
                 ralph_parallel::ParallelError::Unsupported { .. }
                 | ralph_parallel::ParallelError::Detached(_)

@@ -40,8 +40,8 @@ pub(crate) fn run(
     parallel.run_id = run_id;
     parallel.resume = args.resume.is_some();
     parallel.log_root = log_root;
-    parallel.max_cost = args.max_cost.or(parallel.engine.max_cost);
-    parallel.max_runtime = args.max_runtime.or(parallel.engine.max_runtime);
+    parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
+    parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();

@@ -866,8 +866,11 @@ impl Parallel {
         options.cwd = worktree.join(&self.cwd_rel);
         options.run_id = new_run_id();
         options.log_dir = Some(self.options.log_root.join(&options.run_id));
-        options.max_cost = None;
-        options.max_runtime = None;
+        // The run counts the budgets, over every lane.
+        options.file.config.max_cost = None;
+        options.file.config.max_runtime = None;
+        options.overrides.max_cost = None;
+        options.overrides.max_runtime = None;
         options.resume = None;
         // The lane's prompt may carry the conflict; RALPH.md edits reach the next lane.
         options.reload = false;
