@@ -29,6 +29,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-engine",
     "ralph-escalation",
     "ralph-parallel",
+    "ralph-github",
 ];
 
 /// `unwrap()`/`expect(` calls in library code that are invariants rather than errors: a file
@@ -266,8 +267,8 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
 }
 
 /// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
-/// escalation <- parallel <- cli), the agent adapters and process supervision know nothing of
-/// each other, and nothing below the engine but process supervision uses an async runtime.
+/// escalation <- github, parallel <- cli), the agent adapters and process supervision know
+/// nothing of each other, and nothing below the engine but process supervision uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
@@ -275,6 +276,7 @@ fn dependencies_point_one_way() {
         "ralph-engine",
         "ralph-escalation",
         "ralph-parallel",
+        "ralph-github",
         "ralph-cli",
     ];
     let runtimes = ["tokio", "async-std", "smol"];
@@ -289,15 +291,25 @@ fn dependencies_point_one_way() {
                     "ralph-engine",
                     "ralph-escalation",
                     "ralph-parallel",
+                    "ralph-github",
                     "ralph-cli",
                 ],
             ),
             (
                 "ralph-engine",
-                vec!["ralph-escalation", "ralph-parallel", "ralph-cli"],
+                vec![
+                    "ralph-escalation",
+                    "ralph-github",
+                    "ralph-parallel",
+                    "ralph-cli",
+                ],
             ),
-            ("ralph-escalation", vec!["ralph-parallel", "ralph-cli"]),
-            ("ralph-parallel", vec!["ralph-cli"]),
+            (
+                "ralph-escalation",
+                vec!["ralph-github", "ralph-parallel", "ralph-cli"],
+            ),
+            ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
+            ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -440,9 +452,9 @@ fn the_engine_loop_does_not_count_idle_by_name() {
     assert_none("the engine loop names the idle state", &problems);
 }
 
-/// Only ralph-process starts the agent, commands and checks; escalation's `git` module is the
-/// one other place that starts a process (git); the engine, the agent adapters and the CLI
-/// start none.
+/// Only ralph-process starts the agent, commands and checks; escalation's `git` module starts
+/// git and ralph-github's `token` module asks `gh auth token` for a token: no other place
+/// starts a process; the engine, the agent adapters and the CLI start none.
 #[test]
 fn only_the_process_module_and_git_start_processes() {
     let starts = [
@@ -459,6 +471,7 @@ fn only_the_process_module_and_git_start_processes() {
         path.starts_with("crates/ralph-process/src/")
             || path == "crates/ralph-escalation/src/git.rs"
             || path == "crates/ralph-parallel/src/git.rs"
+            || path == "crates/ralph-github/src/token.rs"
     };
     let mut problems = Vec::new();
     for krate in [
@@ -467,6 +480,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-engine",
         "ralph-escalation",
         "ralph-parallel",
+        "ralph-github",
         "ralph-cli",
     ] {
         scan(
@@ -482,7 +496,7 @@ fn only_the_process_module_and_git_start_processes() {
                     .map(|word| {
                         format!(
                             "`{word}`: only ralph-process (and escalation's and parallel's \
-                             `git`) start processes"
+                             `git`, ralph-github's `token`) start processes"
                         )
                     })
             },
