@@ -268,7 +268,8 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
 
 /// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
 /// escalation <- github, parallel <- cli), the agent adapters and process supervision know
-/// nothing of each other, and nothing below the engine but process supervision uses an async runtime.
+/// nothing of each other, and nothing below the engine but process supervision uses an async
+/// runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
