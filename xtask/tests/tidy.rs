@@ -28,6 +28,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-process",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-parallel",
     "ralph-github",
 ];
 
@@ -266,14 +267,16 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
 }
 
 /// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
-/// escalation <- github <- cli), the agent adapters and process supervision know nothing of
-/// each other, and nothing below the engine but process supervision uses an async runtime.
+/// escalation <- github, parallel <- cli), the agent adapters and process supervision know
+/// nothing of each other, and nothing below the engine but process supervision uses an async
+/// runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
         "ralph-process",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-parallel",
         "ralph-github",
         "ralph-cli",
     ];
@@ -288,16 +291,26 @@ fn dependencies_point_one_way() {
                     "ralph-agents",
                     "ralph-engine",
                     "ralph-escalation",
+                    "ralph-parallel",
                     "ralph-github",
                     "ralph-cli",
                 ],
             ),
             (
                 "ralph-engine",
-                vec!["ralph-escalation", "ralph-github", "ralph-cli"],
+                vec![
+                    "ralph-escalation",
+                    "ralph-github",
+                    "ralph-parallel",
+                    "ralph-cli",
+                ],
             ),
-            ("ralph-escalation", vec!["ralph-github", "ralph-cli"]),
-            ("ralph-github", vec!["ralph-cli"]),
+            (
+                "ralph-escalation",
+                vec!["ralph-github", "ralph-parallel", "ralph-cli"],
+            ),
+            ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
+            ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -478,6 +491,7 @@ fn only_the_process_module_and_git_start_processes() {
         let path = relative(path);
         path.starts_with("crates/ralph-process/src/")
             || path == "crates/ralph-escalation/src/git.rs"
+            || path == "crates/ralph-parallel/src/git.rs"
             || path == "crates/ralph-github/src/token.rs"
     };
     let mut problems = Vec::new();
@@ -486,6 +500,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-agents",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-parallel",
         "ralph-github",
         "ralph-cli",
     ] {
@@ -501,8 +516,8 @@ fn only_the_process_module_and_git_start_processes() {
                     .find(|word| has_word(line, word))
                     .map(|word| {
                         format!(
-                            "`{word}`: only ralph-process (and escalation's `git`, \
-                             ralph-github's `token`) start processes"
+                            "`{word}`: only ralph-process (and escalation's and parallel's \
+                             `git`, ralph-github's `token`) start processes"
                         )
                     })
             },

@@ -56,6 +56,7 @@
 //! ```
 
 pub mod atomic;
+mod check;
 mod claim;
 mod convergence;
 mod engine;
@@ -72,6 +73,7 @@ mod state;
 mod tail;
 mod task;
 
+pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
     DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
