@@ -12,7 +12,8 @@ use tokio::sync::mpsc;
 use crate::cli::RunArgs;
 use crate::error::CliError;
 
-/// Runs the stories of `options`' prd.json `parallel` at a time; returns the exit code.
+/// Runs the tasks of `options`' task list (`tasks:`, or prd.json) `parallel` at a time;
+/// returns the exit code.
 pub(crate) fn run(
     options: EngineOptions,
     args: &RunArgs,
@@ -42,6 +43,17 @@ pub(crate) fn run(
     parallel.log_root = log_root;
     parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
     parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
+    // Made now so a list that cannot be made (no GitHub token) ends ralph before anything runs.
+    if crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?.is_some() {
+        let file = parallel.engine.file.clone();
+        parallel.tasks = Some(std::sync::Arc::new(move |cwd: &std::path::Path| {
+            crate::ralph_file::task_list(&file, cwd)
+                .map_err(|err| ralph_escalation::TaskListError::Failed(err.to_string().into()))?
+                .ok_or_else(|| {
+                    ralph_escalation::TaskListError::Failed("the RALPH.md has no task list".into())
+                })
+        }));
+    }
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();

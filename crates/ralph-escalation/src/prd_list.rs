@@ -100,6 +100,17 @@ fn listed(story: &Story) -> ListedTask {
         Passes::Blocked => TaskState::Blocked,
     };
     task.placeholders = placeholders(story);
+    // `dependsOn`, when the story has one: a list of story ids.
+    task.depends_on = serde_json::from_str::<serde_json::Value>(&story.json)
+        .ok()
+        .and_then(|v| {
+            v.get("dependsOn").and_then(|d| d.as_array()).map(|ids| {
+                ids.iter()
+                    .filter_map(|id| id.as_str().map(str::to_owned))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
     task
 }
 

@@ -113,38 +113,53 @@ pub(crate) fn branch_name(id: &str) -> String {
     format!("ralph/{}", ralph_escalation::git::ref_component(id))
 }
 
-/// A commit on top of `parent` whose tree is `parent`'s with `path` holding `bytes`, built in a
-/// temporary index: no worktree is touched.
-pub(crate) fn commit_file(
+/// The bytes of `path` in `commit`, as stored (`None`: not there).
+pub(crate) fn blob(top: &Path, commit: &str, path: &str) -> Result<Option<Vec<u8>>, ParallelError> {
+    let spec = format!("{commit}:{path}");
+    let out = output(top, &["cat-file", "blob", &spec], &[], None)?;
+    Ok(out.status.success().then_some(out.stdout))
+}
+
+/// A commit on top of `parent` whose tree is `parent`'s with each `(path, bytes)` of `files`
+/// (none: the same tree), built in a temporary index: no worktree is touched.
+pub(crate) fn commit_files(
     top: &Path,
     parent: &str,
-    path: &str,
-    bytes: &[u8],
+    files: &[(String, Vec<u8>)],
     message: &str,
 ) -> Result<String, ParallelError> {
-    let index = common_dir(top)?.join(format!("ralph-parallel-index-{}", std::process::id()));
+    let index = common_dir(top)?.join(format!(
+        "ralph-parallel-index-{}-{}",
+        std::process::id(),
+        INDEXES.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
     let env = [("GIT_INDEX_FILE", index.as_path())];
     let result = (|| {
-        let blob = run_with(top, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
         run_with(top, &["read-tree", parent], &env, None)?;
-        let mode = run(top, &["ls-tree", parent, "--", path])?
-            .split_whitespace()
-            .next()
-            .map_or_else(|| "100644".to_owned(), str::to_owned);
-        run_with(
-            top,
-            &[
-                "update-index",
-                "--add",
-                "--cacheinfo",
-                &format!("{mode},{blob},{path}"),
-            ],
-            &env,
-            None,
-        )?;
+        for (path, bytes) in files {
+            let blob = run_with(top, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
+            let mode = run(top, &["ls-tree", parent, "--", path])?
+                .split_whitespace()
+                .next()
+                .map_or_else(|| "100644".to_owned(), str::to_owned);
+            run_with(
+                top,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("{mode},{blob},{path}"),
+                ],
+                &env,
+                None,
+            )?;
+        }
         let tree = run_with(top, &["write-tree"], &env, None)?;
         run(top, &["commit-tree", &tree, "-p", parent, "-m", message])
     })();
     let _ = std::fs::remove_file(&index);
     result
 }
+
+/// Tells apart the temporary indexes of commits made at once (a landing and a block).
+static INDEXES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

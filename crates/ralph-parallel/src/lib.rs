@@ -11,11 +11,15 @@
 //! `refs/ralph/attempts/<id>/<n>`, a worktree is only removed after its uncommitted work was
 //! saved the same way, the base only moves forward (from the commit it was expected at), and
 //! the main worktree only by `git merge --ff-only`, which never overwrites a person's change.
-//! prd.json's `passes` reaches the base in the same landing as the task's code, never before.
+//! The task list (prd.json, a Markdown checklist, GitHub issues: any [`TaskList`]) is marked
+//! by the merge queue alone: a lane's loop marks its own one-task list ([`lane_list`]), a file
+//! list's pass mark reaches the base in the same landing as the task's code, never before, and
+//! a list outside git hears of a pass only after the base moved.
 //! It never prints: everything goes to its [`ParallelSink`]s.
 
 pub mod events;
 mod git;
+mod lane_list;
 mod queue;
 mod session;
 pub mod tasks;
@@ -25,13 +29,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, new_run_id};
-use ralph_escalation::{Escalation, EscalationError, Passes, StoryEnd};
+use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
 use tokio::sync::mpsc;
 
 pub use events::{
     Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelSink,
 };
-pub use tasks::{Task, TaskState, startable, tasks_from_prd};
+pub use tasks::{Task, TaskState, startable, tasks_from_list};
+
+use lane_list::{LaneList, LaneTask};
 
 use queue::{Merged, Moved, Repo};
 pub use session::LaneState;
@@ -108,6 +114,9 @@ pub enum ParallelError {
     /// prd.json could not be read or changed.
     #[error(transparent)]
     Prd(#[from] ralph_escalation::PrdError),
+    /// The task list could not be read or marked.
+    #[error("the task list: {0}")]
+    TaskList(String),
     /// Story mode refused to open in a lane's worktree.
     #[error(transparent)]
     Escalation(#[from] EscalationError),
@@ -116,8 +125,14 @@ pub enum ParallelError {
     EscalationGit(#[from] ralph_escalation::GitError),
 }
 
+/// Builds the run's task list with its relative paths taken from the given folder: the one
+/// the RALPH.md is in, or a copy of it a mark is applied in.
+pub type ListSource = std::sync::Arc<
+    dyn Fn(&Path) -> Result<Box<dyn TaskList>, ralph_escalation::TaskListError> + Send + Sync,
+>;
+
 /// How to run in parallel.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ParallelOptions {
     /// The options every lane starts from (the RALPH.md, its overrides); each lane gets its
@@ -135,6 +150,23 @@ pub struct ParallelOptions {
     pub max_cost: Option<f64>,
     /// Stop every lane, as a first Ctrl+C would, once the run lasted this long.
     pub max_runtime: Option<Duration>,
+    /// The task list (`tasks:` in the RALPH.md); `None`: prd.json from `escalation.prd`.
+    pub tasks: Option<ListSource>,
+}
+
+impl std::fmt::Debug for ParallelOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParallelOptions")
+            .field("engine", &self.engine)
+            .field("parallel", &self.parallel)
+            .field("resume", &self.resume)
+            .field("log_root", &self.log_root)
+            .field("run_id", &self.run_id)
+            .field("max_cost", &self.max_cost)
+            .field("max_runtime", &self.max_runtime)
+            .field("tasks", &self.tasks.is_some())
+            .finish()
+    }
 }
 
 impl ParallelOptions {
@@ -148,6 +180,7 @@ impl ParallelOptions {
             run_id: new_run_id(),
             max_cost: None,
             max_runtime: None,
+            tasks: None,
         }
     }
 }
@@ -208,15 +241,15 @@ struct Lane {
 
 /// What making a lane ready needs, off the runtime's thread.
 struct LaneSpec {
-    id: String,
     top: PathBuf,
     worktree: PathBuf,
     branch: String,
     /// The base's commit a new branch starts from.
     base: String,
     lane_dir: PathBuf,
-    /// The base's prd.json, for the lane's copy; `None` keeps the copy there.
-    prd: Option<ralph_escalation::Prd>,
+    /// The task as the run's list has it, for the lane's own list; `None` keeps the lane's
+    /// list as it is (a resumed lane: a pass recorded there stands).
+    task: Option<LaneTask>,
     config: ralph_engine::frontmatter::Config,
     opening: ralph_escalation::Options,
 }
@@ -230,9 +263,9 @@ struct Prepared {
 }
 
 impl LaneSpec {
-    /// The worktree (its branch made from the base, or the branch there is), the lane's
-    /// prd.json copy (the base's with every other story passed: the lane's story mode picks
-    /// this story and no other), then story mode opened in the worktree.
+    /// The worktree (its branch made from the base, or the branch there is), the lane's own
+    /// one-task list (its story mode picks this task and no other, and never writes the run's
+    /// list), then story mode opened in the worktree.
     fn prepare(self) -> Result<Prepared, ParallelError> {
         /// Held while a worktree is added: git does not add two at once safely (one reads the
         /// other's half-made `.git/worktrees/<name>`).
@@ -252,23 +285,13 @@ impl LaneSpec {
                 )?;
             }
         }
-        if let Some(mut prd) = self.prd {
-            let others: Vec<String> = prd
-                .stories()
-                .iter()
-                .filter(|s| s.id != self.id)
-                .map(|s| s.id.clone())
-                .collect();
-            for other in others {
-                prd.set(&other, Passes::Yes, None)?;
-            }
-            prd.set(&self.id, Passes::No, None)?;
+        if let Some(task) = &self.task {
             std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
                 path: self.lane_dir.clone(),
                 source,
             })?;
-            let path = self.lane_dir.join("prd.json");
-            ralph_engine::atomic::write(&path, prd.to_text().as_bytes())
+            let path = self.lane_dir.join(LANE_TASK_FILE);
+            task.write(&path)
                 .map_err(|source| ParallelError::Io { path, source })?;
         }
         let escalation = match Escalation::open(&self.config, self.opening)? {
@@ -276,7 +299,7 @@ impl LaneSpec {
             None => {
                 return Err(ParallelError::Unsupported {
                     file: self.lane_dir,
-                    what: "story mode (`escalation.prd`)",
+                    what: "a task list (`tasks:` or `escalation.prd`)",
                 });
             }
         };
@@ -301,18 +324,22 @@ enum Stop {
 struct Parallel {
     options: ParallelOptions,
     repo: Repo,
-    /// Where the lanes' own prd.json copies and progress files go (`.ralph/parallel`).
+    /// Where the lanes' own task files and progress files go (`.ralph/parallel`).
     state_dir: PathBuf,
     /// The RALPH.md's folder relative to the top: a lane's cwd is the same inside its worktree.
     cwd_rel: PathBuf,
     session: Session,
+    /// The run's task list, read where the RALPH.md is; a list outside git is marked here.
+    list: Box<dyn TaskList>,
+    /// Its tasks as last read, for a starting lane's prompt.
+    listed: Vec<ListedTask>,
     tasks: Vec<Task>,
     sinks: Vec<Box<dyn ParallelSink>>,
     board: Board,
     lanes: BTreeMap<String, Lane>,
     /// Tasks to start before any new one: returned from the queue, or resumed.
     again: VecDeque<String>,
-    /// Task ids resumed as they were (their lane's prd.json copy kept).
+    /// Task ids resumed as they were (their lane's own list kept).
     resumed: Vec<String>,
     /// Lanes' cost so far, by task.
     costs: BTreeMap<String, f64>,
@@ -461,11 +488,20 @@ impl Parallel {
     ) -> Result<Self, ParallelError> {
         let config = &options.engine.file.config;
         let file = options.engine.ralph_file.clone();
-        let Some(prd) = config.escalation.as_ref().and_then(|e| e.prd.clone()) else {
-            return Err(ParallelError::Unsupported {
-                file,
-                what: "story mode (`escalation.prd`)",
-            });
+        let list_at: ListSource = match options.tasks.clone() {
+            Some(tasks) => tasks,
+            None => {
+                let Some(prd) = config.escalation.as_ref().and_then(|e| e.prd.clone()) else {
+                    return Err(ParallelError::Unsupported {
+                        file,
+                        what: "a task list (`tasks:` or `escalation.prd`)",
+                    });
+                };
+                std::sync::Arc::new(move |cwd: &Path| {
+                    Ok(Box::new(ralph_escalation::PrdList::new(cwd.join(&prd)))
+                        as Box<dyn TaskList>)
+                })
+            }
         };
         if config.done_when.is_empty() {
             return Err(ParallelError::Unsupported {
@@ -488,20 +524,24 @@ impl Parallel {
                     .map(Path::to_path_buf)
             })
             .unwrap_or_default();
-        let prd_path = cwd.join(&prd);
-        let prd_rel = prd_path
-            .canonicalize()
-            .ok()
-            .and_then(|p| {
-                p.strip_prefix(top.canonicalize().ok()?)
-                    .ok()
-                    .map(Path::to_path_buf)
-            })
-            .ok_or_else(|| ParallelError::Unsupported {
-                file: options.engine.ralph_file.clone(),
-                what: "a prd.json inside the repository",
-            })?;
-        let prd_rel = prd_rel.to_string_lossy().replace('\\', "/");
+        let mut list = list_at(&cwd).map_err(|err| ParallelError::TaskList(err.to_string()))?;
+        let top_real = top.canonicalize().unwrap_or_else(|_| top.clone());
+        let mut list_rel: Vec<String> = Vec::new();
+        for file in list.files() {
+            let rel = cwd
+                .join(&file)
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.strip_prefix(&top_real).ok().map(Path::to_path_buf))
+                .ok_or_else(|| ParallelError::Unsupported {
+                    file: options.engine.ralph_file.clone(),
+                    what: "a task list inside the repository",
+                })?;
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if !list_rel.contains(&rel) {
+                list_rel.push(rel);
+            }
+        }
         options.log_root = cwd.join(&options.log_root);
         let state_dir = top.join(".ralph").join("parallel");
         exclude_ralph_folder(&common)?;
@@ -551,8 +591,10 @@ impl Parallel {
             top,
             common,
             base: session.base.clone(),
-            prd_rel,
-            prd_path,
+            list_rel,
+            list_at,
+            cwd_rel: cwd_rel.clone(),
+            scratch: state_dir.join("marking"),
         };
         let mut this = Self {
             options,
@@ -560,6 +602,8 @@ impl Parallel {
             state_dir,
             cwd_rel,
             session,
+            list: Box::new(LaneList::new(PathBuf::new(), String::new(), String::new())),
+            listed: Vec::new(),
             tasks: Vec::new(),
             sinks,
             board: Board::default(),
@@ -574,7 +618,11 @@ impl Parallel {
         };
         this.session.parallel = this.options.parallel;
         let base_commit = this.repo.base_commit()?;
-        this.tasks = tasks_from_prd(&this.repo.prd_at(&base_commit)?);
+        this.listed = list
+            .load()
+            .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+        this.list = list;
+        this.tasks = tasks_from_list(&this.listed);
         let resumed = this.options.resume;
         this.emit(ParallelEventKind::ParallelStarted {
             base: this.repo.base.clone(),
@@ -752,22 +800,40 @@ impl Parallel {
                 return Ok(());
             };
             self.again.retain(|a| a != &id);
-            // One look at the base for every lane this round starts.
-            let (commit, prd) = match &base {
-                Some(found) => found,
+            // One look at the base and the list for every lane this round starts.
+            let commit = match &base {
+                Some(commit) => commit,
                 None => {
-                    let commit = self.repo.base_commit()?;
-                    let prd = self.repo.prd_at(&commit)?;
-                    base.insert((commit, prd))
+                    match self.list.load() {
+                        Ok(listed) => self.listed = listed,
+                        // A person is editing it: the last reading serves.
+                        Err(err) => self.warn(None, format!("the task list: {err}")),
+                    }
+                    base.insert(self.repo.base_commit()?)
                 }
             };
-            let (commit, prd) = (commit.clone(), prd.clone());
-            self.prepare_lane(&id, commit, prd);
+            let commit = commit.clone();
+            let task = match self.listed.iter().find(|t| t.id == id) {
+                Some(task) => LaneTask::of(task),
+                None => {
+                    let title = self.title(&id);
+                    LaneTask::of(&ListedTask::new(id.clone(), title))
+                }
+            };
+            self.prepare_lane(&id, commit, task);
         }
         Ok(())
     }
 
-    /// The lane's story mode: its own prd.json copy and progress file, revert on.
+    fn title(&self, id: &str) -> String {
+        self.tasks
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.title.clone())
+            .unwrap_or_default()
+    }
+
+    /// The lane's story mode: its own one-task list and progress file, revert on.
     fn lane_escalation(
         &self,
         id: &str,
@@ -775,33 +841,35 @@ impl Parallel {
     ) -> (ralph_engine::frontmatter::Config, ralph_escalation::Options) {
         let mut config = self.options.engine.file.config.clone();
         let lane_dir = self.lane_dir(id);
-        if let Some(esc) = config.escalation.as_mut() {
-            esc.prd = Some(lane_dir.join("prd.json"));
-            esc.progress = lane_dir.join("progress.txt");
-            esc.revert = true;
-        }
-        (
-            config,
-            ralph_escalation::Options::new(worktree.join(&self.cwd_rel)),
-        )
+        let esc = config.escalation.get_or_insert_with(Default::default);
+        esc.prd = None;
+        esc.progress = lane_dir.join("progress.txt");
+        esc.revert = true;
+        let mut opening = ralph_escalation::Options::new(worktree.join(&self.cwd_rel));
+        opening.tasks = Some(Box::new(LaneList::new(
+            lane_dir.join(LANE_TASK_FILE),
+            self.list.kind().to_owned(),
+            self.list.location(),
+        )));
+        (config, opening)
     }
 
-    /// Takes a slot for `id` and makes its worktree, its prd.json copy and its story mode off
+    /// Takes a slot for `id` and makes its worktree, its own list and its story mode off
     /// the runtime's thread (lanes get ready side by side); [`LaneMessage::Prepared`] says when.
-    fn prepare_lane(&mut self, id: &str, base: String, base_prd: ralph_escalation::Prd) {
+    fn prepare_lane(&mut self, id: &str, base: String, task: LaneTask) {
         let lane_dir = self.lane_dir(id);
-        let resumed = self.resumed.iter().any(|r| r == id) && lane_dir.join("prd.json").exists();
+        let resumed =
+            self.resumed.iter().any(|r| r == id) && lane_dir.join(LANE_TASK_FILE).exists();
         self.resumed.retain(|r| r != id);
         let (config, opening) = self.lane_escalation(id, &self.worktree(id));
         let spec = LaneSpec {
-            id: id.to_owned(),
             top: self.repo.top.clone(),
             worktree: self.worktree(id),
             branch: git::branch_name(id),
             base,
             lane_dir,
-            // A resumed lane keeps its copy: a pass recorded there stands.
-            prd: (!resumed).then_some(base_prd),
+            // A resumed lane keeps its list: a pass recorded there stands.
+            task: (!resumed).then_some(task),
             config,
             opening,
         };
@@ -895,12 +963,7 @@ impl Parallel {
         if let Some(lane) = self.lanes.get_mut(id) {
             lane.interrupts = Some(interrupts);
         }
-        let title = self
-            .tasks
-            .iter()
-            .find(|t| t.id == id)
-            .map(|t| t.title.clone())
-            .unwrap_or_default();
+        let title = self.title(id);
         let record = self.record(id);
         record.run_id = Some(lane_run_id.clone());
         let returns = record.returns;
@@ -1031,14 +1094,27 @@ impl Parallel {
         Ok(())
     }
 
-    /// Blocks `id`: prd.json on the base says so with `reason`, its worktree goes.
+    /// Blocks `id`: the task list says so with `reason` (a file list in a commit on the
+    /// base), its worktree goes.
     fn block_task(&mut self, id: &str, reason: &str) -> Result<(), ParallelError> {
-        let moved = self.repo.block(id, reason)?;
-        if let Moved::Refused(why) = moved {
+        let mark = Mark::Blocked {
+            story_id: id.to_owned(),
+            notes: reason.to_owned(),
+            reason: reason.to_owned(),
+            saved_ref: None,
+        };
+        let said = match self.repo.block(&mark)? {
+            Some(Moved::Yes) => Ok(()),
+            Some(Moved::Refused(why)) => Err(why),
+            // A list outside git is told now.
+            None => self.list.write_mark(&mark).map_err(|err| err.to_string()),
+        };
+        if let Err(why) = said {
             self.warn(
                 Some(id),
                 format!(
-                    "prd.json on {} could not say it is blocked: {why}",
+                    "{} on {} could not say it is blocked: {why}",
+                    self.list.location(),
                     self.repo.base
                 ),
             );
@@ -1186,6 +1262,7 @@ impl Parallel {
                     task.state = TaskState::Passed;
                 }
                 self.board.landed += 1;
+                self.report_landed(id, &commit);
                 self.retire(id)?;
                 self.save()?;
                 self.refresh_board();
@@ -1255,6 +1332,34 @@ impl Parallel {
             }
         }
         Ok(())
+    }
+
+    /// The base moved to `commit`, which lands `id`: a list outside git is marked now and
+    /// told (GitHub: a comment naming the commit, the issue closed); a file list has its mark
+    /// in the commit already. What it cannot do is a warning: the work is on the base.
+    fn report_landed(&mut self, id: &str, commit: &str) {
+        let mark = Mark::Passed {
+            story_id: id.to_owned(),
+            commit: Some(commit.to_owned()),
+            branch: Some(self.repo.base.clone()),
+        };
+        let mut told = Ok(());
+        if self.repo.list_rel.is_empty() {
+            told = self.list.write_mark(&mark);
+        }
+        let told = told.and_then(|()| {
+            self.list
+                .after_landed(&ralph_escalation::Landed::new(&mark))
+        });
+        if let Err(err) = told {
+            self.warn(
+                Some(id),
+                format!(
+                    "landed as {commit}, but {} could not be told: {err}",
+                    self.list.location()
+                ),
+            );
+        }
     }
 
     /// The task goes back to its loop with `conflict` in its prompt, or, past `limit` returns,
@@ -1353,6 +1458,9 @@ impl Parallel {
         })
     }
 }
+
+/// A lane's own one-task list, in its folder under `.ralph/parallel/lanes`.
+const LANE_TASK_FILE: &str = "task.json";
 
 /// Runs a blocking git step off the runtime's threads.
 async fn join_blocking<T: Send + 'static>(

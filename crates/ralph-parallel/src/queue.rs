@@ -1,21 +1,21 @@
 //! The merge queue's git steps, each blocking, one task at a time: bring the task's branch up to
-//! date with the base (a merge), mark it passed in prd.json in a commit on top, move the base
-//! there; or send the task back with its branch saved. Journaled so a killed ralph's `--resume`
+//! date with the base (a merge), mark it passed in the task list's files in a commit on top,
+//! move the base there; or send the task back with its branch saved. Journaled so a killed ralph's `--resume`
 //! finishes or redoes a merge in flight.
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{Passes, Prd};
+use ralph_escalation::Mark;
 
-use crate::ParallelError;
 use crate::git;
 use crate::session::MergeJournal;
+use crate::{ListSource, ParallelError};
 
 /// The longest conflict text put in a prompt.
 const MAX_CONFLICT_BYTES: usize = 16 * 1024;
 
 /// The repository a parallel run works on.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Repo {
     /// The main worktree's top folder.
     pub(crate) top: PathBuf,
@@ -23,10 +23,24 @@ pub(crate) struct Repo {
     pub(crate) common: PathBuf,
     /// The base branch's short name.
     pub(crate) base: String,
-    /// prd.json, relative to the top, `/`-separated.
-    pub(crate) prd_rel: String,
-    /// prd.json's path, for its errors.
-    pub(crate) prd_path: PathBuf,
+    /// The task list's files, relative to the top, `/`-separated (none: a list outside git).
+    pub(crate) list_rel: Vec<String>,
+    /// Builds the run's task list over a folder: a mark is applied to a commit's files there.
+    pub(crate) list_at: ListSource,
+    /// The RALPH.md's folder relative to the top: the list's paths start there.
+    pub(crate) cwd_rel: PathBuf,
+    /// Where a commit's list files are put to be marked (`.ralph/parallel/marking`).
+    pub(crate) scratch: PathBuf,
+}
+
+impl std::fmt::Debug for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repo")
+            .field("top", &self.top)
+            .field("base", &self.base)
+            .field("list_rel", &self.list_rel)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What merging the base into a task's branch gave.
@@ -65,10 +79,54 @@ impl Repo {
         MergeJournal::path(&self.common)
     }
 
-    /// prd.json as `commit` has it.
-    pub(crate) fn prd_at(&self, commit: &str) -> Result<Prd, ParallelError> {
-        let text = git::run(&self.top, &["show", &format!("{commit}:{}", self.prd_rel)])?;
-        Ok(Prd::parse(&self.prd_path, &text)?)
+    /// The task list's files as `commit` has them with `mark` applied (every other byte
+    /// kept), top-relative: the list built over a copy of them, so no worktree is touched.
+    /// Empty for a list outside git.
+    pub(crate) fn marked_at(
+        &self,
+        commit: &str,
+        mark: &Mark,
+    ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
+        if self.list_rel.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dir = self
+            .scratch
+            .join(ralph_escalation::git::ref_component(mark.story_id()));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ParallelError::Io { path, source }
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        let result = (|| {
+            for rel in &self.list_rel {
+                let bytes = git::blob(&self.top, commit, rel)?.ok_or_else(|| {
+                    ParallelError::TaskList(format!("{rel} is not in commit {commit}"))
+                })?;
+                let path = dir.join(rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+                }
+                std::fs::write(&path, bytes).map_err(io(&path))?;
+            }
+            let mut list = (self.list_at)(&dir.join(&self.cwd_rel))
+                .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+            let marked = list
+                .marked_files(mark)
+                .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+            let dir = dir.canonicalize().map_err(io(&dir))?;
+            Ok(marked
+                .into_iter()
+                .filter_map(|(path, bytes)| {
+                    let path = std::path::absolute(&path).ok()?;
+                    let path = path.canonicalize().unwrap_or(path);
+                    let rel = path.strip_prefix(&dir).ok()?;
+                    Some((rel.to_string_lossy().replace('\\', "/"), bytes))
+                })
+                .collect())
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        result
     }
 
     /// Step 1 and 2: journal, then `git merge --no-edit <base>` in the task's worktree.
@@ -141,24 +199,19 @@ impl Repo {
         Ok(refname)
     }
 
-    /// Steps 4 and 5: the landing commit on `merged` (prd.json with the task passed), journaled,
-    /// then the base moved there.
+    /// Steps 4 and 5: the landing commit on `merged` (the task list's files with the task
+    /// passed; the same tree for a list outside git), journaled, then the base moved there.
     pub(crate) fn land(
         &self,
         mut journal: MergeJournal,
         merged: &str,
     ) -> Result<(String, Moved), ParallelError> {
-        let mut prd = self.prd_at(merged)?;
-        prd.set(&journal.task_id, Passes::Yes, None)?;
-        let landing = git::commit_file(
+        let files = self.marked_at(merged, &Mark::passed(&journal.task_id))?;
+        let landing = git::commit_files(
             &self.top,
             merged,
-            &self.prd_rel,
-            prd.to_text().as_bytes(),
-            &format!(
-                "ralph: land {} on {} (passes: true)",
-                journal.task_id, self.base
-            ),
+            &files,
+            &format!("ralph: land {} on {}", journal.task_id, self.base),
         )?;
         journal.landing = Some(landing.clone());
         journal.save(&self.journal_path())?;
@@ -167,19 +220,21 @@ impl Repo {
         Ok((landing, moved))
     }
 
-    /// A commit on the base marking `task_id` blocked with `reason`, and the base moved there.
-    pub(crate) fn block(&self, task_id: &str, reason: &str) -> Result<Moved, ParallelError> {
+    /// A commit on the base marking `mark`'s task blocked in the task list's files, and the
+    /// base moved there. `None` for a list outside git: nothing to commit.
+    pub(crate) fn block(&self, mark: &Mark) -> Result<Option<Moved>, ParallelError> {
+        if self.list_rel.is_empty() {
+            return Ok(None);
+        }
         let base = self.base_commit()?;
-        let mut prd = self.prd_at(&base)?;
-        prd.block(task_id, reason)?;
-        let commit = git::commit_file(
+        let files = self.marked_at(&base, mark)?;
+        let commit = git::commit_files(
             &self.top,
             &base,
-            &self.prd_rel,
-            prd.to_text().as_bytes(),
-            &format!("ralph: {task_id} blocked"),
+            &files,
+            &format!("ralph: {} blocked", mark.story_id()),
         )?;
-        self.advance_base(&base, &commit)
+        self.advance_base(&base, &commit).map(Some)
     }
 
     /// Moves the base from `old` to its descendant `new`. With the base checked out in the main

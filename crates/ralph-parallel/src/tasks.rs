@@ -1,9 +1,9 @@
 //! The tasks a parallel run schedules, and which of them can start now.
 //!
-//! Story mode makes the list from prd.json; another task source can hand the same list. Pure:
+//! The run's task list (prd.json, a Markdown checklist, GitHub issues) hands them over. Pure:
 //! no I/O.
 
-use ralph_escalation::{Passes, Prd};
+use ralph_escalation::ListedTask;
 
 /// Where a task stands on the base branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,9 +11,9 @@ use ralph_escalation::{Passes, Prd};
 pub enum TaskState {
     /// Still to do.
     Pending,
-    /// Done: landed on the base (prd.json `passes: true`).
+    /// Done: landed on the base (marked passed in its list).
     Passed,
-    /// Given up (`passes: "blocked"`).
+    /// Given up, with a reason.
     Blocked,
 }
 
@@ -46,33 +46,21 @@ impl Task {
     }
 }
 
-/// prd.json's stories as tasks: `id`, `title`, `priority`, `dependsOn` (a list of ids, when
-/// present) and `passes`.
-pub fn tasks_from_prd(prd: &Prd) -> Vec<Task> {
-    prd.stories()
+/// A task list's tasks ([`TaskList::load`](ralph_escalation::TaskList::load)) as the
+/// scheduler's: id, title, priority, dependencies and state.
+pub fn tasks_from_list(listed: &[ListedTask]) -> Vec<Task> {
+    listed
         .iter()
-        .map(|story| {
-            let depends_on = serde_json::from_str::<serde_json::Value>(&story.json)
-                .ok()
-                .and_then(|v| {
-                    v.get("dependsOn").and_then(|d| d.as_array()).map(|ids| {
-                        ids.iter()
-                            .filter_map(|id| id.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                })
-                .unwrap_or_default();
-            Task {
-                id: story.id.clone(),
-                title: story.title.clone(),
-                priority: story.priority,
-                depends_on,
-                state: match story.passes {
-                    Passes::Yes => TaskState::Passed,
-                    Passes::Blocked => TaskState::Blocked,
-                    _ => TaskState::Pending,
-                },
-            }
+        .map(|t| Task {
+            id: t.id.clone(),
+            title: t.title.clone(),
+            priority: t.priority,
+            depends_on: t.depends_on.clone(),
+            state: match t.state {
+                ralph_escalation::TaskState::Passed => TaskState::Passed,
+                ralph_escalation::TaskState::Blocked => TaskState::Blocked,
+                _ => TaskState::Pending,
+            },
         })
         .collect()
 }

@@ -1,0 +1,102 @@
+//! A lane's own task list: the one task it works on, kept in a file of the lane's beside its
+//! progress file, outside its worktree. The lane's story mode reads and marks only this; the
+//! run's list (prd.json, a checklist, the issues) is marked by the merge queue on the base,
+//! so no lane's branch touches the shared list and the lanes never conflict over it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ralph_escalation::{ListedTask, Mark, TaskList, TaskListError, TaskState};
+use serde::{Deserialize, Serialize};
+
+/// The task as the lane's file holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct LaneTask {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) placeholders: BTreeMap<String, String>,
+    pub(crate) state: TaskState,
+}
+
+impl LaneTask {
+    /// `task` as the run's list has it, to be worked on.
+    pub(crate) fn of(task: &ListedTask) -> Self {
+        Self {
+            id: task.id.clone(),
+            title: task.title.clone(),
+            placeholders: task.placeholders.clone(),
+            state: TaskState::Pending,
+        }
+    }
+
+    /// Writes it to `path` (a temp file renamed).
+    pub(crate) fn write(&self, path: &Path) -> Result<(), std::io::Error> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        ralph_engine::atomic::write(path, text.as_bytes())
+    }
+}
+
+/// The lane's one task as a [`TaskList`].
+#[derive(Debug)]
+pub(crate) struct LaneList {
+    path: PathBuf,
+    /// The run's list's kind and location, for messages.
+    kind: String,
+    location: String,
+}
+
+impl LaneList {
+    pub(crate) fn new(path: PathBuf, kind: String, location: String) -> Self {
+        Self {
+            path,
+            kind,
+            location,
+        }
+    }
+
+    fn read(&self) -> Result<LaneTask, TaskListError> {
+        let text = std::fs::read_to_string(&self.path).map_err(|err| {
+            TaskListError::Failed(format!("{}: {err}", self.path.display()).into())
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
+    }
+}
+
+impl TaskList for LaneList {
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        let task = self.read()?;
+        let mut listed = ListedTask::new(task.id, task.title);
+        listed.placeholders = task.placeholders;
+        listed.state = task.state;
+        Ok(vec![listed])
+    }
+
+    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        let mut task = self.read()?;
+        if mark.story_id() != task.id {
+            return Err(TaskListError::NoSuchTask {
+                location: self.location.clone(),
+                id: mark.story_id().to_owned(),
+            });
+        }
+        task.state = match mark {
+            Mark::Passed { .. } => TaskState::Passed,
+            _ => TaskState::Blocked,
+        };
+        task.write(&self.path)
+            .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
+    }
+}
