@@ -351,3 +351,46 @@ fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
         "the retries are said: {warnings:#?}"
     );
 }
+
+#[test]
+fn issues_run_in_parallel_and_each_closes_with_a_comment_naming_its_landing_commit() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    let p = issues_repo(&server, "done_when:\n  - 'ls issue-*.txt'\n", WORKING_AGENT);
+    let dir = p.path();
+    let out = run(&p, &server, &["run", "--parallel", "2"]);
+    assert_eq!(
+        common::code(&out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = p.events();
+    for n in [first, second] {
+        let landed: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"] == n.to_string())
+            .collect();
+        assert_eq!(landed.len(), 1, "{n}: {events:#?}");
+        let commit = landed[0]["commit"].as_str().unwrap();
+        assert!(show(dir, commit, &format!("issue-{n}.txt")).is_some());
+        assert!(!server.issue(n).open, "issue {n} closed");
+        let comments = server.comments(n);
+        assert!(
+            comments
+                .iter()
+                .any(|c| c.body.contains(commit) && c.body.contains("main")),
+            "issue {n}'s comment names {commit} on main: {:#?}",
+            comments.iter().map(|c| &c.body).collect::<Vec<_>>()
+        );
+    }
+    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1
+    );
+}

@@ -449,3 +449,146 @@ fn sixteen_lanes_start_at_once_each_in_a_worktree_of_its_own() {
     }
     nothing_left_behind(p.path());
 }
+
+/// A repository whose RALPH.md takes its tasks from TODO.md (`todo`), `agent.sh` as the agent
+/// and `ls *.done` as the check, all committed on `main`. The prompt is `ID={{ task.id }}`.
+fn todo_repo(agent: &str, todo: &str) -> Project {
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
+         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+         failure: {delay: 10ms, max_delay: 10ms}\n\
+         tasks:\n  markdown: TODO.md",
+        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
+    );
+    let dir = p.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join("TODO.md"), todo).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    p
+}
+
+/// Each task's work is a file named by its id; "Refuse" is refused as blocked.
+const TODO_AGENT: &str = r#"prompt=$(cat)
+id=$(printf '%s\n' "$prompt" | sed -n 's/^ID=//p')
+title=$(printf '%s\n' "$prompt" | sed -n 's/^TITLE=//p')
+case "$title" in
+Refuse*) echo '<!-- ralph:state blocked reason="not mine" -->' ;;
+*) echo "work of $title" > "$id.done" ;;
+esac
+"#;
+
+/// CRLF, a tab, trailing spaces, prose, a done item and a code fence around three tasks.
+const TODO: &str = "# Shop\r\n\r\nSome prose  \r\n\r\n- [ ] Build the cart\r\n  \tuse a map  \r\n- [x] Old thing\r\n* [ ] Add checkout\r\n\r\n```\r\n- [ ] not a task\r\n```\r\n1. [ ] Ship it\r\ntrailing prose\t\r\n";
+
+/// `ralph tasks --json`'s id of the task titled `title`.
+fn task_id(p: &Project, title: &str) -> String {
+    let out = p.run(&["tasks", "--json"]);
+    let listed: Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["title"] == title)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_markdown_checklist_runs_in_parallel_and_each_landing_ticks_exactly_its_line() {
+    let p = todo_repo(TODO_AGENT, TODO);
+    let dir = p.path();
+    let ids: Vec<String> = ["Build the cart", "Add checkout", "Ship it"]
+        .iter()
+        .map(|t| task_id(&p, t))
+        .collect();
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "PARALLEL_ENDED");
+    assert_eq!(ended["landed"], 3, "{events:#?}");
+
+    // The file ends with exactly the three ticks; every other byte as the person wrote it.
+    let expected = TODO
+        .replace("- [ ] Build the cart", "- [x] Build the cart")
+        .replace("* [ ] Add checkout", "* [x] Add checkout")
+        .replace("1. [ ] Ship it", "1. [x] Ship it");
+    assert_eq!(
+        String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap(),
+        expected
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("TODO.md")).unwrap(),
+        expected
+    );
+    // Each tick lands with its task's work, never before: the landing's parent lacks both.
+    for id in &ids {
+        let landed: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"] == id.as_str())
+            .collect();
+        assert_eq!(landed.len(), 1, "{id}: {events:#?}");
+        let commit = landed[0]["commit"].as_str().unwrap();
+        assert!(show(dir, commit, &format!("{id}.done")).is_some());
+        let before =
+            String::from_utf8(show(dir, &format!("{commit}^"), "TODO.md").unwrap()).unwrap();
+        let after = String::from_utf8(show(dir, commit, "TODO.md").unwrap()).unwrap();
+        assert_eq!(
+            before.matches("[x]").count() + 1,
+            after.matches("[x]").count(),
+            "{id}'s landing ticks one line"
+        );
+    }
+    // No lane ticked TODO.md on its branch: only the landings did.
+    let touching = git(dir, &["log", "--format=%s", "main", "--", "TODO.md"]);
+    assert_eq!(
+        touching
+            .lines()
+            .filter(|l| l.starts_with("ralph: land "))
+            .count(),
+        3,
+        "{touching}"
+    );
+    assert_eq!(touching.lines().count(), 4, "{touching}");
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+}
+
+#[test]
+fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
+    let todo = "- [ ] Refuse this\n- [ ] Do that\n";
+    let p = todo_repo(TODO_AGENT, todo);
+    let dir = p.path();
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (
+            ended["reason"].as_str(),
+            ended["landed"].as_u64(),
+            ended["blocked"].as_u64()
+        ),
+        (Some("stories_blocked"), Some(1), Some(1)),
+        "{events:#?}"
+    );
+    let text = String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("- [ ] Refuse this <!-- ralph: blocked: ")
+            && lines[0].ends_with("-->"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "- [x] Do that");
+    assert_eq!(std::fs::read_to_string(dir.join("TODO.md")).unwrap(), text);
+    nothing_left_behind(dir);
+}
