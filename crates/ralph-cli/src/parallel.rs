@@ -34,8 +34,14 @@ pub(crate) fn run(
     }
     // One run per folder and repository, as for one loop, held until the run ends.
     let claim = FolderClaim::take(&options)?;
+    // Every lane reverts, whatever the RALPH.md says: the repository is the run's alone.
+    let mut lock_config = options.file.config.clone();
+    lock_config
+        .escalation
+        .get_or_insert_with(Default::default)
+        .revert = true;
     let _repository_lock =
-        ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
+        ralph_escalation::lock_repository(&options.cwd, &lock_config, claim.holder())?;
     let run_id = options.run_id.clone();
     let mut parallel = ParallelOptions::new(options, usize::from(parallel));
     parallel.run_id = run_id;

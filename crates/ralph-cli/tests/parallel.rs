@@ -585,6 +585,8 @@ fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
         lines[0].starts_with("- [ ] Refuse this <!-- ralph: blocked: ")
+            && lines[0].contains("not mine")
+            && lines[0].contains("refs/ralph/attempts/")
             && lines[0].ends_with("-->"),
         "{text}"
     );

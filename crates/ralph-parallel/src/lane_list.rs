@@ -16,6 +16,12 @@ pub(crate) struct LaneTask {
     pub(crate) title: String,
     pub(crate) placeholders: BTreeMap<String, String>,
     pub(crate) state: TaskState,
+    /// Why the lane blocked it (its breaker's or the agent's reason), once it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+    /// Where the lane saved the abandoned work when it blocked the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) saved_ref: Option<String>,
 }
 
 impl LaneTask {
@@ -26,7 +32,17 @@ impl LaneTask {
             title: task.title.clone(),
             placeholders: task.placeholders.clone(),
             state: TaskState::Pending,
+            reason: None,
+            saved_ref: None,
         }
+    }
+
+    /// The lane's task as its file at `path` holds it.
+    pub(crate) fn read(path: &Path) -> Result<Self, TaskListError> {
+        let failed =
+            |err: String| TaskListError::Failed(format!("{}: {err}", path.display()).into());
+        let text = std::fs::read_to_string(path).map_err(|err| failed(err.to_string()))?;
+        serde_json::from_str(&text).map_err(|err| failed(err.to_string()))
     }
 
     /// Writes it to `path` (a temp file renamed).
@@ -43,23 +59,29 @@ pub(crate) struct LaneList {
     /// The run's list's kind and location, for messages.
     kind: String,
     location: String,
+    /// The run's list when it lives outside git (GitHub issues): a person is asked there, and
+    /// answers there. A file list cannot be asked from a lane: its question line would be
+    /// written on the lane's branch, out of the person's sight.
+    asker: Option<Box<dyn TaskList>>,
 }
 
 impl LaneList {
-    pub(crate) fn new(path: PathBuf, kind: String, location: String) -> Self {
+    pub(crate) fn new(
+        path: PathBuf,
+        kind: String,
+        location: String,
+        asker: Option<Box<dyn TaskList>>,
+    ) -> Self {
         Self {
             path,
             kind,
             location,
+            asker,
         }
     }
 
     fn read(&self) -> Result<LaneTask, TaskListError> {
-        let text = std::fs::read_to_string(&self.path).map_err(|err| {
-            TaskListError::Failed(format!("{}: {err}", self.path.display()).into())
-        })?;
-        serde_json::from_str(&text)
-            .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
+        LaneTask::read(&self.path)
     }
 }
 
@@ -92,11 +114,53 @@ impl TaskList for LaneList {
                 id: mark.story_id().to_owned(),
             });
         }
-        task.state = match mark {
-            Mark::Passed { .. } => TaskState::Passed,
-            _ => TaskState::Blocked,
-        };
+        match mark {
+            Mark::Passed { .. } => task.state = TaskState::Passed,
+            Mark::Blocked {
+                reason, saved_ref, ..
+            } => {
+                task.state = TaskState::Blocked;
+                task.reason = Some(reason.clone());
+                task.saved_ref = saved_ref.clone();
+            }
+            // A mark this ralph does not know changes nothing.
+            _ => {}
+        }
         task.write(&self.path)
             .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
+    }
+
+    fn ask(
+        &mut self,
+        task_id: &str,
+        question: &str,
+    ) -> Result<ralph_escalation::Asked, TaskListError> {
+        match &mut self.asker {
+            Some(list) => list.ask(task_id, question),
+            None => Err(TaskListError::CannotAsk {
+                kind: format!("{} (in a parallel run)", self.kind),
+                location: self.location.clone(),
+            }),
+        }
+    }
+
+    fn answer(&mut self, asked: &ralph_escalation::Asked) -> Result<Option<String>, TaskListError> {
+        match &mut self.asker {
+            Some(list) => list.answer(asked),
+            None => Ok(None),
+        }
+    }
+
+    fn answer_poll(&self) -> std::time::Duration {
+        self.asker
+            .as_ref()
+            .map_or(ralph_escalation::tasks::ANSWER_POLL, |l| l.answer_poll())
+    }
+
+    fn take_warnings(&mut self) -> Vec<String> {
+        self.asker
+            .as_mut()
+            .map(|l| l.take_warnings())
+            .unwrap_or_default()
     }
 }

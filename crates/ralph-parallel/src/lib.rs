@@ -587,6 +587,9 @@ impl Parallel {
             let base = head.trim_start_matches("refs/heads/").to_owned();
             Session::new(options.run_id.clone(), base, options.parallel)
         };
+        let listed = list
+            .load()
+            .map_err(|err| ParallelError::TaskList(err.to_string()))?;
         let repo = Repo {
             top,
             common,
@@ -602,9 +605,9 @@ impl Parallel {
             state_dir,
             cwd_rel,
             session,
-            list: Box::new(LaneList::new(PathBuf::new(), String::new(), String::new())),
-            listed: Vec::new(),
-            tasks: Vec::new(),
+            tasks: tasks_from_list(&listed),
+            list,
+            listed,
             sinks,
             board: Board::default(),
             lanes: BTreeMap::new(),
@@ -618,11 +621,6 @@ impl Parallel {
         };
         this.session.parallel = this.options.parallel;
         let base_commit = this.repo.base_commit()?;
-        this.listed = list
-            .load()
-            .map_err(|err| ParallelError::TaskList(err.to_string()))?;
-        this.list = list;
-        this.tasks = tasks_from_list(&this.listed);
         let resumed = this.options.resume;
         this.emit(ParallelEventKind::ParallelStarted {
             base: this.repo.base.clone(),
@@ -846,10 +844,16 @@ impl Parallel {
         esc.progress = lane_dir.join("progress.txt");
         esc.revert = true;
         let mut opening = ralph_escalation::Options::new(worktree.join(&self.cwd_rel));
+        // A list outside git is asked from the lane itself; without one, asking warns.
+        let asker = match self.repo.list_rel.is_empty() {
+            true => (self.repo.list_at)(&worktree.join(&self.cwd_rel)).ok(),
+            false => None,
+        };
         opening.tasks = Some(Box::new(LaneList::new(
             lane_dir.join(LANE_TASK_FILE),
             self.list.kind().to_owned(),
             self.list.location(),
+            asker,
         )));
         (config, opening)
     }
@@ -1082,10 +1086,17 @@ impl Parallel {
             }
             Some(StoryEnd::StoriesBlocked) => {
                 let progress = self.lane_dir(id).join("progress.txt");
-                let reason = format!(
-                    "the circuit breaker tripped in its lane; details: {}",
-                    progress.display()
-                );
+                // The lane's own reason (its breaker's, the agent's) and saved work, when its
+                // list has them.
+                let lane = LaneTask::read(&self.lane_dir(id).join(LANE_TASK_FILE)).ok();
+                let why = lane
+                    .as_ref()
+                    .and_then(|t| t.reason.clone())
+                    .unwrap_or_else(|| "the circuit breaker tripped".to_owned());
+                let mut reason = format!("{why} (in its lane; details: {})", progress.display());
+                if let Some(saved) = lane.and_then(|t| t.saved_ref) {
+                    reason.push_str(&format!("; the abandoned work is saved under {saved}"));
+                }
                 self.block_task(id, &reason)?;
             }
             // Interrupted, out of iterations, failing: it stays as it is, for `--resume`.
