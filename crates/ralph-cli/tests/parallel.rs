@@ -594,3 +594,53 @@ fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
     assert_eq!(std::fs::read_to_string(dir.join("TODO.md")).unwrap(), text);
     nothing_left_behind(dir);
 }
+
+#[test]
+fn a_markdown_run_killed_mid_merge_resumes_and_ticks_each_line_once() {
+    let marks = tempfile::tempdir().unwrap();
+    let slow = marks.path().join("slow");
+    let merging = marks.path().join("merging");
+    std::fs::write(&slow, "").unwrap();
+    // "Second" is slow: it runs while "First"'s merge is checked, and the queue's check hangs
+    // while `slow` exists.
+    let agent = "prompt=$(cat)\n\
+         id=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+         title=$(printf '%s\\n' \"$prompt\" | sed -n 's/^TITLE=//p')\n\
+         if [ \"$title\" = Second ]; then sleep 3; fi  # parallel-md-killed-ok\n\
+         echo ok > \"$id.done\"\n";
+    let todo = "Notes  \n\n- [ ] First\n- [ ] Second\n";
+    let p = todo_repo(agent, todo);
+    let check = format!(
+        "---\nagent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1 || exit 1; if [ -z \"$RALPH_ITERATION\" ] && [ -e {slow} ]; then touch {merging}; sleep 60; fi  # parallel-md-killed-ok'\n\
+         convergence: {{max_attempts: 5, backoff: 10ms, max_backoff: 10ms}}\n\
+         failure: {{delay: 10ms, max_delay: 10ms}}\n\
+         tasks:\n  markdown: TODO.md\n---\nID={{{{ task.id }}}}\nTITLE={{{{ task.title }}}}\n",
+        slow = slow.display(),
+        merging = merging.display()
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("RALPH.md"), check).unwrap();
+    git(dir, &["commit", "-qam", "the check hangs while merging"]);
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&merging);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        show(dir, "main", "TODO.md").unwrap(),
+        todo.as_bytes(),
+        "nothing ticked before a landing"
+    );
+
+    std::fs::remove_file(&slow).unwrap();
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(
+        String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap(),
+        "Notes  \n\n- [x] First\n- [x] Second\n"
+    );
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+    assert!(!common::process_running("parallel-md-killed-ok"));
+}
