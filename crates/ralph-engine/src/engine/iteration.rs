@@ -14,7 +14,7 @@ use super::{AgentRun, EngineError, Next, Run};
 use crate::adapter::Usage;
 use crate::convergence::{Attempts, Verdict};
 use crate::event::{EventKind, MarkerRecord, Termination};
-use crate::logs::{self, IterationLog};
+use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::process::ProcessExit;
 use crate::rate_limit;
@@ -59,8 +59,10 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        let warning = (self.options.log_dir.as_deref())
-            .and_then(|dir| logs::write_iteration_prompt(dir, iteration, &prompt));
+        let warning = match self.options.log_dir.as_deref() {
+            Some(dir) => self.prompt_copies.write(dir, iteration, &prompt),
+            None => None,
+        };
         if let Some(warning) = warning {
             self.warn(warning);
         }
