@@ -20,10 +20,12 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 6] = [
+const CRATES: [&str; 8] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
+    "ralph-agents",
+    "ralph-process",
     "ralph-engine",
     "ralph-escalation",
     CLI_PACKAGE,

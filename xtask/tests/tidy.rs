@@ -10,14 +10,22 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The crates below the engine: no I/O, no async runtime, no ralph crate above them.
-const BASE_CRATES: &[&str] = &["ralph-marker", "ralph-frontmatter", "ralph-backoff"];
+/// The crates below the engine: no I/O, no async runtime, no ralph crate above them. The agent
+/// adapters are among them: they read bytes they are given (ralph-process, beside them, spawns).
+const BASE_CRATES: &[&str] = &[
+    "ralph-marker",
+    "ralph-frontmatter",
+    "ralph-backoff",
+    "ralph-agents",
+];
 
 /// The library crates, held to "no `unwrap`/`expect` outside tests".
 const LIBRARY_CRATES: &[&str] = &[
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
+    "ralph-agents",
+    "ralph-process",
     "ralph-engine",
     "ralph-escalation",
 ];
@@ -256,16 +264,31 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// Dependencies point one way (marker, frontmatter, backoff <- engine <- escalation <- cli), and
-/// nothing below the engine uses an async runtime.
+/// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
+/// escalation <- cli), the agent adapters and process supervision know nothing of each other,
+/// and nothing below the engine but process supervision uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
-    let above_base = ["ralph-engine", "ralph-escalation", "ralph-cli"];
+    let above_base = [
+        "ralph-process",
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-cli",
+    ];
     let runtimes = ["tokio", "async-std", "smol"];
     let forbidden: HashMap<&str, Vec<&str>> = BASE_CRATES
         .iter()
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
         .chain([
+            (
+                "ralph-process",
+                vec![
+                    "ralph-agents",
+                    "ralph-engine",
+                    "ralph-escalation",
+                    "ralph-cli",
+                ],
+            ),
             ("ralph-engine", vec!["ralph-escalation", "ralph-cli"]),
             ("ralph-escalation", vec!["ralph-cli"]),
         ])
@@ -305,28 +328,32 @@ fn base_crates_do_no_io() {
     assert_none("I/O below the engine", &problems);
 }
 
-/// The engine never prints: everything it says is an event to its sinks.
+/// The engine never prints: everything it says is an event to its sinks. Nor do the crates it
+/// plugs in below it: the agent adapters hand what they read to an output, process supervision
+/// hands chunks to its caller.
 #[test]
 fn the_engine_never_prints() {
     let mut problems = Vec::new();
-    scan(
-        &root().join("crates/ralph-engine/src"),
-        &mut problems,
-        |_, line| {
-            [
-                "println!",
-                "eprintln!",
-                "print!",
-                "eprint!",
-                "dbg!",
-                "stdout()",
-                "stderr()",
-            ]
-            .into_iter()
-            .find(|word| has_word(line, word))
-            .map(|word| format!("`{word}`: the engine emits events, it never prints"))
-        },
-    );
+    for krate in ["ralph-engine", "ralph-agents", "ralph-process"] {
+        scan(
+            &root().join("crates").join(krate).join("src"),
+            &mut problems,
+            |_, line| {
+                [
+                    "println!",
+                    "eprintln!",
+                    "print!",
+                    "eprint!",
+                    "dbg!",
+                    "stdout()",
+                    "stderr()",
+                ]
+                .into_iter()
+                .find(|word| has_word(line, word))
+                .map(|word| format!("`{word}`: the engine emits events, it never prints"))
+            },
+        );
+    }
     assert_none("the engine prints", &problems);
 }
 
@@ -406,8 +433,9 @@ fn the_engine_loop_does_not_count_idle_by_name() {
     assert_none("the engine loop names the idle state", &problems);
 }
 
-/// Only the engine's `process` module starts the agent, commands and checks; escalation's
-/// `git` module is the one other place that starts a process (git); the CLI starts none.
+/// Only ralph-process starts the agent, commands and checks; escalation's `git` module is the
+/// one other place that starts a process (git); the engine, the agent adapters and the CLI
+/// start none.
 #[test]
 fn only_the_process_module_and_git_start_processes() {
     let starts = [
@@ -421,12 +449,17 @@ fn only_the_process_module_and_git_start_processes() {
     ];
     let allowed = |path: &Path| {
         let path = relative(path);
-        path == "crates/ralph-engine/src/process.rs"
-            || path.starts_with("crates/ralph-engine/src/process/")
+        path.starts_with("crates/ralph-process/src/")
             || path == "crates/ralph-escalation/src/git.rs"
     };
     let mut problems = Vec::new();
-    for krate in ["ralph-engine", "ralph-escalation", "ralph-cli"] {
+    for krate in [
+        "ralph-process",
+        "ralph-agents",
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-cli",
+    ] {
         scan(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
@@ -439,14 +472,14 @@ fn only_the_process_module_and_git_start_processes() {
                     .find(|word| has_word(line, word))
                     .map(|word| {
                         format!(
-                            "`{word}`: only ralph_engine's `process` module (and \
-                             escalation's `git`) start processes"
+                            "`{word}`: only ralph-process (and escalation's `git`) start \
+                             processes"
                         )
                     })
             },
         );
     }
-    assert_none("a process started outside `process`", &problems);
+    assert_none("a process started outside ralph-process", &problems);
 }
 
 /// Library code returns errors rather than panicking on them.
@@ -723,7 +756,8 @@ fn code_spans(text: &str) -> Vec<(usize, String)> {
 /// The Rust files a name in ARCHITECTURE.md may mean: `tests/x.rs` or `ralph-engine/tests/x.rs`
 /// (a file in a crate's `tests`, the CLI's when no crate is named), `tidy.rs` (any file of
 /// that name), or a module path (`process::watchdog`: `.../process/watchdog.rs` or
-/// `.../process/watchdog/mod.rs`, any crate).
+/// `.../process/watchdog/mod.rs`, any crate, or the crate `ralph-process`'s
+/// `src/watchdog.rs`; `process` alone is that crate's `src/lib.rs`).
 fn files_named(name: &str, files: &[PathBuf]) -> Vec<PathBuf> {
     let root = root();
     if let Some(file) = name.strip_suffix(".rs") {
@@ -747,14 +781,29 @@ fn files_named(name: &str, files: &[PathBuf]) -> Vec<PathBuf> {
     }
     let module = name.replace("::", "/");
     let endings = [format!("/{module}.rs"), format!("/{module}/mod.rs")];
-    files
+    let mut found: Vec<PathBuf> = files
         .iter()
         .filter(|f| {
             let f = f.to_string_lossy();
             endings.iter().any(|e| f.ends_with(e.as_str()))
         })
         .cloned()
-        .collect()
+        .collect();
+    // A module that became a crate of its own: `process::watchdog` is ralph-process's.
+    let (krate, inner) = module.split_once('/').unwrap_or((&module, ""));
+    let src = root
+        .join("crates")
+        .join(format!("ralph-{krate}"))
+        .join("src");
+    found.extend(if inner.is_empty() {
+        vec![src.join("lib.rs")]
+    } else {
+        vec![
+            src.join(format!("{inner}.rs")),
+            src.join(inner).join("mod.rs"),
+        ]
+    });
+    found
 }
 
 /// ARCHITECTURE.md names the tests that defend each invariant (`tests/resume.rs`,

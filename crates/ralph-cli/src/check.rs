@@ -23,7 +23,7 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
     };
     row("agent", format!("{} · {delivery}", c.agent));
     // As the engine chooses: a PTY agent is read as text unless the file says otherwise.
-    let choice = ralph_engine::choose_output(
+    let choice = ralph_agents::choose_output(
         &c.agent_argv,
         c.output.or(c.pty.map(|_| OutputFormat::Text)),
     );

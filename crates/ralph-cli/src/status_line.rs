@@ -257,7 +257,7 @@ impl<W: Write + Send> EventSink for StatusSink<W> {
                 max_attempts,
                 ..
             } => {
-                status.retrying = Some(ralph_engine::describe_retry(
+                status.retrying = Some(ralph_agents::describe_retry(
                     reason,
                     *attempt,
                     *max_attempts,

@@ -7,18 +7,18 @@ use ralph_frontmatter::PtyMode;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::adapter::{OutputAdapter, RunCost, SessionTokens, Usage};
 use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
-use crate::process::Containment;
-use crate::process::pty::PtyTerminal;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
 use crate::task::{TaskSource, Tasks};
+use ralph_agents::{OutputAdapter, RunCost, SessionTokens, Usage};
+use ralph_process::Containment;
+use ralph_process::pty::PtyTerminal;
 
 mod agent;
 mod assemble;
@@ -84,7 +84,7 @@ pub struct Engine {
     /// Kept so `signals` never closes when the embedder gives no sender.
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
     terminal: PtyTerminal,
-    /// The embedder's adapter maker; `None` lets [`crate::adapter::choose_output`] pick a built-in.
+    /// The embedder's adapter maker; `None` lets [`ralph_agents::choose_output`] pick a built-in.
     adapter: Option<AdapterFactory>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,

@@ -3,13 +3,15 @@
 //! The engine never prints. A terminal renderer, the JSON Lines writer and an embedder's own
 //! sink all see the same events.
 
+pub use ralph_agents::Stream;
+pub use ralph_process::Termination;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::Usage;
 use crate::outcome::EndReason;
 use crate::task::TaskEvent;
+use ralph_agents::Usage;
 
 /// The version of the event format written in `RUN_STARTED`. Within a version, new event
 /// types and new fields may appear; no field is removed, renamed or changes its meaning or type.
@@ -406,24 +408,6 @@ pub enum WaitReason {
     RateLimit,
 }
 
-/// How an agent run ended.
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Termination {
-    /// It exited by itself.
-    Natural,
-    /// ralph killed it for running past `timeout`.
-    Timeout,
-    /// PTY mode: ralph ended it after `idle_timeout` without output.
-    IdleTimeout,
-    /// ralph stopped it on the user's request.
-    Interrupted,
-    /// It was killed by a signal ralph did not send.
-    Killed,
-}
-
 /// A marker as reported in [`EventKind::IterationEnded`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -437,17 +421,6 @@ pub struct MarkerRecord {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(default))]
     pub attrs: Vec<(String, String)>,
-}
-
-/// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Stream {
-    /// Standard output.
-    Stdout,
-    /// Standard error.
-    Stderr,
 }
 
 /// A wait in progress, reported about once a second so a terminal can count down.

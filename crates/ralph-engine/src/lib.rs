@@ -1,9 +1,9 @@
 //! The ralph loop engine: runs an agent on a RALPH.md prompt again and again until something
 //! ends the loop, and reports every step as a typed [`Event`].
 //!
-//! The engine owns the loop, process spawning (one module, [`process`](crate) internally, for
-//! the agent, commands and checks alike), idle handling through [`StateHandlers`], interrupts,
-//! and the run's log folder. It never prints: terminal output, JSON Lines and an embedder's own
+//! The engine owns the loop, idle handling through [`StateHandlers`], interrupts, and the
+//! run's log folder. It spawns nothing itself: `ralph-process` runs the agent, commands and
+//! checks alike, and `ralph-agents` ([`agents`]) reads what each agent prints. It never prints: terminal output, JSON Lines and an embedder's own
 //! reporting are [`EventSink`]s. It never parses RALPH.md itself (`ralph-frontmatter` does) and
 //! knows nothing of git or prd.json (`ralph-escalation` plugs in from above).
 //!
@@ -19,7 +19,8 @@
 //!   after it, and emits events and end reasons of its own ([`TaskEvent`],
 //!   [`EndReason::Task`]); ralph-escalation's prd.json stories are one.
 //! - [`OutputAdapter`] ([`Engine::set_adapter`]): reads an agent's output format (the final
-//!   answer, usage, errors); one per agent ralph knows, [`choose_output`] picks.
+//!   answer, usage, errors); one per agent ralph knows, in [`agents`], whose
+//!   [`choose_output`](agents::choose_output) picks.
 //!
 //! # Embedding
 //!
@@ -54,7 +55,6 @@
 //! # }
 //! ```
 
-mod adapter;
 pub mod atomic;
 mod claim;
 mod convergence;
@@ -65,8 +65,6 @@ pub mod lock;
 mod logs;
 mod outcome;
 pub mod preflight;
-mod process;
-mod rate_limit;
 pub mod run_folder;
 pub mod session;
 mod signal;
@@ -74,11 +72,6 @@ mod state;
 mod tail;
 mod task;
 
-pub use adapter::{
-    AdapterOutput, AgentRetry, ClaudeStreamJsonAdapter, CodexJsonAdapter, CursorStreamJsonAdapter,
-    GeminiStreamJsonAdapter, MAX_JSON_LINE, MAX_RESULT_TEXT, OpencodeJsonAdapter, OutputAdapter,
-    OutputChoice, RunCost, TextAdapter, Usage, choose_output, describe_retry,
-};
 pub use claim::FolderClaim;
 pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
 pub use event::{
@@ -88,8 +81,8 @@ pub use event::{
 };
 pub use handle::RunHandle;
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
-pub use process::program::find_on_path;
-pub use process::pty::{PtySize, PtyTerminal};
+pub use ralph_agents::{AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RunCost, Usage};
+pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
     StateHandler, StateHandlers, StateOutbox, StateWait,
@@ -99,5 +92,6 @@ pub use task::{
     TaskEventError, TaskSource,
 };
 
+pub use ralph_agents as agents;
 pub use ralph_frontmatter as frontmatter;
 pub use ralph_marker as marker;

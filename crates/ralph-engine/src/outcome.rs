@@ -1,5 +1,6 @@
 //! How a run ends: its reason and exit code, computed from the loop's state in one place.
 
+pub use ralph_process::InterruptSignal;
 use serde::Serialize;
 
 /// Why a run ended.
@@ -107,22 +108,6 @@ impl schemars::JsonSchema for EndReason {
                             state's name, or a task source's own reason (docs/events.md)."
         })
     }
-}
-
-/// Which signal interrupted the run, if any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InterruptSignal {
-    /// SIGINT (Ctrl+C).
-    Int,
-    /// SIGTERM.
-    Term,
-    /// SIGHUP: ralph's terminal went away (a closed window, a dropped SSH session). Stops now,
-    /// as SIGTERM does, so the agent does not outlive ralph.
-    Hup,
-    /// The embedder cancelled the run ([`RunHandle::cancel`](crate::RunHandle::cancel)). Stops
-    /// now, as SIGTERM does, and the run ends [`EndReason::Cancelled`].
-    Cancel,
 }
 
 /// The result of a run.

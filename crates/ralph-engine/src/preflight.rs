@@ -42,7 +42,7 @@ pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
 
     // Only an adapter that reads the agent's cost (Claude Code's stream-json and json, Amp's
     // stream-json, opencode's json) can reach max_cost.
-    let format = crate::choose_output(
+    let format = ralph_agents::choose_output(
         &config.agent_argv,
         config
             .output
@@ -130,7 +130,7 @@ fn missing_program(command: &str, cwd: &Path) -> Option<String> {
             )
         });
     }
-    crate::find_on_path(program)
+    ralph_process::find_on_path(program)
         .is_none()
         .then(|| format!("`{program}` is not found on PATH"))
 }
@@ -150,7 +150,7 @@ fn missing_agent(argv: &[String], cwd: &Path) -> Option<String> {
             )
         });
     }
-    crate::find_on_path(program)
+    ralph_process::find_on_path(program)
         .is_none()
         .then(|| format!("`{program}` is not found on PATH"))
 }

@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::adapter::{RunCost, Usage};
 use crate::lock::{FOLDER_LOCK, LockHolder};
 use crate::task::TaskEvent;
+use ralph_agents::{RunCost, Usage};
 
 /// Where a loop's runs are kept, relative to its folder.
 pub const RUNS_DIR: &str = ".ralph/runs";

@@ -5,8 +5,8 @@
 use memchr::memmem;
 use ralph_marker::{Finding, Marker};
 
-use crate::adapter::{AdapterOutput, AgentRetry, OutputAdapter, Usage};
 use crate::event::Stream;
+use ralph_agents::{AdapterOutput, AgentRetry, OutputAdapter, Usage};
 
 /// Finds one fixed text across any chunking of a stream.
 #[derive(Debug, Clone)]

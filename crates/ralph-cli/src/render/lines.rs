@@ -163,7 +163,7 @@ pub(super) fn agent_retrying_line(
     max_attempts: Option<u64>,
     delay_ms: Option<u64>,
 ) -> String {
-    let retry = ralph_engine::describe_retry(reason, attempt, max_attempts);
+    let retry = ralph_agents::describe_retry(reason, attempt, max_attempts);
     let next = delay_ms
         .map(|ms| format!(" · next try in {}", human_ms(ms)))
         .unwrap_or_default();

@@ -10,12 +10,12 @@ use super::assemble::{agent_words, max_turns_args};
 use super::failure::{AgentWords, FAILURE_TAIL_BYTES};
 use super::supervise::{AgentOutput, AgentReader, Collector};
 use super::{EngineError, Run};
-use crate::adapter::{self, OutputAdapter as _, Usage};
 use crate::logs::IterationLog;
-use crate::process::pty;
-use crate::process::{self, ProcessExit, ProcessSpec};
 use crate::signal::{self, SignalMatcher};
 use crate::tail::Tail;
+use ralph_agents::{self as adapter, OutputAdapter as _, Usage};
+use ralph_process::pty;
+use ralph_process::{self as process, ProcessExit, ProcessSpec};
 
 impl Run {
     /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.

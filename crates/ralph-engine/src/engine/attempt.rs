@@ -10,9 +10,9 @@ use super::{Run, spawn_problem};
 use crate::convergence::{self, Verdict};
 use crate::event::{CheckResult, EventKind};
 use crate::logs::{self, IterationLog};
-use crate::process::{self, ProcessExit, ProcessSpec};
 use crate::state::millis;
 use crate::tail::Tail;
+use ralph_process::{self as process, ProcessExit, ProcessSpec};
 
 impl Run {
     /// Runs the `done_when` checks after an agent run and records the attempt.

@@ -11,9 +11,9 @@ use super::supervise::Collector;
 use super::{CommandRun, Run, spawn_problem};
 use crate::event::EventKind;
 use crate::logs::IterationLog;
-use crate::process::{self, ProcessSpec};
 use crate::state::millis;
 use crate::tail::HeadTail;
+use ralph_process::{self as process, ProcessSpec};
 
 impl Run {
     pub(super) fn cwd_for(&self, command: &str) -> PathBuf {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use super::Engine;
 use super::assemble::agent_words;
 use super::{EngineError, Run};
-use crate::adapter;
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
+use ralph_agents as adapter;
 
 /// What iteration 1 would do, from [`Engine::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::adapter::strip_escapes;
 use crate::event::{Termination, exit_status};
-use crate::process::ProcessExit;
+use ralph_agents::strip_escapes;
+use ralph_process::ProcessExit;
 
 /// How much of a failed agent run's output is read for its failure line and a rate limit.
 pub(super) const FAILURE_TAIL_BYTES: usize = 4096;

@@ -11,15 +11,15 @@ use tokio::time::Instant;
 use super::failure::{AgentWords, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
-use crate::adapter::Usage;
 use crate::convergence::{Attempts, Verdict};
 use crate::event::{EventKind, MarkerRecord, Termination};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
-use crate::process::ProcessExit;
-use crate::rate_limit;
 use crate::state::{Facts, Requests, StateDecision, millis};
 use crate::task::{AttemptReport, TaskDecision};
+use ralph_agents::Usage;
+use ralph_agents::rate_limit;
+use ralph_process::ProcessExit;
 
 /// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
 /// one is at the keyboard and the end of the iteration when someone is; an agent killed by a

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant, SystemTime};
 use ralph_backoff::FailureStreak;
 
 use super::{Next, Run};
-use crate::adapter::{RunCost, Usage};
 use crate::atomic::Rewriter;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
+use ralph_agents::{RunCost, Usage};
 
 /// How long swapped session files may wait for the folder's fsync: a power cut loses at most
 /// about this much of the run's steps, and a fast loop pays one folder fsync a second, not
@@ -217,13 +217,11 @@ impl Run {
         self.elapsed_before = Duration::from_millis(old.elapsed_ms);
         self.num_turns = old.num_turns;
         self.run_cost = RunCost::resumed(old.cost_usd);
-        let before = Usage {
-            cost_usd: old.cost_usd,
-            input_tokens: old.input_tokens,
-            output_tokens: old.output_tokens,
-            num_turns: old.num_turns,
-            ..Usage::default()
-        };
+        let mut before = Usage::default();
+        before.cost_usd = old.cost_usd;
+        before.input_tokens = old.input_tokens;
+        before.output_tokens = old.output_tokens;
+        before.num_turns = old.num_turns;
         self.usage = (before != Usage::default()).then_some(before);
         self.failures = FailureStreak::resumed(old.consecutive_failures);
         self.last_failed = old.last_failed;

@@ -8,8 +8,8 @@ use ralph_marker::Marker;
 use super::Run;
 use super::assemble::shown_command;
 use crate::event::exit_status;
-use crate::process::ProcessSpec;
 use crate::state::{Facts, Requests};
+use ralph_process::ProcessSpec;
 
 impl Run {
     /// Carries out `requests` from the handler of `marker`'s state, after its events went out.

@@ -8,12 +8,12 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::time::Instant;
 
 use super::interrupts::{Interrupts, Phase, Response};
-use crate::adapter::{AdapterOutput, AgentRetry, OutputAdapter};
 use crate::event::{Event, EventKind, EventSink, Stream};
 use crate::logs::IterationLog;
 use crate::outcome::InterruptSignal;
-use crate::process::Supervision;
 use crate::tail::{HeadTail, Tail};
+use ralph_agents::{AdapterOutput, AgentRetry, OutputAdapter};
+use ralph_process::Supervision;
 
 /// An interrupt while a process runs (agent, command or check), as [`Phase::Running`]: `true`
 /// stops it now; a first Ctrl+C emits `STOP_REQUESTED` and lets it finish.
@@ -129,8 +129,17 @@ impl AdapterOutput for AgentOutput<'_> {
     }
 }
 
+/// The agent's stream a process's chunk came from: ralph-process and ralph-agents each name
+/// the two streams, neither depending on the other.
+fn agent_stream(stream: ralph_process::Stream) -> Stream {
+    match stream {
+        ralph_process::Stream::Stdout => Stream::Stdout,
+        ralph_process::Stream::Stderr => Stream::Stderr,
+    }
+}
+
 impl Supervision for Collector<'_> {
-    fn output(&mut self, stream: Stream, bytes: &[u8]) {
+    fn output(&mut self, stream: ralph_process::Stream, bytes: &[u8]) {
         let logged = match &mut self.output {
             // A command's log section gets its head as it comes and the rest, cut as in the
             // prompt, at its end: one printing without end fills neither memory nor the disk.
@@ -141,7 +150,7 @@ impl Supervision for Collector<'_> {
         if let Some(agent) = &mut self.agent {
             agent.tail.push(bytes);
             agent.adapter.feed(
-                stream,
+                agent_stream(stream),
                 bytes,
                 &mut AgentOutput {
                     iteration: self.iteration,
@@ -184,7 +193,7 @@ pub(super) struct TailCollector<'a> {
 }
 
 impl Supervision for TailCollector<'_> {
-    fn output(&mut self, _stream: Stream, bytes: &[u8]) {
+    fn output(&mut self, _stream: ralph_process::Stream, bytes: &[u8]) {
         self.tail.push(bytes);
     }
 

@@ -11,7 +11,7 @@ use super::{
 
 /// Longest retry reason taken from Gemini CLI's standard error.
 const RETRY_REASON_CHARS: usize = 120;
-use crate::event::Stream;
+use crate::Stream;
 
 /// Gemini CLI's `--output-format stream-json` (`init`, `message`, `tool_use`, `tool_result`,
 /// `error`, `result`).
@@ -211,7 +211,7 @@ impl JsonEvents for GeminiStreamJsonAdapter {
 mod tests {
     use super::super::testing::{self, Recorded};
     use super::*;
-    use crate::adapter::OutputAdapter;
+    use crate::OutputAdapter;
 
     fn gemini(name: &str) -> Recorded {
         testing::read_fixture(GeminiStreamJsonAdapter::new(), "gemini", name)

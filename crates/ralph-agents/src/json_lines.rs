@@ -11,7 +11,7 @@ use super::{
     AdapterOutput, Answer, CodexJsonAdapter, CursorStreamJsonAdapter, GeminiStreamJsonAdapter,
     Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, StderrTail, Usage, error_words,
 };
-use crate::event::Stream;
+use crate::Stream;
 
 /// How many distinct errors a run remembers having shown.
 const REMEMBERED_ERRORS: usize = 16;

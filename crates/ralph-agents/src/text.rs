@@ -1,7 +1,7 @@
 //! Plain text: the adapter for any agent ralph knows no JSON format of.
 
 use super::{AdapterOutput, OutputAdapter, Usage};
-use crate::event::Stream;
+use crate::Stream;
 
 /// Plain text: everything is shown as is and everything is result text, on both streams.
 #[derive(Debug, Clone, Copy, Default)]

@@ -20,8 +20,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::supervisor::{Read, Reader};
 use super::{ProcessExit, ProcessSpec, READ_CHUNK, Spawned, Supervision, read_some};
-use crate::event::Stream;
-use crate::outcome::InterruptSignal;
+use crate::{InterruptSignal, Stream};
 
 /// The byte a terminal sends for Ctrl+C.
 const CTRL_C: u8 = 0x03;
@@ -102,7 +101,7 @@ enum PtyWrite {
 /// Runs `spec` on a pseudo-terminal to its end. `spec.stdin`, when set, is typed into the
 /// terminal (echo off, so it does not come back as output), followed in autonomous mode by
 /// Ctrl+D (end of input).
-pub(crate) async fn run(
+pub async fn run(
     spec: &ProcessSpec,
     config: PtyConfig,
     terminal: &mut PtyTerminal,

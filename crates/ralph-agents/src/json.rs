@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{AdapterOutput, Usage};
-use crate::event::Stream;
+use crate::Stream;
 
 /// Lines that were not JSON, for one warning at the first and a summary at the end.
 #[derive(Debug, Default)]

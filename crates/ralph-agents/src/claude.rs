@@ -12,7 +12,7 @@ use super::{
     AdapterOutput, AgentRetry, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines,
     StderrTail, ToolNames, Usage, add_cost, error_words, show_text, show_tool,
 };
-use crate::event::Stream;
+use crate::Stream;
 
 /// Sessions whose running cost is remembered (one per `--resume`d conversation in a run).
 const MAX_SESSIONS: usize = 256;

@@ -1,8 +1,8 @@
-//! Agent adapters: what an agent's raw output means.
+//! Agent adapters for ralph: what an agent's raw output means.
 //!
-//! An [`OutputAdapter`] turns the bytes an agent prints into three things: what to show (handed
-//! to the sinks' [`EventSink::output`](crate::EventSink::output)), the result text (the only
-//! text scanned for markers) and, at the end, [`Usage`] figures. The raw output itself still
+//! An [`OutputAdapter`] turns the bytes an agent prints into three things: what to show, the
+//! result text (the only text scanned for markers) and, at the end, [`Usage`] figures, the
+//! error the agent reported and the rate limit that stopped it. The raw output itself still
 //! goes to the iteration log, whatever the adapter.
 //!
 //! Built in: [`TextAdapter`] (output shown as is, all of it result text), and one adapter per
@@ -11,8 +11,13 @@
 //! ([`CodexJsonAdapter`]), Gemini CLI's stream-json ([`GeminiStreamJsonAdapter`]), opencode's
 //! `run --format json` ([`OpencodeJsonAdapter`]), Cursor's stream-json
 //! ([`CursorStreamJsonAdapter`]) and Amp's `--stream-json` ([`ClaudeStreamJsonAdapter::amp`]).
-//! An embedder adds its own with [`Engine::set_adapter`](crate::Engine::set_adapter);
-//! [`choose_output`] is how ralph picks between the built-ins.
+//! [`choose_output`] is how ralph picks between them; an embedder adds its own through
+//! ralph-engine's `Engine::set_adapter`.
+//!
+//! This crate only reads bytes it is given: it never spawns a process, never prints (what it
+//! has to say goes to the [`AdapterOutput`] it is handed) and reads no clock (a reset written
+//! as a clock time is resolved against a time passed in). The one thing it reads beyond those
+//! bytes is the system's time zone database, for a reset written in a named zone.
 
 mod amp;
 mod choose;
@@ -23,14 +28,13 @@ mod gemini;
 mod json;
 mod json_lines;
 mod opencode;
+pub mod rate_limit;
 mod text;
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-
-use crate::event::Stream;
 
 pub use choose::{OutputChoice, choose_output};
 pub use claude::ClaudeStreamJsonAdapter;
@@ -39,6 +43,16 @@ pub use cursor::CursorStreamJsonAdapter;
 pub use gemini::GeminiStreamJsonAdapter;
 pub use opencode::OpencodeJsonAdapter;
 pub use text::TextAdapter;
+
+/// Which output stream of the agent a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
 
 /// Longest JSON line an adapter buffers to parse (16 MiB). A longer line is shown as text, in
 /// pieces as it arrives, and never parsed: memory stays bounded whatever the agent prints.
@@ -248,14 +262,14 @@ impl Usage {
 /// ([`Usage::tokens_are_session_total`]) into each agent run's own share: a run that goes on
 /// with the session of the run before it counts only what it added.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SessionTokens {
+pub struct SessionTokens {
     /// The last session and its running totals.
     last: Option<(String, Usage)>,
 }
 
 impl SessionTokens {
     /// `usage` with running totals made this run's own share; other usage as it is.
-    pub(crate) fn own_share(&mut self, mut usage: Usage) -> Usage {
+    pub fn own_share(&mut self, mut usage: Usage) -> Usage {
         if !usage.tokens_are_session_total {
             return usage;
         }
@@ -295,7 +309,7 @@ impl SessionTokens {
 /// run's own) adds up.
 ///
 /// ```
-/// use ralph_engine::{RunCost, Usage};
+/// use ralph_agents::{RunCost, Usage};
 ///
 /// let mut cost = RunCost::default();
 /// for text in [
@@ -640,7 +654,7 @@ pub(crate) fn error_words(text: &str) -> String {
 
 /// `text` without terminal escape sequences (`ESC [ ... letter`, and a lone `ESC x`): an
 /// agent's colours, which `NO_COLOR` does not always turn off, are no part of its words.
-pub(crate) fn strip_escapes(text: &str) -> String {
+pub fn strip_escapes(text: &str) -> String {
     let mut plain = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {

@@ -1,15 +1,18 @@
-//! The one place that spawns processes: the agent, the per-iteration commands and the checks.
+//! Process supervision for ralph: the one place that spawns processes (the agent, the
+//! per-iteration commands and the checks), on pipes or a PTY.
 //!
 //! Every child runs in its own process group, so a timeout or a stop reaches its children too,
 //! and whatever is left in the group when the child exits is killed: no orphans. Output is read
-//! from both pipes concurrently and handed over chunk by chunk; nothing here keeps it.
+//! from both pipes concurrently and handed over chunk by chunk; nothing here keeps it, and
+//! nothing here knows what an agent's output means (that is `ralph-agents`') nor what a loop
+//! is (that is `ralph-engine`'s). It never prints.
 //!
 //! No process outlives the run, even when ralph itself is killed. A run holds a
 //! [`Containment`]:
-//! - the [`watchdog`], on every Unix: a process that SIGKILLs every process group ralph
+//! - the watchdog, on every Unix: a process that SIGKILLs every process group ralph
 //!   registered and had not yet killed, as soon as ralph is gone, whatever signal ended it
 //!   (on Linux, every process carrying the run's token in its environment too, with its group);
-//! - on Linux, unless turned off, ralph as a child subreaper ([`descendants`]): when an
+//! - on Linux, unless turned off, ralph as a child subreaper: when an
 //!   iteration ends, every process it started that still runs, even one that left its process
 //!   group (`setsid`), is ended and reaped, handed to the watchdog for its grace. Other
 //!   platforms have the process group kill only. A process that left its group and dropped the
@@ -24,37 +27,86 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::event::{Stream, Termination};
-use crate::outcome::InterruptSignal;
+use serde::Serialize;
 
 mod descendants;
-pub(crate) mod program;
-pub(crate) mod pty;
+mod program;
+pub mod pty;
 mod supervisor;
 mod watchdog;
 
+pub use program::find_on_path;
+pub use pty::{PtySize, PtyTerminal};
 use supervisor::{Read, Reader, Supervisor};
+
+/// Which output stream a chunk came from (a PTY's output is all [`Stream::Stdout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// How a process ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Termination {
+    /// It exited by itself.
+    Natural,
+    /// ralph killed it for running past `timeout`.
+    Timeout,
+    /// PTY mode: ralph ended it after `idle_timeout` without output.
+    IdleTimeout,
+    /// ralph stopped it on the user's request.
+    Interrupted,
+    /// It was killed by a signal ralph did not send.
+    Killed,
+}
+
+/// Why a running process is being interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InterruptSignal {
+    /// SIGINT (Ctrl+C).
+    Int,
+    /// SIGTERM.
+    Term,
+    /// SIGHUP: ralph's terminal went away (a closed window, a dropped SSH session). Stops now,
+    /// as SIGTERM does, so the agent does not outlive ralph.
+    Hup,
+    /// The embedder cancelled the run (ralph-engine's `RunHandle::cancel`). Stops now, as
+    /// SIGTERM does.
+    Cancel,
+}
 
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
 
 /// A process to run.
 #[derive(Debug, Clone)]
-pub(crate) struct ProcessSpec {
-    pub(crate) program: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) cwd: PathBuf,
-    pub(crate) env: Vec<(String, String)>,
+pub struct ProcessSpec {
+    /// The program: a path, or a name looked up on `PATH`.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The folder it runs in.
+    pub cwd: PathBuf,
+    /// Environment variables added to ralph's own.
+    pub env: Vec<(String, String)>,
     /// Bytes written to standard input, which is then closed; `None` gives it /dev/null.
-    pub(crate) stdin: Option<Arc<[u8]>>,
-    pub(crate) timeout: Option<Duration>,
+    pub stdin: Option<Arc<[u8]>>,
+    /// How long it may run before it is stopped; `None` for no limit.
+    pub timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
-    pub(crate) kill_grace: Duration,
+    pub kill_grace: Duration,
 }
 
 impl ProcessSpec {
     /// `sh -c COMMAND`.
-    pub(crate) fn shell(command: &str, cwd: PathBuf, kill_grace: Duration) -> Self {
+    pub fn shell(command: &str, cwd: PathBuf, kill_grace: Duration) -> Self {
         Self {
             program: "sh".to_owned(),
             args: vec!["-c".to_owned(), command.to_owned()],
@@ -70,7 +122,7 @@ impl ProcessSpec {
 impl ProcessSpec {
     /// A command's line as `ralph_frontmatter::command_line` decided: through `sh -c`, or its
     /// words run directly. A line without words does nothing, as `sh -c ""` does.
-    pub(crate) fn command(
+    pub fn command(
         line: &ralph_frontmatter::CommandLine,
         cwd: PathBuf,
         kill_grace: Duration,
@@ -89,17 +141,21 @@ impl ProcessSpec {
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcessExit {
-    pub(crate) exit_code: Option<i32>,
-    pub(crate) signal: Option<i32>,
-    pub(crate) duration: Duration,
-    pub(crate) termination: Termination,
+pub struct ProcessExit {
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// How long it ran.
+    pub duration: Duration,
+    /// Why it ended.
+    pub termination: Termination,
 }
 
 impl ProcessExit {
     /// How a reaped child ended: `stopping` is why ralph stopped it, if it did; a signal ralph
     /// did not send is `Killed`.
-    pub(crate) fn new(
+    pub fn new(
         status: std::process::ExitStatus,
         stopping: Option<Termination>,
         started: Instant,
@@ -119,18 +175,20 @@ impl ProcessExit {
         }
     }
 
-    pub(crate) fn timed_out(&self) -> bool {
+    /// Whether ralph stopped it for running past its `timeout`.
+    pub fn timed_out(&self) -> bool {
         self.termination == Termination::Timeout
     }
 
-    pub(crate) fn success(&self) -> bool {
+    /// Whether it exited with code 0.
+    pub fn success(&self) -> bool {
         self.exit_code == Some(0)
     }
 }
 
 /// What the caller does with a running process's output and with interrupts that arrive
 /// meanwhile.
-pub(crate) trait Supervision: Send {
+pub trait Supervision: Send {
     /// A chunk of output, in arrival order.
     fn output(&mut self, stream: Stream, bytes: &[u8]);
 
@@ -145,7 +203,7 @@ pub(crate) trait Supervision: Send {
 }
 
 /// Runs `spec` to its end, feeding output to `supervision` and interrupts from `signals`.
-pub(crate) async fn run(
+pub async fn run(
     spec: &ProcessSpec,
     supervision: &mut dyn Supervision,
     signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
@@ -329,7 +387,7 @@ async fn sleep_until_opt(at: Option<Instant>) {
 
 /// What keeps a run's processes from outliving it, held for the length of the run.
 #[derive(Debug)]
-pub(crate) struct Containment {
+pub struct Containment {
     /// Dropped first: what the run left is killed while the watchdog is still known.
     reaper: Option<descendants::Reaper>,
     /// Only held: shared with concurrent runs, it ends when the last one drops its handle.
@@ -340,12 +398,12 @@ pub(crate) struct Containment {
 
 /// What ran before an iteration began: it is not the iteration's to end.
 #[derive(Debug)]
-pub(crate) struct IterationStart(Option<descendants::Snapshot>);
+pub struct IterationStart(Option<descendants::Snapshot>);
 
 impl Containment {
     /// Starts (or joins) the watchdog and, with `subreaper` (Linux only), makes ralph a child
     /// subreaper until the containment is dropped.
-    pub(crate) fn start(subreaper: bool) -> Self {
+    pub fn start(subreaper: bool) -> Self {
         let (watchdog, warning) = match watchdog::Watchdog::acquire() {
             Ok(watchdog) => (Some(watchdog), None),
             Err(warning) => (None, Some(warning)),
@@ -361,22 +419,18 @@ impl Containment {
     }
 
     /// Why the watchdog could not start, once.
-    pub(crate) fn take_warning(&mut self) -> Option<String> {
+    pub fn take_warning(&mut self) -> Option<String> {
         self.warning.take()
     }
 
     /// Notes what runs before an iteration.
-    pub(crate) fn iteration_started(&self) -> IterationStart {
+    pub fn iteration_started(&self) -> IterationStart {
         IterationStart(self.reaper.as_ref().map(descendants::Reaper::snapshot))
     }
 
     /// Ends whatever the iteration started that still runs: SIGTERM, then SIGKILL after
     /// `grace`. Nothing without the subreaper. Returns warnings for the engine to emit.
-    pub(crate) async fn iteration_ended(
-        &self,
-        start: IterationStart,
-        grace: Duration,
-    ) -> Vec<String> {
+    pub async fn iteration_ended(&self, start: IterationStart, grace: Duration) -> Vec<String> {
         match (&self.reaper, &start.0) {
             (Some(reaper), Some(before)) => reaper.end_new(before, grace).await,
             _ => Vec::new(),

@@ -13,8 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{GroupGuard, Supervision, signal_group, sleep_until_opt};
-use crate::event::{Stream, Termination};
-use crate::outcome::InterruptSignal;
+use crate::{InterruptSignal, Stream, Termination};
 
 /// How long to keep reading after the child exited and its group was killed. A process that
 /// left the group (setsid) can hold a pipe or the terminal open forever; ralph does not wait

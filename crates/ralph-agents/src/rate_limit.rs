@@ -27,9 +27,9 @@ use jiff::{Timestamp, Zoned};
 
 /// A rate limit an agent reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RateLimit {
+pub struct RateLimit {
     /// When it resets, if the agent said; `None` leaves the wait to the failure backoff.
-    pub(crate) until: Option<SystemTime>,
+    pub until: Option<SystemTime>,
 }
 
 /// Words that say a run was rate-limited, lowercase.
@@ -55,7 +55,7 @@ const JUST_PASSED: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
 
 /// Whether `text` (a failed run's words) says the agent is rate-limited, and until when. `now`
 /// is the current time in the local zone, for clock times without a zone of their own.
-pub(crate) fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
+pub fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
     let lower = text.to_lowercase();
     if let Some(until) = epoch_after_bar(&lower) {
         return Some(RateLimit { until: Some(until) });
