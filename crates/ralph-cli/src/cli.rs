@@ -42,6 +42,26 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Show the folder's last run: running or ended, iterations, state, cost, log folder.
     Status(StatusArgs),
+    /// Watch a running loop full-screen from another terminal: its loops, the selected one's
+    /// live log, cost and time; waits for a run to start when none runs. `q` leaves, the run
+    /// goes on.
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// The run (an id from `ralph runs`, or a unique prefix); by default the run going on in
+    /// the folder, or the next one to start there.
+    pub(crate) run_id: Option<String>,
+
+    /// The loop's folder (where `ralph run` runs).
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub(crate) dir: PathBuf,
+
+    /// The runs folder a `ralph run --log-dir DIR` writes to (relative to the loop's folder),
+    /// instead of .ralph/runs/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +221,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
 
+    /// Story mode: work on story ID alone, on branch `ralph/ID` (made from the current branch
+    /// when missing, else checked out as it is), and stop when it passes (exit 0) or is
+    /// blocked (exit 3). One task per machine: a CI matrix job, a Kubernetes Indexed Job.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["resume", "dry_run"])]
+    pub(crate) task: Option<String>,
+
     /// With --resume: skip what is left of the wait the run was stopped in.
     #[arg(long, requires = "resume")]
     pub(crate) now: bool,
@@ -264,6 +290,7 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written, another run holding this
        folder (or, for a loop that reverts, this repository)
+  3    --task: the story is blocked (the circuit breaker, or the agent said so)
   130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)
   N    a state declared in RALPH.md (`states:`) with `then: stop`: its own `exit_code` (0 to
        255, 0 if it gives none)";

@@ -64,6 +64,9 @@ pub(crate) enum CliError {
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
+    /// `ralph watch` has nothing to show: no such run, or no terminal to draw on.
+    #[error("{0}")]
+    Watch(String),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error(transparent)]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
@@ -73,7 +76,10 @@ impl CliError {
     /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
-            CliError::Engine(_) | CliError::Runtime(_) | CliError::Stdout(_) => 1,
+            CliError::Engine(_)
+            | CliError::Runtime(_)
+            | CliError::Stdout(_)
+            | CliError::Watch(_) => 1,
             _ => 2,
         }
     }

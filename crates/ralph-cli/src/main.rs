@@ -20,6 +20,7 @@ mod runs;
 mod status;
 mod status_line;
 mod terminal;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Init(args) => init(&args),
         Command::Status(args) => status::status(&args),
+        Command::Watch(args) => watch::watch(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.

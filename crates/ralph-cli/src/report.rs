@@ -313,11 +313,11 @@ fn timeline(html: &mut String, run: &RunRecord, stories: &RunStories) {
                 html,
                 "<rect class=\"wait {c}\" x=\"{wx:.1}\" y=\"{wy:.1}\" width=\"{ww:.1}\" \
                  height=\"{wh}\"><title>wait after iteration {n}: {r}, {d}</title></rect>",
-                c = class(&wait.reason),
+                c = class(wait.reason.as_str()),
                 wy = lane as f64 * LANE + 8.0,
                 wh = LANE - 16.0,
                 n = wait.iteration,
-                r = escape(&wait.reason),
+                r = escape(wait.reason.as_str()),
                 d = dur(wait.delay_ms),
             );
         }

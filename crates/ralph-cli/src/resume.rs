@@ -59,16 +59,6 @@ pub(crate) fn prepare(
     options.run_id = session.run_id.clone();
     options.log_dir = Some(dir);
     options.resume_now = args.now;
-    // The run's limits are part of it; one given now replaces its own.
-    if args.max_iterations.is_none() {
-        options.max_iterations = session.max_iterations;
-    }
-    if args.max_cost.is_none() {
-        options.max_cost = session.max_cost_usd;
-    }
-    if args.max_runtime.is_none() {
-        options.max_runtime = session.max_runtime_ms.map(std::time::Duration::from_millis);
-    }
     let interrupted = Interrupted::new(session.task.clone(), session.ended.is_none());
     options.resume = Some(session);
     Ok(Some(interrupted))

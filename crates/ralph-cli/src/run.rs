@@ -27,27 +27,21 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let mut options = EngineOptions::new(ralph_file::display_path(&path), file);
     options.args = user_args;
     options.vocabulary = ralph_file::vocabulary();
-    if let Some(n) = args.max_iterations {
-        options.max_iterations = Some(n);
-    }
-    if let Some(d) = args.delay {
-        options.delay = d;
-    }
-    if let Some(t) = args.timeout {
-        options.timeout = Some(t);
-    }
+    options.overrides.max_iterations = args.max_iterations;
+    options.overrides.delay = args.delay;
+    options.overrides.timeout = args.timeout;
     options.stop_on_error = args.stop_on_error;
-    if let Some(usd) = args.max_cost {
-        options.max_cost = Some(usd);
-    }
-    if let Some(d) = args.max_runtime {
-        options.max_runtime = Some(d);
-    }
+    options.overrides.max_cost = args.max_cost;
+    options.overrides.max_runtime = args.max_runtime;
     options.reload = true;
-    options.pty =
-        crate::terminal::pty_config(options.pty, args.pty, args.interactive, args.idle_timeout)
-            .map_err(CliError::Usage)?;
-    let pty = options.pty;
+    let pty = crate::terminal::pty_config(
+        options.file.config.pty,
+        args.pty,
+        args.interactive,
+        args.idle_timeout,
+    )
+    .map_err(CliError::Usage)?;
+    options.overrides.pty = pty;
     let log_root = args
         .log_dir
         .clone()
@@ -72,7 +66,16 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
     // `.ralph/current` still names the last run that did start.
-    let escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
+    if let Some(id) = &args.task {
+        switch_to_task(&options, &args, &log_root, id)?;
+    }
+    let mut escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
+    if let Some(id) = &args.task {
+        escalation
+            .as_mut()
+            .ok_or_else(|| ralph_escalation::EscalationError::NotStoryMode { id: id.clone() })?
+            .only_story(id)?;
+    }
 
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
@@ -145,14 +148,43 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::Runtime)
 }
 
-/// The file's escalation, if any (in story mode, `Engine::set_task_source` gives it its
-/// default `max_iterations`).
-fn open_escalation(
+/// `--task ID`: the story checked in prd.json and the tree judged as the run will judge it,
+/// both changing nothing, then HEAD put on the task's branch `ralph/ID`.
+fn switch_to_task(
     options: &EngineOptions,
     args: &RunArgs,
     log_root: &std::path::Path,
-    resuming: Option<&ralph_escalation::Interrupted>,
-) -> Result<Option<ralph_escalation::Escalation>, CliError> {
+    id: &str,
+) -> Result<(), CliError> {
+    use ralph_escalation::{Escalation, EscalationError};
+    let config = &options.file.config;
+    Escalation::preview(config, &options.cwd)?
+        .ok_or_else(|| EscalationError::NotStoryMode { id: id.to_owned() })?
+        .only_story(id)?;
+    // With --allow-dirty the changes go along to the branch (`git switch` carries them or
+    // refuses), where opening saves them; a check would save them a second time.
+    if !args.allow_dirty {
+        Escalation::check_open(config, escalation_options(options, args, log_root))
+            .map_err(|err| crate::resume::explain_dirty(&options.cwd, err))?;
+    }
+    let branch = ralph_escalation::switch_to_task_branch(&options.cwd, id)
+        .map_err(ralph_escalation::EscalationError::from)?;
+    if !args.quiet {
+        let how = match branch.created {
+            true => "made from the branch it was on",
+            false => "as it was",
+        };
+        eprintln!("ralph: task {id} on branch {} ({how})", branch.name);
+    }
+    Ok(())
+}
+
+/// How escalation opens for this run.
+fn escalation_options(
+    options: &EngineOptions,
+    args: &RunArgs,
+    log_root: &std::path::Path,
+) -> ralph_escalation::Options {
     // A revert must leave ralph's own output alone: the events file, the log root, and the
     // run's own folder by name, which is all that can be protected when the log root is the
     // tree itself (`--log-dir .`), and lies outside the log root a resumed run is given.
@@ -167,6 +199,18 @@ fn open_escalation(
     let mut opening = ralph_escalation::Options::new(&options.cwd);
     opening.allow_dirty = args.allow_dirty;
     opening.protect = protect;
+    opening
+}
+
+/// The file's escalation, if any (in story mode, `Engine::set_task_source` gives it its
+/// default `max_iterations`).
+fn open_escalation(
+    options: &EngineOptions,
+    args: &RunArgs,
+    log_root: &std::path::Path,
+    resuming: Option<&ralph_escalation::Interrupted>,
+) -> Result<Option<ralph_escalation::Escalation>, CliError> {
+    let opening = escalation_options(options, args, log_root);
     // Its warnings (the ref `--allow-dirty` saved to, say) are `WARNING` events of the run.
     Ok(match resuming {
         Some(stopped) => {

@@ -30,7 +30,7 @@ pub(crate) async fn run_loop(
     let shown = path.display().to_string();
     let parsed = ralph_engine::frontmatter::parse(&shown, &text)?; // every error at once
     let mut options = EngineOptions::new(path, parsed.file); // the file's settings
-    options.max_iterations = Some(3); // ...overridden as you like
+    options.overrides.max_iterations = Some(3); // ...overridden as you like
     options.log_dir = Some(log_dir); // None: no logs; else events.jsonl and the logs go there
 
     let mut engine = Engine::new(options); // built-in handlers: `idle` when configured

@@ -19,7 +19,7 @@ pub(crate) fn start(path: &Path) -> Result<RunHandle, Box<dyn std::error::Error>
     let text = std::fs::read_to_string(path)?;
     let parsed = ralph_engine::frontmatter::parse(&path.display().to_string(), &text)?;
     let mut options = EngineOptions::new(path, parsed.file);
-    options.max_iterations = Some(3);
+    options.overrides.max_iterations = Some(3);
     Ok(Engine::new(options).spawn()) // every run has its own id, events and interrupts
 }
 

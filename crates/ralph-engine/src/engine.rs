@@ -44,7 +44,8 @@ use step::{AgentFacts, Limits};
 use supervise::emit;
 
 pub use dry_run::{DryRun, DryRunCommand};
-pub use options::{EngineOptions, new_run_id};
+use options::Settings;
+pub use options::{EngineOptions, Overrides, new_run_id};
 
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
@@ -141,12 +142,9 @@ impl Engine {
     }
 
     /// Lets `source` pick the task of every iteration and judge its result (see [`TaskSource`]).
-    /// Without a `max_iterations` of their own, the options take the source's
+    /// A run whose file and overrides set no `max_iterations` takes the source's
     /// [`default_max_iterations`](TaskSource::default_max_iterations).
     pub fn set_task_source(&mut self, source: impl TaskSource + 'static) -> &mut Self {
-        if self.options.max_iterations.is_none() {
-            self.options.max_iterations = source.default_max_iterations();
-        }
         self.tasks = Some(Box::new(source));
         self
     }
@@ -225,12 +223,11 @@ enum Next {
 
 /// The state of one run.
 struct Run {
-    options: EngineOptions,
-    sinks: Vec<Box<dyn EventSink>>,
-    handlers: StateHandlers,
-    signals: mpsc::UnboundedReceiver<InterruptSignal>,
-    _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
-    terminal: PtyTerminal,
+    /// What the run was built from: options, sinks, handlers, signals, terminal, adapter and
+    /// folder claim, owned as the embedder set them (its task source moved to `tasks`).
+    engine: Engine,
+    /// The settings, fixed as the run starts.
+    settings: Settings,
     started: Instant,
     interrupts: Interrupts,
     iterations: u64,
@@ -245,7 +242,6 @@ struct Run {
     source: Option<String>,
     /// `RALPH_FILE` for processes: absolute, since `./` commands run from another folder.
     ralph_file_abs: String,
-    adapter: Option<AdapterFactory>,
     /// The run's cost, each agent session counted once (`adapter::RunCost`).
     run_cost: RunCost,
     /// The last session's token running totals, for agents that report those (Codex).
@@ -273,8 +269,6 @@ struct Run {
     prompt_copies: crate::logs::PromptCopies,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
-    /// The loop's folder, held until the run is dropped.
-    claim: Option<FolderClaim>,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -287,17 +281,14 @@ struct AgentRun {
 }
 
 impl Run {
-    fn new(engine: Engine) -> Self {
+    fn new(mut engine: Engine) -> Self {
+        let tasks = engine.tasks.take();
+        let task_default = tasks.as_ref().and_then(|t| t.default_max_iterations());
+        let options = &engine.options;
         Self {
-            containment: Containment::start(engine.options.subreaper),
-            sinks: engine.sinks,
-            handlers: engine.handlers,
-            signals: engine.signals,
-            _signals_tx: engine._signals_tx,
-            terminal: engine.terminal,
-            adapter: engine.adapter,
-            tasks: Tasks::new(engine.tasks),
-            claim: engine.claim,
+            settings: Settings::of(options, task_default),
+            containment: Containment::start(options.subreaper),
+            tasks: Tasks::new(tasks),
             run_cost: RunCost::default(),
             session_tokens: SessionTokens::default(),
             num_turns: None,
@@ -316,23 +307,22 @@ impl Run {
             idle_iterations: 0,
             idle_time: Duration::ZERO,
             state_wait: None,
-            ralph_file_abs: std::fs::canonicalize(&engine.options.ralph_file)
-                .unwrap_or_else(|_| engine.options.ralph_file.clone())
+            ralph_file_abs: std::fs::canonicalize(&options.ralph_file)
+                .unwrap_or_else(|_| options.ralph_file.clone())
                 .display()
                 .to_string(),
-            source: engine
-                .options
+            source: options
                 .reload
-                .then(|| std::fs::read_to_string(&engine.options.ralph_file).ok())
+                .then(|| std::fs::read_to_string(&options.ralph_file).ok())
                 .flatten(),
-            attempts: (!engine.options.file.config.done_when.is_empty())
-                .then(|| Attempts::new(engine.options.file.config.convergence.clone())),
-            options: engine.options,
+            attempts: (!options.file.config.done_when.is_empty())
+                .then(|| Attempts::new(options.file.config.convergence.clone())),
+            engine,
         }
     }
 
     fn emit(&mut self, kind: EventKind) {
-        emit(&mut self.sinks, &self.options.run_id, kind);
+        emit(&mut self.engine.sinks, &self.engine.options.run_id, kind);
     }
 
     /// A problem that does not stop the loop, for every sink to see (not only `tracing`).
@@ -343,43 +333,43 @@ impl Run {
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
-        let mut early_warnings = std::mem::take(&mut self.options.warnings);
+        let mut early_warnings = std::mem::take(&mut self.engine.options.warnings);
         early_warnings.extend(self.containment.take_warning());
-        if let Some(dir) = &self.options.log_dir {
+        if let Some(dir) = &self.engine.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
                 early_warnings.push(format!(
                     "cannot create the log folder {}: {err}; going on without logs",
                     dir.display()
                 ));
-                self.options.log_dir = None;
+                self.engine.options.log_dir = None;
             }
         }
-        if let (Some(claim), Some(dir)) = (&mut self.claim, &self.options.log_dir) {
-            early_warnings.extend(claim.record_start(&self.options.cwd, dir));
+        if let (Some(claim), Some(dir)) = (&mut self.engine.claim, &self.engine.options.log_dir) {
+            early_warnings.extend(claim.record_start(&self.engine.options.cwd, dir));
         }
-        if let Some(dir) = &self.options.log_dir {
-            let resuming = self.options.resume.is_some();
+        if let Some(dir) = &self.engine.options.log_dir {
+            let resuming = self.engine.options.resume.is_some();
             match logs::events_file(dir, resuming) {
-                Ok((copy, path)) => self.sinks.push(Box::new(
+                Ok((copy, path)) => self.engine.sinks.push(Box::new(
                     crate::JsonLinesSink::new(copy).named(path.display().to_string()),
                 )),
                 Err(warning) => early_warnings.push(warning),
             }
         }
-        let config = &self.options.file.config;
+        let config = &self.engine.options.file.config;
         let started = EventKind::RunStarted {
             events_version: crate::event::EVENTS_VERSION,
-            ralph_file: self.options.ralph_file.display().to_string(),
+            ralph_file: self.engine.options.ralph_file.display().to_string(),
             agent: config.agent.clone(),
-            max_iterations: self.options.max_iterations,
+            max_iterations: self.settings.max_iterations,
             idle: config.idle.map(|p| IdleSummary {
                 delay_ms: millis(p.delay),
                 backoff: p.backoff,
                 max_delay_ms: millis(p.max_delay),
                 max_ms: p.max.map(millis),
             }),
-            max_cost_usd: self.options.max_cost,
-            max_runtime_ms: self.options.max_runtime.map(millis),
+            max_cost_usd: self.settings.max_cost,
+            max_runtime_ms: self.settings.max_runtime.map(millis),
         };
         let resumed = self.resume();
         self.emit(started);
@@ -391,7 +381,7 @@ impl Run {
         }
 
         let reason = loop {
-            if let Some(max) = self.options.max_iterations {
+            if let Some(max) = self.settings.max_iterations {
                 if self.iterations >= max {
                     break EndReason::MaxIterations;
                 }
@@ -400,7 +390,7 @@ impl Run {
             // its iteration was being wound up): they were meant for the iteration that is over,
             // not for a new one.
             let interactive = self
-                .options
+                .settings
                 .pty
                 .is_some_and(|pty| pty.mode == PtyMode::Interactive);
             // One that came while the task source ran (a revert, a commit: synchronous work)
@@ -409,7 +399,7 @@ impl Run {
             for _ in 0..2 {
                 tokio::task::yield_now().await;
             }
-            while let Ok(signal) = self.signals.try_recv() {
+            while let Ok(signal) = self.engine.signals.try_recv() {
                 let between = Phase::Between { interactive };
                 self.interrupts.receive(signal, between, Instant::now());
             }
@@ -427,7 +417,7 @@ impl Run {
             }
             self.iterations += 1;
             let iteration = self.iterations;
-            if self.options.reload && iteration > 1 {
+            if self.engine.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
             self.save_session(true, None);
@@ -435,7 +425,7 @@ impl Run {
             let decision = self.iteration(iteration).await;
             let warnings = self
                 .containment
-                .iteration_ended(before, self.options.kill_grace)
+                .iteration_ended(before, self.engine.options.kill_grace)
                 .await;
             for warning in warnings {
                 self.warn(warning);
@@ -457,7 +447,7 @@ impl Run {
             let planned = self.planned_wait(&decision);
             let limits = Limits {
                 stop_requested: self.interrupts.stop_requested,
-                last_iteration: self.options.max_iterations == Some(iteration),
+                last_iteration: self.settings.max_iterations == Some(iteration),
                 budget_spent: self.budget_spent(),
             };
             let decision = step::limit_step(decision, limits);
@@ -466,7 +456,7 @@ impl Run {
             let (delay, reason) = match decision {
                 Next::Stop(reason) => break reason,
                 Next::Wait(delay, reason) => (delay, reason),
-                Next::Continue => (self.options.delay, WaitReason::Delay),
+                Next::Continue => (self.settings.delay, WaitReason::Delay),
             };
             if !delay.is_zero() {
                 if let Some(reason) = self.wait(iteration, reason, delay).await {
@@ -486,12 +476,12 @@ impl Run {
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
     fn budget_spent(&self) -> Option<EndReason> {
-        if let (Some(max), Some(cost)) = (self.options.max_cost, self.run_cost.total()) {
+        if let (Some(max), Some(cost)) = (self.settings.max_cost, self.run_cost.total()) {
             if cost >= max {
                 return Some(EndReason::MaxCost);
             }
         }
-        match self.options.max_runtime {
+        match self.settings.max_runtime {
             Some(max) if self.elapsed() >= max => Some(EndReason::MaxRuntime),
             _ => None,
         }
@@ -508,15 +498,15 @@ impl Run {
             let wait = until
                 .duration_since(SystemTime::now())
                 .unwrap_or_default()
-                .min(self.options.rate_limit_max_wait);
+                .min(self.settings.rate_limit_max_wait);
             AgentFacts::RateLimited(wait)
         } else if run.failure.is_none() {
             self.failures.record_success();
             AgentFacts::Succeeded
         } else {
-            AgentFacts::Failed(self.failures.record_failure(&self.options.failure))
+            AgentFacts::Failed(self.failures.record_failure(&self.settings.failure))
         };
-        step::agent_step(next, agent, self.options.delay)
+        step::agent_step(next, agent, self.settings.delay)
     }
 
     /// `ITERATION_FAILED` or `RATE_LIMITED` for the last agent run, with the wait `next` holds
@@ -525,7 +515,7 @@ impl Run {
         let run = std::mem::take(&mut self.agent_run);
         let wait = match next {
             Next::Wait(delay, _) => Some(millis(*delay)),
-            Next::Continue => Some(millis(self.options.delay)),
+            Next::Continue => Some(millis(self.settings.delay)),
             Next::Stop(_) => None,
         };
         if let Some(until) = run.rate_limited_until {

@@ -18,12 +18,13 @@ use ralph_agents::Usage;
 /// 2: story events come from the task source, `max_iterations_work_left`, `WARNING`.
 pub const EVENTS_VERSION: u32 = 2;
 
-/// One event of a run.
+/// One event of a run: what the engine writes, one JSON object per line, and what a line reads
+/// back into (`serde_json::from_str::<Event>`), a task source's events included.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// When it happened (RFC 3339 UTC with milliseconds when serialized).
-    #[serde(serialize_with = "serialize_ts")]
+    #[serde(serialize_with = "serialize_ts", deserialize_with = "deserialize_ts")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub ts: SystemTime,
     /// The run it belongs to.
@@ -37,20 +38,48 @@ fn serialize_ts<S: serde::Serializer>(ts: &SystemTime, s: S) -> Result<S::Ok, S:
     s.collect_str(&humantime::format_rfc3339_millis(*ts))
 }
 
-/// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE.
+fn deserialize_ts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+    humantime::parse_rfc3339_weak(&text).map_err(|err| {
+        serde::de::Error::custom(format_args!(
+            "{text:?}: {err}; expected an RFC 3339 UTC time"
+        ))
+    })
+}
+
+/// The format's version a `RUN_STARTED` without `events_version` was written in.
+fn first_events_version() -> u32 {
+    1
+}
+
+/// What happened. Serialized with a `type` field in SCREAMING_SNAKE_CASE, and read back from
+/// one: an engine event of this version, or any other `type` as a [`EventKind::Task`] event
+/// with its fields (a task source's, or a later version's).
+///
+/// Written then read, every kind gives back the same value but for a `RUN_ENDED` reason the
+/// events name only by its words: a task source's or a state's ending reads back as
+/// [`EndReason::Other`], and [`EndReason::MaxIterationsLastFailed`] as itself only through
+/// its exit code.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// The derived code is `EventKind::serialize`/`deserialize`; the trait impls below add what a
+// derive cannot say: a task source's events written as they are, and read from any other type.
+#[serde(remote = "Self")]
 #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum EventKind {
     /// The loop is about to run its first iteration.
     RunStarted {
         /// The version of the event format, [`EVENTS_VERSION`]: within one, events and fields
-        /// are only added (`docs/events.md` has the promise).
+        /// are only added (`docs/events.md` has the promise). Read as 1 when missing: version
+        /// 1 did not write it.
+        #[serde(default = "first_events_version")]
         events_version: u32,
         /// The RALPH.md path as given.
+        #[serde(default)]
         ralph_file: String,
         /// The agent command line.
+        #[serde(default)]
         agent: String,
         /// The iteration cap, if any.
         max_iterations: Option<u64>,
@@ -65,14 +94,17 @@ pub enum EventKind {
     /// before its `RUN_STARTED`.
     RunResumed {
         /// The last iteration the run started before it stopped; the next is one more.
+        #[serde(default)]
         iteration: u64,
         /// How it stopped: its `RUN_ENDED` reason, or `killed` when it had none (a crash,
         /// `kill -9`, a reboot).
+        #[serde(default)]
         previous_reason: String,
     },
     /// An iteration begins.
     IterationStarted {
         /// 1-based iteration number.
+        #[serde(default)]
         iteration: u64,
         /// The fields the task source gives the iteration's task ([`Task::fields`]; story
         /// mode: `story_id` and `attempt`), written flat after `iteration`.
@@ -84,33 +116,41 @@ pub enum EventKind {
     /// One of `commands` finished.
     CommandFinished {
         /// The iteration it ran in.
+        #[serde(default)]
         iteration: u64,
         /// The command's name.
+        #[serde(default)]
         name: String,
         /// Its exit code; `None` when killed by a signal.
         exit_code: Option<i32>,
         /// How long it ran.
+        #[serde(default)]
         duration_ms: u64,
         /// Whether it was killed for running past its timeout.
+        #[serde(default)]
         timed_out: bool,
     },
     /// The agent finished an iteration.
     IterationEnded {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// The agent's exit code; `None` when it ended by a signal.
         exit_code: Option<i32>,
         /// The signal that ended the agent, if any.
         signal: Option<i32>,
         /// How long the agent ran.
+        #[serde(default)]
         duration_ms: u64,
         /// Whether the agent was killed for running past its timeout.
+        #[serde(default)]
         timed_out: bool,
         /// How the agent ended.
         termination: Termination,
         /// The iteration's state: the name of the last state marker, if any.
         state: Option<String>,
         /// Every marker found, in order.
+        #[serde(default)]
         markers: Vec<MarkerRecord>,
         /// The iteration's log file, if logs are being written.
         log_file: Option<String>,
@@ -121,6 +161,7 @@ pub enum EventKind {
         /// agent that could not start, or an error its adapter reported. A rate limit with a
         /// reset time is a wait, not a failure. When `done_when` checks judge the iteration,
         /// only an agent that could not start and a rate limit fail.
+        #[serde(default)]
         failed: bool,
         /// Why it failed, in words; `None` when it did not.
         failure: Option<String>,
@@ -129,10 +170,13 @@ pub enum EventKind {
     /// `failure.max_consecutive`.
     IterationFailed {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// Failed runs in a row, this one included.
+        #[serde(default)]
         consecutive_failures: u64,
         /// Why it failed, in words.
+        #[serde(default)]
         failure: String,
         /// The wait before the next run; `None` when the loop ends.
         next_delay_ms: Option<u64>,
@@ -141,9 +185,10 @@ pub enum EventKind {
     /// (at most `rate_limit.max_wait`). Not a failure.
     RateLimited {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// When the limit resets, as the agent said (RFC 3339 UTC).
-        #[serde(serialize_with = "serialize_ts")]
+        #[serde(serialize_with = "serialize_ts", deserialize_with = "deserialize_ts")]
         #[cfg_attr(feature = "schema", schemars(with = "String"))]
         until: SystemTime,
         /// The wait before the next run; `None` when the loop ends instead.
@@ -153,8 +198,10 @@ pub enum EventKind {
     /// `Reconnecting... 1/5`): it may stay silent for minutes meanwhile. Not a failure.
     AgentRetrying {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// Why, in the agent's words (`529 overloaded_error`, `stream disconnected ...`).
+        #[serde(default)]
         reason: String,
         /// Which retry this is, from 1, when the agent says.
         attempt: Option<u64>,
@@ -167,10 +214,13 @@ pub enum EventKind {
     /// or stops when the wait would pass the idle limit.
     IterationIdle {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// Consecutive idle iterations, this one included.
+        #[serde(default)]
         consecutive_idle: u64,
         /// Idle time of the current streak.
+        #[serde(default)]
         idle_elapsed_ms: u64,
         /// The wait before the next iteration; `None` when the idle limit stops the loop.
         next_delay_ms: Option<u64>,
@@ -179,10 +229,13 @@ pub enum EventKind {
     /// one, and the loop does what `then` says.
     StateHandled {
         /// The iteration.
+        #[serde(default)]
         iteration: u64,
         /// The state's name.
+        #[serde(default)]
         state: String,
         /// `stop`, `continue` or `wait`.
+        #[serde(default)]
         then: String,
         /// The hook's exit code; `None` without a hook, or when it ended by a signal, timed out
         /// or could not start.
@@ -191,16 +244,22 @@ pub enum EventKind {
     /// The `done_when` checks ran after an agent run: one convergence attempt.
     AttemptEnded {
         /// 1-based attempt number.
+        #[serde(default)]
         attempt: u64,
         /// The attempt cap (`convergence.max_attempts`).
+        #[serde(default)]
         max_attempts: u64,
         /// The iteration the attempt ran in.
+        #[serde(default)]
         iteration: u64,
         /// Agent run and checks together.
+        #[serde(default)]
         duration_ms: u64,
         /// Whether every check passed.
+        #[serde(default)]
         ok: bool,
         /// Each check, in `done_when` order.
+        #[serde(default)]
         results: Vec<CheckResult>,
         /// The wait before this attempt; `None` for the first.
         backoff_ms: Option<u64>,
@@ -208,36 +267,44 @@ pub enum EventKind {
     /// The RALPH.md changed while the loop ran; this iteration uses the new version.
     ConfigReloaded {
         /// The iteration about to run.
+        #[serde(default)]
         iteration: u64,
     },
     /// The RALPH.md changed but is invalid; the loop goes on with the previous version.
     ConfigRejected {
         /// The iteration about to run.
+        #[serde(default)]
         iteration: u64,
         /// Every error, rendered `FILE:LINE:COL: FIELD: MESSAGE`.
+        #[serde(default)]
         errors: Vec<String>,
     },
     /// The loop starts waiting.
     WaitStarted {
         /// The iteration just finished.
+        #[serde(default)]
         iteration: u64,
         /// Why it waits.
         reason: WaitReason,
         /// How long it means to wait.
+        #[serde(default)]
         delay_ms: u64,
     },
     /// A wait was cut short by Ctrl+C. The next run starts after a grace period, during which
     /// a second Ctrl+C stops the loop without starting it.
     WaitSkipped {
         /// The iteration just finished.
+        #[serde(default)]
         iteration: u64,
         /// The grace period before the next run starts.
+        #[serde(default)]
         grace_ms: u64,
     },
     /// Ctrl+C while an iteration runs (a command, the agent or a check): the loop stops after
     /// this iteration.
     StopRequested {
         /// The running iteration.
+        #[serde(default)]
         iteration: u64,
     },
     /// Something went wrong that does not stop the loop (a check or command that could not
@@ -245,6 +312,7 @@ pub enum EventKind {
     /// terminal shows it as `warning: MESSAGE`.
     Warning {
         /// What went wrong, in words.
+        #[serde(default)]
         message: String,
     },
     /// The run is over.
@@ -252,12 +320,16 @@ pub enum EventKind {
         /// Why it ended.
         reason: EndReason,
         /// Iterations run.
+        #[serde(default)]
         iterations: u64,
         /// Idle iterations among them.
+        #[serde(default)]
         idle_iterations: u64,
         /// Total time spent waiting because of idleness.
+        #[serde(default)]
         idle_ms: u64,
         /// ralph's exit code.
+        #[serde(default)]
         exit_code: i32,
         /// With `done_when`: `clean`, `clean_with_flake` or `failed`.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -283,14 +355,76 @@ pub enum EventKind {
         usage: Option<Usage>,
     },
     /// An event of the task source's own (ralph-escalation's `STORY_PASSED`, say): its `type`
-    /// and fields, written flat like the engine's own.
-    #[serde(untagged)]
+    /// and fields, written flat like the engine's own. Read back, any `type` the engine does
+    /// not write is one: a task source's, or a later version's.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(!skip, untagged))]
     Task(TaskEvent),
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            EventKind::Task(event) => event.serialize(s),
+            kind => EventKind::serialize(kind, s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let fields = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let Some(serde_json::Value::String(type_name)) = fields.get("type").cloned() else {
+            return Err(D::Error::missing_field("type"));
+        };
+        let line = serde_json::Value::Object(fields);
+        match EventKind::deserialize(&line) {
+            Ok(kind) => Ok(kind.with_exit_code_read()),
+            // A type the engine does not write: the derived code names it as the variant it
+            // did not know.
+            Err(err)
+                if err
+                    .to_string()
+                    .starts_with(&format!("unknown variant `{type_name}`")) =>
+            {
+                let serde_json::Value::Object(fields) = line else {
+                    unreachable!("built as an object above")
+                };
+                Ok(EventKind::Task(TaskEvent::new(type_name, fields)))
+            }
+            Err(err) => Err(D::Error::custom(err)),
+        }
+    }
+}
+
+impl EventKind {
+    /// A `RUN_ENDED` read back: its reason as the exit code tells it (the reason's words alone
+    /// do not say a `max_iterations` ending failed, nor a task source's ending's code).
+    fn with_exit_code_read(mut self) -> Self {
+        if let EventKind::RunEnded {
+            reason, exit_code, ..
+        } = &mut self
+        {
+            match reason {
+                EndReason::MaxIterations if *exit_code != 0 => {
+                    *reason = EndReason::MaxIterationsLastFailed;
+                }
+                EndReason::Other {
+                    exit_code: code, ..
+                } => *code = *exit_code,
+                _ => {}
+            }
+        }
+        self
+    }
 }
 
 /// One `done_when` check's result.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+// Read leniently: a field a reader lacks reads as its default.
+#[serde(default)]
 pub struct CheckResult {
     /// The shell command.
     pub command: String,
@@ -361,7 +495,7 @@ impl CheckResult {
 
 /// How a converging run went.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Outcome {
@@ -375,7 +509,7 @@ pub enum Outcome {
 
 /// The idle policy as reported in [`EventKind::RunStarted`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct IdleSummary {
     /// First wait.
@@ -406,11 +540,30 @@ pub enum WaitReason {
     Failure,
     /// The agent is rate-limited: waiting for the reset.
     RateLimit,
+    /// Read back: a reason a later version writes. The engine never waits for it.
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Other,
+}
+
+impl WaitReason {
+    /// The reason as written in events: `idle`, `delay`, `rate_limit`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::Idle => "idle",
+            WaitReason::Delay => "delay",
+            WaitReason::State => "state",
+            WaitReason::Retry => "retry",
+            WaitReason::Failure => "failure",
+            WaitReason::RateLimit => "rate_limit",
+            WaitReason::Other => "other",
+        }
+    }
 }
 
 /// A marker as reported in [`EventKind::IterationEnded`].
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MarkerRecord {
     /// Marker kind (`state`).
@@ -418,8 +571,7 @@ pub struct MarkerRecord {
     /// Marker name (`idle`).
     pub name: String,
     /// Attributes, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(feature = "schema", schemars(default))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attrs: Vec<(String, String)>,
 }
 
@@ -532,7 +684,350 @@ impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
 
 #[cfg(test)]
 mod tests {
-    use super::{EventSink, JsonLinesSink, exit_status};
+    use super::*;
+    use serde_json::{Map, Value, json};
+
+    /// Written as a line, then read back.
+    fn read_back(kind: &EventKind) -> EventKind {
+        let event = Event {
+            ts: humantime::parse_rfc3339("2026-11-23T08:45:12.123Z").unwrap(),
+            run_id: "r".to_owned(),
+            kind: kind.clone(),
+        };
+        let line = serde_json::to_string(&event).unwrap();
+        let read: Event = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!((read.ts, read.run_id.as_str()), (event.ts, "r"), "{line}");
+        read.kind
+    }
+
+    fn task_fields(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// One of every kind the engine writes, each field set to something other than its default.
+    fn every_kind() -> Vec<EventKind> {
+        let check = CheckResult {
+            command: "cargo test".into(),
+            exit_code: Some(101),
+            duration_ms: 2300,
+            tail: Some("FAILED\n".into()),
+            truncated: true,
+            timed_out: false,
+        };
+        let mut usage = Usage::default();
+        usage.cost_usd = Some(0.25);
+        usage.input_tokens = Some(100);
+        usage.output_tokens = Some(20);
+        usage.session_id = Some("s".into());
+        vec![
+            EventKind::RunStarted {
+                events_version: EVENTS_VERSION,
+                ralph_file: "RALPH.md".into(),
+                agent: "claude -p".into(),
+                max_iterations: Some(5),
+                idle: Some(IdleSummary {
+                    delay_ms: 10,
+                    backoff: 2.5,
+                    max_delay_ms: 20,
+                    max_ms: Some(25),
+                }),
+                max_cost_usd: Some(1.5),
+                max_runtime_ms: Some(60_000),
+            },
+            EventKind::RunResumed {
+                iteration: 4,
+                previous_reason: "interrupted".into(),
+            },
+            EventKind::IterationStarted {
+                iteration: 1,
+                task: task_fields(json!({"story_id": "US-1", "attempt": 2})),
+            },
+            EventKind::CommandFinished {
+                iteration: 1,
+                name: "tests".into(),
+                exit_code: None,
+                duration_ms: 170,
+                timed_out: true,
+            },
+            EventKind::IterationEnded {
+                iteration: 1,
+                exit_code: Some(3),
+                signal: Some(9),
+                duration_ms: 48_390,
+                timed_out: true,
+                termination: Termination::IdleTimeout,
+                state: Some("review".into()),
+                markers: vec![MarkerRecord {
+                    kind: "state".into(),
+                    name: "review".into(),
+                    attrs: vec![("why".into(), "tests".into())],
+                }],
+                log_file: Some("iteration-001.log".into()),
+                usage: Some(usage.clone()),
+                failed: true,
+                failure: Some("exit 3".into()),
+            },
+            EventKind::IterationFailed {
+                iteration: 1,
+                consecutive_failures: 2,
+                failure: "exit 3".into(),
+                next_delay_ms: Some(5000),
+            },
+            EventKind::RateLimited {
+                iteration: 2,
+                until: humantime::parse_rfc3339("2026-11-23T14:00:00.500Z").unwrap(),
+                wait_ms: Some(1000),
+            },
+            EventKind::AgentRetrying {
+                iteration: 2,
+                reason: "529 overloaded_error".into(),
+                attempt: Some(1),
+                max_attempts: Some(10),
+                delay_ms: Some(500),
+            },
+            EventKind::IterationIdle {
+                iteration: 3,
+                consecutive_idle: 2,
+                idle_elapsed_ms: 30,
+                next_delay_ms: None,
+            },
+            EventKind::StateHandled {
+                iteration: 3,
+                state: "review".into(),
+                then: "wait".into(),
+                hook_exit_code: Some(0),
+            },
+            EventKind::AttemptEnded {
+                attempt: 2,
+                max_attempts: 6,
+                iteration: 5,
+                duration_ms: 53_420,
+                ok: true,
+                results: vec![check],
+                backoff_ms: Some(2000),
+            },
+            EventKind::ConfigReloaded { iteration: 6 },
+            EventKind::ConfigRejected {
+                iteration: 6,
+                errors: vec!["RALPH.md:2:1: delay: bad".into()],
+            },
+            EventKind::WaitStarted {
+                iteration: 6,
+                reason: WaitReason::RateLimit,
+                delay_ms: 1000,
+            },
+            EventKind::WaitSkipped {
+                iteration: 6,
+                grace_ms: 1000,
+            },
+            EventKind::StopRequested { iteration: 7 },
+            EventKind::Warning {
+                message: "m".into(),
+            },
+            EventKind::RunEnded {
+                reason: EndReason::MaxCost,
+                iterations: 7,
+                idle_iterations: 2,
+                idle_ms: 30,
+                exit_code: 1,
+                outcome: Some(Outcome::CleanWithFlake),
+                flake_retries: Some(1),
+                task: task_fields(json!({"stories": {"passed": 1, "blocked": 0, "remaining": 2}})),
+                cost_usd: Some(0.25),
+                num_turns: Some(3),
+                usage: Some(usage),
+            },
+            EventKind::Task(TaskEvent::new(
+                "ISSUE_CLOSED",
+                task_fields(json!({"number": 7, "by": {"name": "x"}})),
+            )),
+        ]
+    }
+
+    #[test]
+    fn every_kind_written_reads_back_the_same() {
+        let kinds = every_kind();
+        let mut types: Vec<String> = kinds
+            .iter()
+            .map(|k| {
+                serde_json::to_value(k).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        for kind in kinds {
+            assert_eq!(read_back(&kind), kind);
+        }
+        types.sort();
+        types.dedup();
+        assert_eq!(types.len(), 19, "one of each kind: {types:?}");
+    }
+
+    #[test]
+    fn a_wait_reasons_name_is_the_one_written() {
+        use WaitReason::*;
+        for reason in [Idle, Delay, State, Retry, Failure, RateLimit, Other] {
+            assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
+        }
+    }
+
+    #[test]
+    fn every_ending_reads_back_by_its_name_and_exit_code() {
+        let ended = |reason: EndReason| EventKind::RunEnded {
+            exit_code: crate::outcome::exit_code(&reason, None),
+            reason,
+            iterations: 1,
+            idle_iterations: 0,
+            idle_ms: 0,
+            outcome: None,
+            flake_retries: None,
+            task: Map::new(),
+            cost_usd: None,
+            num_turns: None,
+            usage: None,
+        };
+        for reason in [
+            EndReason::MaxIterations,
+            EndReason::MaxIterationsLastFailed,
+            EndReason::IdleLimit,
+            EndReason::Interrupted,
+            EndReason::Cancelled,
+            EndReason::AgentFailed,
+            EndReason::Converged,
+            EndReason::MaxAttemptsReached,
+            EndReason::PtyIdleTimeout,
+            EndReason::AgentDone,
+            EndReason::AgentFailing,
+            EndReason::MaxCost,
+            EndReason::MaxRuntime,
+        ] {
+            assert_eq!(read_back(&ended(reason.clone())), ended(reason));
+        }
+        // A task source's or a state's ending: its name and exit code, which is what the
+        // events say of it.
+        let other = ended(EndReason::Other {
+            reason: "needs_review".into(),
+            exit_code: 3,
+        });
+        for reason in [
+            EndReason::State {
+                reason: "needs_review".into(),
+                exit_code: 3,
+            },
+            EndReason::Task {
+                reason: "needs_review".into(),
+                exit_code: 3,
+                converged: false,
+                resumable: true,
+            },
+        ] {
+            assert_eq!(read_back(&ended(reason)), other);
+        }
+    }
+
+    #[test]
+    fn a_later_versions_values_and_types_still_read() {
+        let line = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"paused","new_field":1}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        assert!(matches!(
+            event.kind,
+            EventKind::IterationEnded {
+                termination: Termination::Other,
+                ..
+            }
+        ));
+        let line = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"WAIT_STARTED","iteration":1,"reason":"cooldown","delay_ms":5}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        assert!(matches!(
+            event.kind,
+            EventKind::WaitStarted {
+                reason: WaitReason::Other,
+                ..
+            }
+        ));
+        // A known type with a field of the wrong type is no task event: it does not read.
+        let line = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"WARNING","message":7}"#;
+        assert!(serde_json::from_str::<Event>(line).is_err());
+        let line = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","message":"m"}"#;
+        assert!(serde_json::from_str::<Event>(line).is_err());
+    }
+
+    /// Every sample line of docs/events.md reads, and writes back the same line.
+    #[test]
+    fn the_documented_samples_read_back_and_write_the_same() {
+        let docs = include_str!("../../../docs/events.md");
+        let samples: Vec<&str> = docs.lines().filter(|l| l.starts_with("{\"ts\"")).collect();
+        assert!(samples.len() >= 15, "{}", samples.len());
+        for line in samples {
+            let event: Event = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let written = serde_json::to_value(&event).unwrap();
+            assert_eq!(
+                written,
+                serde_json::from_str::<Value>(line).unwrap(),
+                "{line}"
+            );
+        }
+    }
+
+    /// The events of the CLI's sample runs (its insta snapshots, times and paths normalised)
+    /// read as the engine's own, and write back the same.
+    #[test]
+    fn the_sample_runs_events_read_back_and_write_the_same() {
+        for snap in [
+            include_str!("../../ralph-cli/tests/snapshots/events__idle_run_events.snap"),
+            include_str!("../../ralph-cli/tests/snapshots/events__converging_run_events.snap"),
+        ] {
+            let json = snap.splitn(3, "---\n").nth(2).unwrap();
+            // The normalised numbers become numbers again, and the times times.
+            let json = ["duration_ms", "idle_elapsed_ms", "idle_ms"]
+                .iter()
+                .fold(json.to_owned(), |json, n| {
+                    json.replace(&format!("\"[{n}]\""), "7")
+                })
+                .replace("\"[ts]\"", "\"2026-01-01T00:00:00.000Z\"");
+            let lines: Vec<Value> = serde_json::from_str(&json).unwrap();
+            assert!(lines.len() > 5);
+            for line in lines {
+                let event: Event = serde_json::from_value(line.clone()).unwrap();
+                assert!(!matches!(event.kind, EventKind::Task(_)), "{line}");
+                assert_eq!(serde_json::to_value(&event).unwrap(), line);
+            }
+        }
+    }
+
+    /// ralph 0.1's events (version 1, before `events_version`): its samples in docs/events.md
+    /// read as the engine's own events, the missing version as 1.
+    #[test]
+    fn a_version_1_file_reads() {
+        const V1: &str = include_str!("../tests/fixtures/events-v1.jsonl");
+        let events = crate::run_folder::parse_events(V1.as_bytes());
+        assert_eq!(events.len(), V1.lines().count(), "every line reads");
+        assert!(matches!(
+            events[0].kind,
+            EventKind::RunStarted {
+                events_version: 1,
+                ..
+            }
+        ));
+        let task: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Task(t) => Some(t.type_name()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(task, ["CIRCUIT_TRIPPED", "REVERTED", "STORY_BLOCKED"]);
+        let run = crate::run_folder::RunRecord::from_events("r", &events, None);
+        assert_eq!(run.cost_usd, Some(0.9137418));
+        assert!(matches!(
+            run.status,
+            crate::run_folder::RunStatus::Ended { ref reason, exit_code: Some(0) } if reason == "idle_limit"
+        ));
+    }
 
     /// A disk that is full.
     struct Full;

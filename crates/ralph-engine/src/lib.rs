@@ -73,7 +73,9 @@ mod tail;
 mod task;
 
 pub use claim::FolderClaim;
-pub use engine::{DryRun, DryRunCommand, Engine, EngineError, EngineOptions, new_run_id};
+pub use engine::{
+    DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
+};
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
     JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,

@@ -1,7 +1,7 @@
 //! How a run ends: its reason and exit code, computed from the loop's state in one place.
 
 pub use ralph_process::InterruptSignal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +57,15 @@ pub enum EndReason {
         /// The exit code (unless a signal interrupted the run); anything but 0 is a failure.
         exit_code: i32,
     },
+    /// Read back from an events file: an ending the engine does not name itself, a task
+    /// source's, a declared state's (the events do not say which) or a later version's. The
+    /// engine never ends a run with it.
+    Other {
+        /// The reason as it appears in `RUN_ENDED`.
+        reason: String,
+        /// `RUN_ENDED`'s exit code.
+        exit_code: i32,
+    },
 }
 
 impl EndReason {
@@ -76,9 +85,34 @@ impl EndReason {
             EndReason::MaxCost => "max_cost",
             EndReason::MaxRuntime => "max_runtime",
             EndReason::MaxIterationsLastFailed => "max_iterations",
-            EndReason::State { reason, .. } => reason,
+            EndReason::State { reason, .. } | EndReason::Other { reason, .. } => reason,
             EndReason::AgentDone => "agent_done",
         }
+    }
+
+    /// The ending `RUN_ENDED` names `reason`: the engine's own ending by that name, else
+    /// [`EndReason::Other`] with exit code 0 until the event's is known.
+    fn read(reason: String) -> Self {
+        const OWN: [EndReason; 12] = [
+            EndReason::MaxIterations,
+            EndReason::IdleLimit,
+            EndReason::Interrupted,
+            EndReason::Cancelled,
+            EndReason::AgentFailed,
+            EndReason::Converged,
+            EndReason::MaxAttemptsReached,
+            EndReason::PtyIdleTimeout,
+            EndReason::AgentDone,
+            EndReason::AgentFailing,
+            EndReason::MaxCost,
+            EndReason::MaxRuntime,
+        ];
+        OWN.into_iter()
+            .find(|own| own.as_str() == reason)
+            .unwrap_or(EndReason::Other {
+                reason,
+                exit_code: 0,
+            })
     }
 }
 
@@ -91,6 +125,12 @@ impl std::fmt::Display for EndReason {
 impl Serialize for EndReason {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EndReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(EndReason::read)
     }
 }
 
@@ -150,7 +190,7 @@ pub fn exit_code(reason: &EndReason, signal: Option<InterruptSignal>) -> i32 {
             | EndReason::MaxIterationsLastFailed,
             _,
         ) => 1,
-        (EndReason::State { exit_code, .. }, _) => *exit_code,
+        (EndReason::State { exit_code, .. } | EndReason::Other { exit_code, .. }, _) => *exit_code,
         (EndReason::AgentDone, _) => 0,
         (EndReason::MaxIterations | EndReason::IdleLimit | EndReason::Converged, _) => 0,
     }
@@ -164,7 +204,7 @@ mod tests {
     /// brings. No wildcard: a new ending must be sorted here.
     fn own_reason(reason: &EndReason) -> Option<&str> {
         match reason {
-            EndReason::Task { .. } | EndReason::State { .. } => None,
+            EndReason::Task { .. } | EndReason::State { .. } | EndReason::Other { .. } => None,
             EndReason::MaxIterations
             | EndReason::IdleLimit
             | EndReason::Interrupted

@@ -310,11 +310,10 @@ pub trait TaskSource: Send {
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision;
 
-    /// The `max_iterations` of a run that sets none itself ([`EngineOptions::max_iterations`]
-    /// is `None` when [`Engine::set_task_source`] registers this source). `None`, the default:
-    /// no limit.
+    /// The `max_iterations` of a run that sets none itself (neither its file's config nor its
+    /// [`Overrides`](crate::Overrides)), once [`Engine::set_task_source`] registers this
+    /// source. `None`, the default: no limit.
     ///
-    /// [`EngineOptions::max_iterations`]: crate::EngineOptions::max_iterations
     /// [`Engine::set_task_source`]: crate::Engine::set_task_source
     fn default_max_iterations(&self) -> Option<u64> {
         None

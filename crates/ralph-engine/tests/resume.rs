@@ -48,8 +48,8 @@ async fn run(
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     options.cwd = std::env::temp_dir();
     options.log_dir = Some(dir.to_path_buf());
-    options.max_iterations = max_iterations;
-    options.max_runtime = max_runtime;
+    options.overrides.max_iterations = max_iterations;
+    options.overrides.max_runtime = max_runtime;
     if let Some(session) = resume {
         options.run_id = session.run_id.clone();
         options.resume = Some(session);
@@ -118,6 +118,8 @@ async fn max_runtime_counts_the_time_before_the_resume() {
     let mut session = Session::read(dir.path()).unwrap();
     assert!((180_000..181_000).contains(&session.elapsed_ms));
     session.wait = None;
+    // The stopped run's limits are the resumed run's: its iteration cap taken off here.
+    session.max_iterations = None;
 
     // 5 minutes in all: iteration 4 waits 8 minutes, cut to the 2 minutes left.
     let (outcome, recorder, took) = run(
@@ -132,4 +134,24 @@ async fn max_runtime_counts_the_time_before_the_resume() {
     let left = waits(&recorder.kinds())[0];
     assert!((119_000..=120_000).contains(&left), "{left}");
     assert!(took < Duration::from_secs(121), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_run_keeps_its_limits_unless_overridden() {
+    let dir = tempfile::tempdir().unwrap();
+    run(dir.path(), Some(3), None, None).await;
+    let mut session = Session::read(dir.path()).unwrap();
+    session.wait = None;
+    assert_eq!(session.max_iterations, Some(3));
+
+    // The stopped run's cap is the resumed run's: nothing is left to run.
+    let (outcome, _, _) = run(dir.path(), None, None, Some(session.clone())).await;
+    assert_eq!(
+        (outcome.reason.as_str(), outcome.iterations),
+        ("max_iterations", 3)
+    );
+
+    // One given now beats it.
+    let (outcome, _, _) = run(dir.path(), Some(4), None, Some(session)).await;
+    assert_eq!(outcome.iterations, 4);
 }

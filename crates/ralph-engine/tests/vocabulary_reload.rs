@@ -35,7 +35,7 @@ async fn reload_with(vocabulary: Vocabulary) -> Vec<EventKind> {
     options.vocabulary = vocabulary;
     options.reload = true;
     options.cwd = dir.path().to_path_buf();
-    options.max_iterations = Some(2);
+    options.overrides.max_iterations = Some(2);
     let recorder = Recorder::default();
     let mut engine = Engine::new(options);
     engine.add_sink(recorder.clone());

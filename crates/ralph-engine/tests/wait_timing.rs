@@ -48,7 +48,7 @@ async fn run(frontmatter: &str, max_iterations: Option<u64>) -> Recorder {
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     options.cwd = std::env::temp_dir();
     if max_iterations.is_some() {
-        options.max_iterations = max_iterations;
+        options.overrides.max_iterations = max_iterations;
     }
     let mut engine = Engine::new(options);
     let recorder = Recorder::default();

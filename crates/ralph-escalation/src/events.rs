@@ -125,14 +125,25 @@ pub enum StoryEnd {
     /// `max_iterations` ran out with stories still to do (exit 1; `ralph run --resume` goes
     /// on).
     MaxIterationsWorkLeft,
+    /// `ralph run --task ID`: the story passed (exit 0; counts as converged).
+    TaskPassed,
+    /// `ralph run --task ID`: the story is blocked ([`TASK_BLOCKED_EXIT_CODE`]).
+    TaskBlocked,
 }
 
+/// `ralph run --task ID`'s exit code when the story is blocked: told apart from a failure of
+/// the loop (1) and from bad usage (2), so a CI job or a Kubernetes Job can tell "this task
+/// needs a person" from "this run broke".
+pub const TASK_BLOCKED_EXIT_CODE: i32 = 3;
+
 impl StoryEnd {
-    pub(crate) const ALL: [StoryEnd; 4] = [
+    pub(crate) const ALL: [StoryEnd; 6] = [
         StoryEnd::StoriesDone,
         StoryEnd::StoriesBlocked,
         StoryEnd::CircuitOpen,
         StoryEnd::MaxIterationsWorkLeft,
+        StoryEnd::TaskPassed,
+        StoryEnd::TaskBlocked,
     ];
 
     /// The reason as written in `RUN_ENDED`.
@@ -142,6 +153,8 @@ impl StoryEnd {
             StoryEnd::StoriesBlocked => "stories_blocked",
             StoryEnd::CircuitOpen => "circuit_open",
             StoryEnd::MaxIterationsWorkLeft => "max_iterations_work_left",
+            StoryEnd::TaskPassed => "task_passed",
+            StoryEnd::TaskBlocked => "task_blocked",
         }
     }
 
@@ -150,10 +163,11 @@ impl StoryEnd {
         EndReason::Task {
             reason: self.as_str().to_owned(),
             exit_code: match self {
-                StoryEnd::StoriesDone => 0,
+                StoryEnd::StoriesDone | StoryEnd::TaskPassed => 0,
+                StoryEnd::TaskBlocked => TASK_BLOCKED_EXIT_CODE,
                 _ => 1,
             },
-            converged: self == StoryEnd::StoriesDone,
+            converged: matches!(self, StoryEnd::StoriesDone | StoryEnd::TaskPassed),
             resumable: self == StoryEnd::MaxIterationsWorkLeft,
         }
     }

@@ -1075,6 +1075,48 @@ fn complaints(stderr: &[u8]) -> String {
     }
 }
 
+/// The branch `ralph run --task ID` works on: `ralph/ID` (the id made safe as
+/// [`ref_component`] makes it).
+pub fn task_branch(id: &str) -> String {
+    format!("ralph/{}", ref_component(id))
+}
+
+/// Where `ralph run --task ID` put HEAD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskBranch {
+    /// The branch: [`task_branch`].
+    pub name: String,
+    /// Whether it was made now, at the commit HEAD was on; else it existed and was checked
+    /// out as it was (or HEAD was on it already).
+    pub created: bool,
+}
+
+/// `ralph run --task ID`: puts the work tree of the repository holding `cwd` on branch
+/// [`task_branch`], made at HEAD when it does not exist. `git switch` carries uncommitted
+/// changes over or refuses, so nothing is lost either way.
+pub fn switch_to_task_branch(cwd: &Path, id: &str) -> Result<TaskBranch, GitError> {
+    let git = Git::open(cwd)?;
+    git.head()?;
+    let name = task_branch(id);
+    let full = format!("refs/heads/{name}");
+    if git.head_branch()?.as_deref() == Some(full.as_str()) {
+        return Ok(TaskBranch {
+            name,
+            created: false,
+        });
+    }
+    let exists = git.run(&["rev-parse", "--verify", "-q", &full]).is_ok();
+    match exists {
+        true => git.run(&["switch", "-q", &name])?,
+        false => git.run(&["switch", "-q", "-c", &name])?,
+    };
+    Ok(TaskBranch {
+        name,
+        created: !exists,
+    })
+}
+
 /// A story id made safe for one component of a ref name, distinct for distinct ids: an id of
 /// letters, digits, `-` and `_`, at most 64 bytes long, is kept as it is; any other is cut to
 /// 64 characters, every other character becomes `-`, and `.` and a hash of the whole id are

@@ -38,8 +38,8 @@ use ralph_engine::{
 };
 
 pub use breaker::{Breaker, Trip};
-pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent};
-pub use git::{Git, GitError, Saved};
+pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE};
+pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
 pub use journal::JournalError;
 pub use lock::lock_repository;
 pub use prd::{Mark, Passes, Prd, PrdError, Story};
@@ -103,6 +103,28 @@ pub enum EscalationError {
         dir: PathBuf,
         /// The changed or untracked paths.
         paths: Vec<String>,
+    },
+    /// `ralph run --task ID` without stories: the RALPH.md has no `escalation.prd`.
+    #[error(
+        "--task {id}: the task is a story of a prd.json, and this RALPH.md has no `escalation.prd` (story mode: `ralph init --prd` shows one)"
+    )]
+    NotStoryMode {
+        /// The id asked for.
+        id: String,
+    },
+    /// `ralph run --task ID` with an id prd.json does not have.
+    #[error(
+        "{}: no story \"{id}\" (--task); its stories are: {}",
+        .prd.display(),
+        if .ids.is_empty() { "none".to_owned() } else { .ids.join(", ") }
+    )]
+    NoSuchTask {
+        /// The prd.json.
+        prd: PathBuf,
+        /// The id asked for.
+        id: String,
+        /// The ids prd.json has, in its order.
+        ids: Vec<String>,
     },
 }
 
@@ -191,6 +213,9 @@ pub struct Escalation {
     /// ralph's marks not yet in prd.json, oldest first: the file did not parse when they were
     /// made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
+    /// `ralph run --task ID`: the one story worked on; the run ends when it passes or is
+    /// blocked.
+    only: Option<String>,
 }
 
 impl Escalation {
@@ -268,6 +293,7 @@ impl Escalation {
             preexisting: None,
             pending: Vec::new(),
             unwritten: Vec::new(),
+            only: None,
         }))
     }
 
@@ -369,6 +395,26 @@ impl Escalation {
     /// With `--allow-dirty`: the ref the uncommitted changes were saved under at start-up.
     pub fn preexisting_ref(&self) -> Option<&str> {
         self.preexisting.as_deref()
+    }
+
+    /// `ralph run --task ID`: work on story `id` alone, whatever its priority, and end the run
+    /// when it passes ([`StoryEnd::TaskPassed`], exit 0) or is blocked
+    /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`]).
+    /// Refused without stories, or when prd.json has no story `id` (the error lists the ids
+    /// it has).
+    pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
+        let not_story_mode = || EscalationError::NotStoryMode { id: id.to_owned() };
+        let path = self.prd.clone().ok_or_else(not_story_mode)?;
+        let prd = self.load()?.ok_or_else(not_story_mode)?;
+        if prd.story(id).is_none() {
+            return Err(EscalationError::NoSuchTask {
+                prd: path,
+                id: id.to_owned(),
+                ids: prd.stories().iter().map(|s| s.id.clone()).collect(),
+            });
+        }
+        self.only = Some(id.to_owned());
+        Ok(())
     }
 
     /// Whether stories come from a prd.json.
@@ -479,8 +525,27 @@ impl Escalation {
             .current
             .as_ref()
             .and_then(|c| prd.story(&c.id))
-            .filter(keep_on)
-            .or_else(|| prd.current());
+            .filter(keep_on);
+        let story = match &self.only {
+            // `--task`: that story whatever its priority, until it passes or is blocked.
+            Some(only) if story.is_none_or(|s| s.id != *only) => match prd.story(only) {
+                Some(s) if s.passes == Passes::Yes => {
+                    return Ok(NextTask::End(StoryEnd::TaskPassed.reason()));
+                }
+                Some(s) if s.passes == Passes::Blocked => {
+                    return Ok(NextTask::End(StoryEnd::TaskBlocked.reason()));
+                }
+                Some(s) => Some(s),
+                None => {
+                    return Err(EscalationError::NoSuchTask {
+                        prd: self.prd.clone().unwrap_or_default(),
+                        id: only.clone(),
+                        ids: prd.stories().iter().map(|s| s.id.clone()).collect(),
+                    });
+                }
+            },
+            _ => story.or_else(|| prd.current()),
+        };
         let Some(story) = story else {
             let (_, blocked, _) = prd.counts();
             return Ok(NextTask::End(if blocked > 0 {
@@ -855,6 +920,18 @@ impl TaskSource for Escalation {
             return Self::failed_in(&err, cx);
         }
         match self.load() {
+            Ok(Some(prd)) if self.only.is_some() => {
+                match self
+                    .only
+                    .as_deref()
+                    .and_then(|id| prd.story(id))
+                    .map(|s| s.passes)
+                {
+                    Some(Passes::Yes) => StoryEnd::TaskPassed.reason(),
+                    Some(Passes::Blocked) => StoryEnd::TaskBlocked.reason(),
+                    _ => StoryEnd::MaxIterationsWorkLeft.reason(),
+                }
+            }
             Ok(Some(prd)) => match prd.counts() {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
                 (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),

@@ -25,7 +25,10 @@ pub fn refusals(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
         return Vec::new();
     };
     let key = match &err {
-        EscalationError::Prd(_) => "escalation.prd",
+        // `--task`'s refusals: check_open is never given a task.
+        EscalationError::Prd(_)
+        | EscalationError::NotStoryMode { .. }
+        | EscalationError::NoSuchTask { .. } => "escalation.prd",
         EscalationError::Progress(_) | EscalationError::ProgressPath(_) => "escalation.progress",
         EscalationError::Git(_)
         | EscalationError::DirtyTree { .. }

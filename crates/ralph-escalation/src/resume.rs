@@ -38,6 +38,9 @@ struct State {
     /// ralph's marks prd.json did not take yet (it did not parse), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     unwritten: Vec<Mark>,
+    /// `ralph run --task ID`: the one story the run works on, so a resumed run keeps to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    only: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -189,6 +192,7 @@ impl Escalation {
                 own: r.own.clone(),
             }),
             unwritten: self.unwritten.clone(),
+            only: self.only.clone(),
         };
         serde_json::to_value(state).ok()
     }
@@ -205,6 +209,9 @@ impl Escalation {
             }
         };
         self.unwritten = state.unwritten;
+        if state.only.is_some() {
+            self.only = state.only;
+        }
         let b = state.breaker;
         self.breaker.restore_counts(b.attempts, b.last, b.streak);
         self.current = state.current.map(|c| Current {

@@ -2,19 +2,19 @@
 //! [`RunRecord`] (`ralph_engine::run_folder`, which keeps them as written) say about stories,
 //! for `ralph runs`, `ralph report` and embedders.
 //!
-//! An iteration's story and attempt come from its `ITERATION_STARTED` ([`StoryAttempt`]), or
-//! else from the `STORY_STARTED` before it; passes, blocks and trips from escalation's
-//! [`StoryEvent`]s; the counts from `RUN_ENDED` ([`StoriesSummary`]), or, while a run has not
+//! An iteration's story and attempt come from its `ITERATION_STARTED`
+//! ([`StoryAttempt`](crate::StoryAttempt)), or else from the `STORY_STARTED` before it; passes,
+//! blocks and trips from escalation's [`StoryEvent`]s; the counts from `RUN_ENDED` ([`StoriesSummary`]), or, while a run has not
 //! ended, from the passes and blocks so far.
 
 use ralph_engine::run_folder::{IterationOutcome, RunRecord, RunStatus};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use crate::events::{StoriesSummary, StoryAttempt, StoryEvent};
+use crate::events::{StoriesSummary, StoryEvent};
 
-/// The story of one iteration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// The story of one iteration: read from its `ITERATION_STARTED`'s task fields
+/// ([`StoryAttempt::fields`](crate::StoryAttempt::fields)), as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct IterationStory {
     /// The story, in story mode.
@@ -131,15 +131,11 @@ impl RunStories {
             let Some(it) = run.iterations.get(index) else {
                 break;
             };
-            let field = |key: &str| it.task.get(key);
+            let own = IterationStory::deserialize(&it.task).unwrap_or_default();
+            let (story_id, attempt) = started.clone().unzip();
             stories.iterations.push(IterationStory {
-                story_id: field(StoryAttempt::STORY_ID)
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .or_else(|| started.as_ref().map(|(id, _)| id.clone())),
-                attempt: field(StoryAttempt::ATTEMPT)
-                    .and_then(Value::as_u64)
-                    .or_else(|| started.as_ref().map(|(_, attempt)| *attempt)),
+                story_id: own.story_id.or(story_id),
+                attempt: own.attempt.or(attempt),
             });
         }
         stories.counts = match &run.status {

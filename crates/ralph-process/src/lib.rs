@@ -27,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 mod descendants;
 mod program;
@@ -50,7 +50,7 @@ pub enum Stream {
 
 /// How a process ended.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Termination {
@@ -64,6 +64,11 @@ pub enum Termination {
     Interrupted,
     /// It was killed by a signal ralph did not send.
     Killed,
+    /// Read back from an events file: a way of ending a later version writes. Nothing here
+    /// ends a process so.
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Other,
 }
 
 /// Why a running process is being interrupted.

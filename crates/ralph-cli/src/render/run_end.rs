@@ -92,6 +92,8 @@ fn story_end_sentence(end: StoryEnd) -> Option<&'static str> {
         StoryEnd::StoriesBlocked => "no story left to do; some are blocked",
         StoryEnd::CircuitOpen => "circuit breaker open: the work was logged and reverted",
         StoryEnd::MaxIterationsWorkLeft => "reached max_iterations",
+        StoryEnd::TaskPassed => "the task passes",
+        StoryEnd::TaskBlocked => "the task is blocked",
         _ => return None,
     })
 }
@@ -205,6 +207,8 @@ mod tests {
                 "circuit breaker open: the work was logged and reverted",
             ),
             (StoryEnd::MaxIterationsWorkLeft, "reached max_iterations"),
+            (StoryEnd::TaskPassed, "the task passes"),
+            (StoryEnd::TaskBlocked, "the task is blocked"),
         ];
         for (end, want) in cases {
             assert_eq!(sentence(&end.reason()), want, "{end:?}");

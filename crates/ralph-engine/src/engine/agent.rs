@@ -20,15 +20,15 @@ use ralph_process::{self as process, ProcessExit, ProcessSpec};
 impl Run {
     /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
     pub(super) fn max_turns_args(&self) -> Vec<String> {
-        let config = &self.options.file.config;
+        let config = &self.engine.options.file.config;
         max_turns_args(&config.agent_argv, config.max_turns)
     }
 
     /// The built-in adapter for this agent, and the arguments it adds to the command line.
     pub(super) fn builtin_output(&self) -> adapter::OutputChoice {
-        let config = &self.options.file.config;
+        let config = &self.engine.options.file.config;
         // A PTY agent is interactive: read as text unless the file says otherwise.
-        let text_on_pty = self.options.pty.map(|_| OutputFormat::Text);
+        let text_on_pty = self.settings.pty.map(|_| OutputFormat::Text);
         adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
     }
 
@@ -38,7 +38,7 @@ impl Run {
         prompt: String,
         log: &mut IterationLog,
     ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
-        let (mut adapter, extra_args) = match &mut self.adapter {
+        let (mut adapter, extra_args) = match &mut self.engine.adapter {
             Some(make) => (make(), Vec::new()),
             None => {
                 let choice = self.builtin_output();
@@ -48,6 +48,7 @@ impl Run {
             }
         };
         let mut completion = self
+            .engine
             .options
             .file
             .config
@@ -57,7 +58,7 @@ impl Run {
         let mut prompt_file = None;
         let mut prompt_warning = None;
         let (mut words, uses_argv) =
-            agent_words(&self.options.file.config.agent_argv, &prompt, || {
+            agent_words(&self.engine.options.file.config.agent_argv, &prompt, || {
                 let (path, warning) = self.write_prompt_file(iteration, &prompt);
                 prompt_warning = warning;
                 prompt_file.insert(path).clone()
@@ -72,14 +73,14 @@ impl Run {
         let spec = ProcessSpec {
             program: program.clone(),
             args: args.to_vec(),
-            cwd: self.options.cwd.clone(),
+            cwd: self.engine.options.cwd.clone(),
             env: self.env(iteration),
             stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
-            timeout: self.options.timeout,
-            kill_grace: self.options.kill_grace,
+            timeout: self.settings.timeout,
+            kill_grace: self.engine.options.kill_grace,
         };
         log.section("agent");
-        let pty = self.options.pty;
+        let pty = self.settings.pty;
         // On a terminal, colours or cursor moves inside a marker must not hide it.
         let mut scanners = match pty {
             Some(_) => [
@@ -92,8 +93,8 @@ impl Run {
             iteration,
             output: None,
             log,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
+            sinks: &mut self.engine.sinks,
+            run_id: &self.engine.options.run_id,
             agent: Some(AgentReader {
                 adapter: &mut watched,
                 scanners: &mut scanners,
@@ -104,10 +105,17 @@ impl Run {
         };
         let result = match pty {
             Some(pty) => {
-                let signals = &mut self.signals;
-                pty::run(&spec, pty, &mut self.terminal, &mut collector, signals).await
+                let signals = &mut self.engine.signals;
+                pty::run(
+                    &spec,
+                    pty,
+                    &mut self.engine.terminal,
+                    &mut collector,
+                    signals,
+                )
+                .await
             }
-            None => process::run(&spec, &mut collector, &mut self.signals).await,
+            None => process::run(&spec, &mut collector, &mut self.engine.signals).await,
         };
         let (mut findings, tail) = collector
             .agent
@@ -115,8 +123,8 @@ impl Run {
             .unwrap_or_else(|| (Vec::new(), Tail::new(0)));
         let usage = watched.finish(&mut AgentOutput {
             iteration,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
+            sinks: &mut self.engine.sinks,
+            run_id: &self.engine.options.run_id,
             scanners: &mut scanners,
             findings: &mut findings,
         });
@@ -133,7 +141,7 @@ impl Run {
             findings.push(signal::done_finding());
         }
         if let Some(path) = prompt_file {
-            if self.options.log_dir.is_none() {
+            if self.engine.options.log_dir.is_none() {
                 let _ = std::fs::remove_file(path);
             }
         }

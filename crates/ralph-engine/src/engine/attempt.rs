@@ -23,7 +23,7 @@ impl Run {
         log: &mut IterationLog,
     ) -> (Verdict, Vec<CheckResult>) {
         let started = Instant::now();
-        let checks = self.options.file.config.done_when.clone();
+        let checks = self.engine.options.file.config.done_when.clone();
         let mut results = Vec::with_capacity(checks.len());
         for check in &checks {
             results.push(self.run_check(iteration, check).await);
@@ -74,17 +74,21 @@ impl Run {
         let mut collector = TailCollector {
             tail: Tail::new(convergence::TAIL_BYTES),
             iteration,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
+            sinks: &mut self.engine.sinks,
+            run_id: &self.engine.options.run_id,
             interrupts: &mut self.interrupts,
         };
-        let result = process::run(spec, &mut collector, &mut self.signals).await;
+        let result = process::run(spec, &mut collector, &mut self.engine.signals).await;
         (result, collector.tail)
     }
 
     pub(super) async fn run_check(&mut self, iteration: u64, check: &str) -> CheckResult {
-        let mut spec = ProcessSpec::shell(check, self.options.cwd.clone(), self.options.kill_grace);
-        spec.timeout = Some(self.options.file.config.convergence.check_timeout);
+        let mut spec = ProcessSpec::shell(
+            check,
+            self.engine.options.cwd.clone(),
+            self.engine.options.kill_grace,
+        );
+        spec.timeout = Some(self.engine.options.file.config.convergence.check_timeout);
         spec.env = self.env(iteration);
         let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
         let (tail, truncated) = tail.into_text();
@@ -117,7 +121,7 @@ impl Run {
         attempt: u64,
         max_attempts: u64,
     ) {
-        let Some(dir) = &self.options.log_dir else {
+        let Some(dir) = &self.engine.options.log_dir else {
             return;
         };
         let path = dir.join(format!("{}.log", self.tasks.log_name()));

@@ -19,16 +19,19 @@ impl Run {
     pub(super) fn cwd_for(&self, command: &str) -> PathBuf {
         // As in ralphify: `./script` is relative to the RALPH.md, anything else to the cwd.
         if command.trim_start().starts_with("./") {
-            ralph_dir(&self.options.ralph_file)
+            ralph_dir(&self.engine.options.ralph_file)
         } else {
-            self.options.cwd.clone()
+            self.engine.options.cwd.clone()
         }
     }
 
     pub(super) fn env(&self, iteration: u64) -> Vec<(String, String)> {
         vec![
             ("RALPH_ITERATION".to_owned(), iteration.to_string()),
-            ("RALPH_RUN_ID".to_owned(), self.options.run_id.clone()),
+            (
+                "RALPH_RUN_ID".to_owned(),
+                self.engine.options.run_id.clone(),
+            ),
             ("RALPH_FILE".to_owned(), self.ralph_file_abs.clone()),
         ]
     }
@@ -41,11 +44,15 @@ impl Run {
     ) -> CommandRun {
         // User values are literal text wherever they stand: an argument never becomes shell
         // code (a placement that cannot be quoted is refused, at load or here).
-        let line = ralph_frontmatter::command_line(&command.run, &self.options.args);
+        let line = ralph_frontmatter::command_line(&command.run, &self.engine.options.args);
         let cwd = self.cwd_for(&command.run);
         let spec = line.as_ref().map(|line| {
-            let mut spec = ProcessSpec::command(line, cwd, self.options.kill_grace);
-            spec.timeout = Some(command.timeout.unwrap_or(self.options.command_timeout));
+            let mut spec = ProcessSpec::command(line, cwd, self.engine.options.kill_grace);
+            spec.timeout = Some(
+                command
+                    .timeout
+                    .unwrap_or(self.engine.options.command_timeout),
+            );
             spec.env = self.env(iteration);
             spec
         });
@@ -56,13 +63,13 @@ impl Run {
             iteration,
             output: Some(HeadTail::new(command.max_output)),
             log,
-            sinks: &mut self.sinks,
-            run_id: &self.options.run_id,
+            sinks: &mut self.engine.sinks,
+            run_id: &self.engine.options.run_id,
             agent: None,
             interrupts: &mut self.interrupts,
         };
         let result = match &spec {
-            Ok(spec) => process::run(spec, &mut collector, &mut self.signals)
+            Ok(spec) => process::run(spec, &mut collector, &mut self.engine.signals)
                 .await
                 .map_err(|err| spawn_problem(&spec.program, &err)),
             Err((_, reason)) => Err(format!("{{{{ args.* }}}} {}", reason.explain())),

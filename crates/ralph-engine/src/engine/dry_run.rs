@@ -52,7 +52,7 @@ pub struct DryRunCommand {
 
 impl Run {
     pub(super) async fn dry_run(mut self) -> Result<DryRun, EngineError> {
-        self.options.log_dir = None;
+        self.engine.options.log_dir = None;
         // The task source's events (none are written in a dry run) are dropped.
         if let Some(end) = self.tasks.begin(&mut Vec::new()) {
             return Ok(DryRun {
@@ -69,7 +69,7 @@ impl Run {
         let mut log = IterationLog::disabled();
         let mut commands = Vec::new();
         let mut outputs = BTreeMap::new();
-        for command in self.options.file.config.commands.clone() {
+        for command in self.engine.options.file.config.commands.clone() {
             let ran = self.run_command(iteration, &command, &mut log).await;
             outputs.insert(command.name.clone(), ran.output.clone());
             commands.push(DryRunCommand {
@@ -83,10 +83,10 @@ impl Run {
         let prompt = self.prompt(iteration, &outputs);
         let prompt_file = self.prompt_file_path(iteration);
         let (mut argv, uses_argv) =
-            agent_words(&self.options.file.config.agent_argv, &prompt, || {
+            agent_words(&self.engine.options.file.config.agent_argv, &prompt, || {
                 prompt_file.clone()
             });
-        let output = self.adapter.is_none().then(|| self.builtin_output());
+        let output = self.engine.adapter.is_none().then(|| self.builtin_output());
         if let Some(output) = &output {
             argv.extend(output.extra_args.iter().cloned());
             argv.extend(self.max_turns_args());

@@ -39,7 +39,7 @@ impl Run {
             iteration,
             task: self.tasks.fields(),
         });
-        let mut log = match &self.options.log_dir {
+        let mut log = match &self.engine.options.log_dir {
             Some(dir) => IterationLog::create(dir, iteration),
             None => IterationLog::disabled(),
         };
@@ -48,7 +48,7 @@ impl Run {
         }
 
         let mut outputs = BTreeMap::new();
-        let commands = self.options.file.config.commands.clone();
+        let commands = self.engine.options.file.config.commands.clone();
         for command in &commands {
             let output = self.run_command(iteration, command, &mut log).await.output;
             outputs.insert(command.name.clone(), output);
@@ -59,7 +59,7 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        let warning = match self.options.log_dir.as_deref() {
+        let warning = match self.engine.options.log_dir.as_deref() {
             Some(dir) => self.prompt_copies.write(dir, iteration, &prompt),
             None => None,
         };
@@ -104,7 +104,7 @@ impl Run {
         // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
         let handled = state
             .as_ref()
-            .is_some_and(|m| self.handlers.takes_iteration(&m.name));
+            .is_some_and(|m| self.engine.handlers.takes_iteration(&m.name));
         let checks_judge = self.attempts.is_some() && !handled;
         self.agent_run = self.judge_agent_run(&exit, &words, checks_judge);
         let failed = self.agent_run.failure.is_some();
@@ -183,7 +183,7 @@ impl Run {
             return Ok(Next::Stop(EndReason::Interrupted));
         }
         if let Some(reason) = self
-            .options
+            .settings
             .pty
             .and_then(|pty| pty_stop(pty, exit.termination))
         {
@@ -202,10 +202,15 @@ impl Run {
             task: self.tasks.current_id(),
         };
         let mut requests = Requests::default();
-        let decision = self
+        let decision =
+            self.engine
+                .handlers
+                .decide(facts, state.as_ref(), &mut events, &mut requests);
+        if self
+            .engine
             .handlers
-            .decide(facts, state.as_ref(), &mut events, &mut requests);
-        if self.handlers.counts_as_idle(state.as_ref(), &decision) {
+            .counts_as_idle(state.as_ref(), &decision)
+        {
             self.idle_iterations += 1;
         }
         self.state_wait = match &decision {
@@ -235,7 +240,7 @@ impl Run {
                 TaskDecision::Continue => {}
                 TaskDecision::NextTask => {
                     // A new task starts with fresh attempts.
-                    let config = &self.options.file.config;
+                    let config = &self.engine.options.file.config;
                     self.attempts = (!config.done_when.is_empty())
                         .then(|| Attempts::new(config.convergence.clone()));
                     return Ok(Next::Continue);
@@ -247,7 +252,7 @@ impl Run {
             verdict,
             decision,
             stop_now: self.interrupts.stop_now.is_some(),
-            stop_on_error: self.options.stop_on_error,
+            stop_on_error: self.engine.options.stop_on_error,
             failed,
         }))
     }
@@ -262,7 +267,7 @@ impl Run {
         words: &AgentWords,
         checks_judge: bool,
     ) -> AgentRun {
-        let Some(failure) = failure_of(exit, words, self.options.timeout) else {
+        let Some(failure) = failure_of(exit, words, self.settings.timeout) else {
             return AgentRun::default();
         };
         // The adapter's error is the agent's own word on its run; without one, the output's end.

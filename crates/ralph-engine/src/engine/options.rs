@@ -1,4 +1,6 @@
-//! [`EngineOptions`]: what a run needs, and ralph's defaults for what the file leaves out.
+//! [`EngineOptions`]: what a run needs, and ralph's defaults for what the file leaves out;
+//! [`Overrides`]: the settings a command line gives over the file's; `Settings`: the two met,
+//! in one place, as a run starts.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,14 +9,20 @@ use std::time::{Duration, SystemTime};
 use ralph_backoff::FailurePolicy;
 use ralph_frontmatter::{PtyConfig, RalphFile, Vocabulary};
 
-/// Everything a run needs, with the frontmatter's values already merged with any overrides.
+/// Everything a run needs: the parsed file, which owns every setting it can say
+/// (`file.config.max_iterations`, `delay`, `timeout`, `pty`, `failure`, `rate_limit`,
+/// `max_cost`, `max_runtime`, ...), the command line's [`Overrides`] of some of them, and
+/// what the file cannot say (where to run, the log folder, the run id).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EngineOptions {
     /// The RALPH.md path as the user gave it.
     pub ralph_file: PathBuf,
-    /// The parsed file.
+    /// The parsed file: its `config` is where the run's settings come from, unless
+    /// `overrides` has another.
     pub file: RalphFile,
+    /// Settings given over the file's (the command line's `-n`, `--delay`, ...).
+    pub overrides: Overrides,
     /// The plugs' words the file was parsed with ([`ralph_frontmatter::parse_with`]): a
     /// `reload` parses the edited file with them too. The default has none, as
     /// [`ralph_frontmatter::parse`].
@@ -23,14 +31,6 @@ pub struct EngineOptions {
     pub cwd: PathBuf,
     /// User argument values by name.
     pub args: BTreeMap<String, String>,
-    /// Iteration cap, over the whole run. With `resume`, the session's
-    /// ([`Session::max_iterations`](crate::session::Session::max_iterations)) unless the user
-    /// gave another.
-    pub max_iterations: Option<u64>,
-    /// Wait between iterations.
-    pub delay: Duration,
-    /// Per agent run time limit.
-    pub timeout: Option<Duration>,
     /// End the loop (exit 1) when the agent fails or times out.
     pub stop_on_error: bool,
     /// The run's log folder; `None` writes no logs.
@@ -46,8 +46,6 @@ pub struct EngineOptions {
     /// at start (iterations, delay, timeout, idle, failure, rate limit, budgets) stay. An
     /// invalid edit is reported and the previous version kept.
     pub reload: bool,
-    /// Run the agent on a pseudo-terminal (`pty` in the frontmatter, `--pty`); `None` pipes.
-    pub pty: Option<PtyConfig>,
     /// Linux: make this process a child subreaper for the run and, when an iteration ends,
     /// end every process the iteration started that still runs, even one that left the
     /// agent's process group (a daemon started with `setsid`): SIGTERM, SIGKILL after
@@ -56,19 +54,11 @@ pub struct EngineOptions {
     /// iteration's), or that must not become a subreaper. Other platforms ignore it: there,
     /// only the process group of each agent, command and check is killed.
     pub subreaper: bool,
-    /// Backoff after failed agent runs, and how many in a row end the loop (`failure`).
-    pub failure: FailurePolicy,
-    /// Longest wait for a rate limit's reset (`rate_limit.max_wait`).
-    pub rate_limit_max_wait: Duration,
-    /// Start no iteration once the agents' reported cost reached this many US dollars.
-    /// With `resume`, the session's unless the user gave another, as `max_iterations`.
-    pub max_cost: Option<f64>,
-    /// Start no iteration or wait once the run has lasted this long; a wait is cut short.
-    /// With `resume`, the session's unless the user gave another, as `max_iterations`.
-    pub max_runtime: Option<Duration>,
     /// Go on with a stopped run from its session file (`ralph run --resume`): same run id and
     /// log folder expected, iteration numbers, streaks, attempts, budgets and the task
-    /// source's state taken up where it stopped, the interrupted wait's remainder waited.
+    /// source's state taken up where it stopped, the interrupted wait's remainder waited. Its
+    /// limits (`max_iterations`, `max_cost`, `max_runtime`) are the run's, unless `overrides`
+    /// has another.
     pub resume: Option<crate::session::Session>,
     /// With `resume`: skip what is left of the interrupted wait.
     pub resume_now: bool,
@@ -81,18 +71,10 @@ impl EngineOptions {
     /// Options taken from the file, with ralph's defaults for the rest: run from the current
     /// directory, no logs, a fresh run id.
     pub fn new(ralph_file: impl Into<PathBuf>, file: RalphFile) -> Self {
-        let config = &file.config;
         Self {
             ralph_file: ralph_file.into(),
-            max_iterations: config.max_iterations,
-            delay: config.delay,
-            timeout: config.timeout,
-            pty: config.pty,
-            failure: config.failure,
-            rate_limit_max_wait: config.rate_limit.max_wait,
-            max_cost: config.max_cost,
-            max_runtime: config.max_runtime,
             file,
+            overrides: Overrides::default(),
             vocabulary: Vocabulary::default(),
             cwd: PathBuf::from("."),
             args: BTreeMap::new(),
@@ -106,6 +88,73 @@ impl EngineOptions {
             resume: None,
             resume_now: false,
             warnings: Vec::new(),
+        }
+    }
+}
+
+/// Settings given over the file's, as a command line gives them: each one set beats the
+/// file's value and, on [`EngineOptions::resume`], the stopped run's limits.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// Iteration cap over the whole run (`-n`).
+    pub max_iterations: Option<u64>,
+    /// Wait between iterations (`--delay`).
+    pub delay: Option<Duration>,
+    /// Time limit of one agent run (`--timeout`).
+    pub timeout: Option<Duration>,
+    /// Cost budget in US dollars (`--max-cost`).
+    pub max_cost: Option<f64>,
+    /// Runtime budget (`--max-runtime`).
+    pub max_runtime: Option<Duration>,
+    /// The pseudo-terminal to run the agent on (`--pty`, `-i`, `--idle-timeout`).
+    pub pty: Option<PtyConfig>,
+}
+
+/// A run's settings, fixed as it starts (a reload of the file changes none of them): the
+/// file's, with each override applied. The one place the file, the overrides, a stopped run's
+/// limits and the task source's default meet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    pub(crate) max_iterations: Option<u64>,
+    pub(crate) delay: Duration,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) max_runtime: Option<Duration>,
+    /// `None` pipes.
+    pub(crate) pty: Option<PtyConfig>,
+    pub(crate) failure: FailurePolicy,
+    pub(crate) rate_limit_max_wait: Duration,
+}
+
+impl Settings {
+    /// `options`' settings; `task_default` is the task source's `max_iterations` for a file
+    /// that sets none ([`TaskSource::default_max_iterations`](crate::TaskSource::default_max_iterations)).
+    pub(crate) fn of(options: &EngineOptions, task_default: Option<u64>) -> Self {
+        let config = &options.file.config;
+        let over = &options.overrides;
+        // A stopped run's limits are its own, whatever the file says now.
+        let limits = match &options.resume {
+            Some(stopped) => (
+                stopped.max_iterations,
+                stopped.max_cost_usd,
+                stopped.max_runtime_ms.map(Duration::from_millis),
+            ),
+            None => (
+                config.max_iterations.or(task_default),
+                config.max_cost,
+                config.max_runtime,
+            ),
+        };
+        Self {
+            max_iterations: over.max_iterations.or(limits.0),
+            delay: over.delay.unwrap_or(config.delay),
+            timeout: over.timeout.or(config.timeout),
+            max_cost: over.max_cost.or(limits.1),
+            max_runtime: over.max_runtime.or(limits.2),
+            pty: over.pty.or(config.pty),
+            failure: config.failure,
+            rate_limit_max_wait: config.rate_limit.max_wait,
         }
     }
 }

@@ -184,17 +184,22 @@ impl Run {
     /// Starts the session; with `resume`, takes the stopped run's state up and emits
     /// `RUN_RESUMED`. Runs before `RUN_STARTED`.
     pub(super) fn resume(&mut self) -> Option<Resumed> {
-        let hash = std::fs::read_to_string(&self.options.ralph_file)
+        let hash = std::fs::read_to_string(&self.engine.options.ralph_file)
             .map(|text| session::config_hash(&text))
             .unwrap_or_default();
-        let ralph_file = self.options.ralph_file.display().to_string();
-        self.session_writer = self.options.log_dir.as_deref().map(SessionWriter::start);
-        let Some(old) = self.options.resume.take() else {
-            if self.options.log_dir.is_some() {
+        let ralph_file = self.engine.options.ralph_file.display().to_string();
+        self.session_writer = self
+            .engine
+            .options
+            .log_dir
+            .as_deref()
+            .map(SessionWriter::start);
+        let Some(old) = self.engine.options.resume.take() else {
+            if self.engine.options.log_dir.is_some() {
                 self.session = Some(Session::new(
-                    &self.options.run_id,
+                    &self.engine.options.run_id,
                     &ralph_file,
-                    &self.options.cwd,
+                    &self.engine.options.cwd,
                     hash,
                 ));
                 // On disk before `RUN_STARTED`: `ralph status` finds the run as soon as its
@@ -231,8 +236,8 @@ impl Run {
                 .reason(w.reason)
                 .streak(old.consecutive_idle)
         });
-        self.handlers.restore(&old.handlers);
-        let config = &self.options.file.config;
+        self.engine.handlers.restore(&old.handlers);
+        let config = &self.engine.options.file.config;
         if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
             self.attempts = Some(Attempts::resumed(config.convergence.clone(), state));
         }
@@ -241,7 +246,7 @@ impl Run {
             self.tasks.restore(task, &mut task_events);
         }
         let resumed = Resumed {
-            wait: old.wait.filter(|_| !self.options.resume_now),
+            wait: old.wait.filter(|_| !self.engine.options.resume_now),
             config_changed: old.config_hash != hash,
             task_events,
         };
@@ -249,10 +254,10 @@ impl Run {
         session.pid = std::process::id();
         session.ralph_file = ralph_file;
         // A session from before 0.3 learns its folder: the one that resumed it.
-        session.folder = Some(session::canonical_folder(&self.options.cwd));
+        session.folder = Some(session::canonical_folder(&self.engine.options.cwd));
         session.config_hash = hash;
         session.ended = None;
-        self.session = self.options.log_dir.is_some().then_some(session);
+        self.session = self.engine.options.log_dir.is_some().then_some(session);
         Some(resumed)
     }
 
@@ -275,7 +280,7 @@ impl Run {
         }
         self.save_session(false, resumed.wait);
         let limit_reached = self
-            .options
+            .settings
             .max_iterations
             .is_some_and(|max| self.iterations >= max);
         let wait = resumed.wait.filter(|_| !limit_reached)?;
@@ -294,7 +299,7 @@ impl Run {
     pub(super) fn planned_wait(&self, next: &Next) -> Option<PlannedWait> {
         let (delay, reason) = match next {
             Next::Wait(delay, reason) => (*delay, *reason),
-            Next::Continue => (self.options.delay, WaitReason::Delay),
+            Next::Continue => (self.settings.delay, WaitReason::Delay),
             Next::Stop(_) => return None,
         };
         (!delay.is_zero()).then(|| PlannedWait {
@@ -365,7 +370,7 @@ impl Run {
             return;
         }
         let task = (!working).then(|| self.tasks.snapshot(ending));
-        let handlers = self.handlers.snapshot();
+        let handlers = self.engine.handlers.snapshot();
         // The streak of the last idle wait asked for: the session's `consecutive_idle`.
         let consecutive_idle = (self.state_wait)
             .filter(|wait| wait.reason == WaitReason::Idle)
@@ -376,9 +381,9 @@ impl Run {
         };
         session.updated = SystemTime::now();
         session.iteration = self.iterations;
-        session.max_iterations = self.options.max_iterations;
-        session.max_cost_usd = self.options.max_cost;
-        session.max_runtime_ms = self.options.max_runtime.map(millis);
+        session.max_iterations = self.settings.max_iterations;
+        session.max_cost_usd = self.settings.max_cost;
+        session.max_runtime_ms = self.settings.max_runtime.map(millis);
         session.working = working;
         session.idle_iterations = self.idle_iterations;
         session.idle_ms = millis(self.idle_time);

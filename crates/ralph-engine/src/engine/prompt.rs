@@ -11,7 +11,7 @@ use crate::logs;
 
 impl Run {
     pub(super) fn prompt(&self, iteration: u64, outputs: &BTreeMap<String, String>) -> String {
-        let options = &self.options;
+        let options = &self.engine.options;
         let failures = self.attempts.as_ref().and_then(Attempts::feedback);
         let mut prompt =
             ralph_frontmatter::render(&options.file.body, |p| match (p.namespace, p.name) {
@@ -21,7 +21,7 @@ impl Run {
                 ("args", name) => Some(options.args.get(name).cloned().unwrap_or_default()),
                 ("ralph", "iteration") => Some(iteration.to_string()),
                 ("ralph", "max_iterations") => Some(
-                    options
+                    self.settings
                         .max_iterations
                         .map(|n| n.to_string())
                         .unwrap_or_default(),
@@ -47,9 +47,11 @@ impl Run {
     }
 
     pub(super) fn prompt_file_path(&self, iteration: u64) -> PathBuf {
-        match &self.options.log_dir {
+        match &self.engine.options.log_dir {
             Some(dir) => dir.join(format!("prompt-{iteration:03}.md")),
-            None => std::env::temp_dir().join(format!("ralph-{}-prompt.md", self.options.run_id)),
+            None => {
+                std::env::temp_dir().join(format!("ralph-{}-prompt.md", self.engine.options.run_id))
+            }
         }
     }
 

@@ -28,7 +28,7 @@ impl Run {
         };
         let timeout = requests
             .hook_timeout
-            .unwrap_or(self.options.command_timeout);
+            .unwrap_or(self.engine.options.command_timeout);
         let exit_code = self.run_hook(iteration, &hook, timeout, marker).await;
         let mut events = Vec::new();
         let facts = Facts {
@@ -37,7 +37,8 @@ impl Run {
             checks_passed,
             task: self.tasks.current_id(),
         };
-        self.handlers
+        self.engine
+            .handlers
             .hook_finished(facts, marker, exit_code, &mut events);
         events.into_iter().for_each(|e| self.emit(e));
     }
@@ -52,7 +53,7 @@ impl Run {
         timeout: Duration,
         marker: &Marker,
     ) -> Option<i32> {
-        let args = &self.options.args;
+        let args = &self.engine.options.args;
         let line = ralph_frontmatter::command_line_with(hook, |namespace, name| match namespace {
             "state" => marker.attr(name),
             _ => args.get(name).map(String::as_str),
@@ -69,7 +70,8 @@ impl Run {
             }
         };
         let run = shown_command(&line);
-        let mut spec = ProcessSpec::command(&line, self.cwd_for(hook), self.options.kill_grace);
+        let mut spec =
+            ProcessSpec::command(&line, self.cwd_for(hook), self.engine.options.kill_grace);
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
         let (result, tail) = self.run_keeping_tail(iteration, &spec).await;

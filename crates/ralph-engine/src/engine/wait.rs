@@ -26,7 +26,7 @@ impl Run {
     ) -> Option<EndReason> {
         let start = Instant::now();
         let runtime_end = self
-            .options
+            .settings
             .max_runtime
             .map(|max| start + max.saturating_sub(self.elapsed()));
         let (delay, cut) = match runtime_end {
@@ -60,13 +60,13 @@ impl Run {
                 remaining: if first_tick { delay } else { deadline - now },
             };
             first_tick = false;
-            for sink in &mut self.sinks {
+            for sink in &mut self.engine.sinks {
                 sink.wait_progress(&progress);
             }
             let tick = (now + COUNTDOWN_TICK).min(deadline);
             tokio::select! {
                 () = tokio::time::sleep_until(tick) => {}
-                signal = self.signals.recv() => match signal {
+                signal = self.engine.signals.recv() => match signal {
                     Some(signal) => {
                         match self.interrupts.receive(signal, Phase::Waiting, Instant::now()) {
                             Response::SkipWait => {
@@ -89,7 +89,7 @@ impl Run {
                 },
             }
         }
-        for sink in &mut self.sinks {
+        for sink in &mut self.engine.sinks {
             sink.wait_finished();
         }
         self.waited(reason, start.elapsed());
@@ -105,7 +105,7 @@ impl Run {
         let until = Instant::now() + DOUBLE_PRESS;
         tokio::select! {
             () = tokio::time::sleep_until(until) => None,
-            signal = self.signals.recv() => match signal {
+            signal = self.engine.signals.recv() => match signal {
                 Some(signal) => {
                     self.interrupts.receive(signal, Phase::Grace, Instant::now());
                     Some(EndReason::Interrupted)

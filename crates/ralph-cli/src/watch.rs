@@ -1,0 +1,448 @@
+//! `ralph watch [RUN_ID] [-C DIR]`: a full-screen view of a folder's run, attached from another
+//! terminal while `ralph run` works. It reads the run folder (events, iteration logs) as
+//! `ralph status` and `ralph logs -f` do and never writes there: `q` leaves it, the run goes on.
+//!
+//! Without RUN_ID it shows the run going on in the folder, or waits for the next one to start
+//! there (so it can be started before `ralph run`). The view is a pure function of a model
+//! built from the events ([`model`], [`view`]); this module only reads files and keys.
+
+mod model;
+mod view;
+
+use std::fs::File;
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, SystemTime};
+
+use ralph_engine::run_folder::{self, RunDir};
+use ralph_engine::session::Session;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+use crate::cli::WatchArgs;
+use crate::error::CliError;
+use model::WatchModel;
+use view::{RunScreen, Screen};
+
+/// How often the view looks for new events and output.
+const TICK: Duration = Duration::from_millis(250);
+
+/// A parallel run's own events (`docs/parallel.md`), in the loop's folder: every parallel run
+/// made there, one after the other; each lane's loop has a run folder of its own.
+const PARALLEL_EVENTS: &str = ".ralph/parallel/events.jsonl";
+
+/// How much of the end of a log is read for its last lines.
+const LOG_TAIL_BYTES: u64 = 64 * 1024;
+
+/// Shows the run until `q` (exit 0) or SIGINT, SIGTERM, SIGHUP (128 + the signal), the
+/// terminal put back either way. A RUN_ID that names no run, or no terminal to draw on, is an
+/// error (exit 1).
+pub(crate) fn watch(args: &WatchArgs) -> Result<i32, CliError> {
+    let runs = crate::runs::runs_dir(&args.dir, args.log_dir.as_deref());
+    let run = match &args.run_id {
+        Some(id) => Some(match parallel_run(&args.dir, Some(id)) {
+            Some(id) => Watched::parallel(&args.dir, id),
+            None => Watched::single(
+                run_folder::find_run_in(&runs, Some(id))
+                    .map_err(|err| CliError::Watch(err.to_string()))?,
+            ),
+        }),
+        None => None,
+    };
+    if !std::io::stdout().is_terminal() {
+        return Err(CliError::Watch(
+            "`ralph watch` draws on a terminal and standard output is not one; \
+             `ralph logs -f` follows a run's output and `ralph status --json` reads its state"
+                .to_owned(),
+        ));
+    }
+    leave_on_signals();
+    let mut terminal = ratatui::try_init().map_err(CliError::Stdout)?;
+    let result = Watcher::new(args.dir.clone(), runs, run).show(&mut terminal);
+    ratatui::restore();
+    result?;
+    // Left by a signal: the shell's way of saying so, as `ralph run` does.
+    Ok(match SIGNALLED.load(Ordering::Relaxed) {
+        0 => 0,
+        signal => 128 + signal,
+    })
+}
+
+/// The signal (SIGINT, SIGTERM, SIGHUP) that asked the view to leave; 0 for none.
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn ask_to_leave(signal: libc::c_int) {
+    SIGNALLED.store(signal, Ordering::Relaxed);
+}
+
+/// A signal ends the view at its next tick like `q` does, so the terminal is put back (raw
+/// mode off, the main screen back) instead of being left as the view had it.
+fn leave_on_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let handler: extern "C" fn(libc::c_int) = ask_to_leave;
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+    }
+}
+
+/// The run being watched and what has been read of it.
+struct Watcher {
+    folder: PathBuf,
+    runs: PathBuf,
+    run: Option<Watched>,
+    selected: usize,
+}
+
+struct Watched {
+    /// The run id.
+    id: String,
+    /// What loops' log folders are relative to: a single run's folder, or for a parallel run
+    /// the loop's folder.
+    logs: PathBuf,
+    model: WatchModel,
+    events: EventsTail,
+}
+
+impl Watched {
+    fn single(dir: RunDir) -> Self {
+        Self {
+            model: WatchModel::new(&dir.id),
+            events: EventsTail::new(dir.events_path()),
+            logs: dir.path,
+            id: dir.id,
+        }
+    }
+
+    fn parallel(folder: &Path, id: String) -> Self {
+        Self {
+            model: WatchModel::new(&id),
+            events: EventsTail::new(folder.join(PARALLEL_EVENTS)),
+            logs: folder.to_path_buf(),
+            id,
+        }
+    }
+}
+
+/// The id of the parallel run in `folder` that `id` names (the whole id or a prefix of one),
+/// or its last parallel run without `id`; `None` when there is none.
+fn parallel_run(folder: &Path, id: Option<&str>) -> Option<String> {
+    let events = json_lines(&std::fs::read(folder.join(PARALLEL_EVENTS)).ok()?);
+    let ids: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "PARALLEL_STARTED")
+        .filter_map(|e| e["run_id"].as_str())
+        .collect();
+    match id {
+        None => ids.last().map(|id| (*id).to_owned()),
+        Some(want) => {
+            let exact = ids.iter().find(|id| **id == want);
+            let mut prefixed: Vec<&str> = ids
+                .iter()
+                .copied()
+                .filter(|id| id.starts_with(want))
+                .collect();
+            prefixed.dedup();
+            exact
+                .copied()
+                .or_else(|| (prefixed.len() == 1).then(|| prefixed[0]))
+                .map(str::to_owned)
+        }
+    }
+}
+
+impl Watcher {
+    fn new(folder: PathBuf, runs: PathBuf, run: Option<Watched>) -> Self {
+        Self {
+            folder,
+            runs,
+            run,
+            selected: 0,
+        }
+    }
+
+    fn show(&mut self, terminal: &mut ratatui::DefaultTerminal) -> Result<(), CliError> {
+        loop {
+            if self.run.is_none() {
+                self.run = self.started_run();
+            }
+            let alive = match &mut self.run {
+                Some(run) => {
+                    // Whether it runs is asked before reading, so what it wrote last is read.
+                    let alive = run_folder::running(&self.folder)
+                        .is_some_and(|holder| holder.run_id == run.id);
+                    for event in run.events.read_new() {
+                        run.model.apply(&event);
+                    }
+                    alive
+                }
+                None => false,
+            };
+            let log = self.selected_log();
+            let last = self.last_run_words();
+            let folder = self.folder.display().to_string();
+            terminal
+                .draw(|frame| {
+                    let screen = match &self.run {
+                        Some(run) => Screen::Run(RunScreen {
+                            model: &run.model,
+                            selected: self.selected,
+                            log: &log,
+                            alive,
+                            now: SystemTime::now(),
+                        }),
+                        None => Screen::Waiting {
+                            folder: &folder,
+                            last: last.as_deref(),
+                        },
+                    };
+                    view::draw(frame, &screen);
+                })
+                .map_err(CliError::Stdout)?;
+            if !self.keys()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits up to a tick for keys and acts on them; false once the user leaves.
+    fn keys(&mut self) -> Result<bool, CliError> {
+        let ready = match event::poll(TICK) {
+            // A signal cut the wait short.
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => false,
+            other => other.map_err(CliError::Stdout)?,
+        };
+        if SIGNALLED.load(Ordering::Relaxed) != 0 {
+            return Ok(false);
+        }
+        if !ready {
+            return Ok(true);
+        }
+        let lanes = self.run.as_ref().map_or(0, |r| r.model.lanes.len());
+        while event::poll(Duration::ZERO).map_err(CliError::Stdout)? {
+            let Event::Key(key) = event::read().map_err(CliError::Stdout)? else {
+                continue;
+            };
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(false),
+                // Raw mode turns Ctrl+C into a key: it leaves the view, as elsewhere.
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    return Ok(false);
+                }
+                KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.selected = (self.selected + 1).min(lanes.saturating_sub(1));
+                }
+                _ => {}
+            }
+        }
+        Ok(true)
+    }
+
+    /// The run that started in the folder since the view waits, once its events are there.
+    fn started_run(&self) -> Option<Watched> {
+        let holder = run_folder::running(&self.folder)?;
+        if let Some(id) = parallel_run(&self.folder, Some(&holder.run_id)) {
+            return Some(Watched::parallel(&self.folder, id));
+        }
+        let dir = crate::resume::last_run(&self.folder)
+            .filter(|dir| dir.file_name().is_some_and(|n| *n == *holder.run_id))
+            .map(|path| RunDir {
+                id: holder.run_id.clone(),
+                path,
+            });
+        dir.or_else(|| run_folder::find_run_in(&self.runs, Some(&holder.run_id)).ok())
+            .filter(|dir| dir.events_path().exists())
+            .map(Watched::single)
+    }
+
+    /// The folder's last run in words, for the view that waits for the next one.
+    fn last_run_words(&self) -> Option<String> {
+        if self.run.is_some() {
+            return None;
+        }
+        let session = Session::read(&crate::resume::last_run(&self.folder)?).ok()?;
+        Some(match session.ended {
+            Some(end) => format!(
+                "{}, ended: {}, exit {}",
+                session.run_id, end.reason, end.exit_code
+            ),
+            None => format!(
+                "{}, stopped without an end (`ralph run --resume` goes on with it)",
+                session.run_id
+            ),
+        })
+    }
+
+    /// The last lines of the selected loop's current iteration log.
+    fn selected_log(&mut self) -> Vec<String> {
+        let Some(run) = &self.run else {
+            return Vec::new();
+        };
+        self.selected = self.selected.min(run.model.lanes.len().saturating_sub(1));
+        let Some(file) = run
+            .model
+            .lanes
+            .get(self.selected)
+            .and_then(model::Lane::log_file)
+        else {
+            return Vec::new();
+        };
+        log_tail(&run.logs.join(file))
+    }
+}
+
+/// The last lines of the log at `path` as people read them (escape sequences removed, a
+/// redrawn progress line as a line of its own); none while it does not exist.
+fn log_tail(path: &Path) -> Vec<String> {
+    let Ok(mut file) = File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(LOG_TAIL_BYTES);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    // A cut first line is not shown.
+    if from > 0 {
+        let start = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+        bytes.drain(..start);
+    }
+    printable_lines(&String::from_utf8_lossy(&bytes))
+}
+
+/// `text`'s lines without terminal escape sequences or other control characters (tabs become
+/// spaces), a lone `\r` taken as a new line, trailing blank lines dropped: what can be drawn in
+/// a cell grid without moving its cursor.
+fn printable_lines(text: &str) -> Vec<String> {
+    let text = ralph_marker::strip_ansi(text).replace("\r\n", "\n");
+    let mut lines: Vec<String> = text
+        .split(['\n', '\r'])
+        .map(|line| {
+            line.replace('\t', "    ")
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect();
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// The events file read from where the last read stopped, whole lines only.
+struct EventsTail {
+    path: PathBuf,
+    offset: u64,
+    pending: Vec<u8>,
+}
+
+impl EventsTail {
+    fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            offset: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The events written since the last call; a line being written waits for the next.
+    fn read_new(&mut self) -> Vec<serde_json::Value> {
+        let Ok(mut file) = File::open(&self.path) else {
+            return Vec::new();
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let before = self.pending.len();
+        if file.read_to_end(&mut self.pending).is_err() {
+            self.pending.truncate(before);
+            return Vec::new();
+        }
+        self.offset += (self.pending.len() - before) as u64;
+        let Some(end) = self.pending.iter().rposition(|b| *b == b'\n') else {
+            return Vec::new();
+        };
+        let events = json_lines(&self.pending[..end]);
+        self.pending.drain(..=end);
+        events
+    }
+}
+
+/// Event lines as JSON values, an unreadable line skipped. The view reads the engine's events and
+/// a parallel run's coordinator events (not the engine's) alike, field by field, so it takes
+/// both untyped.
+pub(crate) fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
+    text.split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_shown_without_escape_sequences_or_control_characters() {
+        let text = "one\n\x1b[31mtwo\x1b[0m\tx\n10%\r100%\x07\n\n";
+        assert_eq!(printable_lines(text), ["one", "two    x", "10%", "100%"]);
+    }
+
+    #[test]
+    fn events_are_read_as_whole_lines_as_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut tail = EventsTail::new(path.clone());
+        assert!(tail.read_new().is_empty());
+        std::fs::write(&path, "{\"type\":\"RUN_STARTED\"}\n{\"type\":\"ITER").unwrap();
+        assert_eq!(tail.read_new().len(), 1);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("ATION_STARTED\",\"iteration\":1}\n");
+        std::fs::write(&path, text).unwrap();
+        let events = tail.read_new();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0]["type"], "ITERATION_STARTED");
+    }
+
+    #[test]
+    fn a_parallel_run_is_found_by_its_id_a_prefix_or_as_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(parallel_run(dir.path(), None), None);
+        let events = dir.path().join(PARALLEL_EVENTS);
+        std::fs::create_dir_all(events.parent().unwrap()).unwrap();
+        std::fs::write(
+            &events,
+            "{\"run_id\":\"20260101-a\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\",\"resumed\":true}\n",
+        )
+        .unwrap();
+        let found = |id| parallel_run(dir.path(), id);
+        assert_eq!(found(None).as_deref(), Some("20260102-b"));
+        assert_eq!(found(Some("20260101")).as_deref(), Some("20260101-a"));
+        assert_eq!(found(Some("20260102-b")).as_deref(), Some("20260102-b"));
+        assert_eq!(
+            found(Some("2026")),
+            None,
+            "a prefix of two runs names neither"
+        );
+        assert_eq!(found(Some("single-run")), None);
+    }
+
+    #[test]
+    fn the_last_lines_of_a_long_log_start_at_a_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("iteration-001.log");
+        let text: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let lines = log_tail(&path);
+        assert_eq!(lines.last().map(String::as_str), Some("line 19999"));
+        assert!(lines[0].starts_with("line "), "{:?}", lines[0]);
+    }
+}
