@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 8] = [
+const CRATES: [&str; 9] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -28,6 +28,7 @@ const CRATES: [&str; 8] = [
     "ralph-process",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-github",
     CLI_PACKAGE,
 ];
 const CLI_PACKAGE: &str = "ralph-loop";

@@ -69,6 +69,11 @@ pub(crate) fn render() -> String {
                 }),
             );
         }
+        // The built-in plugs' own sections, described by the plug that checks them.
+        properties.insert(
+            "tasks".to_owned(),
+            ralph_escalation::tasks_config::json_schema(),
+        );
     }
     root = Value::Object(top);
     let mut text = serde_json::to_string_pretty(&root).expect("a JSON value serializes");

@@ -28,6 +28,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-process",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-github",
 ];
 
 /// `unwrap()`/`expect(` calls in library code that are invariants rather than errors: a file
@@ -265,14 +266,15 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
 }
 
 /// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
-/// escalation <- cli), the agent adapters and process supervision know nothing of each other,
-/// and nothing below the engine but process supervision uses an async runtime.
+/// escalation <- github <- cli), the agent adapters and process supervision know nothing of
+/// each other, and nothing below the engine but process supervision uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
         "ralph-process",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-github",
         "ralph-cli",
     ];
     let runtimes = ["tokio", "async-std", "smol"];
@@ -286,11 +288,16 @@ fn dependencies_point_one_way() {
                     "ralph-agents",
                     "ralph-engine",
                     "ralph-escalation",
+                    "ralph-github",
                     "ralph-cli",
                 ],
             ),
-            ("ralph-engine", vec!["ralph-escalation", "ralph-cli"]),
-            ("ralph-escalation", vec!["ralph-cli"]),
+            (
+                "ralph-engine",
+                vec!["ralph-escalation", "ralph-github", "ralph-cli"],
+            ),
+            ("ralph-escalation", vec!["ralph-github", "ralph-cli"]),
+            ("ralph-github", vec!["ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -433,9 +440,9 @@ fn the_engine_loop_does_not_count_idle_by_name() {
     assert_none("the engine loop names the idle state", &problems);
 }
 
-/// Only ralph-process starts the agent, commands and checks; escalation's `git` module is the
-/// one other place that starts a process (git); the engine, the agent adapters and the CLI
-/// start none.
+/// Only ralph-process starts the agent, commands and checks; escalation's `git` module starts
+/// git and ralph-github's `token` module asks `gh auth token` for a token: no other place
+/// starts a process; the engine, the agent adapters and the CLI start none.
 #[test]
 fn only_the_process_module_and_git_start_processes() {
     let starts = [
@@ -451,6 +458,7 @@ fn only_the_process_module_and_git_start_processes() {
         let path = relative(path);
         path.starts_with("crates/ralph-process/src/")
             || path == "crates/ralph-escalation/src/git.rs"
+            || path == "crates/ralph-github/src/token.rs"
     };
     let mut problems = Vec::new();
     for krate in [
@@ -458,6 +466,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-agents",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-github",
         "ralph-cli",
     ] {
         scan(
@@ -472,8 +481,8 @@ fn only_the_process_module_and_git_start_processes() {
                     .find(|word| has_word(line, word))
                     .map(|word| {
                         format!(
-                            "`{word}`: only ralph-process (and escalation's `git`) start \
-                             processes"
+                            "`{word}`: only ralph-process (and escalation's `git`, \
+                             ralph-github's `token`) start processes"
                         )
                     })
             },

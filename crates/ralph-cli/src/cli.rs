@@ -46,6 +46,9 @@ pub(crate) enum Command {
     /// live log, cost and time; waits for a run to start when none runs. `q` leaves, the run
     /// goes on.
     Watch(WatchArgs),
+    /// List the tasks of the RALPH.md's task list (`tasks:` or `escalation.prd`) in the order
+    /// a run takes them: id, title, state, priority, dependencies.
+    Tasks(TasksArgs),
 }
 
 #[derive(Debug, Args)]
@@ -62,6 +65,17 @@ pub(crate) struct WatchArgs {
     /// instead of .ralph/runs/.
     #[arg(long, value_name = "DIR")]
     pub(crate) log_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TasksArgs {
+    /// A RALPH.md, or a directory holding one.
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// Print JSON instead of a table (its shape: docs/tasks.md).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -52,6 +52,10 @@ pub(crate) enum CliError {
     /// Escalation cannot start: a malformed prd.json, no git repository, a dirty tree.
     #[error(transparent)]
     Escalation(#[from] ralph_escalation::EscalationError),
+    /// `tasks.github` cannot be used: no token, a repository that is not `owner/name`, a bad
+    /// `GITHUB_API_URL`.
+    #[error("tasks.github: {0}")]
+    Github(#[from] ralph_github::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
     Lock(#[from] ralph_engine::lock::LockError),

@@ -19,6 +19,7 @@ mod run;
 mod runs;
 mod status;
 mod status_line;
+mod tasks_cmd;
 mod terminal;
 mod watch;
 
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         Command::Init(args) => init(&args),
         Command::Status(args) => status::status(&args),
         Command::Watch(args) => watch::watch(&args),
+        Command::Tasks(args) => tasks_cmd::tasks(&args.path, args.json),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.
@@ -84,11 +86,13 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
         eprintln!("warning: {warning}");
     }
     // Checked from where `ralph run` runs, so paths read as it would say them.
+    let here = std::path::Path::new(".");
     let refusals = ralph_escalation::preflight::refusals(
         &shown,
         &text,
         &loaded.parsed.file,
-        std::path::Path::new("."),
+        here,
+        ralph_file::task_list(&loaded.parsed.file, here)?,
     );
     for refusal in &refusals {
         eprintln!("error: {refusal}");
@@ -97,7 +101,14 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
         true => "ok",
         false => "valid, but `ralph run` would refuse to start",
     };
-    print_out(check::summary(&shown, verdict, &loaded.parsed.file).as_bytes())?;
+    let mut summary = check::summary(&shown, verdict, &loaded.parsed.file);
+    if let Some(mut list) = ralph_file::task_list(&loaded.parsed.file, here)? {
+        // A list that cannot be read is a refusal above already.
+        if let Ok(tasks) = list.load() {
+            summary.push_str(&tasks_cmd::run_order_lines(list.as_ref(), &tasks));
+        }
+    }
+    print_out(summary.as_bytes())?;
     Ok(i32::from(!refusals.is_empty()))
 }
 
@@ -117,7 +128,7 @@ fn init(args: &cli::InitArgs) -> Result<i32, CliError> {
 /// Writes `bytes` to stdout. A reader that went away (`ralph check | head -1`) is not an
 /// error: what it did not read it did not want, so ralph ends as usual, as `cat` or `ls` would
 /// under a shell that ignores SIGPIPE.
-fn print_out(bytes: &[u8]) -> Result<(), CliError> {
+pub(crate) fn print_out(bytes: &[u8]) -> Result<(), CliError> {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_frontmatter::{Parsed, Vocabulary};
+use ralph_escalation::{MarkdownList, PrdList, TaskList, TasksConfig};
+use ralph_frontmatter::{Parsed, RalphFile, Vocabulary};
 
 use crate::error::CliError;
 
@@ -54,8 +55,37 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
         Err(source) => return Err(CliError::Read { path, source }),
     };
     let shown = display_path(&path);
-    let parsed =
+    let mut parsed =
         ralph_frontmatter::parse_with(&shown, &text, &vocabulary()).map_err(CliError::Config)?;
+    let config_error = |field: &str, message: String| {
+        let error = ralph_frontmatter::error_at_key(&shown, &text, field, message);
+        CliError::Config(ralph_frontmatter::ConfigErrors {
+            file: shown.clone(),
+            errors: vec![error],
+        })
+    };
+    // `tasks:` turns story mode on as `escalation.prd` does, with `escalation`'s settings (or
+    // their defaults); `tasks: {prd: ...}` is `escalation.prd` spelt another way.
+    let tasks = parsed.file.sections.get("tasks");
+    if let Some(tasks) = tasks.and_then(TasksConfig::from_section) {
+        let escalation = parsed
+            .file
+            .config
+            .escalation
+            .get_or_insert_with(Default::default);
+        if let Some(prd) = &escalation.prd {
+            return Err(config_error(
+                "tasks",
+                format!(
+                    "`tasks` and `escalation.prd` ({}) both name the task list; keep one                      (`tasks: {{prd: {0}}}` is the same as `escalation.prd`)",
+                    prd.display()
+                ),
+            ));
+        }
+        if let TasksConfig::Prd(prd) = tasks {
+            escalation.prd = Some(prd);
+        }
+    }
     // What the parser cannot see: a symlink that makes the progress file the prd.json, this
     // RALPH.md, or a file inside .git. Relative paths are taken from here, as the run does.
     if let Some(escalation) = &parsed.file.config.escalation {
@@ -73,6 +103,39 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, CliError> {
         }
     }
     Ok(Loaded { path, parsed })
+}
+
+/// The task list `file` names (`tasks:`, or `escalation.prd`), its relative path taken from
+/// `cwd`; `None` without one. What `ralph run`, `ralph check` and `ralph tasks` work from.
+pub(crate) fn task_list(
+    file: &RalphFile,
+    cwd: &Path,
+) -> Result<Option<Box<dyn TaskList>>, CliError> {
+    // Paths stay as written when ralph runs where the agent does, so messages name them so.
+    let at = |p: &Path| match cwd == Path::new(".") {
+        true => p.to_path_buf(),
+        false => cwd.join(p),
+    };
+    let tasks = file
+        .sections
+        .get("tasks")
+        .and_then(TasksConfig::from_section);
+    Ok(match tasks {
+        Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
+        Some(TasksConfig::Github { repo, label, close }) => {
+            let client = ralph_github::Client::from_env(&repo)?;
+            Some(Box::new(ralph_github::GithubList::new(
+                client, label, close,
+            )))
+        }
+        // prd.json, however it is named, is `escalation.prd` by now.
+        _ => file
+            .config
+            .escalation
+            .as_ref()
+            .and_then(|esc| esc.prd.as_deref())
+            .map(|prd| Box::new(PrdList::new(at(prd))) as Box<dyn TaskList>),
+    })
 }
 
 /// A file beside the missing `path` whose name is `path`'s in other letter case: `ralph.md` for

@@ -194,7 +194,13 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ..
             } => state_handled_line(style, state, then, *hook_exit_code),
             EventKind::RunEnded { .. } => return run_end::run_ended_line(style, kind),
-            // WAIT_STARTED (the countdown says it), WARNING (on stderr), and kinds added later.
+            // A task source's wait is said once, with what it waits for; its looks count down.
+            EventKind::WaitStarted {
+                reason: WaitReason::Task,
+                why: Some(why),
+                ..
+            } => style.paint("2", &format!("⏸ {why} · Ctrl+C looks now, twice stops")),
+            // Any other WAIT_STARTED (the countdown says it), WARNING (on stderr), and kinds added later.
             _ => return None,
         })
     }
@@ -250,7 +256,9 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             return;
         }
         let first = progress.remaining == progress.total;
-        if !self.style.terminal && !first {
+        // A task source's wait was said once, when it started; its looks are not news.
+        let looking = progress.reason == WaitReason::Task;
+        if !self.style.terminal && (!first || looking) {
             return;
         }
         let what = match progress.reason {
@@ -260,13 +268,18 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
             WaitReason::Retry => "retry".to_owned(),
             WaitReason::Failure => "failed".to_owned(),
             WaitReason::RateLimit => "rate-limited".to_owned(),
+            WaitReason::Task => "waiting for the task list".to_owned(),
             _ => "waiting".to_owned(),
+        };
+        let next = match looking {
+            true => "next look in",
+            false => "next run in",
         };
         if self.style.terminal {
             // Whole seconds, rounded up, so the count never shows 0 while still waiting.
             let secs = progress.remaining.as_millis().div_ceil(1000);
             let text = format!(
-                "{what} — next run in {} · Ctrl+C runs now, twice stops",
+                "{what} — {next} {} · Ctrl+C runs now, twice stops",
                 human_duration(Duration::from_secs(u64::try_from(secs).unwrap_or(u64::MAX)))
             );
             self.erase_countdown();

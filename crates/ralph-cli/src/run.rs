@@ -56,7 +56,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             tracing::warn!("{warning}");
         }
         // prd.json is read, never written, and git is not touched.
-        let stories = ralph_escalation::Escalation::preview(&options.file.config, &options.cwd)?;
+        let tasks = ralph_file::task_list(&options.file, &options.cwd)?;
+        let stories =
+            ralph_escalation::Escalation::preview_with(&options.file.config, &options.cwd, tasks)?;
         return crate::dry_run::dry_run(options, stories);
     }
     // One loop per folder (per repository when it escalates), held until the run ends; taken
@@ -148,7 +150,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::Runtime)
 }
 
-/// `--task ID`: the story checked in prd.json and the tree judged as the run will judge it,
+/// `--task ID`: the task checked in the task list and the tree judged as the run will judge it,
 /// both changing nothing, then HEAD put on the task's branch `ralph/ID`.
 fn switch_to_task(
     options: &EngineOptions,
@@ -158,13 +160,14 @@ fn switch_to_task(
 ) -> Result<(), CliError> {
     use ralph_escalation::{Escalation, EscalationError};
     let config = &options.file.config;
-    Escalation::preview(config, &options.cwd)?
+    let list = ralph_file::task_list(&options.file, &options.cwd)?;
+    Escalation::preview_with(config, &options.cwd, list)?
         .ok_or_else(|| EscalationError::NotStoryMode { id: id.to_owned() })?
         .only_story(id)?;
     // With --allow-dirty the changes go along to the branch (`git switch` carries them or
     // refuses), where opening saves them; a check would save them a second time.
     if !args.allow_dirty {
-        Escalation::check_open(config, escalation_options(options, args, log_root))
+        Escalation::check_open(config, escalation_options(options, args, log_root)?)
             .map_err(|err| crate::resume::explain_dirty(&options.cwd, err))?;
     }
     let branch = ralph_escalation::switch_to_task_branch(&options.cwd, id)
@@ -184,7 +187,7 @@ fn escalation_options(
     options: &EngineOptions,
     args: &RunArgs,
     log_root: &std::path::Path,
-) -> ralph_escalation::Options {
+) -> Result<ralph_escalation::Options, CliError> {
     // A revert must leave ralph's own output alone: the events file, the log root, and the
     // run's own folder by name, which is all that can be protected when the log root is the
     // tree itself (`--log-dir .`), and lies outside the log root a resumed run is given.
@@ -199,7 +202,8 @@ fn escalation_options(
     let mut opening = ralph_escalation::Options::new(&options.cwd);
     opening.allow_dirty = args.allow_dirty;
     opening.protect = protect;
-    opening
+    opening.tasks = ralph_file::task_list(&options.file, &options.cwd)?;
+    Ok(opening)
 }
 
 /// The file's escalation, if any (in story mode, `Engine::set_task_source` gives it its
@@ -210,7 +214,7 @@ fn open_escalation(
     log_root: &std::path::Path,
     resuming: Option<&ralph_escalation::Interrupted>,
 ) -> Result<Option<ralph_escalation::Escalation>, CliError> {
-    let opening = escalation_options(options, args, log_root);
+    let opening = escalation_options(options, args, log_root)?;
     // Its warnings (the ref `--allow-dirty` saved to, say) are `WARNING` events of the run.
     Ok(match resuming {
         Some(stopped) => {

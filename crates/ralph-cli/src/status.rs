@@ -115,7 +115,9 @@ impl Status {
     /// Why the running loop waits now, if it does.
     fn waiting(&self, now: SystemTime) -> Option<WaitReason> {
         let wait = self.session.wait.as_ref()?;
-        (self.holder.is_some() && !self.session.working && wait.until > now).then_some(wait.reason)
+        // A task source's wait lasts until the source says go on, looking again and again.
+        let on = wait.until > now || wait.reason == WaitReason::Task;
+        (self.holder.is_some() && !self.session.working && on).then_some(wait.reason)
     }
 
     /// The story's attempt in progress (escalation's breaker count plus this one).
@@ -143,7 +145,8 @@ impl Status {
             "state": self.state(now),
             "consecutive_idle": s.consecutive_idle,
             "consecutive_failures": s.consecutive_failures,
-            "waiting_until": self.waiting(now).and(s.wait.map(|w| ts(w.until))),
+            "waiting_until": self.waiting(now).and(s.wait.as_ref().map(|w| ts(w.until))),
+            "waiting_for": self.waiting(now).and(s.wait.as_ref().and_then(|w| w.why.clone())),
             "story": s.task_id.as_ref().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
             "attempt": self.attempt().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
             "stories": StoriesSummary::from_fields(&s.task_fields).map(|st| json!({
@@ -172,7 +175,8 @@ impl Status {
         });
         lines.push(format!("iterations: {}", s.iteration));
         if self.holder.is_some() {
-            let until = s.wait.map(|w| ts(w.until)).unwrap_or_default();
+            let until = s.wait.as_ref().map(|w| ts(w.until)).unwrap_or_default();
+            let why = s.wait.as_ref().and_then(|w| w.why.clone());
             lines.push(format!(
                 "state: {}",
                 match self.state(now) {
@@ -180,7 +184,10 @@ impl Status {
                     "failing" =>
                         format!("failing ×{}, waiting until {until}", s.consecutive_failures),
                     "rate_limited" => format!("rate-limited until {until}"),
-                    "waiting" => format!("waiting until {until}"),
+                    "waiting" => match why {
+                        Some(why) => why,
+                        None => format!("waiting until {until}"),
+                    },
                     _ => format!("working on iteration {}", s.iteration),
                 }
             ));

@@ -364,6 +364,8 @@ fn every_docs_example_passes_check() {
         let checkout = tempfile::tempdir().unwrap();
         // Story mode reads prd.json: the one `ralph init --prd` writes.
         assert_eq!(code(&ralph(checkout.path(), &["init", "--prd"])), 0);
+        // A checklist reads TODO.md.
+        std::fs::write(checkout.path().join("TODO.md"), "- [ ] A first task\n").unwrap();
         committed_checkout(checkout.path());
         let out = ralph(checkout.path(), &["check", path.to_str().unwrap()]);
         assert_eq!(code(&out), 0, "{}: {}", path.display(), stderr(&out));

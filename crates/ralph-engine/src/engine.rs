@@ -12,10 +12,11 @@ use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
+use crate::session::PlannedWait;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
-use crate::task::{TaskSource, Tasks};
+use crate::task::{NotYet, TaskSource, Tasks};
 use ralph_agents::{OutputAdapter, RunCost, SessionTokens, Usage};
 use ralph_process::Containment;
 use ralph_process::pty::PtyTerminal;
@@ -380,6 +381,8 @@ impl Run {
             return Ok(self.finish(reason));
         }
 
+        // What the task source waits for, while it does.
+        let mut task_waiting: Option<String> = None;
         let reason = loop {
             if let Some(max) = self.settings.max_iterations {
                 if self.iterations >= max {
@@ -410,10 +413,35 @@ impl Run {
                 break reason;
             }
             let mut events = Vec::new();
-            let task_end = self.tasks.begin(&mut events);
+            let not_yet = self.tasks.begin(&mut events);
             events.into_iter().for_each(|e| self.emit(e));
-            if let Some(reason) = task_end {
-                break reason;
+            match not_yet {
+                None => task_waiting = None,
+                Some(NotYet::End(reason)) => break reason,
+                Some(NotYet::Wait(wait)) => {
+                    // Said once per stretch of waiting for the same thing; every look after
+                    // is a quiet countdown.
+                    let announce =
+                        (task_waiting.as_ref() != Some(&wait.why)).then(|| Some(wait.why.clone()));
+                    // `ralph status` reads what it waits for from the session.
+                    self.save_session(
+                        false,
+                        Some(PlannedWait {
+                            reason: WaitReason::Task,
+                            delay_ms: millis(wait.poll),
+                            until: SystemTime::now() + wait.poll,
+                            why: Some(wait.why.clone()),
+                        }),
+                    );
+                    task_waiting = Some(wait.why);
+                    if let Some(reason) = self
+                        .wait_saying(self.iterations, WaitReason::Task, wait.poll, announce)
+                        .await
+                    {
+                        break reason;
+                    }
+                    continue;
+                }
             }
             self.iterations += 1;
             let iteration = self.iterations;

@@ -289,6 +289,9 @@ pub enum EventKind {
         /// How long it means to wait.
         #[serde(default)]
         delay_ms: u64,
+        /// What the wait is for, in words, when the task source gave them (reason `task`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// A wait was cut short by Ctrl+C. The next run starts after a grace period, during which
     /// a second Ctrl+C stops the loop without starting it.
@@ -540,6 +543,9 @@ pub enum WaitReason {
     Failure,
     /// The agent is rate-limited: waiting for the reset.
     RateLimit,
+    /// The task source waits for something outside the loop (a person's answer) and looks
+    /// again after the wait.
+    Task,
     /// Read back: a reason a later version writes. The engine never waits for it.
     #[serde(other)]
     #[cfg_attr(feature = "schema", schemars(skip))]
@@ -556,6 +562,7 @@ impl WaitReason {
             WaitReason::Retry => "retry",
             WaitReason::Failure => "failure",
             WaitReason::RateLimit => "rate_limit",
+            WaitReason::Task => "task",
             WaitReason::Other => "other",
         }
     }
@@ -818,6 +825,13 @@ mod tests {
                 iteration: 6,
                 reason: WaitReason::RateLimit,
                 delay_ms: 1000,
+                why: None,
+            },
+            EventKind::WaitStarted {
+                iteration: 6,
+                reason: WaitReason::Task,
+                delay_ms: 2000,
+                why: Some("waiting for an answer in TODO.md:3".into()),
             },
             EventKind::WaitSkipped {
                 iteration: 6,

@@ -91,7 +91,7 @@ pub use state::{
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
-    TaskEventError, TaskSource,
+    TaskEventError, TaskSource, TaskWait,
 };
 
 pub use ralph_agents as agents;

@@ -517,6 +517,7 @@ impl RunRecord {
                     iteration,
                     reason,
                     delay_ms,
+                    ..
                 } => run.waits.push(WaitRecord {
                     iteration: *iteration,
                     reason: *reason,

@@ -106,7 +106,7 @@ pub struct Session {
 }
 
 /// A wait after an iteration: why, how long, and when it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PlannedWait {
     /// Why the loop waits.
@@ -116,6 +116,10 @@ pub struct PlannedWait {
     /// When it ends (wall clock).
     #[serde(with = "rfc3339")]
     pub until: SystemTime,
+    /// What a task source waits for, in words (reason `task`): `waiting for an answer in
+    /// TODO.md:12`. It waits until then, looking again every `delay_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// How a run ended.
@@ -381,6 +385,7 @@ mod tests {
             reason: WaitReason::Idle,
             delay_ms: 4000,
             until: at,
+            why: None,
         });
         session.write(dir.path()).unwrap();
         assert_eq!(Session::read(dir.path()).unwrap(), session);

@@ -288,6 +288,12 @@ impl StateHandlers {
         self.handlers.get(name).is_some_and(|h| !h.is_attempt())
     }
 
+    /// State `name` has a meaning elsewhere (the task source's): no warning that nothing
+    /// handles it.
+    pub(crate) fn handled_elsewhere(&mut self, name: &str) {
+        self.warned.insert(name.to_owned());
+    }
+
     /// Routes an iteration's state to its handler and tells every other handler its streak ended.
     pub(crate) fn decide(
         &mut self,

@@ -8,6 +8,7 @@
 //! knows nothing of what a task is made of (stories, git, files).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use ralph_marker::Marker;
 use serde::Serialize;
@@ -161,6 +162,33 @@ pub enum NextTask {
     Work(Task),
     /// Nothing is left: end the loop for this reason.
     End(EndReason),
+    /// Nothing to work on yet: wait, then ask again. A person's answer, a task blocked on
+    /// something outside the loop. The engine waits (a `WAIT_STARTED` with reason `task` and
+    /// the wait's words, once per stretch of waiting), counting down to the next look, then
+    /// calls [`TaskSource::next_task`] again; no iteration is counted meanwhile. The source
+    /// keeps what it waits for in its own [`snapshot`](TaskSource::snapshot), so a stopped run
+    /// resumes waiting.
+    Wait(TaskWait),
+}
+
+/// A wait a task source asks for before the next iteration ([`NextTask::Wait`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskWait {
+    /// How long until the source is asked again.
+    pub poll: Duration,
+    /// What it waits for, in words people read: `waiting for an answer in TODO.md:12`.
+    pub why: String,
+}
+
+impl TaskWait {
+    /// A wait of `poll` before the source is asked again, for `why`.
+    pub fn new(poll: Duration, why: impl Into<String>) -> Self {
+        Self {
+            poll,
+            why: why.into(),
+        }
+    }
 }
 
 /// The `done_when` checks of one attempt.
@@ -319,6 +347,14 @@ pub trait TaskSource: Send {
         None
     }
 
+    /// Whether the source gives the state `name` a meaning of its own (story mode's `ask`),
+    /// so that the engine does not warn that nothing handles it. It learns of the state in
+    /// [`iteration_ended`](Self::iteration_ended), as of any other.
+    fn handles_state(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+
     /// `max_iterations` ended the loop: the reason to report (say, that work was left, as an
     /// [`EndReason::Task`]). Events emitted through `cx` come before `RUN_ENDED`.
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
@@ -351,6 +387,14 @@ pub trait TaskSource: Send {
 }
 
 /// The engine's side: the registered source, if any, and the task in progress.
+/// Why no iteration starts now ([`Tasks::begin`]).
+pub(crate) enum NotYet {
+    /// The loop ends.
+    End(EndReason),
+    /// The source waits for something; ask again after the wait.
+    Wait(TaskWait),
+}
+
 #[derive(Default)]
 pub(crate) struct Tasks {
     source: Option<Box<dyn TaskSource>>,
@@ -365,8 +409,9 @@ impl Tasks {
         }
     }
 
-    /// Asks for the next iteration's task; `Some` ends the loop.
-    pub(crate) fn begin(&mut self, events: &mut Vec<EventKind>) -> Option<EndReason> {
+    /// Asks the source for the next task: `None` to work on it, or why not (the loop ends, or
+    /// waits and asks again).
+    pub(crate) fn begin(&mut self, events: &mut Vec<EventKind>) -> Option<NotYet> {
         let source = self.source.as_mut()?;
         let next = source.next_task(&mut TaskContext { events });
         match next {
@@ -374,8 +419,14 @@ impl Tasks {
                 self.current = Some(task);
                 None
             }
-            NextTask::End(reason) => Some(reason),
+            NextTask::End(reason) => Some(NotYet::End(reason)),
+            NextTask::Wait(wait) => Some(NotYet::Wait(wait)),
         }
+    }
+
+    /// Whether the source gives state `name` its own meaning.
+    pub(crate) fn handles_state(&self, name: &str) -> bool {
+        self.source.as_ref().is_some_and(|s| s.handles_state(name))
     }
 
     /// The current task's fields for `ITERATION_STARTED`.

@@ -80,9 +80,7 @@ async fn a_resumed_run_finishes_its_wait_then_goes_on_with_its_idle_streak() {
     assert_eq!(waits(&recorder.kinds()), [60_000, 120_000]);
     let session = Session::read(dir.path()).unwrap();
     assert_eq!(session.consecutive_idle, 3);
-    let planned = session
-        .wait
-        .expect("the wait after iteration 3 is recorded");
+    let planned = (session.wait.clone()).expect("the wait after iteration 3 is recorded");
     assert_eq!(planned.delay_ms, 240_000);
 
     let (outcome, recorder, took) = run(dir.path(), Some(4), None, Some(session)).await;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::git::{self, Git, Saved};
-use crate::prd::{Passes, Prd};
+use crate::tasks::{Landed, Mark, TaskList, TaskState};
 use crate::{EscalationError, MAIN_TASK, progress};
 
 /// The journal's file name inside the git directory.
@@ -76,6 +76,9 @@ pub(crate) enum Step {
         entry: String,
         /// The story's notes once blocked: the text before the entry's line number and after.
         notes: Option<[String; 2]>,
+        /// Why the story is blocked, in a few words.
+        #[serde(default)]
+        reason: String,
     },
 }
 
@@ -158,18 +161,23 @@ pub(crate) fn pass_message(id: &str) -> String {
 
 /// Finishes the step a killed (or stopped) ralph left in the journal, if any, and removes the
 /// journal. Returns what was found and what to tell the user.
-pub(crate) fn finish(git: &Git) -> Result<(Option<Found>, Vec<String>), EscalationError> {
+pub(crate) fn finish(
+    git: &Git,
+    mut list: Option<&mut (dyn TaskList + '_)>,
+) -> Result<(Option<Found>, Vec<String>), EscalationError> {
     let Some(journal) = read(git)? else {
         return Ok((None, Vec::new()));
     };
     let mut said = Vec::new();
     let marked = match (&journal.step, journal.story.as_deref()) {
-        (Step::Attempt { agent_marks: true }, Some(story)) => marked_passed(&journal, story)?,
+        (Step::Attempt { agent_marks: true }, Some(story)) => {
+            state_of(list.as_deref_mut(), story)? == Some(TaskState::Passed)
+        }
         _ => false,
     };
     let found = match (&journal.step, journal.story.as_deref()) {
         (Step::Attempt { .. }, Some(story)) if marked => {
-            let commit = finish_pass(git, &journal, story)?;
+            let commit = finish_pass(git, &journal, story, list.as_deref_mut())?;
             said.push(format!(
                 "{story} was marked passed when ralph was stopped, before its pass commit; the \
                  pass is finished now: {} \"{}\"",
@@ -182,7 +190,7 @@ pub(crate) fn finish(git: &Git) -> Result<(Option<Found>, Vec<String>), Escalati
             head: journal.head.clone(),
         }),
         (Step::Pass, Some(story)) => {
-            let commit = finish_pass(git, &journal, story)?;
+            let commit = finish_pass(git, &journal, story, list.as_deref_mut())?;
             said.push(format!(
                 "ralph was stopped while it committed the pass of {story}; the pass is finished \
                  now: {} \"{}\"",
@@ -198,17 +206,18 @@ pub(crate) fn finish(git: &Git) -> Result<(Option<Found>, Vec<String>), Escalati
                 progress,
                 entry,
                 notes,
+                reason,
             },
-            story,
+            _,
         ) => {
             said.extend(finish_revert(
                 git,
                 &journal,
-                story,
                 saved_ref,
                 progress,
                 entry,
-                notes.as_ref(),
+                notes.as_ref().map(|n| (n, reason.as_str())),
+                list,
             )?);
             Some(Found::Reverted)
         }
@@ -217,43 +226,55 @@ pub(crate) fn finish(git: &Git) -> Result<(Option<Found>, Vec<String>), Escalati
     Ok((found, said))
 }
 
-/// Whether prd.json says `story` passed.
-fn marked_passed(journal: &Journal, story: &str) -> Result<bool, EscalationError> {
-    let Some(prd) = &journal.prd else {
-        return Ok(false);
+/// The state the list gives `story` now (`None`: no list, or no such task).
+fn state_of(
+    list: Option<&mut (dyn TaskList + '_)>,
+    story: &str,
+) -> Result<Option<TaskState>, EscalationError> {
+    let Some(list) = list else {
+        return Ok(None);
     };
-    Ok(Prd::load(prd)?
-        .story(story)
-        .is_some_and(|s| s.passes == Passes::Yes))
+    Ok(list
+        .load()?
+        .into_iter()
+        .find(|t| t.id == story)
+        .map(|t| t.state))
 }
 
-/// Commits the tree as `story`'s pass, unless HEAD already is that commit, then marks prd.json
-/// in the tree; returns the pass commit.
-fn finish_pass(git: &Git, journal: &Journal, story: &str) -> Result<String, EscalationError> {
+/// Commits the tree as `story`'s pass, unless HEAD already is that commit, then marks the
+/// task list in the tree; returns the pass commit.
+fn finish_pass(
+    git: &Git,
+    journal: &Journal,
+    story: &str,
+    mut list: Option<&mut (dyn TaskList + '_)>,
+) -> Result<String, EscalationError> {
     let head = git.head()?;
-    let mut prd = journal.prd.as_deref().map(Prd::load).transpose()?;
-    let unmarked = prd
-        .as_ref()
-        .and_then(|p| p.story(story))
-        .is_some_and(|s| s.passes != Passes::Yes);
-    if let (true, Some(prd)) = (unmarked, &mut prd) {
-        prd.set(story, Passes::Yes, None)?;
-    }
-    // Killed after HEAD moved to the pass commit: only prd.json in the tree is left to do.
+    let unmarked = state_of(list.as_deref_mut(), story)?.is_some_and(|s| s != TaskState::Passed);
+    let marked = match (&mut list, unmarked) {
+        (Some(list), true) => list.marked_files(&Mark::passed(story))?,
+        _ => Vec::new(),
+    };
+    // Killed after HEAD moved to the pass commit: only the list in the tree is left to do.
     let committed = head != journal.head && git.recorded_checkpoint().as_ref() == Some(&head);
     let commit = match committed {
         true => head,
         false => {
-            let text = prd.as_ref().filter(|_| unmarked).map(Prd::to_text);
             let replace = journal
                 .prd_in_repo
                 .as_deref()
-                .zip(text.as_deref().map(str::as_bytes));
+                .zip(marked.first().map(|(_, bytes)| bytes.as_slice()));
             git.commit_checkpoint(&pass_message(story), &journal.own, replace)?
         }
     };
-    if let (true, Some(prd)) = (unmarked, &prd) {
-        prd.save()?;
+    if let (true, Some(list)) = (unmarked, list) {
+        let mark = Mark::Passed {
+            story_id: story.to_owned(),
+            commit: Some(commit.clone()),
+            branch: journal.branch.clone(),
+        };
+        list.write_mark(&mark)?;
+        list.after_landed(&Landed::new(&mark))?;
     }
     Ok(commit)
 }
@@ -264,12 +285,13 @@ fn finish_pass(git: &Git, journal: &Journal, story: &str) -> Result<String, Esca
 fn finish_revert(
     git: &Git,
     journal: &Journal,
-    story: Option<&str>,
     saved_ref: &str,
     progress: &Path,
     entry: &str,
-    notes: Option<&[String; 2]>,
+    notes: Option<(&[String; 2], &str)>,
+    list: Option<&mut (dyn TaskList + '_)>,
 ) -> Result<Vec<String>, EscalationError> {
+    let story = journal.story.as_deref();
     let what = story.unwrap_or(MAIN_TASK);
     let mut said = Vec::new();
     let line = match progress::find(progress, entry)? {
@@ -325,14 +347,20 @@ fn finish_revert(
             short(&head)
         ));
     }
-    if let (Some(story), Some(path), Some([before, after])) = (story, &journal.prd, notes) {
-        let mut prd = Prd::load(path)?;
-        if prd
-            .story(story)
-            .is_some_and(|s| s.passes != Passes::Blocked)
-        {
-            prd.block(story, &format!("{before}{line}{after}"))?;
-            prd.save()?;
+    if let (Some(story), Some(list), Some(([before, after], reason))) = (story, list, notes) {
+        let blocked = list
+            .load()?
+            .into_iter()
+            .any(|t| t.id == story && t.state == TaskState::Blocked);
+        if !blocked {
+            let mark = Mark::Blocked {
+                story_id: story.to_owned(),
+                notes: format!("{before}{line}{after}"),
+                reason: reason.to_owned(),
+                saved_ref: Some(saved_ref.to_owned()),
+            };
+            list.write_mark(&mark)?;
+            list.after_landed(&Landed::new(&mark))?;
         }
     }
     Ok(said)

@@ -1,14 +1,16 @@
 //! Escalation for ralph loops: the layered defence against a loop stuck on one problem.
 //!
-//! This crate owns prd.json story mode (which story is next, its placeholders, marking it
-//! passed or blocked), the same-error circuit breaker (error [`signature`](mod@signature)s and the
+//! This crate owns story mode over a task list (which task is next, its placeholders, marking
+//! it passed or blocked): prd.json, a Markdown checklist, or an embedder's own [`TaskList`]
+//! (where tasks live is a seam, [`tasks`]; every list gets every guarantee below), the
+//! same-error circuit breaker (error [`signature`](mod@signature)s and the
 //! [`Breaker`]), and the escalation that follows a trip: a progress.txt entry, a git revert to
 //! the last checkpoint that first saves everything under `refs/ralph/attempts/<story>/<n>`, the
 //! story blocked, the next one started. It plugs into the engine as a
 //! [`ralph_engine::TaskSource`]; the engine knows nothing of git or prd.json.
 //!
 //! It must never destroy user work: nothing is reset before it is stored under a ref, ignored
-//! files are never touched, nor are `.ralph/`, prd.json, progress.txt and the paths the embedder
+//! files are never touched, nor are `.ralph/`, the task list's files, progress.txt and the paths the embedder
 //! protects, and every file it writes is replaced atomically. A pass or a revert is recorded in a
 //! journal before it starts (`<git dir>/ralph-journal.json`), and the next start, resumed or not,
 //! finishes one a kill cut short before it looks at the tree. All git commands go through
@@ -19,22 +21,26 @@ pub mod events;
 pub mod git;
 mod journal;
 pub mod lock;
+pub mod markdown;
 pub mod prd;
+mod prd_list;
 pub mod preflight;
 pub mod progress;
 mod resume;
 pub mod run_folder;
 pub mod signature;
+pub mod tasks;
+pub mod tasks_config;
 mod vocabulary;
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ralph_engine::frontmatter::Config;
+use ralph_engine::frontmatter::{Config, EscalationConfig};
 use ralph_engine::{
     CheckResult, EndReason, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
+    TaskWait,
 };
 
 pub use breaker::{Breaker, Trip};
@@ -42,11 +48,15 @@ pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKE
 pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
 pub use journal::JournalError;
 pub use lock::lock_repository;
+pub use markdown::MarkdownList;
 pub use prd::{Mark, Passes, Prd, PrdError, Story};
+pub use prd_list::PrdList;
 pub use progress::ProgressError;
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
-pub use vocabulary::{STORY_PLACEHOLDERS, vocabulary};
+pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};
+pub use tasks_config::TasksConfig;
+pub use vocabulary::{ASK_STATE, STORY_PLACEHOLDERS, TASK_PLACEHOLDERS, vocabulary};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
 /// loop's last safety net.
@@ -69,6 +79,9 @@ pub enum EscalationError {
     /// prd.json is missing or malformed.
     #[error(transparent)]
     Prd(#[from] PrdError),
+    /// The task list cannot be read, or refused a change.
+    #[error(transparent)]
+    Tasks(TaskListError),
     /// Git refused, or this is no place for a revert.
     #[error(transparent)]
     Git(#[from] GitError),
@@ -104,26 +117,26 @@ pub enum EscalationError {
         /// The changed or untracked paths.
         paths: Vec<String>,
     },
-    /// `ralph run --task ID` without stories: the RALPH.md has no `escalation.prd`.
+    /// `ralph run --task ID` without a task list: the RALPH.md has no `tasks:` nor
+    /// `escalation.prd`.
     #[error(
-        "--task {id}: the task is a story of a prd.json, and this RALPH.md has no `escalation.prd` (story mode: `ralph init --prd` shows one)"
+        "--task {id}: the task is one of a task list, and this RALPH.md has none: no `tasks:` section and no `escalation.prd` (`tasks: {{markdown: TODO.md}}`, `tasks: {{prd: prd.json}}`; `ralph init --prd` shows one)"
     )]
     NotStoryMode {
         /// The id asked for.
         id: String,
     },
-    /// `ralph run --task ID` with an id prd.json does not have.
+    /// `ralph run --task ID` with an id the task list does not have.
     #[error(
-        "{}: no story \"{id}\" (--task); its stories are: {}",
-        .prd.display(),
+        "{list}: no task \"{id}\" (--task); its tasks are: {}",
         if .ids.is_empty() { "none".to_owned() } else { .ids.join(", ") }
     )]
     NoSuchTask {
-        /// The prd.json.
-        prd: PathBuf,
+        /// The task list (prd.json, TODO.md, owner/repo).
+        list: String,
         /// The id asked for.
         id: String,
-        /// The ids prd.json has, in its order.
+        /// The ids the list has, in its order.
         ids: Vec<String>,
     },
 }
@@ -136,7 +149,7 @@ enum Opening {
 }
 
 /// How to open an escalation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub struct Options {
     /// The agent's working folder; relative `prd`, `progress` and `protect` paths start here.
@@ -148,6 +161,9 @@ pub struct Options {
     /// More paths a revert must leave alone (the events file, a custom log folder); `.ralph/`,
     /// prd.json and progress.txt always are.
     pub protect: Vec<PathBuf>,
+    /// Where the tasks live. `None`: prd.json when `escalation.prd` is set, else the loop's
+    /// one task. The list's paths are taken from `cwd` when relative.
+    pub tasks: Option<Box<dyn TaskList>>,
 }
 
 impl Options {
@@ -157,6 +173,7 @@ impl Options {
             cwd: cwd.into(),
             allow_dirty: false,
             protect: Vec::new(),
+            tasks: None,
         }
     }
 }
@@ -174,8 +191,10 @@ struct Repo {
     /// Paths left out of saved work and checkpoint commits (ralph's logs and events, and with
     /// `--allow-dirty` the paths that were dirty at start-up).
     own: Vec<PathBuf>,
-    /// prd.json (the file a symlink points to) relative to the top folder, when inside it: a
-    /// pass commit holds it with the story marked.
+    /// The agent's folder, where the list's relative paths start.
+    cwd: PathBuf,
+    /// The task list's first file (prd.json, the file a symlink points to) relative to the top
+    /// folder, when inside it: a pass commit holds it with the task marked.
     prd: Option<PathBuf>,
     /// The step a stopped ralph left in the journal, finished (or found) at opening.
     found: Option<journal::Found>,
@@ -197,9 +216,8 @@ struct Current {
 /// Escalation as a [`TaskSource`]: stories, breaker, revert.
 #[derive(Debug)]
 pub struct Escalation {
-    prd: Option<PathBuf>,
-    /// prd.json's last parse, reused while its bytes stay the same.
-    prd_cache: prd::Cache,
+    /// Where the tasks live; `None`: the loop's one task.
+    list: Option<Box<dyn TaskList>>,
     progress: PathBuf,
     has_checks: bool,
     repo: Option<Repo>,
@@ -210,12 +228,17 @@ pub struct Escalation {
     /// Warnings from before the run started (opening the repository), said as `WARNING`
     /// events at the first [`TaskContext`] the engine hands over.
     pending: Vec<String>,
-    /// ralph's marks not yet in prd.json, oldest first: the file did not parse when they were
-    /// made. Kept in the session and written at the next step that finds it readable.
+    /// ralph's marks not yet in the task list, oldest first: the list did not parse when they
+    /// were made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
-    /// `ralph run --task ID`: the one story worked on; the run ends when it passes or is
+    /// `ralph run --task ID`: the one task worked on; the run ends when it passes or is
     /// blocked.
     only: Option<String>,
+    /// The agent's question waiting for a person's answer, kept in the session.
+    asked: Option<Asked>,
+    /// A question and its answer, for the next iteration's prompt (`{{ task.question }}`,
+    /// `{{ task.answer }}`), kept in the session.
+    answered: Option<[String; 2]>,
 }
 
 impl Escalation {
@@ -239,14 +262,15 @@ impl Escalation {
     /// accepted as `accept` says.
     fn open_accepting(
         config: &Config,
-        options: Options,
+        mut options: Options,
         accept: Option<&resume::Accept>,
         opening: Opening,
     ) -> Result<Option<Self>, EscalationError> {
-        let Some(mut this) = Self::preview(config, &options.cwd)? else {
+        let tasks = options.tasks.take();
+        let Some(mut this) = Self::preview_with(config, &options.cwd, tasks)? else {
             return Ok(None);
         };
-        if config.escalation.as_ref().is_some_and(|esc| esc.revert) {
+        if Self::settings(config).revert {
             // prd.json and progress.txt as written: a symlink, its target resolved in `this`.
             let written: Vec<PathBuf> = config
                 .escalation
@@ -259,13 +283,34 @@ impl Escalation {
         Ok(Some(this))
     }
 
+    /// The `escalation` settings: as written, or the defaults for a task list given without
+    /// an `escalation` block.
+    fn settings(config: &Config) -> std::borrow::Cow<'_, EscalationConfig> {
+        match &config.escalation {
+            Some(esc) => std::borrow::Cow::Borrowed(esc),
+            None => std::borrow::Cow::Owned(EscalationConfig::default()),
+        }
+    }
+
     /// The escalation `config` asks for, without its repository: it reads prd.json and
     /// changes nothing, ever, as long as no iteration is reported to it. This is what
     /// `--dry-run` uses to show the story iteration 1 would work on.
     pub fn preview(config: &Config, cwd: &Path) -> Result<Option<Self>, EscalationError> {
-        let Some(esc) = &config.escalation else {
+        Self::preview_with(config, cwd, None)
+    }
+
+    /// [`preview`](Self::preview) with the tasks in `tasks` (`None`: prd.json when
+    /// `escalation.prd` is set). A list given without an `escalation` block escalates with
+    /// its defaults.
+    pub fn preview_with(
+        config: &Config,
+        cwd: &Path,
+        tasks: Option<Box<dyn TaskList>>,
+    ) -> Result<Option<Self>, EscalationError> {
+        if config.escalation.is_none() && tasks.is_none() {
             return Ok(None);
-        };
+        }
+        let esc = Self::settings(config);
         // Paths stay as written when ralph runs where the agent does, so errors name them so.
         let at = |p: &Path| match cwd == Path::new(".") {
             true => p.to_path_buf(),
@@ -273,17 +318,20 @@ impl Escalation {
         };
         // A symlink is followed once, here: files are replaced by renaming a new one over
         // them, which would replace the link itself.
-        let prd = esc.prd.as_deref().map(at).map(followed);
+        let mut list = tasks.or_else(|| {
+            esc.prd
+                .as_deref()
+                .map(|p| Box::new(PrdList::new(at(p))) as Box<dyn TaskList>)
+        });
         let progress = followed(at(&esc.progress));
-        progress::check_path(&progress, prd.as_deref(), None)?;
-        let mut prd_cache = prd::Cache::default();
-        let counts = match &prd {
-            Some(path) => Some(summary(&prd_cache.load(path)?)),
+        let first = list.as_ref().and_then(|l| l.files().into_iter().next());
+        progress::check_path(&progress, first.as_deref(), None)?;
+        let counts = match &mut list {
+            Some(list) => Some(summary(&list.load().map_err(EscalationError::from)?)),
             None => None,
         };
         Ok(Some(Self {
-            prd,
-            prd_cache,
+            list,
             progress,
             has_checks: !config.done_when.is_empty(),
             repo: None,
@@ -294,6 +342,8 @@ impl Escalation {
             pending: Vec::new(),
             unwritten: Vec::new(),
             only: None,
+            asked: None,
+            answered: None,
         }))
     }
 
@@ -321,9 +371,9 @@ impl Escalation {
         }
         // A pass or a revert a killed ralph left half done is finished before anything looks
         // at the tree: its work is the story's, not part of a dirty tree or the next attempt.
-        let (found, said) = journal::finish(&git)?;
+        let (found, said) = journal::finish(&git, self.list.as_deref_mut())?;
         self.pending.extend(said);
-        if found.is_some() && self.prd.is_some() {
+        if found.is_some() && self.list.is_some() {
             self.load()?;
         }
         let checkpoint = git.head()?;
@@ -335,14 +385,15 @@ impl Escalation {
             .collect();
         let mut keep = own.clone();
         // A symlinked prd.json or progress.txt: the link and the file it points to.
+        let files = self.list_files();
         keep.extend(
-            self.prd
+            files
                 .iter()
                 .chain([&self.progress])
                 .chain(written)
                 .filter_map(|p| rel(p)),
         );
-        let prd = self.prd.as_deref().and_then(rel);
+        let prd = files.first().and_then(|p| rel(p));
         if let Some(resume) = resume {
             resume.extend_own(&mut own, &mut keep);
         }
@@ -381,6 +432,7 @@ impl Escalation {
         }
         self.repo = Some(Repo {
             git,
+            cwd: options.cwd.clone(),
             checkpoint,
             branch,
             keep,
@@ -397,29 +449,44 @@ impl Escalation {
         self.preexisting.as_deref()
     }
 
-    /// `ralph run --task ID`: work on story `id` alone, whatever its priority, and end the run
+    /// `ralph run --task ID`: work on task `id` alone, whatever its priority, and end the run
     /// when it passes ([`StoryEnd::TaskPassed`], exit 0) or is blocked
     /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`]).
-    /// Refused without stories, or when prd.json has no story `id` (the error lists the ids
+    /// Refused without a task list, or when the list has no task `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
-        let not_story_mode = || EscalationError::NotStoryMode { id: id.to_owned() };
-        let path = self.prd.clone().ok_or_else(not_story_mode)?;
-        let prd = self.load()?.ok_or_else(not_story_mode)?;
-        if prd.story(id).is_none() {
-            return Err(EscalationError::NoSuchTask {
-                prd: path,
-                id: id.to_owned(),
-                ids: prd.stories().iter().map(|s| s.id.clone()).collect(),
-            });
+        let tasks = self
+            .load()?
+            .ok_or_else(|| EscalationError::NotStoryMode { id: id.to_owned() })?;
+        if !tasks.iter().any(|t| t.id == id) {
+            return Err(self.no_such_task(id, &tasks));
         }
         self.only = Some(id.to_owned());
         Ok(())
     }
 
+    /// `--task id` names no task of the list.
+    fn no_such_task(&self, id: &str, tasks: &[ListedTask]) -> EscalationError {
+        EscalationError::NoSuchTask {
+            list: self.list.as_ref().map(|l| l.location()).unwrap_or_default(),
+            id: id.to_owned(),
+            ids: tasks.iter().map(|t| t.id.clone()).collect(),
+        }
+    }
+
     /// Whether stories come from a prd.json.
     pub fn story_mode(&self) -> bool {
-        self.prd.is_some()
+        self.list.is_some()
+    }
+
+    /// The task list's files (none without one), as the list names them.
+    fn list_files(&self) -> Vec<PathBuf> {
+        self.list.as_ref().map(|l| l.files()).unwrap_or_default()
+    }
+
+    /// The task list, when there is one: what `ralph tasks` lists.
+    pub fn task_list(&mut self) -> Option<&mut (dyn TaskList + 'static)> {
+        self.list.as_deref_mut()
     }
 
     /// Says why as a `WARNING` event, so every sink sees it.
@@ -445,9 +512,9 @@ impl Escalation {
             own: repo.own.clone(),
             keep: repo.keep.clone(),
             prd: self
-                .prd
-                .as_deref()
-                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+                .list_files()
+                .first()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             prd_in_repo: repo.prd.clone(),
         };
         Ok(journal::write(&repo.git, &entry)?)
@@ -468,45 +535,76 @@ impl Escalation {
         }
     }
 
-    fn load(&mut self) -> Result<Option<Prd>, EscalationError> {
-        let Some(path) = &self.prd else {
+    /// The tasks as the list says now (`None` without a list), counted for the summary.
+    fn load(&mut self) -> Result<Option<Vec<ListedTask>>, EscalationError> {
+        let Some(list) = &mut self.list else {
             return Ok(None);
         };
-        let prd = self.prd_cache.load(path)?;
-        self.counts = Some(summary(&prd));
-        Ok(Some(prd))
+        let tasks = list.load()?;
+        self.counts = Some(summary(&tasks));
+        Ok(Some(tasks))
     }
 
-    /// Writes the [`unwritten`](Self::unwritten) marks, each into prd.json as it is now. While
-    /// the file cannot be read or does not parse, nothing is written: a `WARNING` says so and
-    /// the marks wait for a later step. A mark whose story a person removed is dropped.
+    /// The state the list gives task `id` now (`None`: no list, or no such task).
+    fn state_of(&mut self, id: &str) -> Result<Option<TaskState>, EscalationError> {
+        Ok(self
+            .load()?
+            .and_then(|tasks| tasks.into_iter().find(|t| t.id == id).map(|t| t.state)))
+    }
+
+    /// Writes the [`unwritten`](Self::unwritten) marks, each into the list as it is now, and
+    /// tells the list each one landed. While the list cannot be read or does not parse,
+    /// nothing is written: a `WARNING` says so and the marks wait for a later step. A mark
+    /// whose task a person removed is dropped.
     fn write_marks(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
-        let Some(path) = &self.prd else {
+        let Some(list) = &mut self.list else {
             return Ok(());
         };
         while let Some(mark) = self.unwritten.first() {
-            match self.prd_cache.write_mark(path, mark) {
-                Ok(prd) => self.counts = Some(summary(&prd)),
-                Err(err @ (PrdError::Read { .. } | PrdError::Malformed { .. })) => {
+            match list.write_mark(mark) {
+                Ok(()) => {
+                    if let Err(err) = list.after_landed(&Landed::new(mark)) {
+                        cx.warn(format!(
+                            "{}: \"{mark}\" is written, but: {err}",
+                            list.location()
+                        ));
+                    }
+                }
+                Err(TaskListError::Unreadable(err)) => {
                     cx.warn(format!(
-                        "{err}; ralph writes prd.json only once it reads and parses again: \
-                         \"{mark}\" is kept in the run's session until then"
+                        "{err}; ralph writes {} only once it reads and parses again: \
+                         \"{mark}\" is kept in the run's session until then",
+                        list_name(list.as_ref())
                     ));
                     return Ok(());
                 }
-                Err(PrdError::NoSuchStory { path, id }) => cx.warn(format!(
-                    "{}: no story \"{id}\" any more, so \"{mark}\" is not written",
-                    path.display()
+                Err(TaskListError::NoSuchTask { location, id }) => cx.warn(format!(
+                    "{location}: no {} \"{id}\" any more, so \"{mark}\" is not written",
+                    match list.kind() {
+                        "prd" => "story",
+                        _ => "task",
+                    }
                 )),
                 Err(err) => return Err(err.into()),
             }
             self.unwritten.remove(0);
         }
+        if let Ok(tasks) = list.load() {
+            self.counts = Some(summary(&tasks));
+        }
         Ok(())
     }
 
-    fn pick(&mut self) -> Result<NextTask, EscalationError> {
-        let Some(prd) = self.load()? else {
+    fn pick(&mut self, cx: &mut TaskContext<'_>) -> Result<NextTask, EscalationError> {
+        let mut tasks = self.load()?;
+        let gone = |tasks: &[ListedTask], id: &str| !tasks.iter().any(|t| t.id == id);
+        if let (Some(listed), Some(current)) = (&tasks, &self.current) {
+            if self.story_mode() && gone(listed, &current.id) {
+                self.drop_gone(cx)?;
+                tasks = self.load()?;
+            }
+        }
+        let Some(tasks) = tasks else {
             // One task; its attempts are still recorded for the progress.txt entry.
             let current = self.current.get_or_insert_with(|| Current {
                 id: MAIN_TASK.to_owned(),
@@ -516,74 +614,119 @@ impl Escalation {
             });
             return Ok(NextTask::Work(Task::new(current.id.clone())));
         };
-        // With checks, the checks judge the story, not a `passes` the agent set itself.
-        let keep_on = |s: &&Story| match self.has_checks {
-            true => s.passes != Passes::Blocked,
-            false => s.passes == Passes::No,
+        // With checks, the checks judge the task, not a pass the agent marked itself.
+        let keep_on = |t: &&ListedTask| match self.has_checks {
+            true => t.state != TaskState::Blocked,
+            false => t.state == TaskState::Pending,
         };
-        let story = self
+        let task = self
             .current
             .as_ref()
-            .and_then(|c| prd.story(&c.id))
+            .and_then(|c| tasks.iter().find(|t| t.id == c.id))
             .filter(keep_on);
-        let story = match &self.only {
-            // `--task`: that story whatever its priority, until it passes or is blocked.
-            Some(only) if story.is_none_or(|s| s.id != *only) => match prd.story(only) {
-                Some(s) if s.passes == Passes::Yes => {
-                    return Ok(NextTask::End(StoryEnd::TaskPassed.reason()));
+        let task = match &self.only {
+            // `--task`: that task whatever its priority, until it passes or is blocked.
+            Some(only) if task.is_none_or(|t| t.id != *only) => {
+                match tasks.iter().find(|t| t.id == *only) {
+                    Some(t) if t.state == TaskState::Passed => {
+                        return Ok(NextTask::End(StoryEnd::TaskPassed.reason()));
+                    }
+                    Some(t) if t.state == TaskState::Blocked => {
+                        return Ok(NextTask::End(StoryEnd::TaskBlocked.reason()));
+                    }
+                    Some(t) => Some(t),
+                    None => return Err(self.no_such_task(only, &tasks)),
                 }
-                Some(s) if s.passes == Passes::Blocked => {
-                    return Ok(NextTask::End(StoryEnd::TaskBlocked.reason()));
-                }
-                Some(s) => Some(s),
-                None => {
-                    return Err(EscalationError::NoSuchTask {
-                        prd: self.prd.clone().unwrap_or_default(),
-                        id: only.clone(),
-                        ids: prd.stories().iter().map(|s| s.id.clone()).collect(),
-                    });
-                }
-            },
-            _ => story.or_else(|| prd.current()),
+            }
+            _ => task.or_else(|| tasks::next(&tasks)),
         };
-        let Some(story) = story else {
-            let (_, blocked, _) = prd.counts();
+        let Some(task) = task else {
+            let (_, blocked, _) = tasks::counts(&tasks);
             return Ok(NextTask::End(if blocked > 0 {
                 StoryEnd::StoriesBlocked.reason()
             } else {
                 StoryEnd::StoriesDone.reason()
             }));
         };
-        if self.current.as_ref().is_none_or(|c| c.id != story.id) {
+        if self.current.as_ref().is_none_or(|c| c.id != task.id) {
             self.breaker.reset();
+            self.answered = None;
             self.current = Some(Current {
-                id: story.id.clone(),
-                title: story.title.clone(),
+                id: task.id.clone(),
+                title: task.title.clone(),
                 iterations: Vec::new(),
                 last_failure: Vec::new(),
             });
         }
-        let mut task = Task::new(story.id.clone());
-        task.placeholders = story_placeholders(story);
-        Ok(NextTask::Work(task))
+        let mut work = Task::new(task.id.clone());
+        work.placeholders = task.placeholders.clone();
+        if let Some([question, answer]) = &self.answered {
+            work.placeholders
+                .insert("task.question".to_owned(), question.clone());
+            work.placeholders
+                .insert("task.answer".to_owned(), answer.clone());
+        }
+        Ok(NextTask::Work(work))
     }
 
-    /// Without checks, the story in progress found marked passed before its next iteration (a
+    /// Without checks, the task in progress found marked passed before its next iteration (a
     /// person marked it while the run was stopped) is passed now, its work committed as its
-    /// own: otherwise the next story would start on it, and a revert file it as that story's.
+    /// own: otherwise the next task would start on it, and a revert file it as that task's.
     fn pass_if_marked(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
         let Some(current) = self.current.as_ref().filter(|_| !self.has_checks) else {
             return Ok(());
         };
         let id = current.id.clone();
-        let marked = self
-            .load()?
-            .and_then(|prd| prd.story(&id).map(|s| s.passes == Passes::Yes))
-            .unwrap_or(false);
-        if marked {
+        if self.state_of(&id)? == Some(TaskState::Passed) {
             self.pass(cx)?;
         }
         Ok(())
+    }
+
+    /// While the agent's question waits for a person: the wait, or `None` once answered
+    /// (the question and answer go into the next prompt) or when nothing is asked.
+    fn wait_for_answer(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+    ) -> Result<Option<TaskWait>, EscalationError> {
+        let (Some(asked), Some(list)) = (&self.asked, &mut self.list) else {
+            return Ok(None);
+        };
+        // An issue's address is a page the answer goes on; a file is a place it goes in.
+        let on = if asked.at.contains("://") { "on" } else { "in" };
+        let why = format!("waiting for an answer {on} {}", asked.at);
+        match list.answer(asked) {
+            Ok(Some(answer)) => {
+                self.answered = Some([asked.question.clone(), answer]);
+                self.asked = None;
+                Ok(None)
+            }
+            Ok(None) => Ok(Some(TaskWait::new(list.answer_poll(), why))),
+            // A person is editing the list: look again later.
+            Err(TaskListError::Unreadable(_)) => Ok(Some(TaskWait::new(list.answer_poll(), why))),
+            Err(TaskListError::NoSuchTask { location, id }) => {
+                cx.warn(format!(
+                    "{location}: no task \"{id}\" any more, so its question is not waited for"
+                ));
+                self.asked = None;
+                Ok(None)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The agent asked a person (`ask` with a `question`): the list puts the question where
+    /// the task lives, and the next iteration waits for the answer. Not an attempt.
+    fn ask(&mut self, question: &str, task: &str, cx: &mut TaskContext<'_>) {
+        let Some(list) = &mut self.list else {
+            return;
+        };
+        match list.ask(task, question) {
+            Ok(asked) => self.asked = Some(asked),
+            Err(err) => cx.warn(format!(
+                "the agent asked \"{question}\", but {err}; the loop goes on without an answer"
+            )),
+        }
     }
 
     fn judge(
@@ -593,6 +736,21 @@ impl Escalation {
     ) -> Result<TaskDecision, EscalationError> {
         if let Some(current) = &mut self.current {
             current.iterations.push(report.iteration);
+        }
+        if let Some(ask) = report
+            .state
+            .filter(|m| m.name == ASK_STATE && self.story_mode())
+        {
+            let question = ask.attr("question").unwrap_or("").to_owned();
+            if question.trim().is_empty() {
+                cx.warn(
+                    "the agent reported `ask` without a question=\"...\"; nothing is asked"
+                        .to_owned(),
+                );
+            } else {
+                self.ask(&question, &report.task.id.clone(), cx);
+            }
+            return Ok(TaskDecision::Continue);
         }
         let blocked = report
             .state
@@ -605,11 +763,7 @@ impl Escalation {
             (_, true) if blocked.is_some() => false,
             (Some(attempt), _) => attempt.converged,
             (None, true) if !self.has_checks => {
-                said_done
-                    || self
-                        .load()?
-                        .and_then(|prd| prd.story(&report.task.id).map(|s| s.passes == Passes::Yes))
-                        .unwrap_or(false)
+                said_done || self.state_of(&report.task.id)? == Some(TaskState::Passed)
             }
             (None, _) => said_done,
         };
@@ -652,6 +806,20 @@ impl Escalation {
     }
 
     fn pass(&mut self, cx: &mut TaskContext<'_>) -> Result<TaskDecision, EscalationError> {
+        // A task a person took out of the list meanwhile (closed its issue) is not theirs to
+        // receive a commit: its work is saved and dropped instead. A list that cannot be read
+        // now says nothing of that: the pass goes on, its mark waiting as any other.
+        if let Some(id) = self.current.as_ref().map(|c| c.id.clone()) {
+            let gone = match self.list.as_mut().map(|list| list.load()) {
+                Some(Ok(tasks)) => !tasks.iter().any(|t| t.id == id),
+                None | Some(Err(TaskListError::Unreadable(_))) => false,
+                Some(Err(err)) => return Err(err.into()),
+            };
+            if self.story_mode() && gone {
+                self.drop_gone(cx)?;
+                return Ok(TaskDecision::NextTask);
+            }
+        }
         let Some(current) = self.current.take() else {
             return Ok(TaskDecision::NextTask);
         };
@@ -659,26 +827,23 @@ impl Escalation {
         // tree: a crash between them leaves the story unmarked, never marked passed without
         // its commit, and the journal has the next start finish the pass.
         self.record(journal::Step::Pass, Some(&current.id))?;
-        let mark = Mark::Passed {
-            story_id: current.id.clone(),
+        let mark = Mark::passed(current.id.clone());
+        // The commit's list: the file as it is now with the task marked, or as ralph last
+        // read it when it does not parse now.
+        let marked = match &mut self.list {
+            Some(list) => list.marked_files(&mark)?,
+            None => Vec::new(),
         };
-        // The commit's prd.json: the file as it is now, or as ralph last read it when it does
-        // not parse now.
-        let mut marked = match &self.prd {
-            Some(path) => match self.prd_cache.load(path) {
-                Ok(prd) => Some(prd),
-                Err(err) => Some(self.prd_cache.last_good().cloned().ok_or(err)?),
-            },
-            None => None,
-        };
-        if let Some(prd) = &mut marked {
-            mark.apply(prd)?;
-            self.counts = Some(summary(prd));
-        }
         let checkpoint = match &mut self.repo {
             Some(repo) => {
-                let text = marked.as_ref().map(Prd::to_text);
-                let replace = repo.prd.as_deref().zip(text.as_deref().map(str::as_bytes));
+                let text = marked.first().and_then(|(path, bytes)| {
+                    let rel = repo.git.relative(&repo.cwd, path)?;
+                    Some((rel, bytes.as_slice()))
+                });
+                let replace = text
+                    .as_ref()
+                    .filter(|(rel, _)| Some(rel) == repo.prd.as_ref())
+                    .map(|(rel, bytes)| (rel.as_path(), *bytes));
                 let head = repo.git.commit_checkpoint(
                     &journal::pass_message(&current.id),
                     &repo.own,
@@ -690,9 +855,13 @@ impl Escalation {
             }
             None => None,
         };
-        // prd.json is read again for the write: a person's edit made meanwhile stays.
+        // The list is read again for the write: a person's edit made meanwhile stays.
         if self.story_mode() {
-            self.unwritten.push(mark);
+            self.unwritten.push(Mark::Passed {
+                story_id: current.id.clone(),
+                commit: checkpoint.clone(),
+                branch: self.repo.as_ref().and_then(|r| r.branch.clone()),
+            });
             self.write_marks(cx)?;
         }
         self.recorded_done()?;
@@ -703,6 +872,132 @@ impl Escalation {
         });
         self.breaker.reset();
         Ok(TaskDecision::NextTask)
+    }
+
+    /// The task in progress left its list while it ran (a person closed its issue, removed
+    /// its line): its work is saved under `refs/ralph/attempts/<id>/<n>` and the tree goes
+    /// back to the checkpoint, as a revert does, with a progress.txt entry and a `WARNING`;
+    /// nothing is written to the list, and the loop goes on with the next task.
+    fn drop_gone(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+        let Some(current) = self.current.take() else {
+            return Ok(());
+        };
+        self.breaker.reset();
+        let location = self.list.as_ref().map(|l| l.location()).unwrap_or_default();
+        let gone = format!(
+            "{location}: task {} is no longer in the list (closed or removed by a person while \
+             it ran), so it is dropped",
+            current.id
+        );
+        let Some(repo) = &self.repo else {
+            cx.warn(format!("{gone}; its work stays in the folder"));
+            return Ok(());
+        };
+        let work = repo.git.save(
+            &format!("refs/ralph/attempts/{}", git::ref_component(&current.id)),
+            &format!(
+                "ralph: work on {} saved as the task left {location}",
+                current.id
+            ),
+            &repo.own,
+        )?;
+        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let entry = format!(
+            "## {now} · {} · dropped: no longer in {location}\nabandoned work saved as {} \
+             (get it back: git checkout {})\n",
+            current.id, work.refname, work.refname
+        );
+        self.record(
+            journal::Step::Revert {
+                saved_ref: work.refname.clone(),
+                progress: std::path::absolute(&self.progress)
+                    .unwrap_or_else(|_| self.progress.clone()),
+                entry: entry.clone(),
+                notes: None,
+                reason: "no longer in the list".to_owned(),
+            },
+            Some(&current.id),
+        )?;
+        progress::append(&self.progress, &entry)?;
+        let Some(repo) = &self.repo else {
+            return Ok(());
+        };
+        repo.git
+            .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, &work)?;
+        cx.warn(format!(
+            "{gone}; its work is saved under {} and reverted",
+            work.refname
+        ));
+        cx.emit(StoryEvent::Reverted {
+            story_id: Some(current.id),
+            checkpoint: repo.checkpoint.clone(),
+            saved_ref: work.refname,
+        });
+        self.recorded_done()
+    }
+
+    /// The next task, or why none: [`TaskSource::next_task`] before the list's warnings.
+    fn choose_next(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
+        self.say_pending(cx);
+        match self.wait_for_answer(cx) {
+            Ok(Some(wait)) => return NextTask::Wait(wait),
+            Ok(None) => {}
+            Err(err) => return NextTask::End(Self::failed_in(&err, cx)),
+        }
+        if let Err(err) = self.pass_if_marked(cx) {
+            return NextTask::End(Self::failed_in(&err, cx));
+        }
+        let mut next = self
+            .write_marks(cx)
+            .and_then(|()| self.pick(cx))
+            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
+        if let NextTask::Work(task) = &next {
+            // Recorded so that a ralph killed during it is understood: without checks the
+            // agent's own `passes: true` passes the story (the next start commits the pass),
+            // and commits on top of where it began are its agent's.
+            let step = journal::Step::Attempt {
+                agent_marks: self.story_mode() && !self.has_checks,
+            };
+            let story = Some(task.id.as_str()).filter(|_| self.story_mode());
+            if let Err(err) = self.record(step, story) {
+                return NextTask::End(Self::failed_in(&err, cx));
+            }
+        }
+        // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
+        if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
+            if self.story_mode() {
+                let attempt = self.breaker.attempts() + 1;
+                task.fields
+                    .extend(StoryAttempt::new(current.id.clone(), attempt).fields());
+                cx.emit(StoryEvent::StoryStarted {
+                    story_id: current.id.clone(),
+                    title: current.title.clone(),
+                    attempt: self.breaker.attempts() + 1,
+                    max_attempts: self.breaker.max_attempts(),
+                });
+            }
+        }
+        next
+    }
+
+    /// What follows an iteration: [`TaskSource::iteration_ended`] before the list's warnings.
+    fn decide(&mut self, report: &IterationReport<'_>, cx: &mut TaskContext<'_>) -> TaskDecision {
+        match self.judge(report, cx).and_then(|decision| {
+            self.recorded_done()?;
+            Ok(decision)
+        }) {
+            Ok(decision) => decision,
+            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
+        }
+    }
+
+    /// Says what the list had to say (its warnings), as `WARNING`s.
+    fn say_list_warnings(&mut self, cx: &mut TaskContext<'_>) {
+        if let Some(list) = &mut self.list {
+            for warning in list.take_warnings() {
+                cx.warn(warning);
+            }
+        }
     }
 
     /// Log, save and revert, block, move on (or, without stories, end the loop).
@@ -820,6 +1115,7 @@ impl Escalation {
                     notes: story_id
                         .as_ref()
                         .map(|_| [notes_before.clone(), notes_after.clone()]),
+                    reason: trip.describe(),
                 },
                 story_id.as_deref(),
             )?;
@@ -844,6 +1140,8 @@ impl Escalation {
         self.unwritten.push(Mark::Blocked {
             story_id: id.clone(),
             notes,
+            reason: trip.describe(),
+            saved_ref: saved.as_ref().map(|(work, _, _)| work.refname.clone()),
         });
         self.write_marks(cx)?;
         self.recorded_done()?;
@@ -862,41 +1160,13 @@ impl TaskSource for Escalation {
         self.story_mode().then_some(STORY_MODE_MAX_ITERATIONS)
     }
 
+    fn handles_state(&self, name: &str) -> bool {
+        name == ASK_STATE && self.story_mode()
+    }
+
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        self.say_pending(cx);
-        if let Err(err) = self.pass_if_marked(cx) {
-            return NextTask::End(Self::failed_in(&err, cx));
-        }
-        let mut next = self
-            .write_marks(cx)
-            .and_then(|()| self.pick())
-            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
-        if let NextTask::Work(task) = &next {
-            // Recorded so that a ralph killed during it is understood: without checks the
-            // agent's own `passes: true` passes the story (the next start commits the pass),
-            // and commits on top of where it began are its agent's.
-            let step = journal::Step::Attempt {
-                agent_marks: self.story_mode() && !self.has_checks,
-            };
-            let story = Some(task.id.as_str()).filter(|_| self.story_mode());
-            if let Err(err) = self.record(step, story) {
-                return NextTask::End(Self::failed_in(&err, cx));
-            }
-        }
-        // Every iteration on a story is an attempt on it; the breaker counts the failed ones.
-        if let (NextTask::Work(task), Some(current)) = (&mut next, &self.current) {
-            if self.story_mode() {
-                let attempt = self.breaker.attempts() + 1;
-                task.fields
-                    .extend(StoryAttempt::new(current.id.clone(), attempt).fields());
-                cx.emit(StoryEvent::StoryStarted {
-                    story_id: current.id.clone(),
-                    title: current.title.clone(),
-                    attempt: self.breaker.attempts() + 1,
-                    max_attempts: self.breaker.max_attempts(),
-                });
-            }
-        }
+        let next = self.choose_next(cx);
+        self.say_list_warnings(cx);
         next
     }
 
@@ -905,13 +1175,9 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        match self.judge(report, cx).and_then(|decision| {
-            self.recorded_done()?;
-            Ok(decision)
-        }) {
-            Ok(decision) => decision,
-            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
-        }
+        let decision = self.decide(report, cx);
+        self.say_list_warnings(cx);
+        decision
     }
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
@@ -920,19 +1186,19 @@ impl TaskSource for Escalation {
             return Self::failed_in(&err, cx);
         }
         match self.load() {
-            Ok(Some(prd)) if self.only.is_some() => {
+            Ok(Some(tasks)) if self.only.is_some() => {
                 match self
                     .only
                     .as_deref()
-                    .and_then(|id| prd.story(id))
-                    .map(|s| s.passes)
+                    .and_then(|id| tasks.iter().find(|t| t.id == id))
+                    .map(|t| t.state)
                 {
-                    Some(Passes::Yes) => StoryEnd::TaskPassed.reason(),
-                    Some(Passes::Blocked) => StoryEnd::TaskBlocked.reason(),
+                    Some(TaskState::Passed) => StoryEnd::TaskPassed.reason(),
+                    Some(TaskState::Blocked) => StoryEnd::TaskBlocked.reason(),
                     _ => StoryEnd::MaxIterationsWorkLeft.reason(),
                 }
             }
-            Ok(Some(prd)) => match prd.counts() {
+            Ok(Some(tasks)) => match tasks::counts(&tasks) {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
                 (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),
                 _ => StoryEnd::StoriesDone.reason(),
@@ -954,30 +1220,6 @@ impl TaskSource for Escalation {
         self.say_pending(cx);
         self.take_up(state, cx);
     }
-}
-
-/// The `{{ story.* }}` values of `story`, one for each name validation knows
-/// ([`STORY_PLACEHOLDERS`]).
-fn story_placeholders(story: &prd::Story) -> BTreeMap<String, String> {
-    STORY_PLACEHOLDERS
-        .iter()
-        .filter_map(|name| {
-            let value = match *name {
-                "id" => story.id.clone(),
-                "title" => story.title.clone(),
-                "description" => story.description.clone(),
-                "acceptance_criteria" => story
-                    .acceptance_criteria
-                    .iter()
-                    .map(|c| format!("- {c}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                "json" => story.json.clone(),
-                _ => return None,
-            };
-            Some((format!("story.{name}"), value))
-        })
-        .collect()
 }
 
 /// [`EscalationError::ChangedWhileStopped`]'s words.
@@ -1005,16 +1247,41 @@ fn changed_while_stopped(dir: &Path, moved: Option<&[String; 2]>, paths: &[Strin
     )
 }
 
+/// How a list is named in a message that it waits: `prd.json` for stories.
+fn list_name(list: &dyn TaskList) -> String {
+    match list.kind() {
+        "prd" => "prd.json".to_owned(),
+        _ => list.location(),
+    }
+}
+
+impl From<TaskListError> for EscalationError {
+    /// prd.json's own errors stay [`EscalationError::Prd`], located as before.
+    fn from(err: TaskListError) -> Self {
+        match err {
+            TaskListError::Unreadable(inner) | TaskListError::Failed(inner)
+                if inner.is::<PrdError>() =>
+            {
+                match inner.downcast::<PrdError>() {
+                    Ok(prd) => Self::Prd(*prd),
+                    Err(other) => Self::Tasks(TaskListError::Failed(other)),
+                }
+            }
+            other => Self::Tasks(other),
+        }
+    }
+}
+
 /// The file `path` names, through a symlink (the link's target), or `path` itself.
-fn followed(path: PathBuf) -> PathBuf {
+pub(crate) fn followed(path: PathBuf) -> PathBuf {
     match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path).unwrap_or(path),
         _ => path,
     }
 }
 
-fn summary(prd: &Prd) -> StoriesSummary {
-    let (passed, blocked, remaining) = prd.counts();
+fn summary(tasks: &[ListedTask]) -> StoriesSummary {
+    let (passed, blocked, remaining) = tasks::counts(tasks);
     StoriesSummary {
         passed,
         blocked,
@@ -1029,33 +1296,5 @@ fn push_indented(out: &mut String, text: &str, empty: &str) {
     }
     for line in text.lines() {
         let _ = writeln!(out, "    {line}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every `{{ story.* }}` name validation accepts gets a value in story mode.
-    #[test]
-    fn every_story_placeholder_validation_knows_gets_a_value() {
-        let story = prd::Story {
-            id: "US-1".to_owned(),
-            title: "Cart".to_owned(),
-            description: "A cart".to_owned(),
-            acceptance_criteria: vec!["a".to_owned(), "b".to_owned()],
-            priority: 1.0,
-            passes: prd::Passes::No,
-            json: "{}".to_owned(),
-        };
-        let values = story_placeholders(&story);
-        let names: Vec<&str> = values
-            .keys()
-            .map(|k| k.strip_prefix("story.").unwrap())
-            .collect();
-        let mut expected = STORY_PLACEHOLDERS.to_vec();
-        expected.sort_unstable();
-        assert_eq!(names, expected);
-        assert_eq!(values["story.acceptance_criteria"], "- a\n- b");
     }
 }

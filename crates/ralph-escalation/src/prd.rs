@@ -19,9 +19,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+pub use crate::tasks::Mark;
 
 /// A story's `passes`: `true`, `false` or `"blocked"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -649,35 +651,7 @@ impl Cache {
     }
 }
 
-/// ralph's one change to a story's `passes` and `notes`, kept until it is in prd.json: it is
-/// applied to the file as it is when written ([`Cache::write_mark`]), never to an older
-/// reading, and applying it twice changes nothing more than once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "mark", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Mark {
-    /// The story passed: `passes: true`.
-    Passed {
-        /// The story.
-        story_id: String,
-    },
-    /// The story is blocked: `passes: "blocked"`, `notes` added to its notes ([`Prd::block`]).
-    Blocked {
-        /// The story.
-        story_id: String,
-        /// What ralph adds to its notes.
-        notes: String,
-    },
-}
-
 impl Mark {
-    /// The story it marks.
-    pub fn story_id(&self) -> &str {
-        match self {
-            Mark::Passed { story_id } | Mark::Blocked { story_id, .. } => story_id,
-        }
-    }
-
     /// Applies the mark to `prd`; `false` when `prd` already says so.
     pub fn apply(&self, prd: &mut Prd) -> Result<bool, PrdError> {
         let id = self.story_id();
@@ -692,15 +666,6 @@ impl Mark {
                 }
                 prd.block(id, notes).map(|()| true)
             }
-        }
-    }
-}
-
-impl std::fmt::Display for Mark {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Mark::Passed { story_id } => write!(f, "{story_id} passes"),
-            Mark::Blocked { story_id, .. } => write!(f, "{story_id} blocked"),
         }
     }
 }
@@ -848,10 +813,10 @@ mod tests {
         let blocked = Mark::Blocked {
             story_id: "US-002".to_owned(),
             notes: "blocked by ralph".to_owned(),
+            reason: "same error 3 times".to_owned(),
+            saved_ref: None,
         };
-        let passed = Mark::Passed {
-            story_id: "US-003".to_owned(),
-        };
+        let passed = Mark::passed("US-003");
         let mut prd = sample();
         assert!(blocked.apply(&mut prd).unwrap());
         assert!(passed.apply(&mut prd).unwrap());
@@ -859,9 +824,7 @@ mod tests {
         assert!(!blocked.apply(&mut prd).unwrap());
         assert!(!passed.apply(&mut prd).unwrap());
         assert_eq!(prd.to_text(), once);
-        let gone = Mark::Passed {
-            story_id: "US-404".to_owned(),
-        };
+        let gone = Mark::passed("US-404");
         assert!(matches!(
             gone.apply(&mut prd),
             Err(PrdError::NoSuchStory { .. })

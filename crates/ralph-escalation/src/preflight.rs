@@ -8,7 +8,7 @@ use std::path::Path;
 
 use ralph_engine::frontmatter::{ConfigError, RalphFile, error_at_key};
 
-use crate::{Escalation, EscalationError, Options};
+use crate::{Escalation, EscalationError, Options, TaskList};
 
 /// Every preflight warning for `file` (whose text is `text`, shown as `shown`), checked from
 /// `cwd`, where the loop would run: [`ralph_engine::preflight::warnings`].
@@ -20,15 +20,29 @@ pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
 /// setting that asks for what is missing: escalation opened as the run opens it
 /// ([`Escalation::check_open`]: prd.json read, never written; with `revert`, a git repository
 /// with a commit, no submodules, the means to commit and a clean tree), changing nothing.
-pub fn refusals(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
-    let Err(err) = Escalation::check_open(&file.config, Options::new(cwd)) else {
+/// `tasks` is the task list the run would work from (`None`: prd.json when `escalation.prd`
+/// is set).
+pub fn refusals(
+    shown: &str,
+    text: &str,
+    file: &RalphFile,
+    cwd: &Path,
+    tasks: Option<Box<dyn TaskList>>,
+) -> Vec<ConfigError> {
+    let mut options = Options::new(cwd);
+    options.tasks = tasks;
+    let Err(err) = Escalation::check_open(&file.config, options) else {
         return Vec::new();
     };
     let key = match &err {
         // `--task`'s refusals: check_open is never given a task.
         EscalationError::Prd(_)
         | EscalationError::NotStoryMode { .. }
-        | EscalationError::NoSuchTask { .. } => "escalation.prd",
+        | EscalationError::NoSuchTask { .. } => match file.sections.contains_key("tasks") {
+            true => "tasks.prd",
+            false => "escalation.prd",
+        },
+        EscalationError::Tasks(_) => "tasks",
         EscalationError::Progress(_) | EscalationError::ProgressPath(_) => "escalation.progress",
         EscalationError::Git(_)
         | EscalationError::DirtyTree { .. }
@@ -57,7 +71,7 @@ mod tests {
     fn revert_outside_a_git_repository_is_a_refusal_at_its_key() {
         let text = "---\nagent: sh\nescalation:\n  revert: true\n---\nx\n";
         let outside = tempfile::tempdir().unwrap();
-        let found = refusals("RALPH.md", text, &file(text), outside.path());
+        let found = refusals("RALPH.md", text, &file(text), outside.path(), None);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].path, "escalation.revert");
         assert_eq!((found[0].line, found[0].column), (4, 3));
@@ -66,14 +80,14 @@ mod tests {
             "{found:?}"
         );
         let without = "---\nagent: sh\nescalation:\n  revert: false\n---\nx\n";
-        assert!(refusals("RALPH.md", without, &file(without), outside.path()).is_empty());
+        assert!(refusals("RALPH.md", without, &file(without), outside.path(), None).is_empty());
     }
 
     #[test]
     fn a_prd_json_the_run_cannot_read_is_a_refusal_at_its_key() {
         let text = "---\nagent: sh\nescalation:\n  prd: prd.json\n  revert: false\n---\nx\n";
         let here = tempfile::tempdir().unwrap();
-        let found = refusals("RALPH.md", text, &file(text), here.path());
+        let found = refusals("RALPH.md", text, &file(text), here.path(), None);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].path, "escalation.prd");
         assert!(found[0].message.contains("prd.json"), "{found:?}");

@@ -9,7 +9,7 @@ use ralph_engine::{CheckResult, TaskContext};
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{Found, short};
-use crate::{Current, Escalation, EscalationError, Git, Mark, Opening, Options, Repo};
+use crate::{Asked, Current, Escalation, EscalationError, Git, Mark, Opening, Options, Repo};
 
 /// What a resumed run knows of the stopped one, for [`Escalation::resume`].
 #[derive(Debug, Clone, Default)]
@@ -38,9 +38,15 @@ struct State {
     /// ralph's marks prd.json did not take yet (it did not parse), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     unwritten: Vec<Mark>,
-    /// `ralph run --task ID`: the one story the run works on, so a resumed run keeps to it.
+    /// `ralph run --task ID`: the one task the run works on, so a resumed run keeps to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     only: Option<String>,
+    /// The agent's question waiting for a person's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked: Option<Asked>,
+    /// A question and its answer, for the next iteration's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answered: Option<[String; 2]>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -193,6 +199,8 @@ impl Escalation {
             }),
             unwritten: self.unwritten.clone(),
             only: self.only.clone(),
+            asked: self.asked.clone(),
+            answered: self.answered.clone(),
         };
         serde_json::to_value(state).ok()
     }
@@ -212,6 +220,8 @@ impl Escalation {
         if state.only.is_some() {
             self.only = state.only;
         }
+        self.asked = state.asked;
+        self.answered = state.answered;
         let b = state.breaker;
         self.breaker.restore_counts(b.attempts, b.last, b.streak);
         self.current = state.current.map(|c| Current {

@@ -9,6 +9,17 @@ use crate::events::StoryEnd;
 pub const STORY_PLACEHOLDERS: &[&str] =
     &["id", "title", "description", "acceptance_criteria", "json"];
 
+/// The names every task list fills in under `{{ task.* }}`: `question` and `answer` once a
+/// person answered the agent's question; `url` and `comments` for lists that have them
+/// (GitHub issues).
+pub const TASK_PLACEHOLDERS: &[&str] = &[
+    "id", "title", "body", "question", "answer", "url", "comments",
+];
+
+/// The state an agent reports to put a question to a person:
+/// `<!-- ralph:state ask question="..." -->`.
+pub const ASK_STATE: &str = "ask";
+
 /// Escalation's words: the `story` namespace (filled only with `escalation.prd`) and its
 /// endings (every [`StoryEnd`], and [`ESCALATION_FAILED`](crate::ESCALATION_FAILED)). Parse a
 /// RALPH.md that may use story mode with a vocabulary that has them:
@@ -31,17 +42,38 @@ pub fn vocabulary() -> PlugVocabulary {
         .map(StoryEnd::as_str)
         .into_iter()
         .chain([crate::ESCALATION_FAILED]);
+    let task = Namespace::closed("task", TASK_PLACEHOLDERS.iter().copied()).filled_only_if(
+        listed,
+        "task placeholders are filled only when there is a task list (`tasks:` or \
+         `escalation.prd`); without one this stays in the prompt as written",
+    );
     PlugVocabulary::new("story mode")
         .namespace(story)
+        .namespace(task)
         .end_reasons(endings)
+        .reserved_states([ASK_STATE])
+        .section("tasks", crate::tasks_config::check)
 }
 
-/// Whether `file` runs in story mode: `escalation.prd` is set.
+/// Whether `file` has a task list: a `tasks` section or `escalation.prd`.
+fn listed(file: &RalphFile) -> bool {
+    story_mode(file) || file.sections.contains_key("tasks")
+}
+
+/// Whether `file` runs in story mode with prd.json: `escalation.prd` is set, or
+/// `tasks: {prd: ...}`.
 fn story_mode(file: &RalphFile) -> bool {
-    file.config
-        .escalation
-        .as_ref()
-        .is_some_and(|escalation| escalation.prd.is_some())
+    let tasks_prd = file
+        .sections
+        .get("tasks")
+        .and_then(|tasks| tasks.get("prd"))
+        .is_some();
+    tasks_prd
+        || file
+            .config
+            .escalation
+            .as_ref()
+            .is_some_and(|escalation| escalation.prd.is_some())
 }
 
 #[cfg(test)]
@@ -82,9 +114,9 @@ mod tests {
                 "RALPH.md:11:19: story.points: story placeholders are filled only in story mode \
                  (`escalation.prd`); without it this stays in the prompt as written",
                 "RALPH.md:12:1: stroy.id: unknown placeholder namespace `stroy`; known: \
-                 commands, args, ralph, story; did you mean `story`?",
+                 commands, args, ralph, story, task; did you mean `story`?",
                 "RALPH.md:12:16: env.HOME: unknown placeholder namespace `env`; known: commands, \
-                 args, ralph, story",
+                 args, ralph, story, task",
             ]
         );
     }

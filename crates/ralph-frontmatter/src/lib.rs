@@ -233,6 +233,19 @@ pub struct EscalationConfig {
     pub revert: bool,
 }
 
+impl Default for EscalationConfig {
+    /// The block's defaults, what an empty `escalation:` means: no prd.json, `progress.txt`,
+    /// trip after 3 same errors, revert.
+    fn default() -> Self {
+        Self {
+            prd: None,
+            progress: PathBuf::from("progress.txt"),
+            same_error_limit: 3,
+            revert: true,
+        }
+    }
+}
+
 /// The `pty` block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -893,12 +893,7 @@ fn escalation(
     path: &FieldPath,
     value: &Value,
 ) -> Option<EscalationConfig> {
-    let mut config = EscalationConfig {
-        prd: None,
-        progress: PathBuf::from("progress.txt"),
-        same_error_limit: 3,
-        revert: true,
-    };
+    let mut config = EscalationConfig::default();
     let Some(mapping) = block(checker, path, value, &keys("escalation"))? else {
         return Some(config);
     };

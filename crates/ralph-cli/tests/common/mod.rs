@@ -335,5 +335,6 @@ pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (Str
     (text, status.code().unwrap_or(-1))
 }
 
+pub mod github_server;
 pub mod model_server;
 pub mod real_agents;

@@ -8,6 +8,7 @@ use super::assemble::agent_words;
 use super::{EngineError, Run};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
+use crate::task::NotYet;
 use ralph_agents as adapter;
 
 /// What iteration 1 would do, from [`Engine::dry_run`].
@@ -54,14 +55,19 @@ impl Run {
     pub(super) async fn dry_run(mut self) -> Result<DryRun, EngineError> {
         self.engine.options.log_dir = None;
         // The task source's events (none are written in a dry run) are dropped.
-        if let Some(end) = self.tasks.begin(&mut Vec::new()) {
+        // A task source that would wait first: the dry run shows no task.
+        if let Some(not_yet) = self.tasks.begin(&mut Vec::new()) {
+            let end = match not_yet {
+                NotYet::End(end) => Some(end),
+                NotYet::Wait(_) => None,
+            };
             return Ok(DryRun {
                 prompt: String::new(),
                 argv: Vec::new(),
                 stdin: false,
                 commands: Vec::new(),
                 task: None,
-                end: Some(end),
+                end,
                 output: None,
             });
         }

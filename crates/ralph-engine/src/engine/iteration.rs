@@ -202,6 +202,11 @@ impl Run {
             task: self.tasks.current_id(),
         };
         let mut requests = Requests::default();
+        if let Some(name) = state.as_ref().map(|m| m.name.as_str()) {
+            if self.tasks.handles_state(name) {
+                self.engine.handlers.handled_elsewhere(name);
+            }
+        }
         let decision =
             self.engine
                 .handlers

@@ -231,11 +231,13 @@ impl Run {
         self.failures = FailureStreak::resumed(old.consecutive_failures);
         self.last_failed = old.last_failed;
         // The interrupted wait's countdown goes on with the streak it showed.
-        self.state_wait = old.wait.filter(|w| w.reason == WaitReason::Idle).map(|w| {
-            StateWait::new(Duration::from_millis(w.delay_ms))
-                .reason(w.reason)
-                .streak(old.consecutive_idle)
-        });
+        self.state_wait = (old.wait.as_ref())
+            .filter(|w| w.reason == WaitReason::Idle)
+            .map(|w| {
+                StateWait::new(Duration::from_millis(w.delay_ms))
+                    .reason(w.reason)
+                    .streak(old.consecutive_idle)
+            });
         self.engine.handlers.restore(&old.handlers);
         let config = &self.engine.options.file.config;
         if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
@@ -246,7 +248,9 @@ impl Run {
             self.tasks.restore(task, &mut task_events);
         }
         let resumed = Resumed {
-            wait: old.wait.filter(|_| !self.engine.options.resume_now),
+            // A task source's wait is the source's to take up again (it asks `next_task`).
+            wait: (old.wait.clone())
+                .filter(|w| !self.engine.options.resume_now && w.reason != WaitReason::Task),
             config_changed: old.config_hash != hash,
             task_events,
         };
@@ -278,7 +282,7 @@ impl Run {
                 iteration: self.iterations + 1,
             });
         }
-        self.save_session(false, resumed.wait);
+        self.save_session(false, resumed.wait.clone());
         let limit_reached = self
             .settings
             .max_iterations
@@ -306,6 +310,7 @@ impl Run {
             reason,
             delay_ms: millis(delay),
             until: SystemTime::now() + delay,
+            why: None,
         })
     }
 
@@ -410,7 +415,7 @@ impl Run {
         let Some(session) = self.session.as_mut() else {
             return;
         };
-        let wait = session.wait;
+        let wait = session.wait.clone();
         session.ended = Some(Ended {
             reason: reason.as_str().to_owned(),
             exit_code,

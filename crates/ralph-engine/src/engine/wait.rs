@@ -24,6 +24,18 @@ impl Run {
         reason: WaitReason,
         delay: Duration,
     ) -> Option<EndReason> {
+        self.wait_saying(iteration, reason, delay, Some(None)).await
+    }
+
+    /// [`wait`](Self::wait), announced by a `WAIT_STARTED` with `why` when `announce` is
+    /// `Some`: a task source's wait announces a stretch of waiting once, not every look.
+    pub(super) async fn wait_saying(
+        &mut self,
+        iteration: u64,
+        reason: WaitReason,
+        delay: Duration,
+        announce: Option<Option<String>>,
+    ) -> Option<EndReason> {
         let start = Instant::now();
         let runtime_end = self
             .settings
@@ -33,11 +45,14 @@ impl Run {
             Some(end) if start + delay >= end => (end.saturating_duration_since(start), true),
             _ => (delay, false),
         };
-        self.emit(EventKind::WaitStarted {
-            iteration,
-            reason,
-            delay_ms: millis(delay),
-        });
+        if let Some(why) = announce {
+            self.emit(EventKind::WaitStarted {
+                iteration,
+                reason,
+                delay_ms: millis(delay),
+                why,
+            });
+        }
         // The streak of the state whose handler asked for this wait; none for any other wait.
         let streak = match self.state_wait {
             Some(wait) if wait.reason == reason => wait.streak,

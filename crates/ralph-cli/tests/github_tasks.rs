@@ -1,0 +1,353 @@
+//! GitHub issues as story mode's tasks, end to end: the real `ralph` binary, real git, and the
+//! project's fake GitHub (`common/github_server.rs`) on 127.0.0.1.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::github_server::{Fault, GithubServer, REPO, TOKEN};
+use common::{Project, git, show};
+
+/// A git repository whose RALPH.md takes its tasks from the fake GitHub's issues labelled
+/// `ralph`, with `agent.sh` as the agent, all committed. The prompt names the issue and shows
+/// its comments.
+fn issues_repo(server: &GithubServer, extra: &str, agent: &str) -> Project {
+    let p = Project::new(
+        &format!("agent: sh agent.sh\ntasks:\n  github: {REPO}\n  label: ralph\n{extra}"),
+        "ISSUE={{ task.id }}\nTITLE={{ task.title }}\nURL={{ task.url }}\nBODY={{ task.body }}\nCOMMENTS:\n{{ task.comments }}\n",
+    );
+    let dir = p.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\nprompts.txt\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    let _ = server;
+    p
+}
+
+/// `ralph ARGS` against the fake GitHub.
+fn ralph(p: &Project, server: &GithubServer, args: &[&str]) -> std::process::Command {
+    let mut cmd = p.ralph(args);
+    cmd.env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN");
+    cmd
+}
+
+fn run(p: &Project, server: &GithubServer, args: &[&str]) -> std::process::Output {
+    ralph(p, server, args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("ralph runs")
+}
+
+/// Each issue: a file of its own, committed by ralph's pass; the prompt kept in prompts.txt.
+const WORKING_AGENT: &str = r#"prompt=$(cat)
+printf '%s\n=== end ===\n' "$prompt" >> prompts.txt
+n=$(printf '%s\n' "$prompt" | sed -n 's/^ISSUE=//p')
+echo "work for $n" > "issue-$n.txt"
+echo '<!-- ralph:state done -->'
+"#;
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn pass_commits(dir: &Path) -> Vec<String> {
+    git(dir, &["log", "--format=%H %s"])
+        .lines()
+        .filter(|l| l.contains("passes"))
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn each_labelled_issue_passes_in_order_with_a_comment_naming_commit_and_branch_then_closes() {
+    let server = GithubServer::start();
+    let older = server.open_issue("Older", "first body", &["ralph"]);
+    let unlabelled = server.open_issue("Not for ralph", "", &[]);
+    let urgent = server.open_issue("Urgent", "", &["ralph", "priority:1"]);
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let prompts = std::fs::read_to_string(p.path().join("prompts.txt")).unwrap();
+    let order: Vec<&str> = prompts
+        .lines()
+        .filter_map(|l| l.strip_prefix("ISSUE="))
+        .collect();
+    assert_eq!(order, [urgent.to_string(), older.to_string()]);
+    assert!(prompts.contains("BODY=first body"), "{prompts}");
+    assert!(
+        prompts.contains(&format!("URL=https://github.com/{REPO}/issues/{older}")),
+        "{prompts}"
+    );
+    let commits = pass_commits(p.path());
+    assert_eq!(commits.len(), 2, "one pass commit per issue");
+    for (issue, file) in [(urgent, "issue-3.txt"), (older, "issue-1.txt")] {
+        assert!(!server.issue(issue).open, "#{issue} closed");
+        let comments = server.comments(issue);
+        assert_eq!(comments.len(), 1, "{comments:#?}");
+        let sha = git(p.path(), &["log", "-1", "--format=%h", "--", file]);
+        assert!(
+            comments[0].body.contains(sha.trim()) && comments[0].body.contains("`main`"),
+            "{comments:#?}"
+        );
+    }
+    assert!(server.issue(unlabelled).open);
+    assert!(server.comments(unlabelled).is_empty());
+}
+
+#[test]
+fn close_false_keeps_a_passed_issue_open_with_the_done_label() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Keep open", "", &["ralph"]);
+    let p = issues_repo(&server, "  close: false\n", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let issue = server.issue(n);
+    assert!(issue.open);
+    assert!(issue.labels.contains(&"ralph:done".to_owned()), "{issue:?}");
+    assert_eq!(server.comments(n).len(), 1);
+}
+
+#[test]
+fn a_blocked_issue_gets_the_label_and_a_comment_with_the_reason_and_the_saved_ref() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Needs a key", "", &["ralph"]);
+    let p = issues_repo(
+        &server,
+        "",
+        "cat > /dev/null\necho half-done > half.txt\necho '<!-- ralph:state blocked reason=\"needs an API key\" -->'\n",
+    );
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let issue = server.issue(n);
+    assert!(issue.open, "a blocked issue stays open");
+    assert!(
+        issue.labels.contains(&"ralph:blocked".to_owned()),
+        "{issue:?}"
+    );
+    let comments = server.comments(n);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        comments[0].body.contains("needs an API key"),
+        "{comments:#?}"
+    );
+    let saved = p.events_of("REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(comments[0].body.contains(&saved), "{comments:#?}");
+    assert_eq!(show(p.path(), &saved, "half.txt").unwrap(), b"half-done\n");
+    assert!(!p.path().join("half.txt").exists());
+}
+
+#[test]
+fn a_rate_limit_is_waited_out_with_a_warning_and_the_run_goes_on() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    server.fail_next("GET /repos", Fault::RetryAfter(1));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open);
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rate limit")),
+        "{warnings:#?}"
+    );
+}
+
+#[test]
+fn a_500_is_retried_and_the_comment_is_posted_once() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    server.fail_next("POST /repos", Fault::Status(500));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open);
+    assert_eq!(server.comments(n).len(), 1);
+    let posts = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/comments"))
+        .count();
+    assert_eq!(posts, 2, "the 500, then the comment");
+}
+
+#[test]
+fn an_issue_closed_by_a_person_while_its_task_runs_is_dropped_and_its_work_saved() {
+    let server = GithubServer::start();
+    let closed = server.open_issue("Closed meanwhile", "", &["ralph"]);
+    let next = server.open_issue("Next", "", &["ralph"]);
+    // The first issue's agent leaves work and waits for the test to close its issue.
+    let agent = r#"n=$(sed -n 's/^ISSUE=//p')
+if [ "$n" = 1 ]; then
+    echo abandoned > abandoned.txt
+    touch started
+    while [ ! -f go ]; do sleep 0.05; done
+else
+    echo "work for $n" > "issue-$n.txt"
+fi
+echo '<!-- ralph:state done -->'
+"#;
+    let p = issues_repo(&server, "", agent);
+    std::fs::write(p.path().join(".git/info/exclude"), "started\ngo\n").unwrap();
+    let mut child = ralph(&p, &server, &["run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the agent to start", Duration::from_secs(30), || {
+        p.path().join("started").exists()
+    });
+    server.close(closed);
+    std::fs::write(p.path().join("go"), "").unwrap();
+    let status = child.wait().unwrap();
+
+    assert!(status.success(), "{:#?}", p.events());
+    assert!(
+        server.comments(closed).is_empty(),
+        "no word on a closed issue"
+    );
+    assert!(!server.issue(next).open, "the next issue passed");
+    assert!(!p.path().join("abandoned.txt").exists());
+    let saved = p.events_of("REVERTED")[0]["saved_ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        show(p.path(), &saved, "abandoned.txt").unwrap(),
+        b"abandoned\n"
+    );
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap_or_default().contains("closed")),
+        "{warnings:#?}"
+    );
+    assert_eq!(show(p.path(), "HEAD", "abandoned.txt"), None);
+}
+
+/// Asks once, then, with the answer in its prompt, does the work.
+const ASKING_AGENT: &str = r#"prompt=$(cat)
+printf '%s\n=== end ===\n' "$prompt" >> prompts.txt
+if printf '%s' "$prompt" | grep -q 'Use Postgres'; then
+    echo postgres > db.txt
+    echo '<!-- ralph:state done -->'
+else
+    echo '<!-- ralph:state ask question="Postgres or SQLite?" -->'
+fi
+"#;
+
+#[test]
+fn a_question_is_posted_on_the_issue_and_a_persons_answer_reaches_the_next_prompt() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Pick a database", "", &["ralph"]);
+    let p = issues_repo(&server, "", ASKING_AGENT);
+    let mut child = ralph(&p, &server, &["run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    let asked = server.wait_for_comments(n, Duration::from_secs(30), |c| !c.is_empty());
+    assert!(asked[0].body.contains("Postgres or SQLite?"), "{asked:#?}");
+    let url = format!("https://github.com/{REPO}/issues/{n}");
+    wait_until("status to say it waits", Duration::from_secs(30), || {
+        common::stdout(&ralph(&p, &server, &["status"]).output().unwrap())
+            .contains(&format!("waiting for an answer on {url}"))
+    });
+    server.comment_as(n, "a-person", "Use Postgres");
+    let status = child.wait().unwrap();
+
+    assert!(status.success(), "{:#?}", p.events());
+    let prompts = std::fs::read_to_string(p.path().join("prompts.txt")).unwrap();
+    let last = prompts.split("=== end ===").nth(1).unwrap();
+    assert!(last.contains("Use Postgres"), "{prompts}");
+    assert!(!server.issue(n).open);
+    assert_eq!(show(p.path(), "HEAD", "db.txt").unwrap(), b"postgres\n");
+}
+
+#[test]
+fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Pick a database", "", &["ralph"]);
+    let p = issues_repo(&server, "", ASKING_AGENT);
+    let child = ralph(&p, &server, &["run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_comments(n, Duration::from_secs(30), |c| !c.is_empty());
+    p.wait_for("WAIT_STARTED", 1);
+    common::send_signal(child.id(), libc::SIGTERM);
+    let mut child = child;
+    child.wait().unwrap();
+
+    server.comment_as(n, "a-person", "Use Postgres");
+    let out = run(&p, &server, &["run", "--resume"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(
+        server.comments(n).len(),
+        3,
+        "the question once, the answer, the pass"
+    );
+    let prompts = std::fs::read_to_string(p.path().join("prompts.txt")).unwrap();
+    assert!(prompts.contains("Use Postgres"), "{prompts}");
+    assert!(!server.issue(n).open);
+}
+
+#[test]
+fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    // The looks at the list before the iteration (opening, marks, the pick) get through; the
+    // one before the pass fails
+    // through all five attempts (2 + 4 + 8 + 16 s of backoff); then GitHub answers again.
+    server.fail_later("GET /repos/acme/widgets/issues?", 3, 5, Fault::Status(503));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "stories_done");
+    assert!(!server.issue(n).open, "passed, then closed");
+    assert_eq!(server.comments(n).len(), 1);
+    assert_eq!(pass_commits(p.path()).len(), 1);
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap_or_default().contains("503")),
+        "the retries are said: {warnings:#?}"
+    );
+}

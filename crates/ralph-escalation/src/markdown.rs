@@ -1,0 +1,707 @@
+//! A Markdown checklist as a [`TaskList`]: every `- [ ]` (`* [ ]`, `+ [ ]`, `1. [ ]`,
+//! `1) [ ]`) line outside a code fence is a task, its more-indented lines below (notes,
+//! sub-items, nested checkboxes) its body. A pass changes exactly that line's `[ ]` to `[x]`;
+//! a block appends ` <!-- ralph: blocked: reason -->` to it; a question goes on a line of its
+//! own under the item. Every other byte of the file stays as it was (CRLF, tabs, trailing
+//! spaces, prose), and each change is made to the file as it is at the write.
+//!
+//! A task's id is its title made into a slug (at most 40 characters) and 8 hex digits of a
+//! hash of the title with its spaces collapsed: stable while the line's text is unchanged
+//! (ticking it, blocking it or adding notes under it keeps it). A second item with the very
+//! same title gets `-2`, a third `-3`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+
+/// The comment ralph puts on a blocked item's line, before the reason.
+const BLOCKED: &str = "<!-- ralph: blocked:";
+/// The line ralph puts under an item to ask a person.
+const QUESTION: &str = "<!-- ralph: question:";
+/// A person's answer written as ralph's comment form (any other new line under the
+/// question is an answer too).
+const ANSWER: &str = "<!-- ralph: answer:";
+
+/// Why a checklist cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MarkdownError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8.
+    #[error("{}:{line}: not UTF-8 text; ralph reads a checklist only as UTF-8", .path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line of the first byte that is not.
+        line: usize,
+    },
+    /// The file could not be written.
+    #[error("{}: cannot write: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// One checklist item, found in a text.
+#[derive(Debug, Clone, PartialEq)]
+struct Item {
+    id: String,
+    title: String,
+    state: TaskState,
+    /// Byte offset of the `[` of its checkbox.
+    checkbox: usize,
+    /// Byte range of its line, without the line ending.
+    line: std::ops::Range<usize>,
+    /// Byte offset just after its last body line (and that line's ending), before any blank
+    /// lines that end the item.
+    block_end: usize,
+    /// Its body lines, as written (each without its ending), blank lines inside kept.
+    body: Vec<String>,
+    /// How its body lines are indented (the first body line's, or the item's text column).
+    body_indent: String,
+}
+
+/// The items of `text`, in file order.
+fn items(text: &str) -> Vec<Item> {
+    let lines = lines(text);
+    let mut items = Vec::new();
+    let mut fence: Option<String> = None;
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (start, content) = lines[i];
+        let trimmed = content.trim_start();
+        if let Some(open) = &fence {
+            if trimmed.starts_with(open.as_str()) {
+                fence = None;
+            }
+            i += 1;
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(trimmed[..3].to_owned());
+            i += 1;
+            continue;
+        }
+        let Some(found) = checkbox(content) else {
+            i += 1;
+            continue;
+        };
+        let indent = width(&content[..content.len() - trimmed.len()]);
+        // The body: every following line indented further, blank lines inside included.
+        let mut end = i;
+        let mut j = i + 1;
+        while j < lines.len() {
+            let line = lines[j].1;
+            if line.trim().is_empty() {
+                j += 1;
+                continue;
+            }
+            if width(&line[..line.len() - line.trim_start().len()]) > indent {
+                end = j;
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        let body: Vec<String> = lines[i + 1..=end]
+            .iter()
+            .map(|(_, l)| (*l).to_owned())
+            .collect();
+        let body_indent = body
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l[..l.len() - l.trim_start().len()].to_owned())
+            .unwrap_or_else(|| " ".repeat(found.text_column));
+        let raw_title = &content[found.title_start..];
+        let title = strip_comments(raw_title).trim().to_owned();
+        let state = match (found.checked, raw_title.contains(BLOCKED)) {
+            (true, _) => TaskState::Passed,
+            (false, true) => TaskState::Blocked,
+            (false, false) => TaskState::Pending,
+        };
+        let base = id_of(&title);
+        let n = taken.entry(base.clone()).or_insert(0);
+        *n += 1;
+        let id = match *n {
+            1 => base,
+            n => format!("{base}-{n}"),
+        };
+        let block_end = match lines.get(end + 1) {
+            Some((next, _)) => *next,
+            None => text.len(),
+        };
+        items.push(Item {
+            id,
+            title,
+            state,
+            checkbox: start + found.checkbox,
+            line: start..start + content.len(),
+            block_end,
+            body,
+            body_indent,
+        });
+        i = end + 1;
+    }
+    items
+}
+
+/// Each line's start offset and its text without the line ending.
+fn lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for piece in text.split_inclusive('\n') {
+        let content = piece
+            .strip_suffix('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .unwrap_or(piece);
+        out.push((start, content));
+        start += piece.len();
+    }
+    out
+}
+
+/// The columns leading whitespace takes (a tab to the next multiple of 4).
+fn width(space: &str) -> usize {
+    space.chars().fold(0, |col, c| match c {
+        '\t' => col + 4 - col % 4,
+        _ => col + 1,
+    })
+}
+
+/// Where a checklist line's parts are.
+struct Checkbox {
+    /// Byte offset of `[` in the line.
+    checkbox: usize,
+    checked: bool,
+    /// Byte offset of the title.
+    title_start: usize,
+    /// The column the item's text starts at (where its sub-lines line up).
+    text_column: usize,
+}
+
+/// The checkbox of `line`, when it is a checklist item: a list marker (`-`, `*`, `+`, or
+/// digits and `.` or `)`), a space, `[ ]` or `[x]`, then a space or the end.
+fn checkbox(line: &str) -> Option<Checkbox> {
+    let rest = line.trim_start();
+    let lead = line.len() - rest.len();
+    let marker = match rest.as_bytes().first()? {
+        b'-' | b'*' | b'+' => 1,
+        b'0'..=b'9' => {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            match rest.as_bytes().get(digits) {
+                Some(b'.' | b')') if digits <= 9 => digits + 1,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let after = &rest[marker..];
+    let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
+    if spaces == 0 {
+        return None;
+    }
+    let boxed = &after[spaces..];
+    let checked = match boxed.get(..3)? {
+        "[ ]" => false,
+        "[x]" | "[X]" => true,
+        _ => return None,
+    };
+    let tail = &boxed[3..];
+    if !(tail.is_empty() || tail.starts_with([' ', '\t'])) {
+        return None;
+    }
+    let checkbox = lead + marker + spaces;
+    Some(Checkbox {
+        checkbox,
+        checked,
+        title_start: checkbox + 3,
+        text_column: width(&line[..lead]) + marker + 1,
+    })
+}
+
+/// `text` without its `<!-- ... -->` comments.
+fn strip_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("<!--") {
+        out.push_str(&rest[..open]);
+        match rest[open..].find("-->") {
+            Some(close) => rest = &rest[open + close + 3..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The id of a title: slug and hash (see the module's documentation).
+fn id_of(title: &str) -> String {
+    let normal = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    // FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
+    let hash = normal.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut slug = String::new();
+    for c in normal.chars().flat_map(char::to_lowercase) {
+        if slug.len() >= 40 {
+            break;
+        }
+        match c {
+            'a'..='z' | '0'..='9' => slug.push(c),
+            _ if !slug.is_empty() && !slug.ends_with('-') => slug.push('-'),
+            _ => {}
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    match slug.is_empty() {
+        true => format!("task-{:08x}", hash >> 32),
+        false => format!("{slug}-{:08x}", hash >> 32),
+    }
+}
+
+/// Text safe inside an HTML comment on one line.
+fn one_line_comment_text(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("-->", "-- >")
+}
+
+/// The file's line ending: that of its first line, `\n` without one.
+fn eol(text: &str) -> &'static str {
+    match text.find('\n') {
+        Some(i) if text[..i].ends_with('\r') => "\r\n",
+        _ => "\n",
+    }
+}
+
+/// `text` with `mark` applied; `None` when it already says so. A task missing is an error.
+fn apply(text: &str, location: &str, mark: &Mark) -> Result<Option<String>, TaskListError> {
+    let id = mark.story_id();
+    let Some(item) = items(text).into_iter().find(|i| i.id == id) else {
+        return Err(TaskListError::NoSuchTask {
+            location: location.to_owned(),
+            id: id.to_owned(),
+        });
+    };
+    match mark {
+        Mark::Passed { .. } => {
+            if item.state == TaskState::Passed {
+                return Ok(None);
+            }
+            let mut out = String::with_capacity(text.len());
+            out.push_str(&text[..item.checkbox]);
+            out.push_str("[x]");
+            out.push_str(&text[item.checkbox + 3..]);
+            Ok(Some(out))
+        }
+        Mark::Blocked {
+            reason, saved_ref, ..
+        } => {
+            if item.state != TaskState::Pending {
+                return Ok(None);
+            }
+            let mut why = one_line_comment_text(reason);
+            if let Some(saved) = saved_ref {
+                why.push_str(&format!("; abandoned work: git checkout {saved}"));
+            }
+            let mut out = String::with_capacity(text.len() + why.len() + 24);
+            out.push_str(&text[..item.line.end]);
+            out.push_str(&format!(" {BLOCKED} {why} -->"));
+            out.push_str(&text[item.line.end..]);
+            Ok(Some(out))
+        }
+    }
+}
+
+/// A Markdown checklist.
+#[derive(Debug)]
+pub struct MarkdownList {
+    /// The file as given (relative to the agent's folder, or absolute).
+    path: PathBuf,
+    /// The text as last read whole: what a pass commit holds when the file cannot be read.
+    last_good: Option<String>,
+}
+
+impl MarkdownList {
+    /// The checklist at `path`.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            last_good: None,
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&mut self) -> Result<String, MarkdownError> {
+        let bytes = std::fs::read(&self.path).map_err(|source| MarkdownError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|err| {
+            let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+            MarkdownError::NotUtf8 {
+                path: self.path.clone(),
+                line: valid.iter().filter(|b| **b == b'\n').count() + 1,
+            }
+        })?;
+        self.last_good = Some(text.clone());
+        Ok(text)
+    }
+
+    fn write(&mut self, text: &str) -> Result<(), TaskListError> {
+        ralph_engine::atomic::write(&self.path, text.as_bytes()).map_err(|source| {
+            TaskListError::Failed(Box::new(MarkdownError::Write {
+                path: self.path.clone(),
+                source,
+            }))
+        })?;
+        self.last_good = Some(text.to_owned());
+        Ok(())
+    }
+}
+
+impl From<MarkdownError> for TaskListError {
+    fn from(err: MarkdownError) -> Self {
+        match err {
+            MarkdownError::Write { .. } => Self::Failed(Box::new(err)),
+            _ => Self::Unreadable(Box::new(err)),
+        }
+    }
+}
+
+impl TaskList for MarkdownList {
+    fn kind(&self) -> &str {
+        "markdown"
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        let text = self.read()?;
+        Ok(items(&text)
+            .into_iter()
+            .map(|item| {
+                let mut task = ListedTask::new(item.id.clone(), item.title.clone());
+                task.state = item.state;
+                let body = dedent(&item.body);
+                task.placeholders = BTreeMap::from([
+                    ("task.id".to_owned(), item.id),
+                    ("task.title".to_owned(), item.title),
+                    ("task.body".to_owned(), body),
+                ]);
+                task
+            })
+            .collect())
+    }
+
+    fn marked_files(&mut self, mark: &Mark) -> Result<Vec<(PathBuf, Vec<u8>)>, TaskListError> {
+        let text = match self.read() {
+            Ok(text) => text,
+            Err(err) => self.last_good.clone().ok_or(err)?,
+        };
+        let marked = apply(&text, &self.location(), mark)?.unwrap_or(text);
+        Ok(vec![(self.path.clone(), marked.into_bytes())])
+    }
+
+    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        let text = self.read()?;
+        if let Some(marked) = apply(&text, &self.location(), mark)? {
+            self.write(&marked)?;
+        }
+        Ok(())
+    }
+
+    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let text = self.read()?;
+        let Some(item) = items(&text).into_iter().find(|i| i.id == task_id) else {
+            return Err(TaskListError::NoSuchTask {
+                location: self.location(),
+                id: task_id.to_owned(),
+            });
+        };
+        let asked = one_line_comment_text(question);
+        let eol = eol(&text);
+        let mut out = String::with_capacity(text.len() + asked.len() + 32);
+        out.push_str(&text[..item.block_end]);
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push_str(eol);
+        }
+        out.push_str(&format!("{}{QUESTION} {asked} -->{eol}", item.body_indent));
+        out.push_str(&text[item.block_end..]);
+        self.write(&out)?;
+        let line = lines(&out[..item.block_end]).len() + 1;
+        Ok(Asked::new(
+            task_id,
+            question,
+            format!("{}:{line}", self.path.display()),
+            serde_json::Value::String(asked),
+        ))
+    }
+
+    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let text = self.read()?;
+        let Some(item) = items(&text).into_iter().find(|i| i.id == asked.task_id) else {
+            return Err(TaskListError::NoSuchTask {
+                location: self.location(),
+                id: asked.task_id.clone(),
+            });
+        };
+        let question = asked.token.as_str().unwrap_or(&asked.question);
+        let asks = |l: &String| {
+            l.trim()
+                .strip_prefix(QUESTION)
+                .is_some_and(|q| q.trim_end_matches("-->").trim() == question)
+        };
+        // A question a person removed answers nothing: the wait goes on.
+        let Some(at) = item.body.iter().rposition(asks) else {
+            return Ok(None);
+        };
+        let mut answer = Vec::new();
+        for line in &item.body[at + 1..] {
+            let line = line.trim();
+            if line.starts_with(QUESTION) {
+                break;
+            }
+            if let Some(said) = line.strip_prefix(ANSWER) {
+                answer.push(said.trim_end_matches("-->").trim().to_owned());
+            } else if !line.is_empty() && !line.starts_with("<!-- ralph:") {
+                answer.push(line.to_owned());
+            }
+        }
+        Ok((!answer.is_empty()).then(|| answer.join("\n")))
+    }
+}
+
+/// Body lines with the leading whitespace they all share removed, blank lines at the ends
+/// dropped.
+fn dedent(body: &[String]) -> String {
+    let mut written = body.iter().filter(|l| !l.trim().is_empty());
+    let first = written
+        .next()
+        .map_or("", |l| &l[..l.len() - l.trim_start().len()]);
+    let common = written.fold(first.len(), |n, l| {
+        first
+            .bytes()
+            .zip(l.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    let lines: Vec<&str> = body
+        .iter()
+        .map(|l| match l.trim().is_empty() {
+            true => "",
+            false => &l[common..],
+        })
+        .collect();
+    lines.join("\n").trim_matches('\n').to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TODO: &str = "# Work\r\n\r\nSome prose.  \r\n\r\n- [ ] Add a login page\r\n  \
+                        needs a form\r\n\t- [ ] nested note\r\n* [x] Done already\r\n1. [ ] \
+                        Third\ttask  \r\n\r\n```\r\n- [ ] not a task\r\n```\r\n- [ ] Last";
+
+    #[test]
+    fn items_bodies_and_states_are_found() {
+        let found = items(TODO);
+        let titles: Vec<(&str, TaskState)> =
+            found.iter().map(|i| (i.title.as_str(), i.state)).collect();
+        assert_eq!(
+            titles,
+            [
+                ("Add a login page", TaskState::Pending),
+                ("Done already", TaskState::Passed),
+                ("Third\ttask", TaskState::Pending),
+                ("Last", TaskState::Pending),
+            ]
+        );
+        // Indented with spaces and with a tab: nothing in common to take away.
+        assert_eq!(
+            dedent(&found[0].body),
+            "  needs a form\n\t- [ ] nested note"
+        );
+        assert_eq!(
+            dedent(&["  a".to_owned(), String::new(), "    b".to_owned()]),
+            "a\n\n  b"
+        );
+        assert!(
+            found[0].id.starts_with("add-a-login-page-"),
+            "{}",
+            found[0].id
+        );
+    }
+
+    #[test]
+    fn a_pass_changes_exactly_the_checkbox() {
+        let id = items(TODO)[2].id.clone();
+        let out = apply(TODO, "TODO.md", &Mark::passed(id.clone()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, TODO.replacen("1. [ ] Third", "1. [x] Third", 1));
+        assert_eq!(apply(&out, "TODO.md", &Mark::passed(id)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_block_appends_a_comment_before_the_line_ending_and_keeps_the_id() {
+        let item = items(TODO)[0].clone();
+        let mark = Mark::Blocked {
+            story_id: item.id.clone(),
+            notes: String::new(),
+            reason: "same error 3 times".to_owned(),
+            saved_ref: Some("refs/ralph/attempts/x/1".to_owned()),
+        };
+        let out = apply(TODO, "TODO.md", &mark).unwrap().unwrap();
+        assert_eq!(
+            out,
+            TODO.replacen(
+                "- [ ] Add a login page\r\n",
+                "- [ ] Add a login page <!-- ralph: blocked: same error 3 times; abandoned \
+                 work: git checkout refs/ralph/attempts/x/1 -->\r\n",
+                1
+            )
+        );
+        let again = items(&out);
+        assert_eq!(again[0].id, item.id);
+        assert_eq!(again[0].state, TaskState::Blocked);
+        assert_eq!(apply(&out, "TODO.md", &mark).unwrap(), None);
+    }
+
+    #[test]
+    fn the_same_title_twice_gets_two_ids() {
+        let found = items("- [ ] a\n- [ ] a\n");
+        assert_eq!(found[1].id, format!("{}-2", found[0].id));
+    }
+
+    #[test]
+    fn not_checklist_lines() {
+        for line in [
+            "-[ ] x",
+            "- [] x",
+            "- [ ]x",
+            "text - [ ] x",
+            "1234567890. [ ] x",
+        ] {
+            assert!(checkbox(line).is_none(), "{line}");
+        }
+        for line in ["- [ ]", "+ [X] y", "  10) [ ] z", "\t* [ ] t"] {
+            assert!(checkbox(line).is_some(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_question_goes_under_the_item_and_a_new_line_answers_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, TODO).unwrap();
+        let mut list = MarkdownList::new(path.clone());
+        let id = list.load().unwrap()[0].id.clone();
+        let asked = list.ask(&id, "Which --> framework?").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            TODO.replacen(
+                "\t- [ ] nested note\r\n",
+                "\t- [ ] nested note\r\n  <!-- ralph: question: Which -- > framework? -->\r\n",
+                1
+            )
+        );
+        assert_eq!(asked.at, format!("{}:8", path.display()));
+        assert_eq!(list.answer(&asked).unwrap(), None);
+        let answered = text.replacen("? -->\r\n", "? -->\r\n\tUse axum.\r\n", 1);
+        std::fs::write(&path, answered).unwrap();
+        assert_eq!(list.answer(&asked).unwrap().as_deref(), Some("Use axum."));
+        assert_eq!(list.load().unwrap()[0].id, id, "the id stays");
+    }
+
+    #[test]
+    fn a_question_on_the_last_line_without_an_ending_gets_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, "- [ ] only").unwrap();
+        let mut list = MarkdownList::new(path.clone());
+        let id = list.load().unwrap()[0].id.clone();
+        list.ask(&id, "why?").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "- [ ] only\n  <!-- ralph: question: why? -->\n"
+        );
+    }
+
+    mod props {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        fn line() -> impl Strategy<Value = String> {
+            let prefix = prop_oneof![
+                Just(String::new()),
+                Just("  ".to_owned()),
+                Just("\t".to_owned()),
+                Just(" \t ".to_owned())
+            ];
+            let body = prop_oneof![
+                Just("- [ ] ".to_owned()),
+                Just("* [x] ".to_owned()),
+                Just("1. [ ] ".to_owned()),
+                Just("- ".to_owned()),
+                Just(String::new()),
+                Just("```".to_owned()),
+            ];
+            let text = "[a-z \t]{0,12}";
+            let end = prop_oneof![Just("\n"), Just("\r\n"), Just("  \r\n"), Just("\t\n")];
+            (prefix, body, text, end).prop_map(|(p, b, t, e)| format!("{p}{b}{t}{e}"))
+        }
+
+        proptest! {
+            /// Marking any item changes only its checkbox or appends to its line: every
+            /// other byte stays.
+            #[test]
+            fn marks_change_only_their_line(lines in proptest::collection::vec(line(), 0..20), pick in 0usize..20) {
+                let text: String = lines.concat();
+                let found = items(&text);
+                prop_assume!(!found.is_empty());
+                let item = &found[pick % found.len()];
+                if item.state == TaskState::Pending {
+                    let out = apply(&text, "T", &Mark::passed(item.id.clone())).unwrap().unwrap();
+                    prop_assert_eq!(out.len(), text.len());
+                    let diff: Vec<usize> = (0..text.len()).filter(|&i| text.as_bytes()[i] != out.as_bytes()[i]).collect();
+                    prop_assert_eq!(diff, vec![item.checkbox + 1]);
+                    let blocked = Mark::Blocked { story_id: item.id.clone(), notes: String::new(), reason: "r".into(), saved_ref: None };
+                    let out = apply(&text, "T", &blocked).unwrap().unwrap();
+                    prop_assert_eq!(&out[..item.line.end], &text[..item.line.end]);
+                    prop_assert_eq!(&out[out.len() - (text.len() - item.line.end)..], &text[item.line.end..]);
+                    let after = items(&out);
+                    prop_assert_eq!(after.len(), found.len());
+                    prop_assert_eq!(&after[pick % found.len()].id, &item.id);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! prd.json as a [`TaskList`]: stories are tasks, `passes` their state, a [`Mark`] edits only
+//! the story's `passes` and `notes` in the text as it is at the write.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::prd::{self, Passes, Prd, PrdError, Story};
+use crate::tasks::{ListedTask, Mark, TaskList, TaskListError, TaskState};
+use crate::vocabulary::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
+
+/// Stories from a prd.json.
+#[derive(Debug)]
+pub struct PrdList {
+    /// The file (a symlink's target).
+    path: PathBuf,
+    /// The path as written, when a symlink: a revert leaves the link alone too.
+    link: Option<PathBuf>,
+    /// The last parse, reused while the bytes stay the same.
+    cache: prd::Cache,
+}
+
+impl PrdList {
+    /// The prd.json at `path` (a symlink followed once, here: files are replaced by renaming
+    /// a new one over them, which would replace the link itself).
+    pub fn new(path: PathBuf) -> Self {
+        let followed = crate::followed(path.clone());
+        Self {
+            link: (followed != path).then_some(path),
+            path: followed,
+            cache: prd::Cache::default(),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads and validates prd.json, with its located errors.
+    pub fn prd(&mut self) -> Result<Prd, PrdError> {
+        self.cache.load(&self.path)
+    }
+}
+
+impl From<PrdError> for TaskListError {
+    fn from(err: PrdError) -> Self {
+        match err {
+            PrdError::Read { .. } | PrdError::Malformed { .. } => Self::Unreadable(Box::new(err)),
+            PrdError::NoSuchStory { path, id } => Self::NoSuchTask {
+                location: path.display().to_string(),
+                id,
+            },
+            other => Self::Failed(Box::new(other)),
+        }
+    }
+}
+
+impl TaskList for PrdList {
+    fn kind(&self) -> &str {
+        "prd"
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        std::iter::once(self.path.clone())
+            .chain(self.link.clone())
+            .collect()
+    }
+
+    fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        Ok(self.prd()?.stories().iter().map(listed).collect())
+    }
+
+    fn marked_files(&mut self, mark: &Mark) -> Result<Vec<(PathBuf, Vec<u8>)>, TaskListError> {
+        // The file as it is now, or as ralph last read it when it does not parse now.
+        let mut prd = match self.cache.load(&self.path) {
+            Ok(prd) => prd,
+            Err(err) => self.cache.last_good().cloned().ok_or(err)?,
+        };
+        mark.apply(&mut prd)?;
+        Ok(vec![(self.path.clone(), prd.to_text().into_bytes())])
+    }
+
+    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        self.cache.write_mark(&self.path, mark)?;
+        Ok(())
+    }
+}
+
+/// A story as a task.
+fn listed(story: &Story) -> ListedTask {
+    let mut task = ListedTask::new(story.id.clone(), story.title.clone());
+    task.priority = story.priority;
+    task.state = match story.passes {
+        Passes::No => TaskState::Pending,
+        Passes::Yes => TaskState::Passed,
+        Passes::Blocked => TaskState::Blocked,
+    };
+    task.placeholders = placeholders(story);
+    task
+}
+
+/// The `{{ story.* }}` values of `story`, one for each name validation knows
+/// ([`STORY_PLACEHOLDERS`]), and the same story under the `{{ task.* }}` names every list
+/// shares.
+pub(crate) fn placeholders(story: &Story) -> BTreeMap<String, String> {
+    let criteria = story
+        .acceptance_criteria
+        .iter()
+        .map(|c| format!("- {c}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let story_values = STORY_PLACEHOLDERS.iter().filter_map(|name| {
+        let value = match *name {
+            "id" => story.id.clone(),
+            "title" => story.title.clone(),
+            "description" => story.description.clone(),
+            "acceptance_criteria" => criteria.clone(),
+            "json" => story.json.clone(),
+            _ => return None,
+        };
+        Some((format!("story.{name}"), value))
+    });
+    let body = match criteria.is_empty() {
+        true => story.description.clone(),
+        false => format!("{}\n\nAcceptance criteria:\n{criteria}", story.description),
+    };
+    let task_values = TASK_PLACEHOLDERS.iter().filter_map(|name| {
+        let value = match *name {
+            "id" => story.id.clone(),
+            "title" => story.title.clone(),
+            "body" => body.clone(),
+            // Filled by escalation once a person answered.
+            _ => return None,
+        };
+        Some((format!("task.{name}"), value))
+    });
+    story_values.chain(task_values).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `{{ story.* }}` name validation accepts gets a value in story mode.
+    #[test]
+    fn every_story_placeholder_validation_knows_gets_a_value() {
+        let story = Story {
+            id: "US-1".to_owned(),
+            title: "Cart".to_owned(),
+            description: "A cart".to_owned(),
+            acceptance_criteria: vec!["a".to_owned(), "b".to_owned()],
+            priority: 1.0,
+            passes: Passes::No,
+            json: "{}".to_owned(),
+        };
+        let values = placeholders(&story);
+        let names: Vec<&str> = values
+            .keys()
+            .filter_map(|k| k.strip_prefix("story."))
+            .collect();
+        let mut expected = STORY_PLACEHOLDERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        assert_eq!(values["story.acceptance_criteria"], "- a\n- b");
+        assert_eq!(values["task.title"], "Cart");
+        assert_eq!(
+            values["task.body"],
+            "A cart\n\nAcceptance criteria:\n- a\n- b"
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! The RALPH.md `tasks:` section: where story mode's tasks live. Checked by the parser through
+//! the plug vocabulary ([`check`]), read into a [`TasksConfig`] by whoever builds the list.
+
+use std::path::PathBuf;
+
+use ralph_engine::frontmatter::SectionProblem;
+use ralph_engine::frontmatter::yaml::Value;
+
+/// The kinds of list `tasks:` takes, one key each.
+pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github"];
+
+/// The keys only `github` takes.
+const GITHUB_KEYS: &[&str] = &["label", "close"];
+
+/// Every key `tasks` takes.
+const ALL_KEYS: [&str; 5] = ["markdown", "prd", "github", "label", "close"];
+
+/// Where the tasks live, as `tasks:` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TasksConfig {
+    /// A Markdown checklist: `tasks: {markdown: TODO.md}`.
+    Markdown(PathBuf),
+    /// A prd.json: `tasks: {prd: prd.json}`, the same as `escalation.prd`.
+    Prd(PathBuf),
+    /// Open issues of a GitHub repository: `tasks: {github: owner/repo, label: ralph}`.
+    Github {
+        /// `owner/repo`.
+        repo: String,
+        /// Only issues with this label.
+        label: Option<String>,
+        /// Close an issue when its task passes (`false`: label it `ralph:done`).
+        close: bool,
+    },
+}
+
+impl TasksConfig {
+    /// The `tasks` section as written, `None` when it does not pass [`check`].
+    pub fn from_section(value: &Value) -> Option<Self> {
+        if !check(value).is_empty() {
+            return None;
+        }
+        let map = value.as_mapping()?;
+        let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+        if let Some(path) = text("markdown") {
+            return Some(Self::Markdown(PathBuf::from(path)));
+        }
+        if let Some(path) = text("prd") {
+            return Some(Self::Prd(PathBuf::from(path)));
+        }
+        Some(Self::Github {
+            repo: text("github")?,
+            label: text("label"),
+            close: map.get("close").and_then(Value::as_bool).unwrap_or(true),
+        })
+    }
+
+    /// The key that names the source (`markdown`, `prd`, `github`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Markdown(_) => "markdown",
+            Self::Prd(_) => "prd",
+            Self::Github { .. } => "github",
+        }
+    }
+}
+
+/// The `tasks` section's problems: exactly one source key, a non-empty path or `owner/repo`,
+/// `label`/`close` only with `github`, nothing else.
+pub fn check(value: &Value) -> Vec<SectionProblem> {
+    let Some(map) = value.as_mapping() else {
+        return vec![SectionProblem::at_value(
+            "",
+            format!(
+                "expected a mapping with one of {}, such as `tasks: {{markdown: TODO.md}}`, got {}",
+                one_of(TASK_SOURCES),
+                describe(value)
+            ),
+        )];
+    };
+    let mut problems = Vec::new();
+    let mut sources = Vec::new();
+    for (key, item) in map {
+        let Some(key) = key.as_str() else {
+            problems.push(SectionProblem::at_value(
+                "",
+                "keys must be words".to_owned(),
+            ));
+            continue;
+        };
+        match key {
+            "markdown" | "prd" => {
+                sources.push(key);
+                if item.as_str().is_none_or(|s| s.trim().is_empty()) {
+                    problems.push(SectionProblem::at_value(
+                        key,
+                        format!("expected a path to a file, got {}", describe(item)),
+                    ));
+                }
+            }
+            "github" => {
+                sources.push(key);
+                if !item.as_str().is_some_and(is_owner_repo) {
+                    problems.push(SectionProblem::at_value(
+                        key,
+                        format!(
+                            "expected a repository as `owner/repo`, got {}",
+                            describe(item)
+                        ),
+                    ));
+                }
+            }
+            "label" if item.as_str().is_none_or(|s| s.trim().is_empty()) => {
+                problems.push(SectionProblem::at_value(
+                    key,
+                    format!("expected a label name, got {}", describe(item)),
+                ));
+            }
+            "close" if item.as_bool().is_none() => problems.push(SectionProblem::at_value(
+                key,
+                format!("expected true or false, got {}", describe(item)),
+            )),
+            "label" | "close" => {}
+            other => problems.push(SectionProblem::at_key(
+                other,
+                format!(
+                    "unknown key `{other}`; `tasks` takes one of {}{}",
+                    one_of(TASK_SOURCES),
+                    match ralph_engine::frontmatter::nearest(other, &ALL_KEYS) {
+                        Some(near) => format!("; did you mean `{near}`?"),
+                        None => " (and `label`, `close` with `github`)".to_owned(),
+                    }
+                ),
+            )),
+        }
+    }
+    match sources.as_slice() {
+        [] => problems.push(SectionProblem::at_value(
+            "",
+            format!(
+                "names no task source; expected one of {}",
+                one_of(TASK_SOURCES)
+            ),
+        )),
+        [_] => {}
+        [first, rest @ ..] => {
+            for second in rest {
+                problems.push(SectionProblem::at_key(
+                    *second,
+                    format!("`{first}` is already the task source; `tasks` takes one source"),
+                ));
+            }
+        }
+    }
+    if !sources.contains(&"github") {
+        for key in GITHUB_KEYS.iter().filter(|k| map.contains_key(**k)) {
+            problems.push(SectionProblem::at_key(
+                *key,
+                format!("`{key}` is a setting of `github` tasks only"),
+            ));
+        }
+    }
+    problems
+}
+
+/// The JSON Schema of the `tasks` section, for `docs/ralph.schema.json`.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::json!({
+        "description": "Where story mode's tasks live: one of `markdown` (a checklist), `prd` \
+                        (a prd.json, the same as escalation.prd) or `github` (open issues). \
+                        See docs/tasks.md.",
+        "type": "object",
+        "properties": {
+            "markdown": {"type": "string", "minLength": 1, "description": "A Markdown checklist: every `- [ ]` line is a task."},
+            "prd": {"type": "string", "minLength": 1, "description": "A prd.json; the same as escalation.prd."},
+            "github": {"type": "string", "pattern": "^[^/\\s]+/[^/\\s]+$", "description": "Open issues of this repository, `owner/repo`."},
+            "label": {"type": "string", "minLength": 1, "description": "github: only issues with this label."},
+            "close": {"type": "boolean", "default": true, "description": "github: close an issue when its task passes (false: label it ralph:done)."}
+        },
+        "additionalProperties": false,
+        "oneOf": [
+            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}]}}
+        ]
+    })
+}
+
+fn is_owner_repo(text: &str) -> bool {
+    let mut parts = text.split('/');
+    let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && !p.contains(char::is_whitespace));
+    ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+fn one_of(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| format!("`{w}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "nothing".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Sequence(_) => "a list".to_owned(),
+        Value::Mapping(_) => "a mapping".to_owned(),
+        Value::Tagged(_) => "a tagged value".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(yaml: &str) -> Vec<String> {
+        let value: Value = ralph_engine::frontmatter::yaml::from_str(yaml).unwrap();
+        check(&value)
+            .into_iter()
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect()
+    }
+
+    #[test]
+    fn each_source_parses() {
+        let value: Value = ralph_engine::frontmatter::yaml::from_str("markdown: TODO.md").unwrap();
+        assert_eq!(
+            TasksConfig::from_section(&value),
+            Some(TasksConfig::Markdown("TODO.md".into()))
+        );
+        let value: Value =
+            ralph_engine::frontmatter::yaml::from_str("github: a/b\nlabel: ralph\nclose: false")
+                .unwrap();
+        assert_eq!(
+            TasksConfig::from_section(&value),
+            Some(TasksConfig::Github {
+                repo: "a/b".into(),
+                label: Some("ralph".into()),
+                close: false
+            })
+        );
+    }
+
+    #[test]
+    fn wrong_sections_say_what_is_allowed() {
+        assert_eq!(
+            problems("markdown: TODO.md\nprd: prd.json"),
+            ["prd: `markdown` is already the task source; `tasks` takes one source"]
+        );
+        assert_eq!(
+            problems("github: nope"),
+            ["github: expected a repository as `owner/repo`, got \"nope\""]
+        );
+        assert_eq!(
+            problems("markdown: TODO.md\nlabel: x"),
+            ["label: `label` is a setting of `github` tasks only"]
+        );
+        assert_eq!(
+            problems("markdwn: TODO.md"),
+            [
+                "markdwn: unknown key `markdwn`; `tasks` takes one of `markdown`, `prd`, \
+                 `github`; did you mean `markdown`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`"
+            ]
+        );
+        assert_eq!(
+            problems("TODO.md"),
+            [
+                ": expected a mapping with one of `markdown`, `prd`, `github`, such as \
+              `tasks: {markdown: TODO.md}`, got \"TODO.md\""
+            ]
+        );
+        assert_eq!(
+            problems("github: a/b\nclose: yes please"),
+            ["close: expected true or false, got \"yes please\""]
+        );
+    }
+}

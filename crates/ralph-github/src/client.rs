@@ -1,0 +1,735 @@
+//! The REST client: one request loop that waits out rate limits and retries failures, and the
+//! five calls a task source makes.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ralph_backoff::RetryPolicy;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{Error, Repo, Token};
+
+/// GitHub asks for at least a minute when a rate limit names no reset.
+const UNNAMED_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// GitHub's primary limit resets within the hour: a longer wait is a clock gone wrong.
+const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(3600);
+/// The reset time is whole seconds: a second more and the first request after the wait counts.
+const RESET_MARGIN: Duration = Duration::from_secs(1);
+/// How many times a request is tried through network errors and 5xx answers.
+const DEFAULT_ATTEMPTS: u64 = 5;
+/// GitHub's largest page.
+const PER_PAGE: u32 = 100;
+
+/// Where the client's time comes from: the wall clock to read a reset time against, and the
+/// sleep that waits. Tests pass one that only records the waits.
+pub trait Clock: Send {
+    /// The time now.
+    fn now(&self) -> SystemTime;
+    /// Waits `duration`.
+    fn sleep(&mut self, duration: Duration);
+}
+
+/// The system's clock and `std::thread::sleep`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// A wait the client is about to make, for the caller to report (as agent waits are).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notice {
+    /// GitHub's rate limit: the client waits until `until`.
+    RateLimited {
+        /// The address that was limited.
+        url: String,
+        /// 403 or 429.
+        status: u16,
+        /// How long the client waits.
+        wait: Duration,
+        /// When the limit resets, by GitHub's word.
+        until: SystemTime,
+    },
+    /// A network error or a 5xx: the request is tried again after `wait`.
+    Retrying {
+        /// The address that failed.
+        url: String,
+        /// What went wrong.
+        reason: String,
+        /// The attempt that follows the wait (2 for the first retry).
+        attempt: u64,
+        /// How long the client waits first.
+        wait: Duration,
+    },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::RateLimited {
+                url,
+                status,
+                wait,
+                until,
+            } => write!(
+                f,
+                "GitHub rate limit on {url} (HTTP {status}): waiting {}s, until the reset at {}",
+                wait.as_secs(),
+                humantime::format_rfc3339_seconds(*until)
+            ),
+            Self::Retrying {
+                url,
+                reason,
+                attempt,
+                wait,
+            } => write!(
+                f,
+                "{url}: {reason}; attempt {attempt} in {}s",
+                wait.as_secs()
+            ),
+        }
+    }
+}
+
+/// Whether an issue is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum IssueState {
+    /// Open: a task to do.
+    Open,
+    /// Closed, by anyone.
+    Closed,
+}
+
+/// An issue, as the task source reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Issue {
+    /// Its number in the repository.
+    pub number: u64,
+    /// Its title.
+    pub title: String,
+    /// Its text (empty when it has none).
+    pub body: String,
+    /// Its page on GitHub.
+    pub url: String,
+    /// Open or closed.
+    pub state: IssueState,
+    /// When it was opened (RFC 3339, as GitHub writes it; sorts as time does).
+    pub created_at: String,
+    /// Its labels' names.
+    pub labels: Vec<String>,
+    /// Who opened it.
+    pub author: String,
+}
+
+/// A comment on an issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Comment {
+    /// Its id.
+    pub id: u64,
+    /// Its text.
+    pub body: String,
+    /// Who wrote it.
+    pub author: String,
+    /// When it was written (RFC 3339).
+    pub created_at: String,
+    /// Its address on GitHub.
+    pub url: String,
+}
+
+#[derive(Deserialize)]
+struct WireUser {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct WireLabel {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct WireIssue {
+    number: u64,
+    title: String,
+    body: Option<String>,
+    html_url: String,
+    state: IssueState,
+    created_at: String,
+    #[serde(default)]
+    labels: Vec<WireLabel>,
+    user: Option<WireUser>,
+    /// Set on pull requests, which the issues endpoint lists too.
+    pull_request: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireComment {
+    id: u64,
+    body: Option<String>,
+    user: Option<WireUser>,
+    created_at: String,
+    html_url: String,
+}
+
+impl From<WireIssue> for Issue {
+    fn from(wire: WireIssue) -> Self {
+        Self {
+            number: wire.number,
+            title: wire.title,
+            body: wire.body.unwrap_or_default(),
+            url: wire.html_url,
+            state: wire.state,
+            created_at: wire.created_at,
+            labels: wire.labels.into_iter().map(|l| l.name).collect(),
+            author: wire.user.map(|u| u.login).unwrap_or_default(),
+        }
+    }
+}
+
+impl From<WireComment> for Comment {
+    fn from(wire: WireComment) -> Self {
+        Self {
+            id: wire.id,
+            body: wire.body.unwrap_or_default(),
+            author: wire.user.map(|u| u.login).unwrap_or_default(),
+            created_at: wire.created_at,
+            url: wire.html_url,
+        }
+    }
+}
+
+/// Where notices go as they happen.
+type NoticeReport = Box<dyn FnMut(&Notice) + Send>;
+
+/// A synchronous client for one repository's issues.
+pub struct Client {
+    agent: ureq::Agent,
+    base: String,
+    token: Token,
+    repo: Repo,
+    clock: Box<dyn Clock>,
+    retry: RetryPolicy,
+    attempts: u64,
+    notices: Vec<Notice>,
+    on_notice: Option<NoticeReport>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.base)
+            .field("repo", &self.repo)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One answer: its JSON and the next page's address, if any.
+struct Answer {
+    json: Value,
+    next: Option<String>,
+}
+
+impl Client {
+    /// A client for `repo` at the API address `base` (see [`crate::api_url_from_env`]), with
+    /// the system clock, retries backing off from 1 s to 60 s, five attempts in all.
+    #[must_use]
+    pub fn new(base: impl Into<String>, token: Token, repo: Repo) -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .user_agent(concat!("ralph/", env!("CARGO_PKG_VERSION")))
+            .accept("application/vnd.github+json")
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .new_agent();
+        Self {
+            agent,
+            base: base.into().trim_end_matches('/').to_owned(),
+            token,
+            repo,
+            clock: Box::new(SystemClock),
+            retry: RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(60)),
+            attempts: DEFAULT_ATTEMPTS,
+            notices: Vec::new(),
+            on_notice: None,
+        }
+    }
+
+    /// A client for `repo` (`owner/name`) with the token and API address the environment gives
+    /// ([`crate::token_from_env`], [`crate::api_url_from_env`]), as `ralph run` makes it.
+    ///
+    /// # Errors
+    /// [`Error::BadRepo`], [`Error::BadApiUrl`] or [`Error::NoToken`], each saying what to set.
+    pub fn from_env(repo: &str) -> Result<Self, Error> {
+        let var = |name: &str| std::env::var(name).ok();
+        let repo: Repo = repo.parse()?;
+        let base = crate::api_url_from_env(var)?;
+        let token = crate::token_from_env(var)?;
+        Ok(Self::new(base, token, repo))
+    }
+
+    /// The same client on another clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// The same client with another backoff and number of attempts (at least 1).
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy, attempts: u64) -> Self {
+        self.retry = retry;
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// Calls `report` with each notice as it happens, before the wait (the notices are also
+    /// kept for [`Client::take_notices`]).
+    #[must_use]
+    pub fn on_notice(mut self, report: impl FnMut(&Notice) + Send + 'static) -> Self {
+        self.on_notice = Some(Box::new(report));
+        self
+    }
+
+    /// The repository this client reads.
+    #[must_use]
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
+    /// The waits made since the last call, oldest first.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    fn repo_url(&self, rest: &str) -> String {
+        format!(
+            "{}/repos/{}/{}{rest}",
+            self.base,
+            self.repo.owner(),
+            self.repo.name()
+        )
+    }
+
+    /// The open issues, with `label` when given, oldest first, every page; pull requests are
+    /// left out.
+    ///
+    /// # Errors
+    /// See [`Error`]: a refused token, an unknown repository, the network down through every retry.
+    pub fn open_issues(&mut self, label: Option<&str>) -> Result<Vec<Issue>, Error> {
+        let mut query = format!("?state=open&sort=created&direction=asc&per_page={PER_PAGE}");
+        if let Some(label) = label {
+            query.push_str("&labels=");
+            query.push_str(&encode_query_value(label));
+        }
+        let url = self.repo_url(&format!("/issues{query}"));
+        let wires: Vec<WireIssue> = self.all_pages(url)?;
+        Ok(wires
+            .into_iter()
+            .filter(|w| w.pull_request.is_none())
+            .map(Issue::from)
+            .collect())
+    }
+
+    /// One issue, open or closed.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn issue(&mut self, number: u64) -> Result<Issue, Error> {
+        let url = self.repo_url(&format!("/issues/{number}"));
+        let answer = self.send("GET", &url, None)?;
+        parse::<WireIssue>(&url, answer.json).map(Issue::from)
+    }
+
+    /// An issue's comments, oldest first, every page.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn comments(&mut self, number: u64) -> Result<Vec<Comment>, Error> {
+        let url = self.repo_url(&format!("/issues/{number}/comments?per_page={PER_PAGE}"));
+        let wires: Vec<WireComment> = self.all_pages(url)?;
+        Ok(wires.into_iter().map(Comment::from).collect())
+    }
+
+    /// Posts `body` as a comment on the issue.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn post_comment(&mut self, number: u64, body: &str) -> Result<Comment, Error> {
+        let url = self.repo_url(&format!("/issues/{number}/comments"));
+        let answer = self.send("POST", &url, Some(&json!({ "body": body })))?;
+        parse::<WireComment>(&url, answer.json).map(Comment::from)
+    }
+
+    /// Closes the issue as completed.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn close_issue(&mut self, number: u64) -> Result<(), Error> {
+        let url = self.repo_url(&format!("/issues/{number}"));
+        let body = json!({ "state": "closed", "state_reason": "completed" });
+        self.send("PATCH", &url, Some(&body)).map(drop)
+    }
+
+    /// Adds `label` to the issue (GitHub creates the label in the repository if it is new).
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn add_label(&mut self, number: u64, label: &str) -> Result<(), Error> {
+        let url = self.repo_url(&format!("/issues/{number}/labels"));
+        self.send("POST", &url, Some(&json!({ "labels": [label] })))
+            .map(drop)
+    }
+
+    fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        let mut url = first;
+        loop {
+            let answer = self.send("GET", &url, None)?;
+            items.extend(parse::<Vec<T>>(&url, answer.json)?);
+            match answer.next {
+                None => return Ok(items),
+                Some(next) if next.starts_with(&format!("{}/", self.base)) => url = next,
+                Some(next) => {
+                    return Err(Error::ForeignLink {
+                        url,
+                        next,
+                        base: self.base.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn notice(&mut self, notice: Notice) {
+        if let Some(report) = &mut self.on_notice {
+            report(&notice);
+        }
+        self.notices.push(notice);
+    }
+
+    /// One request, through rate limits (waited out, however many) and failures (retried
+    /// with backoff, `attempts` times in all).
+    fn send(&mut self, method: &str, url: &str, body: Option<&Value>) -> Result<Answer, Error> {
+        let mut attempt = 1;
+        loop {
+            let failure = match self.send_once(method, url, body) {
+                Ok(Reply::Answer(answer)) => return Ok(answer),
+                Ok(Reply::RateLimited { status, wait }) => {
+                    let until = self.clock.now() + wait;
+                    self.notice(Notice::RateLimited {
+                        url: url.to_owned(),
+                        status,
+                        wait,
+                        until,
+                    });
+                    self.clock.sleep(wait);
+                    continue;
+                }
+                Ok(Reply::ServerError(reason)) | Err(reason) => reason,
+                Ok(Reply::Refused { status, message }) => {
+                    return Err(Error::Status {
+                        method: method.to_owned(),
+                        url: url.to_owned(),
+                        status,
+                        message,
+                        hint: Error::hint_for(status),
+                    });
+                }
+            };
+            if attempt >= self.attempts {
+                return Err(Error::Unreachable {
+                    method: method.to_owned(),
+                    url: url.to_owned(),
+                    reason: failure,
+                    attempts: attempt,
+                    status_page: "https://www.githubstatus.com",
+                });
+            }
+            attempt += 1;
+            let wait = self.retry.wait_before(attempt);
+            self.notice(Notice::Retrying {
+                url: url.to_owned(),
+                reason: failure,
+                attempt,
+                wait,
+            });
+            self.clock.sleep(wait);
+        }
+    }
+
+    /// One try: GitHub's answer sorted, or the network's failure in words.
+    fn send_once(&self, method: &str, url: &str, body: Option<&Value>) -> Result<Reply, String> {
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(url)
+            .header("authorization", format!("Bearer {}", self.token.secret()))
+            .header("x-github-api-version", "2022-11-28");
+        let sent = match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .map_err(|err| err.to_string())
+                .and_then(|r| self.agent.run(r).map_err(|err| err.to_string())),
+            None => request
+                .body(())
+                .map_err(|err| err.to_string())
+                .and_then(|r| self.agent.run(r).map_err(|err| err.to_string())),
+        };
+        let mut response = sent?;
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header("retry-after");
+        let remaining = header("x-ratelimit-remaining");
+        let reset = header("x-ratelimit-reset");
+        let next = header("link").and_then(|link| next_link(&link));
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|err| format!("HTTP {status}, reading the answer: {err}"))?;
+        let json: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            match serde_json::from_str(&text) {
+                Ok(json) => json,
+                // A proxy's HTML error page on a 5xx is a failure to retry, not a bad answer.
+                Err(_) if status >= 500 => Value::Null,
+                Err(err) if (200..300).contains(&status) => {
+                    return Ok(Reply::Answer(Answer {
+                        json: json!({ "unparsed": err.to_string() }),
+                        next: None,
+                    }));
+                }
+                Err(_) => json!({ "message": text.chars().take(200).collect::<String>() }),
+            }
+        };
+        let message = json
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if (200..300).contains(&status) {
+            return Ok(Reply::Answer(Answer { json, next }));
+        }
+        let limits = RateLimitHeaders {
+            retry_after: retry_after.as_deref(),
+            remaining: remaining.as_deref(),
+            reset: reset.as_deref(),
+            message: &message,
+        };
+        if let Some(wait) = rate_limit_wait(status, &limits, self.clock.now()) {
+            return Ok(Reply::RateLimited { status, wait });
+        }
+        if status >= 500 {
+            return Ok(Reply::ServerError(format!("HTTP {status} {message}")));
+        }
+        Ok(Reply::Refused { status, message })
+    }
+}
+
+/// One try's answer, sorted by what the request loop does next.
+enum Reply {
+    Answer(Answer),
+    RateLimited { status: u16, wait: Duration },
+    ServerError(String),
+    Refused { status: u16, message: String },
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {
+    if let Some(reason) = json.get("unparsed").and_then(Value::as_str) {
+        return Err(Error::BadAnswer {
+            url: url.to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+    serde_json::from_value(json).map_err(|err| Error::BadAnswer {
+        url: url.to_owned(),
+        reason: err.to_string(),
+    })
+}
+
+/// The rate-limit headers of an answer, as text.
+struct RateLimitHeaders<'a> {
+    retry_after: Option<&'a str>,
+    remaining: Option<&'a str>,
+    reset: Option<&'a str>,
+    message: &'a str,
+}
+
+/// How long to wait when an answer is a rate limit, by GitHub's documented rules: a 403 or 429
+/// with `retry-after` waits that many seconds; with `x-ratelimit-remaining: 0`, until
+/// `x-ratelimit-reset` (a Unix time) and a second; a 429, or a 403 whose message says "rate
+/// limit", with neither, a minute. A 403 without these is a permission refused: no wait.
+fn rate_limit_wait(
+    status: u16,
+    headers: &RateLimitHeaders<'_>,
+    now: SystemTime,
+) -> Option<Duration> {
+    if status != 403 && status != 429 {
+        return None;
+    }
+    let wait = if let Some(secs) = headers
+        .retry_after
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Duration::from_secs(secs.max(1))
+    } else if let (Some("0"), Some(reset)) = (
+        headers.remaining.map(str::trim),
+        headers.reset.and_then(|v| v.trim().parse::<u64>().ok()),
+    ) {
+        let reset = UNIX_EPOCH + Duration::from_secs(reset);
+        reset.duration_since(now).unwrap_or(Duration::ZERO) + RESET_MARGIN
+    } else if status == 429 || headers.message.to_lowercase().contains("rate limit") {
+        UNNAMED_RATE_LIMIT_WAIT
+    } else {
+        return None;
+    };
+    Some(wait.min(LONGEST_RATE_LIMIT_WAIT))
+}
+
+/// The `rel="next"` address of a `link` header.
+fn next_link(link: &str) -> Option<String> {
+    link.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| p.trim() == "rel=\"next\"")
+            .then(|| {
+                target
+                    .trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_owned()
+            })
+    })
+}
+
+/// Percent-encodes a query value: everything but RFC 3986's unreserved characters.
+fn encode_query_value(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits<'a>(
+        retry_after: Option<&'a str>,
+        remaining: Option<&'a str>,
+        reset: Option<&'a str>,
+        message: &'a str,
+    ) -> RateLimitHeaders<'a> {
+        RateLimitHeaders {
+            retry_after,
+            remaining,
+            reset,
+            message,
+        }
+    }
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(NOW)
+    }
+
+    #[test]
+    fn retry_after_is_waited_as_given() {
+        let headers = limits(Some("30"), None, None, "");
+        assert_eq!(
+            rate_limit_wait(429, &headers, now()),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            rate_limit_wait(403, &headers, now()),
+            Some(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn a_spent_limit_waits_until_its_reset_and_a_second() {
+        let reset = (NOW + 90).to_string();
+        let headers = limits(None, Some("0"), Some(&reset), "API rate limit exceeded");
+        assert_eq!(
+            rate_limit_wait(403, &headers, now()),
+            Some(Duration::from_secs(91))
+        );
+        let past = (NOW - 5).to_string();
+        let headers = limits(None, Some("0"), Some(&past), "");
+        assert_eq!(
+            rate_limit_wait(403, &headers, now()),
+            Some(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_403_with_requests_left_is_a_refusal_not_a_wait() {
+        let reset = (NOW + 90).to_string();
+        let headers = limits(None, Some("4999"), Some(&reset), "Resource not accessible");
+        assert_eq!(rate_limit_wait(403, &headers, now()), None);
+        assert_eq!(
+            rate_limit_wait(404, &limits(Some("5"), None, None, ""), now()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_limit_without_a_reset_waits_a_minute_and_none_waits_past_an_hour() {
+        let secondary = limits(None, None, None, "You have exceeded a secondary rate limit");
+        assert_eq!(
+            rate_limit_wait(403, &secondary, now()),
+            Some(UNNAMED_RATE_LIMIT_WAIT)
+        );
+        let far = (NOW + 86_400).to_string();
+        let headers = limits(None, Some("0"), Some(&far), "");
+        assert_eq!(
+            rate_limit_wait(403, &headers, now()),
+            Some(LONGEST_RATE_LIMIT_WAIT)
+        );
+    }
+
+    #[test]
+    fn the_next_page_is_read_from_the_link_header() {
+        let link = r#"<https://api.github.com/repositories/1/issues?page=2>; rel="next", <https://api.github.com/repositories/1/issues?page=5>; rel="last""#;
+        assert_eq!(
+            next_link(link).as_deref(),
+            Some("https://api.github.com/repositories/1/issues?page=2")
+        );
+        assert_eq!(next_link(r#"<https://x/?page=1>; rel="prev""#), None);
+    }
+
+    #[test]
+    fn a_label_is_encoded_for_the_query() {
+        assert_eq!(encode_query_value("ralph"), "ralph");
+        assert_eq!(
+            encode_query_value("good first issue"),
+            "good%20first%20issue"
+        );
+        assert_eq!(encode_query_value("a&b=c"), "a%26b%3Dc");
+    }
+}

@@ -1,0 +1,96 @@
+//! What can go wrong talking to GitHub, each with the address, the status and what to do.
+
+/// An error from the GitHub client. Each names the URL it concerns and what would fix it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No token in the environment, and `gh` gave none.
+    #[error(
+        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN (a token that may read issues, and write \
+         them to comment, label and close), or log in with `gh auth login`"
+    )]
+    NoToken,
+    /// A repository name that is not `owner/name`.
+    #[error("{value:?} is not a GitHub repository: expected owner/name, such as ralph-loops/ralph")]
+    BadRepo {
+        /// The value as given.
+        value: String,
+    },
+    /// `GITHUB_API_URL` is not an http(s) address.
+    #[error("GITHUB_API_URL={value:?}: expected an http:// or https:// address")]
+    BadApiUrl {
+        /// The value as given.
+        value: String,
+    },
+    /// GitHub answered with a status that retrying will not change.
+    #[error("{method} {url}: HTTP {status}: {message}; {hint}")]
+    Status {
+        /// The request's method.
+        method: String,
+        /// The address asked.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// GitHub's own message, from the body.
+        message: String,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// The network failed, or GitHub kept answering 5xx, through every retry.
+    #[error(
+        "{method} {url}: {reason}, after {attempts} attempts; check the network and {status_page}"
+    )]
+    Unreachable {
+        /// The request's method.
+        method: String,
+        /// The address asked.
+        url: String,
+        /// The last failure.
+        reason: String,
+        /// How many times it was tried.
+        attempts: u64,
+        /// Where to look next.
+        status_page: &'static str,
+    },
+    /// GitHub's answer was not the JSON expected.
+    #[error("{url}: GitHub's answer is not what the REST API documents: {reason}")]
+    BadAnswer {
+        /// The address asked.
+        url: String,
+        /// What did not parse.
+        reason: String,
+    },
+    /// A pagination link to another host, which would carry the token away.
+    #[error(
+        "{url}: the next page is at {next}, outside {base}; not followed, so the token stays \
+         with {base}"
+    )]
+    ForeignLink {
+        /// The address asked.
+        url: String,
+        /// The link GitHub gave.
+        next: String,
+        /// The API address in use.
+        base: String,
+    },
+}
+
+impl Error {
+    /// What to do after an HTTP status that retrying will not change.
+    pub(crate) fn hint_for(status: u16) -> &'static str {
+        match status {
+            401 => {
+                "the token was refused: check GITHUB_TOKEN or GH_TOKEN (expired, revoked or \
+                 mistyped?)"
+            }
+            403 => "the token may not do this: give it the issues permission (read and write)",
+            404 => {
+                "check the repository's owner/name, and that the token may see it (a private \
+                 repository reads as 404 without access)"
+            }
+            410 => "issues are turned off for this repository",
+            422 => "GitHub refused the request's content",
+            _ => "see the message above",
+        }
+    }
+}

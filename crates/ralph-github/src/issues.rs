@@ -1,0 +1,214 @@
+//! What the task source makes of issues, with no network: their run order (priority label,
+//! then oldest first), the labels ralph sets, the comments it writes, and the answer to a
+//! question found among the comments after it.
+
+use crate::{Comment, Issue};
+
+/// A label `priority:N` (N a whole number, 0 first) runs the issue before those with a larger
+/// N and before every issue without one.
+pub const PRIORITY_PREFIX: &str = "priority:";
+/// The label a passed issue gets when `close: false` keeps it open.
+pub const DONE_LABEL: &str = "ralph:done";
+/// The label a blocked issue gets; ralph skips issues that carry it.
+pub const BLOCKED_LABEL: &str = "ralph:blocked";
+/// Ends every comment ralph writes, so its own comments are never taken for a person's
+/// answer, even when ralph runs with that person's token. Not a `ralph:` marker, so an agent
+/// that quotes it states nothing.
+pub const SIGNATURE: &str = "<!-- posted by ralph -->";
+
+/// The issue's priority: the smallest N of its `priority:N` labels.
+#[must_use]
+pub fn priority(issue: &Issue) -> Option<u32> {
+    issue
+        .labels
+        .iter()
+        .filter_map(|label| label.strip_prefix(PRIORITY_PREFIX))
+        .filter_map(|n| n.trim().parse().ok())
+        .min()
+}
+
+/// `issues` in the order they run: by priority label, then oldest first (by `created_at`, then
+/// number).
+#[must_use]
+pub fn run_order(mut issues: Vec<Issue>) -> Vec<Issue> {
+    issues.sort_by(|a, b| {
+        let rank = |i: &Issue| priority(i).map_or((1, 0), |p| (0, p));
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| a.created_at.cmp(&b.created_at))
+            .then_with(|| a.number.cmp(&b.number))
+    });
+    issues
+}
+
+/// Whether ralph wrote the comment.
+#[must_use]
+pub fn is_ralphs(comment: &Comment) -> bool {
+    comment.body.trim_end().ends_with(SIGNATURE)
+}
+
+/// A comment's text without ralph's signature.
+fn text(comment: &Comment) -> &str {
+    comment
+        .body
+        .trim_end()
+        .strip_suffix(SIGNATURE)
+        .unwrap_or(&comment.body)
+        .trim_end()
+}
+
+/// The comments as `{{ task.comments }}` shows them: each headed by its author and time
+/// (ralph's as `ralph`), oldest first, separated by a blank line.
+#[must_use]
+pub fn render_comments(comments: &[Comment]) -> String {
+    comments
+        .iter()
+        .map(|c| {
+            let author = if is_ralphs(c) { "ralph" } else { &c.author };
+            format!("{author} ({}):\n{}", c.created_at, text(c))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The comment a passed issue gets: the commit(s) and the branch.
+#[must_use]
+pub fn passed_comment(commits: &[&str], branch: Option<&str>) -> String {
+    let commits = match commits {
+        [] => "with no commit of its own".to_owned(),
+        [one] => format!("in commit {one}"),
+        many => format!("in commits {}", many.join(", ")),
+    };
+    let branch = branch.map_or_else(String::new, |b| {
+        format!(
+            " on branch `{}`",
+            b.strip_prefix("refs/heads/").unwrap_or(b)
+        )
+    });
+    format!("ralph finished this task {commits}{branch}.\n\n{SIGNATURE}")
+}
+
+/// The comment a blocked issue gets: why, and where the abandoned work is.
+#[must_use]
+pub fn blocked_comment(reason: &str, saved_ref: Option<&str>) -> String {
+    let saved = saved_ref.map_or_else(String::new, |r| {
+        format!(
+            "\n\nThe abandoned work is saved under `{r}` (`git log -p {r}` shows it, `git \
+             checkout {r} -- .` brings it back)."
+        )
+    });
+    format!(
+        "ralph blocked this task: {reason}.{saved}\n\nRemove the `{BLOCKED_LABEL}` label to \
+         let ralph try again.\n\n{SIGNATURE}"
+    )
+}
+
+/// The comment that puts the agent's question to a person.
+#[must_use]
+pub fn question_comment(question: &str) -> String {
+    format!(
+        "**ralph asks:** {question}\n\nAnswer in a comment here: the loop waits for it, and \
+         the next iteration reads it.\n\n{SIGNATURE}"
+    )
+}
+
+/// The answer to the question posted as comment `question_id`: every comment after it that
+/// ralph did not write, joined by a blank line; `None` while there is none.
+#[must_use]
+pub fn answer_after(comments: &[Comment], question_id: u64) -> Option<String> {
+    let start = comments.iter().position(|c| c.id == question_id)? + 1;
+    let answers: Vec<&str> = comments[start..]
+        .iter()
+        .filter(|c| !is_ralphs(c))
+        .map(text)
+        .collect();
+    (!answers.is_empty()).then(|| answers.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IssueState;
+
+    fn issue(number: u64, created_at: &str, labels: &[&str]) -> Issue {
+        Issue {
+            number,
+            title: format!("issue {number}"),
+            body: String::new(),
+            url: format!("https://github.com/o/r/issues/{number}"),
+            state: IssueState::Open,
+            created_at: created_at.into(),
+            labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+            author: "a-person".into(),
+        }
+    }
+
+    fn comment(id: u64, author: &str, body: &str) -> Comment {
+        Comment {
+            id,
+            body: body.into(),
+            author: author.into(),
+            created_at: format!("2026-01-01T00:00:{id:02}Z"),
+            url: String::new(),
+        }
+    }
+
+    #[test]
+    fn priority_labels_run_first_smallest_first_then_the_oldest() {
+        let issues = vec![
+            issue(1, "2026-01-01T00:00:01Z", &["ralph"]),
+            issue(2, "2026-01-02T00:00:00Z", &["priority:2"]),
+            issue(3, "2026-01-03T00:00:00Z", &["priority:1", "priority:9"]),
+            issue(4, "2025-12-31T00:00:00Z", &["priority:high"]),
+            issue(5, "2026-01-04T00:00:00Z", &["priority:1"]),
+        ];
+        let order: Vec<u64> = run_order(issues).iter().map(|i| i.number).collect();
+        assert_eq!(order, [3, 5, 2, 4, 1]);
+    }
+
+    #[test]
+    fn the_answer_is_what_others_wrote_after_the_question() {
+        let question = question_comment("Which database?");
+        let comments = [
+            comment(1, "a-person", "earlier words"),
+            comment(2, "me", &question),
+            comment(3, "me", &passed_comment(&["abc"], None)),
+        ];
+        assert_eq!(answer_after(&comments, 2), None);
+        assert_eq!(answer_after(&comments, 99), None);
+        let mut answered = comments.to_vec();
+        answered.push(comment(4, "me", "Postgres, please"));
+        answered.push(comment(5, "someone", "and use sqlx"));
+        assert_eq!(
+            answer_after(&answered, 2).as_deref(),
+            Some("Postgres, please\n\nand use sqlx")
+        );
+    }
+
+    #[test]
+    fn comments_show_ralphs_as_ralph_without_the_signature() {
+        let comments = [
+            comment(1, "a-person", "please hurry"),
+            comment(2, "bot", &question_comment("Which one?")),
+        ];
+        let shown = render_comments(&comments);
+        assert!(shown.starts_with("a-person (2026-01-01T00:00:01Z):\nplease hurry\n\nralph ("));
+        assert!(shown.contains("**ralph asks:** Which one?"));
+        assert!(!shown.contains(SIGNATURE));
+    }
+
+    #[test]
+    fn ralphs_comments_name_commits_branch_reason_and_saved_ref() {
+        let passed = passed_comment(&["abc1234"], Some("refs/heads/main"));
+        assert!(
+            passed.contains("commit abc1234 on branch `main`"),
+            "{passed}"
+        );
+        let blocked = blocked_comment("same error 3 times", Some("refs/ralph/attempts/7/1"));
+        assert!(blocked.contains("same error 3 times"), "{blocked}");
+        assert!(blocked.contains("refs/ralph/attempts/7/1"), "{blocked}");
+        for body in [passed, blocked] {
+            assert!(is_ralphs(&comment(1, "x", &body)));
+        }
+    }
+}
