@@ -9,6 +9,7 @@ mod machine;
 mod marker;
 mod memory;
 mod overhead;
+mod parallel;
 mod signals;
 mod startup;
 mod table;
@@ -78,6 +79,13 @@ contender's runs interleaved with the others'.
 - **Second Ctrl+C**: SIGINT to ralph once the agent runs, SIGINT again once `STOP_REQUESTED` is in
   the events file, then the time until ralph has exited and `/proc` holds no live process of the
   agent's group. 5 runs.
+- **`--parallel 32`**: a repository of 32 prd.json stories whose agent sleeps 30 s then writes
+  its story's file, one `done_when` check (`ls S-*.txt`); `ralph run --parallel 32 --quiet
+  --events <file>`. Start: from `PARALLEL_STARTED` to the 32nd `LANE_STARTED` (each a `git
+  worktree add` and a loop started). CPU: ralph's user and system time (`/proc/<pid>/stat`,
+  exited threads included) over 20 s once every agent runs, divided by the 20 s. Peak
+  RSS: ralph's own `VmHWM`, sampled every 10 ms until it exits after landing all 32. Landing:
+  the first `MERGE_STARTED` to the last `TASK_LANDED`. One run.
 ";
 
 /// Runs every measurement, prints the report and writes it to `docs/benchmarks.md`.
@@ -108,6 +116,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     rows.extend(marker::measure(&ctx));
     rows.extend(waits::measure(&ctx));
     rows.extend(signals::measure(&ctx));
+    rows.extend(parallel::measure(&ctx));
 
     let header = format!(
         "Measured with `{COMMAND}` on {date}.\n\n\
