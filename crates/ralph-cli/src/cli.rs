@@ -235,7 +235,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
 
-    /// Story mode: run up to N stories at once, each in a git worktree of its own
+    /// Run up to N tasks of the task list (`tasks:` or prd.json) at once, each in a git
+    /// worktree of its own
     /// (.ralph/worktrees/ID, branch ralph/ID), landed on the current branch one at a time by a
     /// merge queue that checks each merged result with `done_when` (see docs/parallel.md).
     /// With --resume: go on with this repository's stopped parallel run.

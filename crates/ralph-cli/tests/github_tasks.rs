@@ -370,7 +370,9 @@ fn issues_run_in_parallel_and_each_closes_with_a_comment_naming_its_landing_comm
     for n in [first, second] {
         let landed: Vec<&serde_json::Value> = events
             .iter()
-            .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"] == n.to_string())
+            .filter(|e| {
+                e["type"] == "TASK_LANDED" && e["task_id"].as_str() == Some(&*n.to_string())
+            })
             .collect();
         assert_eq!(landed.len(), 1, "{n}: {events:#?}");
         let commit = landed[0]["commit"].as_str().unwrap();

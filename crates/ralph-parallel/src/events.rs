@@ -38,7 +38,7 @@ pub enum ParallelEventKind {
         base_commit: String,
         /// How many lanes run at once at most.
         parallel: usize,
-        /// Every task's id, in prd.json order.
+        /// Every task's id, in the task list's order.
         tasks: Vec<String>,
         /// Whether this run goes on with a stopped one (`--resume`).
         resumed: bool,
@@ -133,7 +133,7 @@ pub enum ParallelEventKind {
         /// The base's new commit.
         commit: String,
     },
-    /// A task was given up; prd.json says `"blocked"` with the reason.
+    /// A task was given up; its task list says so with the reason.
     TaskBlocked {
         /// The task.
         task_id: String,
