@@ -12,9 +12,9 @@
 //! saved the same way, the base only moves forward (from the commit it was expected at), and
 //! the main worktree only by `git merge --ff-only`, which never overwrites a person's change.
 //! The task list (prd.json, a Markdown checklist, GitHub issues: any [`TaskList`]) is marked
-//! by the merge queue alone: a lane's loop marks its own one-task list ([`lane_list`]), a file
-//! list's pass mark reaches the base in the same landing as the task's code, never before, and
-//! a list outside git hears of a pass only after the base moved.
+//! by the merge queue alone: a lane's loop marks its own one-task list (in its lane folder),
+//! a file list's pass mark reaches the base in the same landing as the task's code, never
+//! before, and a list outside git hears of a pass only after the base moved.
 //! It never prints: everything goes to its [`ParallelSink`]s.
 
 pub mod events;
