@@ -185,4 +185,19 @@ mod tests {
             "A cart\n\nAcceptance criteria:\n- a\n- b"
         );
     }
+
+    /// A story's `dependsOn` is the task's `depends_on`: a parallel run waits on it.
+    #[test]
+    fn depends_on_comes_from_the_story() {
+        let story = Story {
+            id: "US-2".to_owned(),
+            title: "Checkout".to_owned(),
+            description: String::new(),
+            acceptance_criteria: Vec::new(),
+            priority: 2.0,
+            passes: Passes::No,
+            json: r#"{"id": "US-2", "dependsOn": ["US-1", 7]}"#.to_owned(),
+        };
+        assert_eq!(listed(&story).depends_on, ["US-1"]);
+    }
 }
