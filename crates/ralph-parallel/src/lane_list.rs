@@ -59,24 +59,14 @@ pub(crate) struct LaneList {
     /// The run's list's kind and location, for messages.
     kind: String,
     location: String,
-    /// The run's list when it lives outside git (GitHub issues): a person is asked there, and
-    /// answers there. A file list cannot be asked from a lane: its question line would be
-    /// written on the lane's branch, out of the person's sight.
-    asker: Option<Box<dyn TaskList>>,
 }
 
 impl LaneList {
-    pub(crate) fn new(
-        path: PathBuf,
-        kind: String,
-        location: String,
-        asker: Option<Box<dyn TaskList>>,
-    ) -> Self {
+    pub(crate) fn new(path: PathBuf, kind: String, location: String) -> Self {
         Self {
             path,
             kind,
             location,
-            asker,
         }
     }
 
@@ -128,39 +118,5 @@ impl TaskList for LaneList {
         }
         task.write(&self.path)
             .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
-    }
-
-    fn ask(
-        &mut self,
-        task_id: &str,
-        question: &str,
-    ) -> Result<ralph_escalation::Asked, TaskListError> {
-        match &mut self.asker {
-            Some(list) => list.ask(task_id, question),
-            None => Err(TaskListError::CannotAsk {
-                kind: format!("{} (in a parallel run)", self.kind),
-                location: self.location.clone(),
-            }),
-        }
-    }
-
-    fn answer(&mut self, asked: &ralph_escalation::Asked) -> Result<Option<String>, TaskListError> {
-        match &mut self.asker {
-            Some(list) => list.answer(asked),
-            None => Ok(None),
-        }
-    }
-
-    fn answer_poll(&self) -> std::time::Duration {
-        self.asker
-            .as_ref()
-            .map_or(ralph_escalation::tasks::ANSWER_POLL, |l| l.answer_poll())
-    }
-
-    fn take_warnings(&mut self) -> Vec<String> {
-        self.asker
-            .as_mut()
-            .map(|l| l.take_warnings())
-            .unwrap_or_default()
     }
 }

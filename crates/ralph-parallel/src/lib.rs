@@ -844,16 +844,10 @@ impl Parallel {
         esc.progress = lane_dir.join("progress.txt");
         esc.revert = true;
         let mut opening = ralph_escalation::Options::new(worktree.join(&self.cwd_rel));
-        // A list outside git is asked from the lane itself; without one, asking warns.
-        let asker = match self.repo.list_rel.is_empty() {
-            true => (self.repo.list_at)(&worktree.join(&self.cwd_rel)).ok(),
-            false => None,
-        };
         opening.tasks = Some(Box::new(LaneList::new(
             lane_dir.join(LANE_TASK_FILE),
             self.list.kind().to_owned(),
             self.list.location(),
-            asker,
         )));
         (config, opening)
     }
