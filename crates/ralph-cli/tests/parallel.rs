@@ -449,3 +449,55 @@ fn sixteen_lanes_start_at_once_each_in_a_worktree_of_its_own() {
     }
     nothing_left_behind(p.path());
 }
+
+#[test]
+fn report_shows_a_lane_per_task_and_the_merge_queue_landings() {
+    let agent = format!("{READ_PROMPT}echo \"done $story\" > \"$story.txt\"\n");
+    let ids = ["US-001", "US-002"];
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &ids, &[]);
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(events[0]["type"], "PARALLEL_STARTED");
+
+    // No id: the newest run is the parallel one; with its id: the same report.
+    let newest = p.run(&["report", "-o", "-"]);
+    assert_eq!(common::code(&newest), 0, "{}", common::stderr(&newest));
+    let html = String::from_utf8(newest.stdout).unwrap();
+    let by_id = p.run(&["report", &run_id, "-o", "-"]);
+    assert_eq!(common::code(&by_id), 0, "{}", common::stderr(&by_id));
+    assert_eq!(String::from_utf8(by_id.stdout).unwrap(), html);
+
+    assert!(
+        html.contains(&format!("ralph parallel run {run_id}")),
+        "{html}"
+    );
+    for id in ids {
+        assert!(
+            html.contains(&format!("<g class=\"lane\" data-task=\"{id}\">")),
+            "{id}'s lane: {html}"
+        );
+        let landed = events
+            .iter()
+            .find(|e| e["type"] == "TASK_LANDED" && e["task_id"] == id)
+            .unwrap();
+        let commit = &landed["commit"].as_str().unwrap()[..12];
+        assert!(
+            html.contains(&format!("landed on the base as {commit}")),
+            "{id}'s landing in the queue: {html}"
+        );
+    }
+    let queue = &html[html.find("<h2>Merge queue</h2>").expect("a merge queue")..];
+    assert_eq!(queue.matches("landed on the base as").count(), 2, "{queue}");
+
+    // A lane's loop is still reported by its own run id.
+    let lane_run = events.iter().find(|e| e["type"] == "LANE_STARTED").unwrap()["lane_run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lane = p.run(&["report", &lane_run, "-o", "-"]);
+    assert_eq!(common::code(&lane), 0, "{}", common::stderr(&lane));
+    let lane_html = String::from_utf8(lane.stdout).unwrap();
+    assert!(lane_html.contains(&format!("<h1>ralph run {lane_run}</h1>")));
+}

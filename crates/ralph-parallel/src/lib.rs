@@ -354,6 +354,13 @@ pub struct LaneStatus {
     pub run_id: Option<String>,
 }
 
+/// The file a repository's parallel runs append their events to
+/// (`<top level>/.ralph/parallel/events.jsonl`), when `folder` is in a git repository.
+pub fn events_file(folder: &Path) -> Option<PathBuf> {
+    let top = git::run(folder, &["rev-parse", "--show-toplevel"]).ok()?;
+    Some(Path::new(&top).join(".ralph/parallel/events.jsonl"))
+}
+
 /// The parallel run of the repository `folder` is in, if one ever ran there.
 pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelError> {
     let Ok(top) = git::run(folder, &["rev-parse", "--show-toplevel"]) else {
