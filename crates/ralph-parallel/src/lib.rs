@@ -234,22 +234,51 @@ impl LaneSpec {
     /// prd.json copy (the base's with every other story passed: the lane's story mode picks
     /// this story and no other), then story mode opened in the worktree.
     fn prepare(self) -> Result<Prepared, ParallelError> {
-        /// Held while a worktree is added: git does not add two at once safely (one reads the
-        /// other's half-made `.git/worktrees/<name>`).
+        /// Held while a worktree is added or taken back: git does not add two at once safely
+        /// (one reads the other's half-made `.git/worktrees/<name>`).
         static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        if !self.worktree.exists() {
-            let _adding = ADDING
+        let adding = || {
+            ADDING
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if !self.worktree.exists() {
             let wt = self.worktree.to_string_lossy().into_owned();
             let branch_ref = format!("refs/heads/{}", self.branch);
-            if git::rev(&self.top, &branch_ref)?.is_some() {
-                git::run(&self.top, &["worktree", "add", "-q", &wt, &self.branch])?;
-            } else {
-                git::run(
-                    &self.top,
-                    &["worktree", "add", "-q", "-b", &self.branch, &wt, &self.base],
-                )?;
+            let new_branch = git::rev(&self.top, &branch_ref)?.is_none();
+            {
+                // Only the bookkeeping is serial (no file written): the checkouts, most of
+                // the time, run side by side below, each in its own worktree and index.
+                let _adding = adding();
+                match new_branch {
+                    false => git::run(
+                        &self.top,
+                        &["worktree", "add", "-q", "--no-checkout", &wt, &self.branch],
+                    )?,
+                    true => git::run(
+                        &self.top,
+                        &[
+                            "worktree",
+                            "add",
+                            "-q",
+                            "--no-checkout",
+                            "-b",
+                            &self.branch,
+                            &wt,
+                            &self.base,
+                        ],
+                    )?,
+                };
+            }
+            if let Err(err) = git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"]) {
+                // Nothing of a lane that could not start stays: its worktree, and its branch
+                // when this made it (it holds no commit of its own yet).
+                let _adding = adding();
+                let _ = git::attempt(&self.top, &["worktree", "remove", "--force", &wt]);
+                if new_branch {
+                    let _ = git::attempt(&self.top, &["branch", "-D", &self.branch]);
+                }
+                return Err(err);
             }
         }
         if let Some(mut prd) = self.prd {
