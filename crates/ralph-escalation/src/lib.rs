@@ -239,6 +239,9 @@ pub struct Escalation {
     /// A question and its answer, for the next iteration's prompt (`{{ task.question }}`,
     /// `{{ task.answer }}`), kept in the session.
     answered: Option<[String; 2]>,
+    /// The list said "not now" as a mark was written after an iteration: the next look waits
+    /// this first, then writes the mark.
+    not_now: Option<TaskWait>,
 }
 
 impl Escalation {
@@ -326,9 +329,11 @@ impl Escalation {
         let progress = followed(at(&esc.progress));
         let first = list.as_ref().and_then(|l| l.files().into_iter().next());
         progress::check_path(&progress, first.as_deref(), None)?;
-        let counts = match &mut list {
-            Some(list) => Some(summary(&list.load().map_err(EscalationError::from)?)),
-            None => None,
+        let counts = match list.as_mut().map(|list| list.load()) {
+            Some(Ok(tasks)) => Some(summary(&tasks)),
+            // Not now (a rate limit): the first look waits for it, in the run.
+            Some(Err(TaskListError::RetryAfter { .. })) | None => None,
+            Some(Err(err)) => return Err(err.into()),
         };
         Ok(Some(Self {
             list,
@@ -344,6 +349,7 @@ impl Escalation {
             only: None,
             asked: None,
             answered: None,
+            not_now: None,
         }))
     }
 
@@ -875,7 +881,7 @@ impl Escalation {
                 branch: self.repo.as_ref().and_then(|r| r.branch.clone()),
             });
             // Not now: the mark waits in the session, and the next look waits for the list.
-            self.write_marks(cx)?;
+            self.not_now = self.write_marks(cx)?;
         }
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryPassed {
@@ -959,6 +965,9 @@ impl Escalation {
             }
             err => NextTask::End(Self::failed_in(&err, cx)),
         };
+        if let Some(wait) = self.not_now.take() {
+            return NextTask::Wait(wait);
+        }
         match self.wait_for_answer(cx) {
             Ok(Some(wait)) => return NextTask::Wait(wait),
             Ok(None) => {}
@@ -1163,7 +1172,7 @@ impl Escalation {
             saved_ref: saved.as_ref().map(|(work, _, _)| work.refname.clone()),
         });
         // Not now: the mark waits in the session, and the next look waits for the list.
-        self.write_marks(cx)?;
+        self.not_now = self.write_marks(cx)?;
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
