@@ -424,3 +424,41 @@ fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
         p.events_of("WAIT_STARTED")
     );
 }
+
+#[test]
+fn run_task_takes_an_issue_number_and_passes_it_alone_on_its_branch() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    let p = issues_repo(&server, "", WORKING_AGENT);
+    let id = second.to_string();
+
+    let out = run(&p, &server, &["run", "--task", &id]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    let branch = format!("ralph/{id}");
+    let head = git(p.path(), &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), branch);
+    assert!(!server.issue(second).open, "passed and closed");
+    assert!(server.issue(first).open, "the other issue is not taken up");
+    let comments = server.comments(second);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains(&branch), "{comments:#?}");
+    assert!(!p.path().join(format!("issue-{first}.txt")).exists());
+}
+
+#[test]
+fn run_task_with_a_number_github_does_not_have_is_refused_naming_the_repository() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run", "--task", "999"]);
+
+    assert_eq!(common::code(&out), 2, "nothing ran");
+    let err = common::stderr(&out);
+    assert!(err.contains(REPO) && err.contains("\"999\""), "{err}");
+    assert!(err.contains(&n.to_string()), "the ids it has: {err}");
+    assert!(git(p.path(), &["branch", "--list", "ralph/*"]).is_empty());
+}

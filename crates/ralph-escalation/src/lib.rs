@@ -242,6 +242,9 @@ pub struct Escalation {
     /// The list said "not now" as a mark was written after an iteration: the next look waits
     /// this first, then writes the mark.
     not_now: Option<TaskWait>,
+    /// The `--task` task passed in this run: a list that drops passed tasks (a closed issue
+    /// is no longer an open one) ends the run as passed, not as a task it does not have.
+    only_passed: bool,
 }
 
 impl Escalation {
@@ -350,6 +353,7 @@ impl Escalation {
             asked: None,
             answered: None,
             not_now: None,
+            only_passed: false,
         }))
     }
 
@@ -650,6 +654,9 @@ impl Escalation {
                         return Ok(NextTask::End(StoryEnd::TaskBlocked.reason()));
                     }
                     Some(t) => Some(t),
+                    None if self.only_passed => {
+                        return Ok(NextTask::End(StoryEnd::TaskPassed.reason()));
+                    }
                     None => return Err(self.no_such_task(only, &tasks)),
                 }
             }
@@ -884,6 +891,7 @@ impl Escalation {
             self.not_now = self.write_marks(cx)?;
         }
         self.recorded_done()?;
+        self.only_passed |= self.only.as_deref() == Some(current.id.as_str());
         cx.emit(StoryEvent::StoryPassed {
             story_id: current.id,
             attempts: self.breaker.attempts() + 1,
@@ -1222,6 +1230,7 @@ impl TaskSource for Escalation {
                     .map(|t| t.state)
                 {
                     Some(TaskState::Passed) => StoryEnd::TaskPassed.reason(),
+                    None if self.only_passed => StoryEnd::TaskPassed.reason(),
                     Some(TaskState::Blocked) => StoryEnd::TaskBlocked.reason(),
                     _ => StoryEnd::MaxIterationsWorkLeft.reason(),
                 }
