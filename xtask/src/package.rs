@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 9] = [
+const CRATES: [&str; 10] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -28,6 +28,7 @@ const CRATES: [&str; 9] = [
     "ralph-process",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-parallel",
     "ralph-github",
     CLI_PACKAGE,
 ];

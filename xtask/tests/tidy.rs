@@ -28,6 +28,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-process",
     "ralph-engine",
     "ralph-escalation",
+    "ralph-parallel",
     "ralph-github",
 ];
 
@@ -266,14 +267,16 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
 }
 
 /// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
-/// escalation <- github <- cli), the agent adapters and process supervision know nothing of
-/// each other, and nothing below the engine but process supervision uses an async runtime.
+/// escalation <- github, parallel <- cli), the agent adapters and process supervision know
+/// nothing of each other, and nothing below the engine but process supervision uses an async
+/// runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
         "ralph-process",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-parallel",
         "ralph-github",
         "ralph-cli",
     ];
@@ -288,16 +291,26 @@ fn dependencies_point_one_way() {
                     "ralph-agents",
                     "ralph-engine",
                     "ralph-escalation",
+                    "ralph-parallel",
                     "ralph-github",
                     "ralph-cli",
                 ],
             ),
             (
                 "ralph-engine",
-                vec!["ralph-escalation", "ralph-github", "ralph-cli"],
+                vec![
+                    "ralph-escalation",
+                    "ralph-github",
+                    "ralph-parallel",
+                    "ralph-cli",
+                ],
             ),
-            ("ralph-escalation", vec!["ralph-github", "ralph-cli"]),
-            ("ralph-github", vec!["ralph-cli"]),
+            (
+                "ralph-escalation",
+                vec!["ralph-github", "ralph-parallel", "ralph-cli"],
+            ),
+            ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
+            ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -362,6 +375,26 @@ fn the_engine_never_prints() {
         );
     }
     assert_none("the engine prints", &problems);
+}
+
+/// Adapters say "rate limited" (`OutputAdapter::rate_limit`): the engine reads their verdict and
+/// no agent's words itself, so an agent whose adapter ralph does not ship is not held to Claude
+/// Code's messages.
+#[test]
+fn the_engine_reads_no_rate_limit_words() {
+    let mut problems = Vec::new();
+    scan(
+        &root().join("crates/ralph-engine/src"),
+        &mut problems,
+        |_, line| {
+            line.contains("rate_limit::detect").then(|| {
+                "`rate_limit::detect`: the agent's adapter reads its words for a rate limit \
+                 (`OutputAdapter::rate_limit`); the engine reads the verdict"
+                    .to_owned()
+            })
+        },
+    );
+    assert_none("the engine parses rate-limit words", &problems);
 }
 
 /// The engine knows no stories: they are ralph-escalation's, which brings them as a task
@@ -458,6 +491,7 @@ fn only_the_process_module_and_git_start_processes() {
         let path = relative(path);
         path.starts_with("crates/ralph-process/src/")
             || path == "crates/ralph-escalation/src/git.rs"
+            || path == "crates/ralph-parallel/src/git.rs"
             || path == "crates/ralph-github/src/token.rs"
     };
     let mut problems = Vec::new();
@@ -466,6 +500,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-agents",
         "ralph-engine",
         "ralph-escalation",
+        "ralph-parallel",
         "ralph-github",
         "ralph-cli",
     ] {
@@ -481,8 +516,8 @@ fn only_the_process_module_and_git_start_processes() {
                     .find(|word| has_word(line, word))
                     .map(|word| {
                         format!(
-                            "`{word}`: only ralph-process (and escalation's `git`, \
-                             ralph-github's `token`) start processes"
+                            "`{word}`: only ralph-process (and escalation's and parallel's \
+                             `git`, ralph-github's `token`) start processes"
                         )
                     })
             },

@@ -9,8 +9,9 @@ use serde_json::Value;
 use super::json::{self, NotJson};
 use super::json_lines::no_final_answer;
 use super::{
-    AdapterOutput, AgentRetry, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, ReadsLines,
-    StderrTail, ToolNames, Usage, add_cost, error_words, show_text, show_tool,
+    AdapterOutput, AgentRetry, Answer, Lines, MAX_TOOL_NAMES, OutputAdapter, RateLimit, ReadsLines,
+    StderrTail, ToolNames, Usage, add_cost, error_words, rate_limit_with_reset, show_text,
+    show_tool,
 };
 use crate::Stream;
 
@@ -391,8 +392,13 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
         self.error.clone()
     }
 
-    fn rate_limit_reset(&self) -> Option<SystemTime> {
-        self.rate_limit_reset
+    fn rate_limit(&self, output_tail: &str, now: SystemTime) -> Option<RateLimit> {
+        rate_limit_with_reset(
+            self.error.as_deref(),
+            self.rate_limit_reset,
+            output_tail,
+            now,
+        )
     }
 }
 
@@ -824,10 +830,14 @@ mod tests {
         let mut out = Recorded::default();
         adapter.feed(Stream::Stdout, &fixture("rate-limit.jsonl"), &mut out);
         let usage = adapter.finish(&mut out).unwrap();
+        let limit = adapter
+            .rate_limit("", ten_minutes_before_the_reset())
+            .unwrap();
         assert_eq!(
-            adapter.rate_limit_reset(),
+            limit.reset,
             Some(UNIX_EPOCH + Duration::from_secs(1_795_730_377))
         );
+
         assert_eq!(
             adapter.reported_error().as_deref(),
             Some("You've hit your session limit · resets 9:59pm (UTC)")
@@ -841,7 +851,13 @@ mod tests {
         assert_eq!(usage.model.as_deref(), Some("claude-test-model"));
     }
 
-    /// A limit Claude Code was allowed past (`allowed`, `allowed_warning`) is no reset.
+    /// 21:49:37 UTC, ten minutes before the recorded limit resets.
+    fn ten_minutes_before_the_reset() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_795_730_377 - 600)
+    }
+
+    /// A limit Claude Code was allowed past (`allowed`, `allowed_warning`) gives no reset to
+    /// the second: the reset is its words', to the minute (9:59pm, so 22:00:00).
     #[test]
     fn only_a_rejected_limit_has_a_reset() {
         let raw = String::from_utf8(fixture("rate-limit.jsonl"))
@@ -851,7 +867,13 @@ mod tests {
         let mut out = Recorded::default();
         adapter.feed(Stream::Stdout, raw.as_bytes(), &mut out);
         adapter.finish(&mut out);
-        assert_eq!(adapter.rate_limit_reset(), None);
+        let limit = adapter
+            .rate_limit("", ten_minutes_before_the_reset())
+            .unwrap();
+        assert_eq!(
+            limit.reset,
+            Some(UNIX_EPOCH + Duration::from_secs(1_795_730_400))
+        );
     }
 
     /// Claude Code 2.1.197 retrying a 529 (recorded): its `api_retry` line is a retry.

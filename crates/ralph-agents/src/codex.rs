@@ -163,6 +163,7 @@ fn reconnecting(message: &str) -> Option<AgentRetry> {
 mod tests {
     use super::super::testing::{self, Recorded};
     use super::*;
+    use crate::{OutputAdapter, Stream};
 
     fn codex(name: &str) -> Recorded {
         testing::read_fixture(CodexJsonAdapter::new(), "codex", name)
@@ -196,6 +197,24 @@ mod tests {
         let error = out.error.unwrap();
         assert!(error.starts_with("You’ve hit your usage limit."), "{error}");
         assert!(error.ends_with("try again at 9:58 PM."), "{error}");
+    }
+
+    /// Codex's usage limit is the adapter's rate limit, read from Codex's own error (not the
+    /// output's tail), with the next 9:58 PM as its reset.
+    #[test]
+    fn a_usage_limit_is_a_rate_limit_with_the_time_codex_names() {
+        let mut adapter = CodexJsonAdapter::new();
+        let mut out = Recorded::default();
+        let raw = testing::fixture("codex", "usage-limit.jsonl");
+        adapter.feed(Stream::Stdout, &raw, &mut out);
+        adapter.finish(&mut out);
+        let now = std::time::SystemTime::now();
+        let limit = adapter.rate_limit("exit 1", now).unwrap();
+        let reset = limit.reset.unwrap().duration_since(now).unwrap();
+        assert!(
+            reset <= std::time::Duration::from_secs(24 * 3600),
+            "{reset:?}"
+        );
     }
 
     /// Codex 0.171 reconnecting a dropped stream (recorded): a retry, not the run's error.

@@ -227,6 +227,22 @@ mod tests {
         assert_eq!(usage.reasoning_tokens, Some(7));
     }
 
+    /// Gemini's quota 429 is the adapter's rate limit, with the wait Gemini asks for.
+    #[test]
+    fn a_quota_error_is_a_rate_limit_with_the_wait_gemini_asks_for() {
+        let mut adapter = GeminiStreamJsonAdapter::new();
+        let mut out = Recorded::default();
+        let raw = testing::fixture("gemini", "quota.jsonl");
+        adapter.feed(Stream::Stdout, &raw, &mut out);
+        adapter.finish(&mut out);
+        let now = std::time::SystemTime::now();
+        let limit = adapter.rate_limit("exit 1", now).unwrap();
+        assert_eq!(
+            limit.reset,
+            Some(now + std::time::Duration::from_millis(2500))
+        );
+    }
+
     /// gemini-cli 0.61 on a quota 429 (recorded): its words, with the wait it asks for.
     #[test]
     fn a_quota_error_fails_with_geminis_words() {

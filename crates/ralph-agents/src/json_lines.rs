@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use super::json::{self, NotJson};
 use super::{
     AdapterOutput, Answer, CodexJsonAdapter, CursorStreamJsonAdapter, GeminiStreamJsonAdapter,
-    Lines, OpencodeJsonAdapter, OutputAdapter, ReadsLines, StderrTail, Usage, error_words,
+    Lines, OpencodeJsonAdapter, OutputAdapter, RateLimit, ReadsLines, StderrTail, Usage,
+    error_words, rate_limit_with_reset,
 };
 use crate::Stream;
 
@@ -156,8 +157,9 @@ macro_rules! output_adapters {
                 self.run().error.clone()
             }
 
-            fn rate_limit_reset(&self) -> Option<SystemTime> {
-                self.run().rate_limit_reset
+            fn rate_limit(&self, output_tail: &str, now: SystemTime) -> Option<RateLimit> {
+                let run = self.run();
+                rate_limit_with_reset(run.error.as_deref(), run.rate_limit_reset, output_tail, now)
             }
         }
     )*};

@@ -42,6 +42,7 @@ pub use codex::CodexJsonAdapter;
 pub use cursor::CursorStreamJsonAdapter;
 pub use gemini::GeminiStreamJsonAdapter;
 pub use opencode::OpencodeJsonAdapter;
+pub use rate_limit::RateLimit;
 pub use text::TextAdapter;
 
 /// Which output stream of the agent a chunk came from.
@@ -147,18 +148,42 @@ pub trait OutputAdapter: Send {
 
     /// After [`finish`](Self::finish): the error the agent reported about its own run (Claude
     /// Code's `is_error`, Codex's `turn.failed`, ...), in its words. A run with an error counts
-    /// as failed, whatever its exit code, and its words are where a rate limit and its reset
-    /// time are looked for.
+    /// as failed, whatever its exit code.
     fn reported_error(&self) -> Option<String> {
         None
     }
 
-    /// After [`finish`](Self::finish): when the rate limit that stopped the run resets, as the
-    /// agent reported it in its own stream (Claude Code's `rate_limit_event`), to the second.
-    /// It stands for the reset the error's words give (rounded to the minute there), and makes
-    /// a failed run a rate-limited one whatever those words are.
-    fn rate_limit_reset(&self) -> Option<SystemTime> {
-        None
+    /// After [`finish`](Self::finish), for a run that failed (a non-zero exit, a reported
+    /// error): the rate limit that refused it, if the agent said so, with its reset when the
+    /// agent gave one. The engine waits a limit with a reset out (at most
+    /// `rate_limit.max_wait`) and backs off from one without as from a failure; it asks about
+    /// failed runs only, so an agent that merely talks about rate limits while it works is
+    /// never taken for a limited one.
+    ///
+    /// `output_tail` is the end of the agent's raw output, both streams in the order written;
+    /// `now` is the moment a reset written as a clock time is the next one after. The default
+    /// reads the agent's words, its [`reported_error`](Self::reported_error) or else
+    /// `output_tail`, for the forms [`rate_limit::detect`] knows (Claude Code's, Codex's and
+    /// Gemini CLI's messages, HTTP 429, ...). An adapter whose agent reports a limit in its
+    /// own stream says so itself (Claude Code's `rate_limit_event`, opencode's 429 headers).
+    fn rate_limit(&self, output_tail: &str, now: SystemTime) -> Option<RateLimit> {
+        let error = self.reported_error();
+        rate_limit::detect(error.as_deref().unwrap_or(output_tail), now)
+    }
+}
+
+/// The rate limit of a failed run whose agent may have given the reset in its stream, to the
+/// second (`stream_reset`): that reset stands for the one its words give (to the minute), and
+/// makes the run a rate-limited one whatever those words are.
+fn rate_limit_with_reset(
+    error: Option<&str>,
+    stream_reset: Option<SystemTime>,
+    output_tail: &str,
+    now: SystemTime,
+) -> Option<RateLimit> {
+    match stream_reset {
+        Some(reset) => Some(RateLimit::resets_at(reset)),
+        None => rate_limit::detect(error.unwrap_or(output_tail), now),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Recognising an agent that says it is rate-limited, and when its limit resets.
+//! Recognising an agent that says in words it is rate-limited, and when its limit resets: what
+//! [`OutputAdapter::rate_limit`](crate::OutputAdapter::rate_limit) reads by default.
 //!
 //! Only the words of a failed run are read (its adapter's error, or else the tail of its output), so
 //! an agent that merely talks about rate limits while it works is never taken for a limited one.
@@ -9,7 +10,8 @@
 //!   `resets Jan 30, 11:30am (Asia/Calcutta)`: a clock time, the next one after now, in the named
 //!   zone or else the local one;
 //! - `Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).`;
-//! - Codex's `You've hit your usage limit. ... try again at 7:13 PM.`: a local clock time;
+//! - Codex's `You've hit your usage limit. ... try again at 7:13 PM.` (`... at Nov 27th, 2026
+//!   12:30 AM.` when not today): a local clock time;
 //! - Gemini's `You exceeded your current quota ... Please retry in 2.5s.`: a wait;
 //! - with no reset time: HTTP 429, `rate limit`, `rate_limit_error`, `usage limit`,
 //!   `too many requests`, `RESOURCE_EXHAUSTED`.
@@ -25,11 +27,27 @@ use jiff::civil::{Date, Time};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 
-/// A rate limit an agent reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A rate limit an agent reported: its run was refused rather than failed, and the limit
+/// resets at a time the agent may have given. (What the agent said is its adapter's
+/// [`reported_error`](crate::OutputAdapter::reported_error), or its output.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RateLimit {
-    /// When it resets, if the agent said; `None` leaves the wait to the failure backoff.
-    pub until: Option<SystemTime>,
+    /// When it resets, if the agent said: the loop waits until then (at most
+    /// `rate_limit.max_wait`). `None` leaves the wait to the failure backoff.
+    pub reset: Option<SystemTime>,
+}
+
+impl RateLimit {
+    /// A rate limit whose reset the agent did not give.
+    pub fn unknown_reset() -> Self {
+        Self::default()
+    }
+
+    /// A rate limit that resets at `reset`.
+    pub fn resets_at(reset: SystemTime) -> Self {
+        Self { reset: Some(reset) }
+    }
 }
 
 /// Words that say a run was rate-limited, lowercase.
@@ -53,12 +71,18 @@ const CLOCK_RESOLUTION: Duration = Duration::from_secs(60);
 /// How long ago a clock time without a date may have passed and still be today's.
 const JUST_PASSED: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
 
-/// Whether `text` (a failed run's words) says the agent is rate-limited, and until when. `now`
-/// is the current time in the local zone, for clock times without a zone of their own.
-pub fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
+/// Whether `text` (a failed run's words) says the agent is rate-limited, and until when. A
+/// clock time without a zone of its own is in the local zone, the next one after `now`.
+pub fn detect(text: &str, now: SystemTime) -> Option<RateLimit> {
+    let now = Timestamp::try_from(now).ok()?.to_zoned(TimeZone::system());
+    detect_in_zone(text, &now)
+}
+
+/// [`detect`], `now` in its zone.
+fn detect_in_zone(text: &str, now: &Zoned) -> Option<RateLimit> {
     let lower = text.to_lowercase();
     if let Some(until) = epoch_after_bar(&lower) {
-        return Some(RateLimit { until: Some(until) });
+        return Some(RateLimit::resets_at(until));
     }
     let limited = SIGNS.iter().any(|s| lower.contains(s)) || has_status_429(&lower);
     if !limited {
@@ -80,7 +104,7 @@ pub fn detect(text: &str, now: &Zoned) -> Option<RateLimit> {
                 })
             })
         });
-    Some(RateLimit { until })
+    Some(RateLimit { reset: until })
 }
 
 /// `2.5s`, `30s`, `500ms`, `1m` at the start of `s`: a wait, rounded up to the millisecond.
@@ -132,15 +156,15 @@ fn has_status_429(lower: &str) -> bool {
 /// A reset time at the start of `s`: `[Mon D, ]H[:MM][am|pm][ (Area/City)]`, as the next such
 /// moment after `now`. A date already past is no reset time.
 fn clock_time(s: &str, now: &Zoned) -> Option<Timestamp> {
-    let (date, rest) = month_day(s).map_or((None, s), |(m, d, rest)| (Some((m, d)), rest));
+    let (date, rest) = month_day(s).map_or((None, s), |(date, rest)| (Some(date), rest));
     let (time, rest) = time_of_day(rest)?;
     let zone = zone_name(rest)
         .and_then(|name| TimeZone::get(name).ok())
         .unwrap_or_else(|| now.time_zone().clone());
     let now = now.with_time_zone(zone.clone());
     match date {
-        Some((month, day)) => {
-            let date = Date::new(now.year(), month, day).ok()?;
+        Some(MonthDay { year, month, day }) => {
+            let date = Date::new(year.unwrap_or(now.year()), month, day).ok()?;
             let at = date.to_datetime(time).to_zoned(zone).ok()?;
             (at > now).then(|| at.timestamp())
         }
@@ -155,8 +179,16 @@ fn clock_time(s: &str, now: &Zoned) -> Option<Timestamp> {
     }
 }
 
-/// `jan 30, ` at the start of `s`: the month (1-12), the day and what follows.
-fn month_day(s: &str) -> Option<(i8, i8, &str)> {
+/// A date a reset names, its year when written.
+struct MonthDay {
+    year: Option<i16>,
+    /// 1-12.
+    month: i8,
+    day: i8,
+}
+
+/// `jan 30, ` or Codex's `nov 27th, 2026 ` at the start of `s`, and what follows.
+fn month_day(s: &str) -> Option<(MonthDay, &str)> {
     const MONTHS: [&str; 12] = [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
@@ -166,8 +198,22 @@ fn month_day(s: &str) -> Option<(i8, i8, &str)> {
         .trim_start();
     let digits = rest.chars().take_while(char::is_ascii_digit).count();
     let day: i8 = rest.get(..digits)?.parse().ok()?;
-    let rest = rest[digits..].trim_start_matches(',').trim_start();
-    Some((i8::try_from(month + 1).ok()?, day, rest))
+    let rest = &rest[digits..];
+    let rest = ["st", "nd", "rd", "th"]
+        .iter()
+        .find_map(|suffix| rest.strip_prefix(suffix))
+        .unwrap_or(rest);
+    let rest = rest.trim_start_matches(',').trim_start();
+    let year_digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let (year, rest) = match rest.get(..year_digits).filter(|_| year_digits == 4) {
+        Some(year) => (
+            Some(year.parse().ok()?),
+            rest[4..].trim_start_matches(',').trim_start(),
+        ),
+        None => (None, rest),
+    };
+    let month = i8::try_from(month + 1).ok()?;
+    Some((MonthDay { year, month, day }, rest))
 }
 
 /// `3pm`, `4:50am`, `11:30 pm`, `15:00` at the start of `s`, and what follows.
@@ -227,9 +273,9 @@ mod tests {
     }
 
     fn until(text: &str) -> Option<Option<String>> {
-        detect(text, &paris_morning()).map(|limit| {
+        detect_in_zone(text, &paris_morning()).map(|limit| {
             limit
-                .until
+                .reset
                 .map(|t| Timestamp::try_from(t).unwrap().to_string())
         })
     }
@@ -278,6 +324,20 @@ mod tests {
         assert_eq!(
             until("You've hit your limit · resets Jan 30, 11:30am (Asia/Calcutta)"),
             Some(None)
+        );
+    }
+
+    /// Codex names the day when the reset is not today: `Nov 27th, 2026 12:30 AM`, in the
+    /// local zone (found when a reset an hour away fell after midnight).
+    #[test]
+    fn codexs_date_with_an_ordinal_day_and_a_year_is_taken_as_written() {
+        assert_eq!(
+            until("You’ve hit your usage limit. ... or try again at Mar 11th, 2026 12:30 AM."),
+            Some(Some("2026-03-10T23:31:00Z".to_owned()))
+        );
+        assert_eq!(
+            until("You’ve hit your usage limit. ... or try again at Mar 1st, 2027 9:05 PM."),
+            Some(Some("2027-03-01T20:06:00Z".to_owned()))
         );
     }
 

@@ -48,4 +48,15 @@ mod tests {
             ]
         );
     }
+
+    /// A plain command's words are its output: a 429 in it is a rate limit without a reset;
+    /// output without such words is no rate limit.
+    #[test]
+    fn plain_output_reports_a_rate_limit_from_its_last_words() {
+        let now = std::time::SystemTime::now();
+        let tail = "working\nAPI Error: 429 {\"type\":\"rate_limit_error\"}\n";
+        let limit = TextAdapter.rate_limit(tail, now).unwrap();
+        assert_eq!(limit.reset, None);
+        assert_eq!(TextAdapter.rate_limit("all done\n", now), None);
+    }
 }

@@ -235,6 +235,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
 
+    /// Story mode: run up to N stories at once, each in a git worktree of its own
+    /// (.ralph/worktrees/ID, branch ralph/ID), landed on the current branch one at a time by a
+    /// merge queue that checks each merged result with `done_when` (see docs/parallel.md).
+    /// With --resume: go on with this repository's stopped parallel run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256),
+          conflicts_with = "task")]
+    pub(crate) parallel: Option<u16>,
+
     /// Story mode: work on story ID alone, on branch `ralph/ID` (made from the current branch
     /// when missing, else checked out as it is), and stop when it passes (exit 0) or is
     /// blocked (exit 3). One task per machine: a CI matrix job, a Kubernetes Indexed Job.

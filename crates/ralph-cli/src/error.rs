@@ -68,6 +68,9 @@ pub(crate) enum CliError {
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
+    /// A parallel run could not start or go on.
+    #[error(transparent)]
+    Parallel(#[from] ralph_parallel::ParallelError),
     /// `ralph watch` has nothing to show: no such run, or no terminal to draw on.
     #[error("{0}")]
     Watch(String),
@@ -84,6 +87,14 @@ impl CliError {
             | CliError::Runtime(_)
             | CliError::Stdout(_)
             | CliError::Watch(_) => 1,
+            CliError::Parallel(err) => match err {
+                ralph_parallel::ParallelError::Unsupported { .. }
+                | ralph_parallel::ParallelError::Detached(_)
+                | ralph_parallel::ParallelError::NothingToResume(_)
+                | ralph_parallel::ParallelError::StoppedRun { .. }
+                | ralph_parallel::ParallelError::Session { .. } => 2,
+                _ => 1,
+            },
             _ => 2,
         }
     }

@@ -36,7 +36,15 @@ fn print_logs(
     iteration: Option<u64>,
     follow: bool,
 ) -> Result<(), CliError> {
-    let run = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
+    let runs = crate::runs::runs_dir(folder, log_dir);
+    let run = match run_folder::find_run_in(&runs, id) {
+        Ok(run) => run,
+        // A parallel run's task id names its lane's latest loop.
+        Err(err) => match id.and_then(|id| lane_run_id(folder, id)) {
+            Some(lane) => run_folder::find_run_in(&runs, Some(&lane))?,
+            None => return Err(err.into()),
+        },
+    };
     let mut out = std::io::stdout().lock();
     if follow {
         return follow_run(&mut out, folder, &run, iteration);
@@ -60,6 +68,17 @@ fn print_logs(
         print_iteration(&mut out, &run, *n, path)?;
     }
     out.flush().map_err(CliError::Stdout)
+}
+
+/// The run id of the latest loop of task `task_id` in the folder's parallel run, if any.
+fn lane_run_id(folder: &Path, task_id: &str) -> Option<String> {
+    ralph_parallel::read_status(folder)
+        .ok()
+        .flatten()?
+        .lanes
+        .into_iter()
+        .find(|lane| lane.task_id == task_id)?
+        .run_id
 }
 
 /// The command that follows, from another terminal, the run in `run_dir` (`DIR/<run_id>`, as

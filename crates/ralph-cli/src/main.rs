@@ -11,6 +11,7 @@ mod dry_run;
 mod error;
 mod init;
 mod logs_cmd;
+mod parallel;
 mod ralph_file;
 mod render;
 mod report;

@@ -47,6 +47,10 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(".ralph").join("runs"));
     options.log_dir = Some(log_root.join(&options.run_id));
+    if let Some(n) = args.parallel {
+        options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        return crate::parallel::run(options, &args, n, log_root);
+    }
     let resuming = crate::resume::prepare(&mut options, &args, &log_root)?;
 
     // A run says them as `WARNING` events, so its events file has them too.
@@ -239,7 +243,7 @@ fn wants_color(
 /// signal, ralph could not stop the agent, which runs in a process group of its own and would be
 /// left running (a closed terminal window or a dropped SSH session sends SIGHUP to ralph only).
 /// Returns a warning for each signal that cannot be watched.
-fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) -> Vec<String> {
+pub(crate) fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) -> Vec<String> {
     let mut warnings = Vec::new();
     for (kind, what) in [
         (SignalKind::interrupt(), InterruptSignal::Int),

@@ -28,6 +28,11 @@ struct Status {
 /// Prints the run; exit 0, or 2 when there is no such run (or none has started in the folder).
 pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     let folder = &args.dir;
+    if let Some(parallel) = latest_parallel_run(args) {
+        let text = parallel_status(&parallel, args.json, folder);
+        crate::print_out(text.as_bytes())?;
+        return Ok(0);
+    }
     let log_dir = match (&args.run_id, &args.log_dir) {
         // `.ralph/current` names the last run, wherever its logs went.
         (None, None) => crate::resume::last_run(folder).ok_or_else(|| {
@@ -59,6 +64,74 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     };
     crate::print_out(text.as_bytes())?;
     Ok(0)
+}
+
+/// The folder's parallel run, when it is the run `ralph status` should show: no run id asked
+/// for, and it started after the folder's last single loop.
+fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStatus> {
+    if args.run_id.is_some() || args.log_dir.is_some() {
+        return None;
+    }
+    let parallel = ralph_parallel::read_status(&args.dir).ok().flatten()?;
+    let last_loop = crate::resume::last_run(&args.dir)
+        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+    // Run ids sort by their start time.
+    last_loop
+        .is_none_or(|id| parallel.run_id > id)
+        .then_some(parallel)
+}
+
+/// `ralph status` of a parallel run: its lanes and its merge queue.
+fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Path) -> String {
+    let state = match (running(folder, &run.run_id).is_some(), run.ended) {
+        (true, _) => "running",
+        (false, true) => "ended",
+        (false, false) => "stopped",
+    };
+    if json {
+        let lanes: Vec<serde_json::Value> = run
+            .lanes
+            .iter()
+            .map(|lane| {
+                json!({
+                    "task_id": lane.task_id,
+                    "state": lane.state.as_str(),
+                    "returns": lane.returns,
+                    "run_id": lane.run_id,
+                })
+            })
+            .collect();
+        return format!(
+            "{}\n",
+            json!({
+                "run_id": run.run_id,
+                "parallel": run.parallel,
+                "base": run.base,
+                "state": state,
+                "lanes": lanes,
+                "queue": run.queue,
+            })
+        );
+    }
+    let mut text = format!(
+        "parallel run {} on {} ({} at a time): {state}\n",
+        run.run_id, run.base, run.parallel
+    );
+    for lane in &run.lanes {
+        text.push_str(&format!(
+            "  {:<12} {:<8} {}\n",
+            lane.task_id,
+            lane.state.as_str(),
+            lane.run_id
+                .as_deref()
+                .map(|id| format!("ralph logs {id}"))
+                .unwrap_or_default()
+        ));
+    }
+    if !run.queue.is_empty() {
+        text.push_str(&format!("merge queue: {}\n", run.queue.join(", ")));
+    }
+    text
 }
 
 /// No run `id`; when `id` names a folder, the run id was most likely meant as the loop's folder

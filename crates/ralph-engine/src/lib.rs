@@ -19,8 +19,8 @@
 //!   after it, and emits events and end reasons of its own ([`TaskEvent`],
 //!   [`EndReason::Task`]); ralph-escalation's prd.json stories are one.
 //! - [`OutputAdapter`] ([`Engine::set_adapter`]): reads an agent's output format (the final
-//!   answer, usage, errors); one per agent ralph knows, in [`agents`], whose
-//!   [`choose_output`](agents::choose_output) picks.
+//!   answer, usage, errors, a [`RateLimit`] and its reset); one per agent ralph knows, in
+//!   [`agents`], whose [`choose_output`](agents::choose_output) picks.
 //!
 //! # Embedding
 //!
@@ -56,6 +56,7 @@
 //! ```
 
 pub mod atomic;
+mod check;
 mod claim;
 mod convergence;
 mod engine;
@@ -72,6 +73,7 @@ mod state;
 mod tail;
 mod task;
 
+pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
     DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
@@ -83,7 +85,9 @@ pub use event::{
 };
 pub use handle::RunHandle;
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
-pub use ralph_agents::{AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RunCost, Usage};
+pub use ralph_agents::{
+    AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,
+};
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,

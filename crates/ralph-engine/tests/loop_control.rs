@@ -3,9 +3,12 @@
 //! milliseconds of real time.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use ralph_engine::{Engine, EngineOptions, Event, EventKind, EventSink, InterruptSignal};
+use ralph_engine::{
+    AdapterOutput, Engine, EngineOptions, Event, EventKind, EventSink, InterruptSignal,
+    OutputAdapter, RateLimit, Stream, Usage,
+};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -144,6 +147,62 @@ async fn a_rate_limit_ten_hours_away_waits_exactly_the_six_hour_cap() {
         waited >= Duration::from_secs(6 * 3600) && waited < Duration::from_secs(6 * 3600 + 1),
         "{waited:?}"
     );
+}
+
+/// An agent whose words no built-in adapter knows: `QUOTA EXHAUSTED` on a failed run.
+#[derive(Default)]
+struct QuotaAdapter {
+    said: Vec<u8>,
+}
+
+impl OutputAdapter for QuotaAdapter {
+    fn feed(&mut self, stream: Stream, bytes: &[u8], out: &mut dyn AdapterOutput) {
+        self.said.extend_from_slice(bytes);
+        out.show(stream, bytes);
+    }
+
+    fn finish(&mut self, _out: &mut dyn AdapterOutput) -> Option<Usage> {
+        None
+    }
+
+    fn rate_limit(&self, _output_tail: &str, now: SystemTime) -> Option<RateLimit> {
+        let said = String::from_utf8_lossy(&self.said);
+        said.contains("QUOTA EXHAUSTED")
+            .then(|| RateLimit::resets_at(now + Duration::from_secs(10 * 3600)))
+    }
+}
+
+/// Issue 25, item 7: an adapter says "rate limited" in its own verdict, with its reset, and the
+/// engine waits it out (capped at six hours) though the agent's words are none of Claude's.
+#[tokio::test(start_paused = true)]
+async fn an_adapters_own_rate_limit_is_waited_out() {
+    let (mut engine, recorder) = engine(
+        "agent: sh -c '[ \"$RALPH_ITERATION\" = 2 ] && exit 0; echo QUOTA EXHAUSTED; exit 1'\n\
+         max_iterations: 2",
+    );
+    engine.set_adapter(|| Box::new(QuotaAdapter::default()));
+    let outcome = engine.run().await.expect("the run ends");
+    assert_eq!(outcome.exit_code, 0, "a rate limit is not a failure");
+
+    let kinds = recorder.kinds();
+    assert!(
+        kinds.iter().any(|k| matches!(
+            k,
+            EventKind::RateLimited {
+                iteration: 1,
+                wait_ms: Some(21_600_000),
+                ..
+            }
+        )),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| matches!(k, EventKind::IterationFailed { .. })),
+        "{kinds:?}"
+    );
+    assert_eq!(waits(&kinds), [("rate_limit".to_owned(), 21_600_000)]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -231,6 +231,9 @@ pub struct Escalation {
     /// ralph's marks not yet in the task list, oldest first: the list did not parse when they
     /// were made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
+    /// `{{ story.conflict }}`: why the story's earlier work did not land (a parallel run's
+    /// merge conflict or failing check on the merged result); empty otherwise.
+    conflict: String,
     /// `ralph run --task ID`: the one task worked on; the run ends when it passes or is
     /// blocked.
     only: Option<String>,
@@ -349,6 +352,7 @@ impl Escalation {
             preexisting: None,
             pending: Vec::new(),
             unwritten: Vec::new(),
+            conflict: String::new(),
             only: None,
             asked: None,
             answered: None,
@@ -457,6 +461,14 @@ impl Escalation {
     /// With `--allow-dirty`: the ref the uncommitted changes were saved under at start-up.
     pub fn preexisting_ref(&self) -> Option<&str> {
         self.preexisting.as_deref()
+    }
+
+    /// Sets `{{ story.conflict }}`: what kept the story's earlier work from landing (the files
+    /// and hunks of a merge conflict, a check that failed on the merged result), for the agent's
+    /// next attempt. Empty by default.
+    pub fn set_conflict(&mut self, text: impl Into<String>) -> &mut Self {
+        self.conflict = text.into();
+        self
     }
 
     /// `ralph run --task ID`: work on task `id` alone, whatever its priority, and end the run
@@ -688,6 +700,9 @@ impl Escalation {
             work.placeholders
                 .insert("task.answer".to_owned(), answer.clone());
         }
+        // A parallel run's word on why the earlier work did not land; empty otherwise.
+        work.placeholders
+            .insert("story.conflict".to_owned(), self.conflict.clone());
         Ok(NextTask::Work(work))
     }
 

@@ -120,6 +120,8 @@ pub(crate) fn placeholders(story: &Story) -> BTreeMap<String, String> {
             "description" => story.description.clone(),
             "acceptance_criteria" => criteria.clone(),
             "json" => story.json.clone(),
+            // Set by the escalation, not the story: see `Escalation::set_conflict`.
+            "conflict" => String::new(),
             _ => return None,
         };
         Some((format!("story.{name}"), value))

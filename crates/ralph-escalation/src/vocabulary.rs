@@ -6,8 +6,14 @@ use ralph_engine::frontmatter::{Namespace, PlugVocabulary, RalphFile};
 use crate::events::StoryEnd;
 
 /// The names story mode fills in under `{{ story.* }}`, from this list.
-pub const STORY_PLACEHOLDERS: &[&str] =
-    &["id", "title", "description", "acceptance_criteria", "json"];
+pub const STORY_PLACEHOLDERS: &[&str] = &[
+    "id",
+    "title",
+    "description",
+    "acceptance_criteria",
+    "json",
+    "conflict",
+];
 
 /// The names every task list fills in under `{{ task.* }}`: `question` and `answer` once a
 /// person answered the agent's question; `url` and `comments` for lists that have them
@@ -98,7 +104,7 @@ mod tests {
             warnings("valid-story-placeholders"),
             [
                 "RALPH.md:6:42: story.points: `story` has no such value (known: id, title, \
-                 description, acceptance_criteria, json)"
+                 description, acceptance_criteria, json, conflict)"
             ]
         );
     }

@@ -2,6 +2,7 @@
 //! output said (markers, usage, its error).
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use ralph_frontmatter::OutputFormat;
 use ralph_marker::{Finding, MarkerScanner};
@@ -128,10 +129,11 @@ impl Run {
             scanners: &mut scanners,
             findings: &mut findings,
         });
+        let tail = tail.into_text().0;
         let words = AgentWords {
             reported_error: adapter.reported_error(),
-            rate_limit_reset: adapter.rate_limit_reset(),
-            tail: tail.into_text().0,
+            rate_limit: adapter.rate_limit(&tail, SystemTime::now()),
+            tail,
             not_started: None,
         };
         for scanner in &mut scanners {

@@ -1,9 +1,9 @@
 //! When an agent run failed, and why, in words.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::event::{Termination, exit_status};
-use ralph_agents::strip_escapes;
+use ralph_agents::{RateLimit, strip_escapes};
 use ralph_process::ProcessExit;
 
 /// How much of a failed agent run's output is read for its failure line and a rate limit.
@@ -17,8 +17,8 @@ const FAILURE_DETAIL_CHARS: usize = 200;
 pub(super) struct AgentWords {
     /// The error its adapter reported (Claude Code's `is_error`).
     pub(super) reported_error: Option<String>,
-    /// When the rate limit that stopped it resets, as its adapter read it from its stream.
-    pub(super) rate_limit_reset: Option<SystemTime>,
+    /// The rate limit its adapter says refused it, heeded only if the run failed.
+    pub(super) rate_limit: Option<RateLimit>,
     /// The end of its output, both streams in the order written.
     pub(super) tail: String,
     /// Why it could not be started, when it could not.
@@ -83,7 +83,7 @@ mod tests {
     fn words(reported_error: Option<&str>, tail: &str) -> AgentWords {
         AgentWords {
             reported_error: reported_error.map(str::to_owned),
-            rate_limit_reset: None,
+            rate_limit: None,
             tail: tail.to_owned(),
             not_started: None,
         }

@@ -13,12 +13,11 @@ use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
 use crate::event::{EventKind, MarkerRecord, Termination};
-use crate::logs::{self, IterationLog};
+use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
 use crate::task::{AttemptReport, TaskDecision};
 use ralph_agents::Usage;
-use ralph_agents::rate_limit;
 use ralph_process::ProcessExit;
 
 /// PTY mode: how the agent's ending ends the loop, if it does. Silence is a safety stop when no
@@ -59,8 +58,10 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        let warning = (self.engine.options.log_dir.as_deref())
-            .and_then(|dir| logs::write_iteration_prompt(dir, iteration, &prompt));
+        let warning = match self.engine.options.log_dir.as_deref() {
+            Some(dir) => self.prompt_copies.write(dir, iteration, &prompt),
+            None => None,
+        };
         if let Some(warning) = warning {
             self.warn(warning);
         }
@@ -273,16 +274,9 @@ impl Run {
         let Some(failure) = failure_of(exit, words, self.settings.timeout) else {
             return AgentRun::default();
         };
-        // The adapter's error is the agent's own word on its run; without one, the output's end.
-        // (A stream-json tail holds tool results too: quoted text that is not the agent's.)
-        let text = words.reported_error.as_deref().unwrap_or(&words.tail);
-        let now = jiff::Zoned::now();
-        // The reset the agent's own stream gave, to the second, beats its words' (to the minute).
-        let reported = words
-            .rate_limit_reset
-            .map(|until| rate_limit::RateLimit { until: Some(until) });
-        match reported.or_else(|| rate_limit::detect(text, &now)) {
-            Some(limit) => match limit.until {
+        // The adapter's verdict: the engine reads no agent's words for a rate limit itself.
+        match words.rate_limit {
+            Some(limit) => match limit.reset {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,
                     rate_limited_until: Some(until),

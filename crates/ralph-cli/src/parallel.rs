@@ -1,0 +1,246 @@
+//! `ralph run --parallel N`: wire `ralph-parallel` to the terminal, the events file and the
+//! process's signals.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ralph_engine::{EngineOptions, FolderClaim};
+use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
+use tokio::sync::mpsc;
+
+use crate::cli::RunArgs;
+use crate::error::CliError;
+
+/// Runs the stories of `options`' prd.json `parallel` at a time; returns the exit code.
+pub(crate) fn run(
+    options: EngineOptions,
+    args: &RunArgs,
+    parallel: u16,
+    log_root: PathBuf,
+) -> Result<i32, CliError> {
+    if args.dry_run {
+        return Err(CliError::Usage(
+            "--dry-run shows one loop's next iteration; it does not go with --parallel".to_owned(),
+        ));
+    }
+    let mut options = options;
+    if args.resume.is_some() {
+        // The folder's lock names the run it goes on with.
+        if let Some(stopped) = ralph_parallel::read_status(&options.cwd)?.filter(|s| !s.ended) {
+            options.run_id = stopped.run_id;
+        }
+    }
+    // One run per folder and repository, as for one loop, held until the run ends.
+    let claim = FolderClaim::take(&options)?;
+    let _repository_lock =
+        ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
+    let run_id = options.run_id.clone();
+    let mut parallel = ParallelOptions::new(options, usize::from(parallel));
+    parallel.run_id = run_id;
+    parallel.resume = args.resume.is_some();
+    parallel.log_root = log_root;
+    parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
+    parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
+
+    let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
+    let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();
+    match &args.events {
+        Some(_) if events_to_stdout => {
+            sinks.push(Box::new(ralph_parallel::JsonLinesSink(std::io::stdout())));
+        }
+        Some(p) => {
+            let file = std::fs::File::create(p).map_err(|source| CliError::Events {
+                path: p.clone(),
+                source,
+            })?;
+            sinks.push(Box::new(ralph_parallel::JsonLinesSink(file)));
+        }
+        None => {}
+    }
+    if !args.quiet {
+        let terminal = match events_to_stdout {
+            true => std::io::stderr().is_terminal(),
+            false => std::io::stdout().is_terminal(),
+        };
+        sinks.push(Box::new(LaneLines {
+            out: match events_to_stdout {
+                true => Box::new(std::io::stderr()),
+                false => Box::new(std::io::stdout()),
+            },
+            terminal,
+            drawn: 0,
+        }));
+    }
+    crate::run::runtime()?.block_on(async move {
+        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
+        for warning in crate::run::forward_signals(&interrupt_tx) {
+            tracing::warn!("{warning}");
+        }
+        let outcome = ralph_parallel::run(parallel, sinks, interrupts).await?;
+        drop(claim);
+        Ok(outcome.exit_code)
+    })
+}
+
+/// The terminal's view: a line per notable event, and on a terminal one live line per running
+/// lane above a summary line, redrawn in place.
+struct LaneLines {
+    out: Box<dyn Write + Send>,
+    terminal: bool,
+    /// Lines of the live block now on screen.
+    drawn: usize,
+}
+
+impl LaneLines {
+    fn erase(&mut self) {
+        for _ in 0..self.drawn {
+            let _ = write!(self.out, "\x1b[1A\x1b[2K");
+        }
+        self.drawn = 0;
+    }
+
+    fn draw(&mut self, board: &Board) {
+        if !self.terminal {
+            return;
+        }
+        for lane in &board.lanes {
+            let _ = writeln!(self.out, "{}", lane_line(lane));
+        }
+        let _ = writeln!(self.out, "{}", summary_line(board));
+        self.drawn = board.lanes.len() + 1;
+        let _ = self.out.flush();
+    }
+}
+
+impl ParallelSink for LaneLines {
+    fn event(&mut self, event: &ParallelEvent, board: &Board) {
+        let line = event_line(&event.kind);
+        if line.is_none() && !self.terminal {
+            return;
+        }
+        self.erase();
+        if let Some(line) = line {
+            let _ = writeln!(self.out, "{line}");
+        }
+        if matches!(event.kind, ParallelEventKind::ParallelEnded { .. }) {
+            let _ = self.out.flush();
+            return;
+        }
+        self.draw(board);
+        let _ = self.out.flush();
+    }
+
+    fn tick(&mut self, board: &Board) {
+        if self.terminal {
+            self.erase();
+            self.draw(board);
+        }
+    }
+}
+
+/// `  US-001  iteration 2  running   0:42  $0.12`
+fn lane_line(lane: &ralph_parallel::LaneView) -> String {
+    format!(
+        "  {:<12} iteration {:<3} {:<10} {:>6}  ${:.2}",
+        lane.task_id,
+        lane.iteration,
+        lane.state,
+        clock(lane.started.elapsed()),
+        lane.cost_usd
+    )
+}
+
+/// `landed 2 · blocked 0 · running 3 · queued 1 (merging US-004) · waiting 1 · $1.20`
+fn summary_line(board: &Board) -> String {
+    let merging = board
+        .merging
+        .as_deref()
+        .map(|id| format!(" (merging {id})"))
+        .unwrap_or_default();
+    format!(
+        "landed {} · blocked {} · running {} · queued {}{merging} · waiting {} · ${:.2}",
+        board.landed,
+        board.blocked,
+        board.lanes.len(),
+        board.queued,
+        board.waiting,
+        board.cost_usd
+    )
+}
+
+fn clock(elapsed: Duration) -> String {
+    let s = elapsed.as_secs();
+    match s / 3600 {
+        0 => format!("{}:{:02}", s / 60, s % 60),
+        h => format!("{h}:{:02}:{:02}", (s / 60) % 60, s % 60),
+    }
+}
+
+/// The line a notable event leaves in the scrollback.
+fn event_line(kind: &ParallelEventKind) -> Option<String> {
+    Some(match kind {
+        ParallelEventKind::ParallelStarted {
+            base,
+            parallel,
+            tasks,
+            resumed,
+            ..
+        } => format!(
+            "ralph: {} {} stories on {base}, {parallel} at a time",
+            if *resumed { "resuming" } else { "running" },
+            tasks.len()
+        ),
+        ParallelEventKind::LaneStarted {
+            task_id,
+            title,
+            lane_run_id,
+            returns,
+            ..
+        } => format!(
+            "▶ {task_id} {title}{} (log: ralph logs {lane_run_id} -f)",
+            if *returns > 0 { " again" } else { "" }
+        ),
+        ParallelEventKind::LaneEnded {
+            task_id, reason, ..
+        } if reason != "stories_done" => format!("■ {task_id} stopped: {reason}"),
+        ParallelEventKind::MergeQueued { task_id, position } => {
+            format!("⧗ {task_id} passed; merge queue position {position}")
+        }
+        ParallelEventKind::MergeConflict { task_id, files, .. } => format!(
+            "↺ {task_id} conflicts with the base in {}: back to its loop",
+            files.join(", ")
+        ),
+        ParallelEventKind::MergeCheckFailed {
+            task_id, checks, ..
+        } => format!(
+            "↺ {task_id} fails {} once merged: back to its loop",
+            checks
+                .iter()
+                .map(|c| format!("`{}`", c.command))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ParallelEventKind::TaskLanded { task_id, commit } => {
+            format!("✓ {task_id} landed ({})", &commit[..commit.len().min(8)])
+        }
+        ParallelEventKind::TaskBlocked { task_id, reason } => {
+            format!("✗ {task_id} blocked: {reason}")
+        }
+        ParallelEventKind::Warning { message, task_id } => match task_id {
+            Some(id) => format!("warning: {id}: {message}"),
+            None => format!("warning: {message}"),
+        },
+        ParallelEventKind::ParallelEnded {
+            reason,
+            landed,
+            blocked,
+            remaining,
+            cost_usd,
+            ..
+        } => format!(
+            "ralph: {reason}: {landed} landed, {blocked} blocked, {remaining} left · ${cost_usd:.2}"
+        ),
+        _ => return None,
+    })
+}

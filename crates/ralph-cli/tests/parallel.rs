@@ -1,0 +1,451 @@
+//! `ralph run --parallel N`: stories at once in worktrees, landed one at a time by the merge
+//! queue; a conflict or a check failing on the merged result goes back to its loop; a run
+//! killed mid-merge is resumed without losing anything; nothing is left behind.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{Project, git, show};
+use serde_json::Value;
+
+/// A story-mode repository: prd.json with `ids` (priority in order, none passed), `agent.sh`
+/// as the agent, `check.sh` as the one `done_when` check, `files` beside them, all committed
+/// on `main`. The prompt is `STORY={{ story.id }}` and, after it, the conflict placeholder.
+fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> Project {
+    let stories: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            serde_json::json!({
+                "id": id, "title": format!("story {id}"), "description": "Do it",
+                "acceptanceCriteria": ["ok"], "priority": i + 1, "passes": false, "notes": ""
+            })
+        })
+        .collect();
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - sh check.sh\n\
+         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+         failure: {delay: 10ms, max_delay: 10ms}\n\
+         escalation:\n  prd: prd.json\n  same_error_limit: 3",
+        "STORY={{ story.id }}\n{{ story.conflict }}\n",
+    );
+    let dir = p.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join("check.sh"), check).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let prd = serde_json::json!({"project": "Shop", "userStories": stories});
+    std::fs::write(
+        dir.join("prd.json"),
+        serde_json::to_string_pretty(&prd).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "init"]);
+    p
+}
+
+/// The story id in the prompt on stdin, as `$story`, and the whole prompt as `$prompt`.
+const READ_PROMPT: &str =
+    "prompt=$(cat); story=$(printf '%s' \"$prompt\" | grep -o 'STORY=[A-Z0-9-]*' | cut -d= -f2)\n";
+
+fn passes(dir: &Path, rev: &str, id: &str) -> Value {
+    let prd: Value = serde_json::from_slice(&show(dir, rev, "prd.json").unwrap()).unwrap();
+    prd["userStories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap()["passes"]
+        .clone()
+}
+
+fn ts(event: &Value) -> SystemTime {
+    humantime::parse_rfc3339(event["ts"].as_str().unwrap()).unwrap()
+}
+
+/// No worktree but the main one, no `ralph/*` branch left, and `git fsck` finds no error.
+fn nothing_left_behind(dir: &Path) {
+    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "only the main worktree: {worktrees}"
+    );
+    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
+    git(dir, &["fsck", "--no-progress"]);
+    assert!(
+        !dir.join(".ralph/worktrees")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some())
+    );
+}
+
+/// `TASK_LANDED`'s commit holds the story's work and `passes: true`; its parent does not say
+/// the story passed: `passes` reaches the base with the code, never before.
+fn landed_with_its_passes(dir: &Path, events: &[Value], id: &str, work: &str) {
+    let landed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"] == id)
+        .collect();
+    assert_eq!(landed.len(), 1, "{id} landed once: {events:#?}");
+    let commit = landed[0]["commit"].as_str().unwrap();
+    assert_eq!(passes(dir, commit, id), true);
+    assert!(
+        show(dir, commit, work).is_some(),
+        "{work} is in {id}'s landing"
+    );
+    assert_eq!(passes(dir, &format!("{commit}^"), id), false);
+}
+
+#[test]
+fn stories_run_at_once_and_each_lands_with_its_passes() {
+    let agent = format!(
+        "{READ_PROMPT}sleep 1.5  # parallel-sleeper-ok\necho \"done $story\" > \"$story.txt\"\n"
+    );
+    let ids = ["US-001", "US-002", "US-003", "US-004"];
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &ids, &[]);
+    let out = p.run(&["run", "--parallel", "4"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let dir = p.path();
+
+    // Every lane's first iteration overlaps every other's: they ran at once.
+    let span = |kind: &str| -> Vec<SystemTime> {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind && e["iteration"] == 1)
+            .map(ts)
+            .collect()
+    };
+    let (starts, ends) = (span("LANE_ITERATION_STARTED"), span("LANE_ITERATION_ENDED"));
+    assert_eq!((starts.len(), ends.len()), (4, 4), "{events:#?}");
+    assert!(
+        starts.iter().max() < ends.iter().min(),
+        "the four iterations overlap: started {starts:?}, ended {ends:?}"
+    );
+    for id in ids {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+        assert_eq!(passes(dir, "HEAD", id), true);
+        assert!(
+            dir.join(format!("{id}.txt")).exists(),
+            "the main worktree has {id}'s work"
+        );
+    }
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "PARALLEL_ENDED");
+    assert_eq!(
+        (ended["reason"].as_str(), ended["landed"].as_u64()),
+        (Some("stories_done"), Some(4))
+    );
+    assert_eq!(
+        git(dir, &["status", "--porcelain"]),
+        "",
+        "the main worktree is clean"
+    );
+    nothing_left_behind(dir);
+    assert!(!common::process_running("parallel-sleeper-ok"));
+}
+
+#[test]
+fn a_conflict_goes_back_to_its_loop_with_the_hunks_in_its_prompt_and_then_lands() {
+    let prompts = tempfile::tempdir().unwrap();
+    // Each story appends its line to the same file: the second to land conflicts.
+    let agent = format!(
+        "{READ_PROMPT}n=$(ls {out} | grep -c \"^$story\")\n\
+         printf '%s' \"$prompt\" > {out}/$story.$n\n\
+         echo \"$story was here\" >> shared.txt\necho ok > \"$story.txt\"\n",
+        out = prompts.path().display()
+    );
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[("shared.txt", "start\n")],
+    );
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let dir = p.path();
+    let conflicts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "MERGE_CONFLICT")
+        .collect();
+    assert_eq!(conflicts.len(), 1, "{events:#?}");
+    let back = conflicts[0]["task_id"].as_str().unwrap();
+    assert_eq!(conflicts[0]["files"], serde_json::json!(["shared.txt"]));
+    // Its first attempt is kept under a ref.
+    let saved = conflicts[0]["saved_ref"].as_str().unwrap();
+    assert!(saved.starts_with(&format!("refs/ralph/attempts/{back}/")));
+    assert!(show(dir, saved, &format!("{back}.txt")).is_some());
+    // Its next prompt says where and what conflicted.
+    let again = std::fs::read_to_string(prompts.path().join(format!("{back}.1"))).unwrap();
+    assert!(
+        again.contains("shared.txt") && again.contains("<<<<<<<"),
+        "{again}"
+    );
+    assert!(again.contains(saved), "{again}");
+    let first = std::fs::read_to_string(prompts.path().join(format!("{back}.0"))).unwrap();
+    assert!(!first.contains("<<<<<<<"), "{first}");
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+    }
+    let shared = std::fs::read_to_string(dir.join("shared.txt")).unwrap();
+    assert!(
+        shared.contains("US-001 was here") && shared.contains("US-002 was here"),
+        "{shared}"
+    );
+    nothing_left_behind(dir);
+}
+
+#[test]
+fn a_check_that_fails_only_on_the_merged_result_sends_the_task_back() {
+    // Each story alone passes; both together fail until a story's second attempt, told its
+    // checks failed once merged, adds the fix.
+    let agent = format!(
+        "{READ_PROMPT}echo ok > \"$story.txt\"\n\
+         if printf '%s' \"$prompt\" | grep -q 'failed its checks once merged'; then echo fix > fixed.txt; fi\n"
+    );
+    let check = "ls US-*.txt >/dev/null 2>&1 || exit 1\n\
+                 if [ -e US-001.txt ] && [ -e US-002.txt ] && [ ! -e fixed.txt ]; then echo 'error: the two clash'; exit 1; fi\n";
+    let p = repo(&agent, check, &["US-001", "US-002"], &[]);
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let dir = p.path();
+    let failed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "MERGE_CHECK_FAILED")
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:#?}");
+    assert_eq!(failed[0]["checks"][0]["command"], "sh check.sh");
+    assert_eq!(failed[0]["checks"][0]["exit_code"], 1);
+    let back = failed[0]["task_id"].as_str().unwrap();
+    let saved = failed[0]["saved_ref"].as_str().unwrap();
+    assert!(show(dir, saved, &format!("{back}.txt")).is_some());
+    assert!(show(dir, saved, "fixed.txt").is_none());
+    landed_with_its_passes(dir, &events, back, "fixed.txt");
+    assert!(events.iter().filter(|e| e["type"] == "TASK_LANDED").count() == 2);
+    nothing_left_behind(dir);
+}
+
+/// Waits up to 30 s for `path` to exist.
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn killed_mid_merge_the_resumed_run_lands_everything_and_loses_nothing() {
+    let marks = tempfile::tempdir().unwrap();
+    let slow = marks.path().join("slow");
+    let merging = marks.path().join("merging");
+    std::fs::write(&slow, "").unwrap();
+    // US-002's agent is slow: it runs while US-001's merge is checked. The queue's check (no
+    // RALPH_ITERATION: it is no iteration's) hangs while `slow` exists.
+    let agent = format!(
+        "{READ_PROMPT}if [ \"$story\" = US-002 ]; then echo half > half-done.txt; sleep 3; fi  # parallel-killed-ok\n\
+         echo ok > \"$story.txt\"\n"
+    );
+    let check = format!(
+        "ls US-*.txt >/dev/null 2>&1 || exit 1\n\
+         if [ -z \"$RALPH_ITERATION\" ] && [ -e {slow} ]; then touch {merging}; sleep 60; fi  # parallel-killed-ok\n",
+        slow = slow.display(),
+        merging = merging.display()
+    );
+    let p = repo(&agent, &check, &["US-001", "US-002"], &[]);
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&merging);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let dir = p.path();
+    let common_dir = git(dir, &["rev-parse", "--git-common-dir"]);
+    assert!(
+        dir.join(common_dir.trim())
+            .join("ralph-merge-journal.json")
+            .exists(),
+        "killed with a merge in flight"
+    );
+    assert_eq!(passes(dir, "main", "US-001"), false);
+
+    std::fs::remove_file(&slow).unwrap();
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(events[0]["type"], "PARALLEL_STARTED");
+    assert_eq!(events[0]["resumed"], true);
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+        assert!(dir.join(format!("{id}.txt")).exists());
+    }
+    assert!(
+        !dir.join(common_dir.trim())
+            .join("ralph-merge-journal.json")
+            .exists()
+    );
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+    assert!(!common::process_running("parallel-killed-ok"));
+}
+
+#[test]
+fn parallel_needs_done_when_and_says_so() {
+    let p = Project::new("agent: cat\nescalation:\n  prd: prd.json", "x\n");
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 2);
+    assert!(
+        common::stderr(&out).contains("--parallel needs `done_when`"),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
+#[test]
+fn a_first_ctrl_c_lets_running_iterations_finish_and_resume_lands_their_work() {
+    let started = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "{READ_PROMPT}touch {out}/$story\nsleep 2\necho ok > \"$story.txt\"\n",
+        out = started.path().display()
+    );
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&started.path().join("US-001"));
+    wait_for_file(&started.path().join("US-002"));
+    common::send_signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(common::code(&out), 130, "{}", common::stderr(&out));
+    let events = p.events();
+    let ended: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "LANE_ITERATION_ENDED")
+        .collect();
+    assert_eq!(ended.len(), 2, "both iterations finished: {events:#?}");
+    assert!(ended.iter().all(|e| e["failed"] == false), "{events:#?}");
+    assert_eq!(events.last().unwrap()["reason"], "interrupted");
+    let dir = p.path();
+    assert!(
+        dir.join(".ralph/worktrees/US-001/US-001.txt").exists(),
+        "kept for --resume"
+    );
+    assert_eq!(passes(dir, "main", "US-001"), false);
+
+    // A new run would take the stopped one's worktrees over: refused, the way on named.
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 2);
+    assert!(
+        common::stderr(&out).contains("--resume"),
+        "{}",
+        common::stderr(&out)
+    );
+
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "LANE_ITERATION_STARTED"),
+        "their passed stories went to the queue without another agent run: {events:#?}"
+    );
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(dir);
+}
+
+#[test]
+fn a_terminal_shows_a_live_line_per_running_lane_above_a_summary() {
+    let agent = format!("{READ_PROMPT}sleep 1.5\necho ok > \"$story.txt\"\n");
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let (screen, code) = common::run_on_terminal(&p, &["--parallel", "2"], &[]);
+    assert_eq!(code, 0, "{screen}");
+    for id in ["US-001", "US-002"] {
+        assert!(
+            screen.contains(&format!("  {id:<12} iteration 1")),
+            "a live line for {id}: {screen}"
+        );
+        assert!(screen.contains(&format!("✓ {id} landed")), "{screen}");
+    }
+    assert!(screen.contains("· running 2 ·"), "{screen}");
+    assert!(
+        screen.contains("landed 2 · blocked 0 · running 0"),
+        "{screen}"
+    );
+    // The agents' output went to their logs, not the terminal.
+    assert!(!screen.contains("STORY="), "{screen}");
+}
+
+#[test]
+fn max_runtime_counts_the_whole_run_and_starts_no_lane_past_it() {
+    let agent = format!("{READ_PROMPT}sleep 2\necho ok > \"$story.txt\"\n");
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let out = p.run(&["run", "--parallel", "1", "--max-runtime", "1s"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "LANE_STARTED")
+        .collect();
+    assert_eq!(started.len(), 1, "{events:#?}");
+    assert_eq!(started[0]["task_id"], "US-001");
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (ended["type"].as_str(), ended["reason"].as_str()),
+        (Some("PARALLEL_ENDED"), Some("max_runtime"))
+    );
+    // The lane finished its iteration: its work is on its branch, for --resume.
+    assert!(show(p.path(), "ralph/US-001", "US-001.txt").is_some());
+}
+
+#[test]
+fn sixteen_lanes_start_at_once_each_in_a_worktree_of_its_own() {
+    let agent = format!("{READ_PROMPT}echo ok > \"$story.txt\"\n");
+    let ids: Vec<String> = (1..=16).map(|i| format!("US-{i:03}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &ids, &[]);
+    let out = p.run(&["run", "--parallel", "16"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "LANE_STARTED")
+            .count(),
+        16
+    );
+    for id in ids {
+        landed_with_its_passes(p.path(), &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(p.path());
+}

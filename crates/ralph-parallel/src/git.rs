@@ -1,0 +1,150 @@
+//! The git commands of a parallel run: worktrees, the merge, the landing commit, moving the
+//! base. The one module of this crate that starts processes; each git runs in a process group
+//! of its own, so the terminal's Ctrl+C never kills one half-way.
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::ParallelError;
+
+/// Runs `git args` in `dir` with `env`, `stdin` written to it; the whole output.
+fn output(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    stdin: Option<&[u8]>,
+) -> Result<Output, ParallelError> {
+    let spawned = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        // Never stop for a person: an editor for the merge message, a pager.
+        .env("GIT_EDITOR", "true")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    let failed = |source| ParallelError::GitStart {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut child = spawned.map_err(failed)?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(bytes).map_err(failed)?;
+    }
+    child.wait_with_output().map_err(failed)
+}
+
+/// `git args` in `dir`, which must succeed: its stdout, trimmed.
+pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<String, ParallelError> {
+    run_with(dir, args, &[], None)
+}
+
+/// [`run`] with `env` and `stdin`.
+pub(crate) fn run_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    stdin: Option<&[u8]>,
+) -> Result<String, ParallelError> {
+    let out = output(dir, args, env, stdin)?;
+    if !out.status.success() {
+        return Err(ParallelError::Git {
+            dir: dir.to_path_buf(),
+            command: format!("git {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// `git args` in `dir`: whether it succeeded, and its stderr.
+pub(crate) fn attempt(dir: &Path, args: &[&str]) -> Result<(bool, String), ParallelError> {
+    let out = output(dir, args, &[], None)?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+    ))
+}
+
+/// The commit `rev` names, or `None`.
+pub(crate) fn rev(dir: &Path, rev: &str) -> Result<Option<String>, ParallelError> {
+    let out = output(
+        dir,
+        &["rev-parse", "-q", "--verify", &format!("{rev}^{{commit}}")],
+        &[],
+        None,
+    )?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+}
+
+/// The repository's common git folder (shared by every worktree).
+pub(crate) fn common_dir(top: &Path) -> Result<PathBuf, ParallelError> {
+    let dir = PathBuf::from(run(top, &["rev-parse", "--git-common-dir"])?);
+    Ok(if dir.is_absolute() {
+        dir
+    } else {
+        top.join(dir)
+    })
+}
+
+/// The branch checked out in `dir` (`refs/heads/...`), `None` when detached.
+pub(crate) fn head_ref(dir: &Path) -> Result<Option<String>, ParallelError> {
+    let out = output(dir, &["symbolic-ref", "-q", "HEAD"], &[], None)?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+}
+
+/// `ralph/<id>`, with what git refuses in a ref name replaced.
+pub(crate) fn branch_name(id: &str) -> String {
+    format!("ralph/{}", ralph_escalation::git::ref_component(id))
+}
+
+/// A commit on top of `parent` whose tree is `parent`'s with `path` holding `bytes`, built in a
+/// temporary index: no worktree is touched.
+pub(crate) fn commit_file(
+    top: &Path,
+    parent: &str,
+    path: &str,
+    bytes: &[u8],
+    message: &str,
+) -> Result<String, ParallelError> {
+    let index = common_dir(top)?.join(format!("ralph-parallel-index-{}", std::process::id()));
+    let env = [("GIT_INDEX_FILE", index.as_path())];
+    let result = (|| {
+        let blob = run_with(top, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
+        run_with(top, &["read-tree", parent], &env, None)?;
+        let mode = run(top, &["ls-tree", parent, "--", path])?
+            .split_whitespace()
+            .next()
+            .map_or_else(|| "100644".to_owned(), str::to_owned);
+        run_with(
+            top,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("{mode},{blob},{path}"),
+            ],
+            &env,
+            None,
+        )?;
+        let tree = run_with(top, &["write-tree"], &env, None)?;
+        run(top, &["commit-tree", &tree, "-p", parent, "-m", message])
+    })();
+    let _ = std::fs::remove_file(&index);
+    result
+}

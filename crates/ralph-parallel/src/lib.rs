@@ -1,0 +1,1390 @@
+//! Parallel ralph loops: `ralph run --parallel N`.
+//!
+//! This crate owns a parallel run: the task list and which task may start
+//! ([`tasks`]), one git worktree and branch per task (`.ralph/worktrees/<id>`, `ralph/<id>`),
+//! one loop per task (a *lane*: an [`Engine`] with `ralph-escalation`'s story mode restricted to
+//! that story, started with [`Engine::spawn`]), the merge queue that lands passed tasks on the
+//! base branch one at a time, the run's own events ([`events`]) and its session for `--resume`.
+//! `docs/parallel.md` is the user's guide.
+//!
+//! It must never lose work: a task's branch is only reset after it was stored under
+//! `refs/ralph/attempts/<id>/<n>`, a worktree is only removed after its uncommitted work was
+//! saved the same way, the base only moves forward (from the commit it was expected at), and
+//! the main worktree only by `git merge --ff-only`, which never overwrites a person's change.
+//! prd.json's `passes` reaches the base in the same landing as the task's code, never before.
+//! It never prints: everything goes to its [`ParallelSink`]s.
+
+pub mod events;
+mod git;
+mod queue;
+mod session;
+pub mod tasks;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, new_run_id};
+use ralph_escalation::{Escalation, EscalationError, Passes, StoryEnd};
+use tokio::sync::mpsc;
+
+pub use events::{
+    Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelSink,
+};
+pub use tasks::{Task, TaskState, startable, tasks_from_prd};
+
+use queue::{Merged, Moved, Repo};
+pub use session::LaneState;
+use session::{LaneRecord, MergeJournal, Session};
+
+/// Why a parallel run cannot start, or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParallelError {
+    /// `--parallel` needs what the RALPH.md does not have.
+    #[error("{file}: --parallel needs {what}")]
+    Unsupported {
+        /// The RALPH.md.
+        file: PathBuf,
+        /// What it lacks.
+        what: &'static str,
+    },
+    /// git could not be started.
+    #[error("{}: git could not start: {source}", .dir.display())]
+    GitStart {
+        /// Where.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A git command failed.
+    #[error("{}: `{command}` failed: {stderr}", .dir.display())]
+    Git {
+        /// Where it ran.
+        dir: PathBuf,
+        /// The command.
+        command: String,
+        /// What git said.
+        stderr: String,
+    },
+    /// The main worktree is not on a branch.
+    #[error("{}: HEAD is detached; --parallel lands tasks on the branch the run starts on: check one out", .0.display())]
+    Detached(PathBuf),
+    /// A file of the run could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The session or the merge journal is not what this ralph writes.
+    #[error("{}: not a parallel run's session: {what}", .path.display())]
+    Session {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// A merge queue step's task ended without its result (it panicked, or the runtime shut
+    /// down): nothing more is done, and `--resume` goes on from the journal.
+    #[error("a step of the merge queue was lost: {0}")]
+    StepLost(String),
+    /// A new parallel run where a stopped one would be taken over.
+    #[error(
+        "{}: parallel run {run_id} was stopped with its worktrees under .ralph/worktrees; go on \
+         with it: `ralph run --parallel N --resume`",
+        .dir.display()
+    )]
+    StoppedRun {
+        /// The repository.
+        dir: PathBuf,
+        /// The stopped run.
+        run_id: String,
+    },
+    /// `--resume` with no parallel run to go on with.
+    #[error("{}: no stopped parallel run to resume", .0.display())]
+    NothingToResume(PathBuf),
+    /// prd.json could not be read or changed.
+    #[error(transparent)]
+    Prd(#[from] ralph_escalation::PrdError),
+    /// Story mode refused to open in a lane's worktree.
+    #[error(transparent)]
+    Escalation(#[from] EscalationError),
+    /// Escalation's git refused.
+    #[error(transparent)]
+    EscalationGit(#[from] ralph_escalation::GitError),
+}
+
+/// How to run in parallel.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParallelOptions {
+    /// The options every lane starts from (the RALPH.md, its overrides); each lane gets its
+    /// own cwd, run id and log folder, and no budget (the run counts them).
+    pub engine: EngineOptions,
+    /// How many lanes run at once.
+    pub parallel: usize,
+    /// Go on with the stopped parallel run of this repository.
+    pub resume: bool,
+    /// Where lanes' run folders go (`.ralph/runs`).
+    pub log_root: PathBuf,
+    /// The run's id (its events' `run_id`).
+    pub run_id: String,
+    /// Stop every lane, as a first Ctrl+C would, once the lanes' cost reached this.
+    pub max_cost: Option<f64>,
+    /// Stop every lane, as a first Ctrl+C would, once the run lasted this long.
+    pub max_runtime: Option<Duration>,
+}
+
+impl ParallelOptions {
+    /// `parallel` lanes of `engine`'s loop, lanes' folders under `.ralph/runs`.
+    pub fn new(engine: EngineOptions, parallel: usize) -> Self {
+        Self {
+            engine,
+            parallel: parallel.max(1),
+            resume: false,
+            log_root: PathBuf::from(".ralph").join("runs"),
+            run_id: new_run_id(),
+            max_cost: None,
+            max_runtime: None,
+        }
+    }
+}
+
+/// How a parallel run ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParallelOutcome {
+    /// `PARALLEL_ENDED`'s reason.
+    pub reason: String,
+    /// The exit code a CLI should use.
+    pub exit_code: i32,
+    /// Whether `--resume` can go on with it.
+    pub resumable: bool,
+}
+
+/// What lanes tell the run.
+enum LaneMessage {
+    Prepared(String, Box<Result<Prepared, ParallelError>>),
+    Event(String, Box<Event>),
+    Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
+}
+
+/// The queue's landing of one task under way: the task and what it gave.
+type Landing = tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>;
+
+/// Where the queue's checks are told to stop now, and whether they were.
+#[derive(Clone)]
+struct CheckStop {
+    signals: std::sync::Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<InterruptSignal>>>,
+    stopped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What the queue's landing of one task gave.
+enum Landed {
+    Yes(String),
+    Conflict {
+        files: Vec<String>,
+        hunks: String,
+        saved: String,
+    },
+    CheckFailed {
+        failed: Vec<ralph_engine::CheckResult>,
+        saved: String,
+    },
+    Refused(String),
+    /// Stopped now (a second Ctrl+C) while its checks ran: the journal stays, `--resume`
+    /// redoes the merge.
+    Interrupted,
+}
+
+/// A lane getting ready or whose loop runs.
+struct Lane {
+    /// Its loop's interrupts; `None` while it gets ready.
+    interrupts: Option<mpsc::UnboundedSender<InterruptSignal>>,
+    view: LaneView,
+}
+
+/// What making a lane ready needs, off the runtime's thread.
+struct LaneSpec {
+    id: String,
+    top: PathBuf,
+    worktree: PathBuf,
+    branch: String,
+    /// The base's commit a new branch starts from.
+    base: String,
+    lane_dir: PathBuf,
+    /// The base's prd.json, for the lane's copy; `None` keeps the copy there.
+    prd: Option<ralph_escalation::Prd>,
+    config: ralph_engine::frontmatter::Config,
+    opening: ralph_escalation::Options,
+}
+
+/// A lane ready to start.
+struct Prepared {
+    escalation: Escalation,
+    config: ralph_engine::frontmatter::Config,
+    worktree: PathBuf,
+    branch: String,
+}
+
+impl LaneSpec {
+    /// The worktree (its branch made from the base, or the branch there is), the lane's
+    /// prd.json copy (the base's with every other story passed: the lane's story mode picks
+    /// this story and no other), then story mode opened in the worktree.
+    fn prepare(self) -> Result<Prepared, ParallelError> {
+        /// Held while a worktree is added: git does not add two at once safely (one reads the
+        /// other's half-made `.git/worktrees/<name>`).
+        static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        if !self.worktree.exists() {
+            let _adding = ADDING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let wt = self.worktree.to_string_lossy().into_owned();
+            let branch_ref = format!("refs/heads/{}", self.branch);
+            if git::rev(&self.top, &branch_ref)?.is_some() {
+                git::run(&self.top, &["worktree", "add", "-q", &wt, &self.branch])?;
+            } else {
+                git::run(
+                    &self.top,
+                    &["worktree", "add", "-q", "-b", &self.branch, &wt, &self.base],
+                )?;
+            }
+        }
+        if let Some(mut prd) = self.prd {
+            let others: Vec<String> = prd
+                .stories()
+                .iter()
+                .filter(|s| s.id != self.id)
+                .map(|s| s.id.clone())
+                .collect();
+            for other in others {
+                prd.set(&other, Passes::Yes, None)?;
+            }
+            prd.set(&self.id, Passes::No, None)?;
+            std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
+                path: self.lane_dir.clone(),
+                source,
+            })?;
+            let path = self.lane_dir.join("prd.json");
+            ralph_engine::atomic::write(&path, prd.to_text().as_bytes())
+                .map_err(|source| ParallelError::Io { path, source })?;
+        }
+        let escalation = match Escalation::open(&self.config, self.opening)? {
+            Some(escalation) => escalation,
+            None => {
+                return Err(ParallelError::Unsupported {
+                    file: self.lane_dir,
+                    what: "story mode (`escalation.prd`)",
+                });
+            }
+        };
+        Ok(Prepared {
+            escalation,
+            config: self.config,
+            worktree: self.worktree,
+            branch: self.branch,
+        })
+    }
+}
+
+/// Why the run stops starting lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Interrupted(InterruptSignal),
+    MaxCost,
+    MaxRuntime,
+}
+
+/// The run's state, owned by [`run`]'s loop.
+struct Parallel {
+    options: ParallelOptions,
+    repo: Repo,
+    /// Where the lanes' own prd.json copies and progress files go (`.ralph/parallel`).
+    state_dir: PathBuf,
+    /// The RALPH.md's folder relative to the top: a lane's cwd is the same inside its worktree.
+    cwd_rel: PathBuf,
+    session: Session,
+    tasks: Vec<Task>,
+    sinks: Vec<Box<dyn ParallelSink>>,
+    board: Board,
+    lanes: BTreeMap<String, Lane>,
+    /// Tasks to start before any new one: returned from the queue, or resumed.
+    again: VecDeque<String>,
+    /// Task ids resumed as they were (their lane's prd.json copy kept).
+    resumed: Vec<String>,
+    /// Lanes' cost so far, by task.
+    costs: BTreeMap<String, f64>,
+    lane_tx: mpsc::UnboundedSender<LaneMessage>,
+    stop: Option<Stop>,
+    stop_now: bool,
+    last_int: Option<Instant>,
+}
+
+/// A parallel run as its session tells it: what `ralph status` shows.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ParallelStatus {
+    /// The run's id.
+    pub run_id: String,
+    /// The base branch.
+    pub base: String,
+    /// Lanes at once.
+    pub parallel: usize,
+    /// Whether it ended by itself (otherwise it runs, or `--resume` goes on with it).
+    pub ended: bool,
+    /// Every lane that started, by task id.
+    pub lanes: Vec<LaneStatus>,
+    /// The merge queue, next first.
+    pub queue: Vec<String>,
+}
+
+/// One lane of a [`ParallelStatus`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LaneStatus {
+    /// The task.
+    pub task_id: String,
+    /// Where it stands.
+    pub state: LaneState,
+    /// Times it came back from the queue.
+    pub returns: u64,
+    /// Its latest loop's run id.
+    pub run_id: Option<String>,
+}
+
+/// The parallel run of the repository `folder` is in, if one ever ran there.
+pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelError> {
+    let Ok(top) = git::run(folder, &["rev-parse", "--show-toplevel"]) else {
+        return Ok(None);
+    };
+    let path = Path::new(&top).join(".ralph/parallel/session.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let session = Session::load(&path)?;
+    Ok(Some(ParallelStatus {
+        run_id: session.run_id,
+        base: session.base,
+        parallel: session.parallel,
+        ended: session.ended,
+        lanes: session
+            .lanes
+            .into_iter()
+            .map(|(task_id, l)| LaneStatus {
+                task_id,
+                state: l.state,
+                returns: l.returns,
+                run_id: l.run_id,
+            })
+            .collect(),
+        queue: session.queue,
+    }))
+}
+
+/// Runs `options` in parallel to its end; events go to `sinks` and to
+/// `.ralph/parallel/events.jsonl`, signals come from `interrupts`. Any tokio runtime will do:
+/// the lanes are tasks, the queue's git steps run on the blocking pool.
+pub async fn run(
+    options: ParallelOptions,
+    sinks: Vec<Box<dyn ParallelSink>>,
+    mut interrupts: mpsc::UnboundedReceiver<InterruptSignal>,
+) -> Result<ParallelOutcome, ParallelError> {
+    let (lane_tx, mut lane_rx) = mpsc::unbounded_channel();
+    let mut this = Parallel::open(options, sinks, lane_tx)?;
+    let started = Instant::now();
+    let mut landing: Option<Landing> = None;
+    let (check_stop_tx, check_stop) = mpsc::unbounded_channel();
+    let check_stop = CheckStop {
+        signals: std::sync::Arc::new(tokio::sync::Mutex::new(check_stop)),
+        stopped: std::sync::Arc::default(),
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        if this.stop.is_none() {
+            this.start_lanes()?;
+        }
+        if landing.is_none() && !this.stop_now {
+            if let Some(id) = this.session.queue.first().cloned() {
+                this.board.merging = Some(id.clone());
+                landing = Some(this.spawn_landing(id, check_stop.clone())?);
+            }
+        }
+        this.board.waiting = this.waiting();
+        let idle = this.lanes.is_empty() && landing.is_none();
+        if idle
+            && (this.session.queue.is_empty() || this.stop_now)
+            && (this.stop.is_some() || this.startable_now().is_empty())
+        {
+            break;
+        }
+        tokio::select! {
+            Some(message) = lane_rx.recv() => this.lane_message(message)?,
+            result = async {
+                match landing.as_mut() {
+                    Some(landing) => landing.await,
+                    None => std::future::pending().await,
+                }
+            }, if landing.is_some() => {
+                landing = None;
+                let (id, result) = result.map_err(|err| ParallelError::StepLost(err.to_string()))?;
+                this.landed(&id, result)?;
+            }
+            Some(signal) = interrupts.recv() => {
+                this.interrupted(signal);
+                if this.stop_now {
+                    check_stop.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+                    let _ = check_stop_tx.send(InterruptSignal::Cancel);
+                }
+            }
+            _ = tick.tick() => {
+                if this.stop.is_none()
+                    && this.options.max_runtime.is_some_and(|max| started.elapsed() >= max)
+                {
+                    this.stop_lanes(Stop::MaxRuntime);
+                }
+                for sink in &mut this.sinks {
+                    sink.tick(&this.board);
+                }
+            }
+        }
+    }
+    this.finish()
+}
+
+impl Parallel {
+    fn open(
+        mut options: ParallelOptions,
+        sinks: Vec<Box<dyn ParallelSink>>,
+        lane_tx: mpsc::UnboundedSender<LaneMessage>,
+    ) -> Result<Self, ParallelError> {
+        let config = &options.engine.file.config;
+        let file = options.engine.ralph_file.clone();
+        let Some(prd) = config.escalation.as_ref().and_then(|e| e.prd.clone()) else {
+            return Err(ParallelError::Unsupported {
+                file,
+                what: "story mode (`escalation.prd`)",
+            });
+        };
+        if config.done_when.is_empty() {
+            return Err(ParallelError::Unsupported {
+                file,
+                what: "`done_when` checks: they judge each task in its worktree and again on the merged result",
+            });
+        }
+        let cwd = std::path::absolute(&options.engine.cwd).map_err(|source| ParallelError::Io {
+            path: options.engine.cwd.clone(),
+            source,
+        })?;
+        let top = PathBuf::from(git::run(&cwd, &["rev-parse", "--show-toplevel"])?);
+        let common = git::common_dir(&top)?;
+        let cwd_rel = cwd
+            .canonicalize()
+            .ok()
+            .and_then(|c| {
+                c.strip_prefix(top.canonicalize().ok()?)
+                    .ok()
+                    .map(Path::to_path_buf)
+            })
+            .unwrap_or_default();
+        let prd_path = cwd.join(&prd);
+        let prd_rel = prd_path
+            .canonicalize()
+            .ok()
+            .and_then(|p| {
+                p.strip_prefix(top.canonicalize().ok()?)
+                    .ok()
+                    .map(Path::to_path_buf)
+            })
+            .ok_or_else(|| ParallelError::Unsupported {
+                file: options.engine.ralph_file.clone(),
+                what: "a prd.json inside the repository",
+            })?;
+        let prd_rel = prd_rel.to_string_lossy().replace('\\', "/");
+        options.log_root = cwd.join(&options.log_root);
+        let state_dir = top.join(".ralph").join("parallel");
+        exclude_ralph_folder(&common)?;
+
+        let events_path = state_dir.join("events.jsonl");
+        std::fs::create_dir_all(&state_dir).map_err(|source| ParallelError::Io {
+            path: state_dir.clone(),
+            source,
+        })?;
+        let events_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&events_path)
+            .map_err(|source| ParallelError::Io {
+                path: events_path.clone(),
+                source,
+            })?;
+        let mut sinks = sinks;
+        sinks.push(Box::new(JsonLinesSink(events_file)));
+        let session_path = state_dir.join("session.json");
+        let session = if options.resume {
+            let session = match session_path.exists() {
+                true => Session::load(&session_path)?,
+                false => return Err(ParallelError::NothingToResume(top)),
+            };
+            if session.ended {
+                return Err(ParallelError::NothingToResume(top));
+            }
+            options.run_id = session.run_id.clone();
+            session
+        } else {
+            if let Ok(stopped) = Session::load(&session_path) {
+                if !stopped.ended {
+                    return Err(ParallelError::StoppedRun {
+                        dir: top,
+                        run_id: stopped.run_id,
+                    });
+                }
+            }
+            let Some(head) = git::head_ref(&top)? else {
+                return Err(ParallelError::Detached(top));
+            };
+            let base = head.trim_start_matches("refs/heads/").to_owned();
+            Session::new(options.run_id.clone(), base, options.parallel)
+        };
+        let repo = Repo {
+            top,
+            common,
+            base: session.base.clone(),
+            prd_rel,
+            prd_path,
+        };
+        let mut this = Self {
+            options,
+            repo,
+            state_dir,
+            cwd_rel,
+            session,
+            tasks: Vec::new(),
+            sinks,
+            board: Board::default(),
+            lanes: BTreeMap::new(),
+            again: VecDeque::new(),
+            resumed: Vec::new(),
+            costs: BTreeMap::new(),
+            lane_tx,
+            stop: None,
+            stop_now: false,
+            last_int: None,
+        };
+        this.session.parallel = this.options.parallel;
+        let base_commit = this.repo.base_commit()?;
+        this.tasks = tasks_from_prd(&this.repo.prd_at(&base_commit)?);
+        let resumed = this.options.resume;
+        this.emit(ParallelEventKind::ParallelStarted {
+            base: this.repo.base.clone(),
+            base_commit,
+            parallel: this.options.parallel,
+            tasks: this.tasks.iter().map(|t| t.id.clone()).collect(),
+            resumed,
+        });
+        if resumed {
+            this.take_up()?;
+        }
+        this.save()?;
+        Ok(this)
+    }
+
+    /// `--resume`: finishes or redoes the merge in flight, cleans the lanes a kill cut short
+    /// and lines them up again.
+    fn take_up(&mut self) -> Result<(), ParallelError> {
+        if let Some(journal) = MergeJournal::load(&self.repo.journal_path())? {
+            let worktree = self.worktree(&journal.task_id);
+            let base_now = self.repo.base_commit()?;
+            if journal.landing.as_deref() == Some(base_now.as_str()) {
+                MergeJournal::clear(&self.repo.journal_path())?;
+                self.session.queue.retain(|id| id != &journal.task_id);
+                self.record(&journal.task_id).state = LaneState::Landed;
+                self.retire(&journal.task_id)?;
+            } else {
+                if worktree.exists() {
+                    let _ = git::attempt(&worktree, &["merge", "--abort"])?;
+                    git::run(
+                        &worktree,
+                        &["reset", "-q", "--hard", &journal.branch_before],
+                    )?;
+                }
+                MergeJournal::clear(&self.repo.journal_path())?;
+            }
+        }
+        // The queue in its order first, then the lanes that ran.
+        let running: Vec<String> = self
+            .session
+            .lanes
+            .iter()
+            .filter(|(_, l)| l.state == LaneState::Running)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in running {
+            self.clean_killed_lane(&id)?;
+            self.again.push_back(id.clone());
+            self.resumed.push(id);
+        }
+        Ok(())
+    }
+
+    /// A lane a kill cut short: its own journal finished (escalation does that as it opens),
+    /// then what the kill left uncommitted saved and the worktree put back to its branch.
+    fn clean_killed_lane(&mut self, id: &str) -> Result<(), ParallelError> {
+        let worktree = self.worktree(id);
+        if !worktree.exists() {
+            return Ok(());
+        }
+        let (config, opening) = self.lane_escalation(id, &worktree);
+        match Escalation::open(&config, opening) {
+            Ok(_) => Ok(()),
+            Err(EscalationError::DirtyTree { .. }) => {
+                let saved = self.save_worktree(id, &worktree)?;
+                git::run(&worktree, &["reset", "-q", "--hard", "HEAD"])?;
+                git::run(&worktree, &["clean", "-q", "-fd"])?;
+                if let Some(saved) = saved {
+                    self.warn(
+                        Some(id),
+                        format!("the work its interrupted iteration left is saved under {saved}"),
+                    );
+                }
+                Ok(())
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Saves `worktree`'s uncommitted work, if any, under `refs/ralph/attempts/<id>/<n>`.
+    fn save_worktree(&self, id: &str, worktree: &Path) -> Result<Option<String>, ParallelError> {
+        let escalation_git = ralph_escalation::Git::open(worktree)?;
+        if escalation_git
+            .dirty_paths(&[])
+            .map(|d| d.is_empty())
+            .unwrap_or(false)
+        {
+            return Ok(None);
+        }
+        let saved = escalation_git.save(
+            &format!(
+                "refs/ralph/attempts/{}",
+                ralph_escalation::git::ref_component(id)
+            ),
+            &format!("ralph: {id}'s uncommitted work when its worktree was removed"),
+            &[],
+        )?;
+        Ok(Some(saved.refname))
+    }
+
+    fn worktree(&self, id: &str) -> PathBuf {
+        self.repo
+            .top
+            .join(".ralph")
+            .join("worktrees")
+            .join(ralph_escalation::git::ref_component(id))
+    }
+
+    fn lane_dir(&self, id: &str) -> PathBuf {
+        self.state_dir
+            .join("lanes")
+            .join(ralph_escalation::git::ref_component(id))
+    }
+
+    fn record(&mut self, id: &str) -> &mut LaneRecord {
+        self.session
+            .lanes
+            .entry(id.to_owned())
+            .or_insert(LaneRecord {
+                state: LaneState::Running,
+                returns: 0,
+                conflict: None,
+                run_id: None,
+            })
+    }
+
+    fn save(&self) -> Result<(), ParallelError> {
+        self.session.save(&self.state_dir.join("session.json"))
+    }
+
+    fn emit(&mut self, kind: ParallelEventKind) {
+        self.board.queued = self.session.queue.len() as u64;
+        let event = ParallelEvent {
+            ts: SystemTime::now(),
+            run_id: self.options.run_id.clone(),
+            kind,
+        };
+        for sink in &mut self.sinks {
+            sink.event(&event, &self.board);
+        }
+    }
+
+    fn warn(&mut self, task_id: Option<&str>, message: String) {
+        self.emit(ParallelEventKind::Warning {
+            message,
+            task_id: task_id.map(str::to_owned),
+        });
+    }
+
+    /// Tasks that may start now, ignoring the slots.
+    fn startable_now(&self) -> Vec<String> {
+        let busy = |id: &str| self.session.lanes.contains_key(id);
+        let mut ids: Vec<String> = self.again.iter().cloned().collect();
+        ids.extend(
+            startable(&self.tasks, busy, usize::MAX)
+                .into_iter()
+                .map(|t| t.id.clone()),
+        );
+        ids
+    }
+
+    fn waiting(&self) -> u64 {
+        let busy = |id: &str| self.session.lanes.contains_key(id);
+        self.tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Pending && !busy(&t.id))
+            .count() as u64
+            + self.again.len() as u64
+    }
+
+    fn start_lanes(&mut self) -> Result<(), ParallelError> {
+        let mut base = None;
+        while self.lanes.len() < self.options.parallel {
+            let Some(id) = self.startable_now().into_iter().next() else {
+                return Ok(());
+            };
+            self.again.retain(|a| a != &id);
+            // One look at the base for every lane this round starts.
+            let (commit, prd) = match &base {
+                Some(found) => found,
+                None => {
+                    let commit = self.repo.base_commit()?;
+                    let prd = self.repo.prd_at(&commit)?;
+                    base.insert((commit, prd))
+                }
+            };
+            let (commit, prd) = (commit.clone(), prd.clone());
+            self.prepare_lane(&id, commit, prd);
+        }
+        Ok(())
+    }
+
+    /// The lane's story mode: its own prd.json copy and progress file, revert on.
+    fn lane_escalation(
+        &self,
+        id: &str,
+        worktree: &Path,
+    ) -> (ralph_engine::frontmatter::Config, ralph_escalation::Options) {
+        let mut config = self.options.engine.file.config.clone();
+        let lane_dir = self.lane_dir(id);
+        if let Some(esc) = config.escalation.as_mut() {
+            esc.prd = Some(lane_dir.join("prd.json"));
+            esc.progress = lane_dir.join("progress.txt");
+            esc.revert = true;
+        }
+        (
+            config,
+            ralph_escalation::Options::new(worktree.join(&self.cwd_rel)),
+        )
+    }
+
+    /// Takes a slot for `id` and makes its worktree, its prd.json copy and its story mode off
+    /// the runtime's thread (lanes get ready side by side); [`LaneMessage::Prepared`] says when.
+    fn prepare_lane(&mut self, id: &str, base: String, base_prd: ralph_escalation::Prd) {
+        let lane_dir = self.lane_dir(id);
+        let resumed = self.resumed.iter().any(|r| r == id) && lane_dir.join("prd.json").exists();
+        self.resumed.retain(|r| r != id);
+        let (config, opening) = self.lane_escalation(id, &self.worktree(id));
+        let spec = LaneSpec {
+            id: id.to_owned(),
+            top: self.repo.top.clone(),
+            worktree: self.worktree(id),
+            branch: git::branch_name(id),
+            base,
+            lane_dir,
+            // A resumed lane keeps its copy: a pass recorded there stands.
+            prd: (!resumed).then_some(base_prd),
+            config,
+            opening,
+        };
+        self.lanes.insert(
+            id.to_owned(),
+            Lane {
+                interrupts: None,
+                view: LaneView {
+                    task_id: id.to_owned(),
+                    iteration: 0,
+                    state: "starting".to_owned(),
+                    started: Instant::now(),
+                    cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
+                },
+            },
+        );
+        self.record(id).state = LaneState::Running;
+        self.refresh_board();
+        let tx = self.lane_tx.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            let prepared = join_blocking(move || spec.prepare()).await;
+            let _ = tx.send(LaneMessage::Prepared(id, Box::new(prepared)));
+        });
+    }
+
+    /// A lane made ready: its loop starts (unless the run is stopping: `--resume` starts it).
+    fn lane_prepared(
+        &mut self,
+        id: &str,
+        prepared: Result<Prepared, ParallelError>,
+    ) -> Result<(), ParallelError> {
+        let Prepared {
+            mut escalation,
+            config,
+            worktree,
+            branch,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(ParallelError::Escalation(err)) => {
+                // This task cannot run; the others can.
+                self.lanes.remove(id);
+                let reason = format!("its worktree could not be opened: {err}");
+                return self.block_task(id, &reason);
+            }
+            Err(err) => return Err(err),
+        };
+        if self.stop.is_some() {
+            self.lanes.remove(id);
+            self.refresh_board();
+            return self.save();
+        }
+        let record = self.record(id).clone();
+        let mut options = self.options.engine.clone();
+        options.file.config = config;
+        if let Some(conflict) = &record.conflict {
+            escalation.set_conflict(conflict.clone());
+            if !options.file.body.contains("story.conflict") {
+                options.file.body.push_str("\n\n{{ story.conflict }}\n");
+            }
+        }
+        options.cwd = worktree.join(&self.cwd_rel);
+        options.run_id = new_run_id();
+        options.log_dir = Some(self.options.log_root.join(&options.run_id));
+        // The run counts the budgets, over every lane.
+        options.file.config.max_cost = None;
+        options.file.config.max_runtime = None;
+        options.overrides.max_cost = None;
+        options.overrides.max_runtime = None;
+        options.resume = None;
+        // The lane's prompt may carry the conflict; RALPH.md edits reach the next lane.
+        options.reload = false;
+        // A sweep at the end of one lane's iteration would take the other lanes' git for
+        // strays (see docs/parallel.md); process groups and the watchdog still apply.
+        options.subreaper = false;
+        let lane_run_id = options.run_id.clone();
+        let log_dir = options.log_dir.clone().unwrap_or_default();
+        let mut engine = Engine::new(options);
+        engine.set_task_source(escalation);
+        let (interrupts, lane_interrupts) = mpsc::unbounded_channel();
+        engine.interrupts(lane_interrupts);
+        let mut handle = engine.spawn();
+        let tx = self.lane_tx.clone();
+        let task_id = id.to_owned();
+        tokio::spawn(async move {
+            while let Some(event) = handle.next_event().await {
+                let _ = tx.send(LaneMessage::Event(task_id.clone(), Box::new(event)));
+            }
+            let _ = tx.send(LaneMessage::Ended(task_id, handle.wait().await));
+        });
+        if let Some(lane) = self.lanes.get_mut(id) {
+            lane.interrupts = Some(interrupts);
+        }
+        let title = self
+            .tasks
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.title.clone())
+            .unwrap_or_default();
+        let record = self.record(id);
+        record.run_id = Some(lane_run_id.clone());
+        let returns = record.returns;
+        self.save()?;
+        self.refresh_board();
+        self.emit(ParallelEventKind::LaneStarted {
+            task_id: id.to_owned(),
+            title,
+            branch,
+            worktree: worktree.display().to_string(),
+            lane_run_id,
+            log_dir: log_dir.display().to_string(),
+            returns,
+        });
+        Ok(())
+    }
+
+    fn refresh_board(&mut self) {
+        let mut lanes: Vec<LaneView> = self.lanes.values().map(|l| l.view.clone()).collect();
+        lanes.sort_by_key(|l| l.started);
+        self.board.lanes = lanes;
+        self.board.cost_usd = self.costs.values().sum();
+        self.board.waiting = self.waiting();
+    }
+
+    fn lane_message(&mut self, message: LaneMessage) -> Result<(), ParallelError> {
+        match message {
+            LaneMessage::Event(id, event) => {
+                let value = serde_json::to_value(&*event).unwrap_or_default();
+                let iteration = value["iteration"].as_u64().unwrap_or(0);
+                match value["type"].as_str() {
+                    Some("ITERATION_STARTED") => {
+                        if let Some(lane) = self.lanes.get_mut(&id) {
+                            lane.view.iteration = iteration;
+                            "running".clone_into(&mut lane.view.state);
+                        }
+                        self.refresh_board();
+                        self.emit(ParallelEventKind::LaneIterationStarted {
+                            task_id: id,
+                            iteration,
+                        });
+                    }
+                    Some("ITERATION_ENDED") => {
+                        let cost = value["usage"]["cost_usd"].as_f64().filter(|c| *c > 0.0);
+                        let state = value["state"].as_str().map(str::to_owned);
+                        if let Some(cost) = cost {
+                            *self.costs.entry(id.clone()).or_default() += cost;
+                        }
+                        let total = self.costs.get(&id).copied().unwrap_or(0.0);
+                        if let Some(lane) = self.lanes.get_mut(&id) {
+                            lane.view.cost_usd = total;
+                            state
+                                .as_deref()
+                                .unwrap_or("ended")
+                                .clone_into(&mut lane.view.state);
+                        }
+                        self.refresh_board();
+                        self.emit(ParallelEventKind::LaneIterationEnded {
+                            task_id: id,
+                            iteration,
+                            state,
+                            failed: value["failed"].as_bool().unwrap_or(false),
+                            cost_usd: cost,
+                        });
+                        if self.stop.is_none()
+                            && self
+                                .options
+                                .max_cost
+                                .is_some_and(|max| self.board.cost_usd >= max)
+                        {
+                            self.stop_lanes(Stop::MaxCost);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            LaneMessage::Ended(id, outcome) => self.lane_ended(&id, outcome)?,
+            LaneMessage::Prepared(id, prepared) => self.lane_prepared(&id, *prepared)?,
+        }
+        Ok(())
+    }
+
+    fn lane_ended(
+        &mut self,
+        id: &str,
+        outcome: Result<RunOutcome, ralph_engine::EngineError>,
+    ) -> Result<(), ParallelError> {
+        let lane = self.lanes.remove(id);
+        let (reason, iterations) = match &outcome {
+            Ok(outcome) => (outcome.reason.as_str().to_owned(), outcome.iterations),
+            Err(err) => (
+                format!("error: {err}"),
+                lane.as_ref().map_or(0, |l| l.view.iteration),
+            ),
+        };
+        self.refresh_board();
+        self.emit(ParallelEventKind::LaneEnded {
+            task_id: id.to_owned(),
+            reason: reason.clone(),
+            iterations,
+            cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
+        });
+        let story_end = outcome.as_ref().ok().and_then(|o| StoryEnd::of(&o.reason));
+        match story_end {
+            Some(StoryEnd::StoriesDone) => {
+                let record = self.record(id);
+                record.state = LaneState::Queued;
+                record.conflict = None;
+                self.session.queue.push(id.to_owned());
+                let position = self.session.queue.len();
+                self.save()?;
+                self.emit(ParallelEventKind::MergeQueued {
+                    task_id: id.to_owned(),
+                    position,
+                });
+            }
+            Some(StoryEnd::StoriesBlocked) => {
+                let progress = self.lane_dir(id).join("progress.txt");
+                let reason = format!(
+                    "the circuit breaker tripped in its lane; details: {}",
+                    progress.display()
+                );
+                self.block_task(id, &reason)?;
+            }
+            // Interrupted, out of iterations, failing: it stays as it is, for `--resume`.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Blocks `id`: prd.json on the base says so with `reason`, its worktree goes.
+    fn block_task(&mut self, id: &str, reason: &str) -> Result<(), ParallelError> {
+        let moved = self.repo.block(id, reason)?;
+        if let Moved::Refused(why) = moved {
+            self.warn(
+                Some(id),
+                format!(
+                    "prd.json on {} could not say it is blocked: {why}",
+                    self.repo.base
+                ),
+            );
+        }
+        self.record(id).state = LaneState::Blocked;
+        if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+            task.state = TaskState::Blocked;
+        }
+        self.board.blocked += 1;
+        self.retire(id)?;
+        self.save()?;
+        self.emit(ParallelEventKind::TaskBlocked {
+            task_id: id.to_owned(),
+            reason: reason.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Removes `id`'s worktree, its uncommitted work saved first; deletes its branch when its
+    /// commits are all on the base.
+    fn retire(&mut self, id: &str) -> Result<(), ParallelError> {
+        let worktree = self.worktree(id);
+        if worktree.exists() {
+            if let Some(saved) = self.save_worktree(id, &worktree)? {
+                self.warn(
+                    Some(id),
+                    format!("its uncommitted work is saved under {saved}"),
+                );
+            }
+            git::run(
+                &self.repo.top,
+                &["worktree", "remove", "--force", &worktree.to_string_lossy()],
+            )?;
+        }
+        let branch = format!("refs/heads/{}", git::branch_name(id));
+        if let Some(commit) = git::rev(&self.repo.top, &branch)? {
+            let base = self.repo.base_commit()?;
+            let (merged, _) = git::attempt(
+                &self.repo.top,
+                &["merge-base", "--is-ancestor", &commit, &base],
+            )?;
+            if merged {
+                git::run(&self.repo.top, &["update-ref", "-d", &branch, &commit])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn_landing(&mut self, id: String, stop: CheckStop) -> Result<Landing, ParallelError> {
+        let repo = self.repo.clone();
+        let worktree = self.worktree(&id);
+        let checks = self.options.engine.file.config.done_when.clone();
+        let check_timeout = self.options.engine.file.config.convergence.check_timeout;
+        let kill_grace = self.options.engine.kill_grace;
+        let cwd = worktree.join(&self.cwd_rel);
+        let merge = {
+            let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
+            move || repo.merge_base(&id, &worktree)
+        };
+        // The event before the step, so readers see the merge start before its end.
+        let base_commit = self.repo.base_commit()?;
+        let branch_commit = git::run(&worktree, &["rev-parse", "HEAD"])?;
+        self.emit(ParallelEventKind::MergeStarted {
+            task_id: id.clone(),
+            base_commit,
+            branch_commit,
+        });
+        Ok(tokio::spawn(async move {
+            let result = async {
+                let (journal, merged) = join_blocking(merge).await?;
+                let head = match merged {
+                    Merged::Clean { head } => head,
+                    Merged::Conflict { files, hunks } => {
+                        let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
+                        let saved =
+                            join_blocking(move || repo.send_back(&id, &worktree, &journal)).await?;
+                        return Ok(Landed::Conflict {
+                            files,
+                            hunks,
+                            saved,
+                        });
+                    }
+                };
+                let mut failed = Vec::new();
+                let mut signals = stop.signals.lock().await;
+                for check in &checks {
+                    let result = ralph_engine::run_check(
+                        check,
+                        cwd.clone(),
+                        check_timeout,
+                        kill_grace,
+                        &mut signals,
+                    )
+                    .await;
+                    if result.tail.is_some() {
+                        failed.push(result);
+                    }
+                }
+                drop(signals);
+                if stop.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(Landed::Interrupted);
+                }
+                if !failed.is_empty() {
+                    let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
+                    let saved =
+                        join_blocking(move || repo.send_back(&id, &worktree, &journal)).await?;
+                    return Ok(Landed::CheckFailed { failed, saved });
+                }
+                let (landing, moved) = join_blocking(move || repo.land(journal, &head)).await?;
+                Ok(match moved {
+                    Moved::Yes => Landed::Yes(landing),
+                    Moved::Refused(why) => Landed::Refused(why),
+                })
+            }
+            .await;
+            (id, result)
+        }))
+    }
+
+    fn landed(
+        &mut self,
+        id: &str,
+        result: Result<Landed, ParallelError>,
+    ) -> Result<(), ParallelError> {
+        self.board.merging = None;
+        let result = result?;
+        if let Landed::Interrupted = result {
+            // Still first in the queue; the journal has the merge for `--resume`.
+            return Ok(());
+        }
+        self.session.queue.retain(|q| q != id);
+        let limit = self
+            .options
+            .engine
+            .file
+            .config
+            .escalation
+            .as_ref()
+            .map_or(3, |e| e.same_error_limit);
+        match result {
+            Landed::Interrupted => {}
+            Landed::Yes(commit) => {
+                self.record(id).state = LaneState::Landed;
+                if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+                    task.state = TaskState::Passed;
+                }
+                self.board.landed += 1;
+                self.retire(id)?;
+                self.save()?;
+                self.refresh_board();
+                self.emit(ParallelEventKind::TaskLanded {
+                    task_id: id.to_owned(),
+                    commit,
+                });
+            }
+            Landed::Refused(why) => {
+                // Its work stays on its branch; the next `--resume` tries again.
+                self.save()?;
+                self.warn(
+                    Some(id),
+                    format!("not landed, kept on {}: {why}", git::branch_name(id)),
+                );
+            }
+            Landed::Conflict {
+                files,
+                hunks,
+                saved,
+            } => {
+                let text = format!(
+                    "## Your earlier work on this story did not merge\n\n\
+                     It was done on an older {base}; {base} has moved on, and merging it into \
+                     your work conflicts in: {}. Your earlier work is saved as {saved} \
+                     (`git show {saved}`); this worktree now starts from the new {base}. Do the \
+                     story again on it, keeping what {base} changed.\n\n\
+                     The conflict (`git diff` of the merge):\n\n```diff\n{hunks}\n```\n",
+                    files.join(", "),
+                    base = self.repo.base
+                );
+                self.emit(ParallelEventKind::MergeConflict {
+                    task_id: id.to_owned(),
+                    files,
+                    saved_ref: saved,
+                });
+                self.send_back(id, text, limit)?;
+            }
+            Landed::CheckFailed { failed, saved } => {
+                let mut text = format!(
+                    "## Your earlier work on this story failed its checks once merged\n\n\
+                     Merged with the newer {base}, these checks failed. Your earlier work is \
+                     saved as {saved} (`git show {saved}`); this worktree now starts from the \
+                     new {base}. Do the story again on it.\n",
+                    base = self.repo.base
+                );
+                for check in &failed {
+                    text.push_str(&format!(
+                        "\n$ {} ({})\n```\n{}\n```\n",
+                        check.command,
+                        check.status(),
+                        check.tail.as_deref().unwrap_or("").trim_end()
+                    ));
+                }
+                self.emit(ParallelEventKind::MergeCheckFailed {
+                    task_id: id.to_owned(),
+                    checks: failed
+                        .iter()
+                        .map(|c| FailedCheck {
+                            command: c.command.clone(),
+                            exit_code: c.exit_code,
+                        })
+                        .collect(),
+                    saved_ref: saved,
+                });
+                self.send_back(id, text, limit)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The task goes back to its loop with `conflict` in its prompt, or, past `limit` returns,
+    /// is blocked.
+    fn send_back(&mut self, id: &str, conflict: String, limit: u64) -> Result<(), ParallelError> {
+        let record = self.record(id);
+        record.returns += 1;
+        let returns = record.returns;
+        if returns >= limit {
+            let reason = format!(
+                "its work did not land {returns} times (a merge conflict or a check failing on \
+                 the merged result); the attempts are under refs/ralph/attempts/{}",
+                ralph_escalation::git::ref_component(id)
+            );
+            return self.block_task(id, &reason);
+        }
+        record.state = LaneState::Running;
+        record.conflict = Some(conflict);
+        self.save()?;
+        self.again.push_front(id.to_owned());
+        Ok(())
+    }
+
+    fn stop_lanes(&mut self, why: Stop) {
+        self.stop = Some(why);
+        for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
+            let _ = tx.send(InterruptSignal::Int);
+        }
+    }
+
+    fn interrupted(&mut self, signal: InterruptSignal) {
+        let now = Instant::now();
+        let double = signal == InterruptSignal::Int
+            && self
+                .last_int
+                .is_some_and(|t| now.duration_since(t) <= Duration::from_secs(1));
+        if signal != InterruptSignal::Int || double {
+            self.stop_now = true;
+        }
+        if signal == InterruptSignal::Int {
+            self.last_int = Some(now);
+        }
+        if !matches!(self.stop, Some(Stop::Interrupted(_))) || signal != InterruptSignal::Int {
+            self.stop = Some(Stop::Interrupted(signal));
+        }
+        for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
+            let _ = tx.send(signal);
+        }
+    }
+
+    fn finish(mut self) -> Result<ParallelOutcome, ParallelError> {
+        let remaining = self
+            .tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Pending)
+            .count() as u64;
+        let unfinished = self
+            .session
+            .lanes
+            .values()
+            .any(|l| matches!(l.state, LaneState::Running | LaneState::Queued));
+        let (reason, exit_code) = match self.stop {
+            Some(Stop::Interrupted(signal)) => (
+                "interrupted".to_owned(),
+                ralph_engine::exit_code(&ralph_engine::EndReason::Interrupted, Some(signal)),
+            ),
+            Some(Stop::MaxCost) => ("max_cost".to_owned(), 1),
+            Some(Stop::MaxRuntime) => ("max_runtime".to_owned(), 1),
+            None if remaining == 0 && self.board.blocked == 0 => ("stories_done".to_owned(), 0),
+            None if remaining == 0 => ("stories_blocked".to_owned(), 1),
+            None => ("work_left".to_owned(), 1),
+        };
+        let resumable = self.stop.is_some() && unfinished;
+        if !resumable {
+            // Nothing to go on with: no worktree stays; unlanded work keeps its branch.
+            let ids: Vec<String> = self.session.lanes.keys().cloned().collect();
+            for id in ids {
+                self.retire(&id)?;
+            }
+            git::run(&self.repo.top, &["worktree", "prune"])?;
+            self.session.ended = true;
+        }
+        self.save()?;
+        self.emit(ParallelEventKind::ParallelEnded {
+            reason: reason.clone(),
+            landed: self.board.landed,
+            blocked: self.board.blocked,
+            remaining,
+            cost_usd: self.costs.values().sum::<f64>() + 0.0,
+            exit_code,
+        });
+        Ok(ParallelOutcome {
+            reason,
+            exit_code,
+            resumable,
+        })
+    }
+}
+
+/// Runs a blocking git step off the runtime's threads.
+async fn join_blocking<T: Send + 'static>(
+    step: impl FnOnce() -> Result<T, ParallelError> + Send + 'static,
+) -> Result<T, ParallelError> {
+    tokio::task::spawn_blocking(step)
+        .await
+        .map_err(|err| ParallelError::StepLost(err.to_string()))?
+}
+
+/// Adds `/.ralph/` to the repository's `info/exclude` (never to a file of the user's): the
+/// worktrees and ralph's files under it are never part of the main worktree's changes.
+fn exclude_ralph_folder(common: &Path) -> Result<(), ParallelError> {
+    let path = common.join("info").join("exclude");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text
+        .lines()
+        .any(|l| matches!(l.trim(), "/.ralph/" | ".ralph/" | ".ralph" | "/.ralph"))
+    {
+        return Ok(());
+    }
+    let io = |source| ParallelError::Io {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# ralph's own files and a parallel run's worktrees\n/.ralph/\n");
+    ralph_engine::atomic::write(&path, text.as_bytes()).map_err(io)
+}

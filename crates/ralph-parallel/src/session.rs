@@ -1,0 +1,172 @@
+//! What a stopped parallel run leaves for `--resume`: the session (`.ralph/parallel/session.json`)
+//! and the merge journal (`<common git dir>/ralph-merge-journal.json`), each written to a
+//! temporary file and renamed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ParallelError;
+
+/// The session file's version.
+const VERSION: u32 = 1;
+
+/// Where a lane stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneState {
+    /// Its loop runs (or ran when ralph stopped).
+    Running,
+    /// Its story passed; it waits in the merge queue.
+    Queued,
+    /// On the base.
+    Landed,
+    /// Given up.
+    Blocked,
+}
+
+impl LaneState {
+    /// Its name in the session file and `ralph status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneState::Running => "running",
+            LaneState::Queued => "queued",
+            LaneState::Landed => "landed",
+            LaneState::Blocked => "blocked",
+        }
+    }
+}
+
+/// One lane's record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct LaneRecord {
+    pub(crate) state: LaneState,
+    /// Times it came back from the queue.
+    pub(crate) returns: u64,
+    /// `{{ story.conflict }}` for its next start.
+    pub(crate) conflict: Option<String>,
+    /// Its latest loop's run id (its run folder's name).
+    #[serde(default)]
+    pub(crate) run_id: Option<String>,
+}
+
+/// A parallel run's session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Session {
+    pub(crate) version: u32,
+    pub(crate) run_id: String,
+    /// The base branch's name.
+    pub(crate) base: String,
+    pub(crate) parallel: usize,
+    /// Lanes by task id; a task without one has not started.
+    pub(crate) lanes: BTreeMap<String, LaneRecord>,
+    /// Queued task ids in queue order.
+    pub(crate) queue: Vec<String>,
+    /// Whether the run ended by itself (nothing to resume).
+    pub(crate) ended: bool,
+}
+
+impl Session {
+    pub(crate) fn new(run_id: String, base: String, parallel: usize) -> Self {
+        Self {
+            version: VERSION,
+            run_id,
+            base,
+            parallel,
+            lanes: BTreeMap::new(),
+            queue: Vec::new(),
+            ended: false,
+        }
+    }
+
+    pub(crate) fn load(path: &Path) -> Result<Self, ParallelError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ParallelError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let session: Self = serde_json::from_str(&text).map_err(|err| ParallelError::Session {
+            path: path.to_path_buf(),
+            what: err.to_string(),
+        })?;
+        if session.version != VERSION {
+            return Err(ParallelError::Session {
+                path: path.to_path_buf(),
+                what: format!("version {} (this ralph reads {VERSION})", session.version),
+            });
+        }
+        Ok(session)
+    }
+
+    pub(crate) fn save(&self, path: &Path) -> Result<(), ParallelError> {
+        write_json(path, self)
+    }
+}
+
+/// The merge under way: written before the task's branch is touched, the landing commit added
+/// before the base moves.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct MergeJournal {
+    pub(crate) task_id: String,
+    /// The base's commit when the merge began.
+    pub(crate) base_before: String,
+    /// The task branch's commit when the merge began.
+    pub(crate) branch_before: String,
+    /// The commit the base is about to move to.
+    pub(crate) landing: Option<String>,
+}
+
+impl MergeJournal {
+    pub(crate) fn path(common_dir: &Path) -> PathBuf {
+        common_dir.join("ralph-merge-journal.json")
+    }
+
+    pub(crate) fn load(path: &Path) -> Result<Option<Self>, ParallelError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                serde_json::from_str(&text)
+                    .map(Some)
+                    .map_err(|err| ParallelError::Session {
+                        path: path.to_path_buf(),
+                        what: err.to_string(),
+                    })
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ParallelError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    pub(crate) fn save(&self, path: &Path) -> Result<(), ParallelError> {
+        write_json(path, self)
+    }
+
+    pub(crate) fn clear(path: &Path) -> Result<(), ParallelError> {
+        match std::fs::remove_file(path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(ParallelError::Io {
+                path: path.to_path_buf(),
+                source: err,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ParallelError> {
+    let text = serde_json::to_vec_pretty(value).map_err(|err| ParallelError::Session {
+        path: path.to_path_buf(),
+        what: err.to_string(),
+    })?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| ParallelError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    ralph_engine::atomic::write(path, &text).map_err(|source| ParallelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
