@@ -1233,7 +1233,10 @@ impl TaskSource for Escalation {
         match self.write_marks(cx) {
             Ok(None) => {}
             // The run ends here: the marks stay in its session for the next run to write.
-            Ok(Some(wait)) => cx.warn(format!("{}; the run ends without it", wait.why)),
+            Ok(Some(wait)) => cx.warn(format!(
+                "{}; the run ends first, so it is kept in the run's session",
+                wait.why
+            )),
             Err(err) => return Self::failed_in(&err, cx),
         }
         match self.load() {
