@@ -272,7 +272,7 @@ fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_s
     let p = failing_project();
     let mut child = p.spawn(&["run"]);
     wait_for_run_event(&p, "ITERATION_STARTED", 3);
-    let agent = agent_started(&p);
+    let agent = agent_started(&p, 3);
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     kill_if_running(agent);
@@ -292,15 +292,17 @@ fn kill_9_during_the_agent_resumes_after_the_killed_iteration_with_the_failure_s
 }
 
 /// Waits until the hanging iteration's agent is running (it wrote its pid) and the session
-/// file, written off the loop's thread, says so; returns the agent's pid.
-fn agent_started(p: &Project) -> u32 {
+/// file, written off the loop's thread, says so; returns the agent's pid. The session must name
+/// that iteration: on a loaded machine the writer may still hold an earlier iteration's
+/// "working" when the agent starts, and a kill then resumes from that earlier step.
+fn agent_started(p: &Project, iteration: u64) -> u32 {
     let agent = wait_for_pid(&p.path().join("agent.pid"));
     let deadline = Instant::now() + Duration::from_secs(20);
     let session = run_dir(p).join("session.json");
     loop {
         let text = std::fs::read_to_string(&session).unwrap_or_default();
         let value: Value = serde_json::from_str(&text).unwrap_or_default();
-        if value["working"] == true {
+        if value["working"] == true && value["iteration"] == iteration {
             return agent;
         }
         assert!(Instant::now() < deadline, "the session never said it works");
@@ -480,7 +482,7 @@ fn a_story_run_killed_mid_attempt_goes_on_from_the_tree_it_left() {
     std::fs::write(p.path().join(".gitignore"), "events.jsonl\nagent.pid\n").unwrap();
     git(p.path(), &["commit", "-qam", "ignore the pid file"]);
     let mut child = p.spawn(&["run"]);
-    let agent = agent_started(&p);
+    let agent = agent_started(&p, 2);
     send_signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
     kill_if_running(agent);

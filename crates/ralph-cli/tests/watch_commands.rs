@@ -58,6 +58,41 @@ fn each_iteration_keeps_the_exact_prompt_its_agent_received() {
 }
 
 #[test]
+fn a_prompt_like_the_last_is_kept_as_a_link_to_its_copy_and_the_folder_has_no_spare_file() {
+    use std::os::unix::fs::MetadataExt as _;
+    // Iterations 1 and 2 get the same prompt, 3 another (the command's output changes).
+    let p = Project::new(
+        &format!(
+            "{}\ncommands:\n  - name: n\n    run: sh -c 'test -e two && echo later || echo first; \
+             test -e one && touch two; touch one'",
+            agent("--out done")
+        ),
+        "Said: {{ commands.n }}\n",
+    );
+    assert_eq!(code(&p.run(&["run", "-n", "4"])), 0);
+    let run = &run_dirs(&p)[0];
+    let copy = |n: u32| run.join(format!("iteration-{n:03}.prompt.md"));
+    let text = |n: u32| std::fs::read_to_string(copy(n)).unwrap();
+    let inode = |n: u32| std::fs::metadata(copy(n)).unwrap().ino();
+    assert_eq!(text(1), "Said: first");
+    assert_eq!(text(2), "Said: first");
+    assert_eq!(text(3), "Said: later");
+    assert_eq!(text(4), "Said: later");
+    assert_eq!(inode(1), inode(2), "the same prompt is one file");
+    assert_ne!(inode(2), inode(3));
+    assert_eq!(inode(3), inode(4));
+
+    // Nothing but the run's own files: no temporary file, no session spare.
+    let mut names: Vec<String> = std::fs::read_dir(run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    names.sort();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+#[test]
 fn runs_lists_runs_newest_first_with_their_ending() {
     let p = Project::new(&agent("--out hello"), "x\n");
     assert_eq!(code(&p.run(&["run", "-n", "2"])), 0);

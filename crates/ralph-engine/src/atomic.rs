@@ -155,6 +155,167 @@ fn write_through_temp(
     result
 }
 
+/// One file replaced whole again and again (a run's session file), without creating or
+/// deleting a file per write: each content is written into a spare file beside the target
+/// (`.NAME.spare`), fsynced, and swapped with the target in one `renameat2(RENAME_EXCHANGE)`;
+/// the spare then holds the old content and takes the next one. A reader, or a ralph killed
+/// half-way, sees the old content or the new one, never half of one; a power cut finds a whole
+/// file too, at worst one that lacks the writes since the folder's last fsync (the first write
+/// and [`Rewriter::sync_folder`]). Creating and deleting a file per write is what costs: on
+/// ext4 each new file's inode is searched past every inode deleted in the last minutes.
+///
+/// Where the swap is not available (another system, a file system without it), each write is
+/// a [`write()`]. The path is ralph's own: a symlink there is swapped, not followed.
+#[derive(Debug)]
+pub(crate) struct Rewriter {
+    path: PathBuf,
+    spare: PathBuf,
+    /// The swap worked, or has not been tried yet.
+    swaps: bool,
+    /// The folder was fsynced after the last write.
+    synced: bool,
+}
+
+impl Rewriter {
+    /// Writes to `path` will go through the spare beside it.
+    pub(crate) fn new(path: &Path) -> Self {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self {
+            path: path.to_path_buf(),
+            spare: path.with_file_name(format!(".{name}.spare")),
+            swaps: cfg!(any(target_os = "linux", target_os = "android")),
+            synced: true,
+        }
+    }
+
+    /// The file written.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Replaces the file's content with `bytes`. The first write is durable at once, folder
+    /// included; later ones once [`sync_folder`](Self::sync_folder) runs.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if !self.swaps {
+            return write(&self.path, bytes);
+        }
+        let swapped = self.write_spare(bytes).and_then(|()| self.swap());
+        match swapped {
+            Ok(true) => {
+                self.synced = false;
+                Ok(())
+            }
+            // Nothing at the path yet: the spare takes its name, durably.
+            Ok(false) => {
+                fs::rename(&self.spare, &self.path)?;
+                self.synced = false;
+                self.sync_folder();
+                Ok(())
+            }
+            Err(err) if unsupported(&err) => {
+                self.swaps = false;
+                let _ = fs::remove_file(&self.spare);
+                write(&self.path, bytes)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Makes the writes so far survive a power cut: the folder holding the swapped names is
+    /// fsynced (once, however many writes came since the last time).
+    pub(crate) fn sync_folder(&mut self) {
+        if self.synced {
+            return;
+        }
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = File::open(dir) {
+            // Some file systems refuse to fsync a folder; the swap has happened either way.
+            let _ = d.sync_all();
+        }
+        self.synced = true;
+    }
+
+    /// Removes the spare, which holds only an older content (the end of a run).
+    pub(crate) fn remove_spare(&self) {
+        if self.swaps {
+            let _ = fs::remove_file(&self.spare);
+        }
+    }
+
+    /// The spare, rewritten in place with `bytes` and fsynced. Not created with `O_TRUNC`:
+    /// overwriting blocks it already has allocates none.
+    fn write_spare(&self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o666)
+            // A FIFO or device someone put there fails here instead of blocking the write.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&self.spare)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a regular file",
+                self.spare.display()
+            )));
+        }
+        file.write_all(bytes)?;
+        file.set_len(bytes.len() as u64)?;
+        file.sync_data()
+    }
+
+    /// Swaps the spare and the file; `false` when there is no file yet.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn swap(&self) -> std::io::Result<bool> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let (spare, path) = (c(&self.spare)?, c(&self.path)?);
+        // SAFETY: renameat2 reads two NUL-terminated paths that live across the call.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                spare.as_ptr(),
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if done == 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::ENOENT) if fs::symlink_metadata(&self.path).is_err() => Ok(false),
+            _ => Err(err),
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn swap(&self) -> std::io::Result<bool> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    }
+}
+
+/// The file system or the kernel cannot swap two names.
+fn unsupported(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::Unsupported
+        || matches!(
+            err.raw_os_error(),
+            Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+        )
+}
+
 /// Moves `from` to `to` unless `to` exists: a hard link, which refuses an existing name
 /// atomically, then the temporary name's removal. On a file system without hard links the
 /// check and the rename are two steps.
@@ -274,6 +435,53 @@ mod tests {
         assert_eq!(reader.join().unwrap(), b"through the pipe");
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
         assert_eq!(entries(dir.path()), ["out.fifo"]);
+    }
+
+    #[test]
+    fn a_rewritten_file_swaps_with_its_spare_creating_no_file_per_write() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        let mut file = Rewriter::new(&path);
+
+        file.write(b"first").unwrap();
+        assert_eq!(entries(dir.path()), ["session.json"]);
+        file.write(b"second, longer").unwrap();
+        let first = fs::metadata(&path).unwrap().ino();
+        let spare = fs::metadata(dir.path().join(".session.json.spare"))
+            .unwrap()
+            .ino();
+        file.write(b"third").unwrap();
+        file.sync_folder();
+
+        assert_eq!(fs::read_to_string(&path).unwrap(), "third");
+        // The two files take turns: no new one per write.
+        assert_eq!(fs::metadata(&path).unwrap().ino(), spare);
+        assert_eq!(
+            fs::metadata(dir.path().join(".session.json.spare"))
+                .unwrap()
+                .ino(),
+            first
+        );
+        assert_eq!(entries(dir.path()), [".session.json.spare", "session.json"]);
+        file.remove_spare();
+        assert_eq!(entries(dir.path()), ["session.json"]);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "third");
+    }
+
+    #[test]
+    fn a_half_written_spare_leaves_the_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        let mut file = Rewriter::new(&path);
+        file.write(b"whole").unwrap();
+        // A ralph killed while it wrote the spare.
+        fs::write(dir.path().join(".session.json.spare"), "ha").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "whole");
+
+        let mut file = Rewriter::new(&path);
+        file.write(b"next").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "next");
     }
 
     #[test]

@@ -266,6 +266,8 @@ struct Run {
     session: Option<crate::session::Session>,
     /// Writes it, off the loop's thread.
     session_writer: Option<persist::SessionWriter>,
+    /// The iterations' prompt copies in the log folder.
+    prompt_copies: crate::logs::PromptCopies,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
 }
@@ -298,6 +300,7 @@ impl Run {
             agent_started: false,
             session: None,
             session_writer: None,
+            prompt_copies: crate::logs::PromptCopies::default(),
             elapsed_before: Duration::ZERO,
             started: Instant::now(),
             interrupts: Interrupts::default(),
@@ -477,7 +480,7 @@ impl Run {
             };
             let decision = step::limit_step(decision, limits);
             self.report_agent_run(iteration, &decision);
-            self.save_session(false, planned);
+            self.step_session(planned);
             let (delay, reason) = match decision {
                 Next::Stop(reason) => break reason,
                 Next::Wait(delay, reason) => (delay, reason),

@@ -49,17 +49,63 @@ pub(crate) use crate::atomic::{
     write as write_atomic, write_unsynced as write_copy, write_unsynced_with as write_copy_with,
 };
 
-/// Keeps the exact prompt `iteration`'s agent receives beside its log, as
-/// `iteration-NNN.prompt.md`; a failure costs only the copy, and returns the warning for the
-/// engine to emit.
-pub(crate) fn write_iteration_prompt(dir: &Path, iteration: u64, prompt: &str) -> Option<String> {
-    let path = dir.join(format!("iteration-{iteration:03}.prompt.md"));
-    write_copy(&path, prompt.as_bytes()).err().map(|err| {
-        format!(
-            "cannot write {}: {err}; going on without it",
-            path.display()
-        )
-    })
+/// Keeps the exact prompt each iteration's agent receives beside its log, as
+/// `iteration-NNN.prompt.md`. A prompt the same as the last one is a hard link to the last
+/// copy, which is still as it was written: creating a file costs a fast loop far more than
+/// naming one again.
+#[derive(Debug, Default)]
+pub(crate) struct PromptCopies {
+    /// The last copy written: its text, its path, and the file as it was when written.
+    last: Option<(String, PathBuf, FileId)>,
+}
+
+/// A file as written: a copy edited or replaced since is not linked to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+impl PromptCopies {
+    /// Writes (or links) `iteration`'s copy in `dir`; a failure costs only the copy, and
+    /// returns the warning for the engine to emit.
+    pub(crate) fn write(&mut self, dir: &Path, iteration: u64, prompt: &str) -> Option<String> {
+        let path = dir.join(format!("iteration-{iteration:03}.prompt.md"));
+        if let Some((text, last, id)) = &self.last {
+            if text == prompt
+                && FileId::of(last) == Some(*id)
+                && std::fs::hard_link(last, &path).is_ok()
+            {
+                return None;
+            }
+        }
+        self.last = None;
+        if let Err(err) = write_copy(&path, prompt.as_bytes()) {
+            return Some(format!(
+                "cannot write {}: {err}; going on without it",
+                path.display()
+            ));
+        }
+        if let Some(id) = FileId::of(&path) {
+            self.last = Some((prompt.to_owned(), path, id));
+        }
+        None
+    }
 }
 
 /// One iteration's log. Writes go straight through a buffer; a failed write disables the log.
@@ -131,5 +177,29 @@ impl IterationLog {
                 self.out = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt as _;
+
+    use super::*;
+
+    #[test]
+    fn a_prompt_copy_edited_since_it_was_written_is_not_linked_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = |n: u32| dir.path().join(format!("iteration-{n:03}.prompt.md"));
+        let mut copies = PromptCopies::default();
+        assert_eq!(copies.write(dir.path(), 1, "same"), None);
+        assert_eq!(copies.write(dir.path(), 2, "same"), None);
+        let inode = |n: u32| std::fs::metadata(copy(n)).unwrap().ino();
+        assert_eq!(inode(1), inode(2));
+
+        std::fs::write(copy(2), "edited by hand").unwrap();
+        assert_eq!(copies.write(dir.path(), 3, "same"), None);
+        assert_eq!(std::fs::read_to_string(copy(3)).unwrap(), "same");
+        assert_ne!(inode(3), inode(2));
+        assert_eq!(std::fs::read_to_string(copy(1)).unwrap(), "edited by hand");
     }
 }

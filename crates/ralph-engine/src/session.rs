@@ -190,15 +190,29 @@ impl Session {
     /// The session of the run whose log folder is `dir`.
     pub fn read(dir: &Path) -> Result<Self, SessionError> {
         let path = dir.join(SESSION_FILE);
-        let bytes = std::fs::read(&path).map_err(|source| SessionError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let value: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|source| SessionError::Parse {
+        // The running loop swaps its spare in for each write and then rewrites the file it
+        // swapped out: a reader that opened that one just before, and was held up across the
+        // next write, reads a mix. It reads again.
+        let mut tries = 0;
+        let value: serde_json::Value = loop {
+            let bytes = std::fs::read(&path).map_err(|source| SessionError::Io {
                 path: path.clone(),
                 source,
             })?;
+            match serde_json::from_slice(&bytes) {
+                Ok(value) => break value,
+                Err(_) if tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(source) => {
+                    return Err(SessionError::Parse {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+            }
+        };
         let found = value
             .get("version")
             .and_then(serde_json::Value::as_u64)

@@ -8,8 +8,10 @@
 //! after the grace, and ralph reaps the ones that became its children. Their process groups
 //! are handed to the watchdog before the SIGTERM, so a ralph killed during the grace does not
 //! leave one that ignores SIGTERM running. Descendants are found
-//! by walking `/proc/*/stat` parent links from ralph's pid; a process is known by its pid and
-//! start time, so a reused pid is never mistaken for a process from before.
+//! by walking down from ralph through each thread's list of children
+//! (`/proc/PID/task/TID/children`), reading only ralph's own processes; where the kernel has no
+//! such lists, by reading every process's `/proc/PID/stat` parent link. A process is known by
+//! its pid and start time, so a reused pid is never mistaken for a process from before.
 //!
 //! Several runs may share the process (an embedder's, or tests): a process some run still
 //! supervises (its agent, command or check, and everything in its tree) is never a stray, and
@@ -75,8 +77,10 @@ struct Proc {
     zombie: bool,
 }
 
-/// The processes of the system when an iteration began (pids only: listing `/proc` costs
-/// one directory read, where reading every `stat` would cost milliseconds per iteration).
+/// The processes when an iteration began, pids only: ralph's descendants where the kernel
+/// lists children (every one, the supervised trees included), otherwise every process of the
+/// system (listing `/proc` costs one directory read, where reading every `stat` would cost
+/// milliseconds per iteration).
 #[derive(Debug, Default)]
 pub(crate) struct Snapshot(HashSet<i32>);
 
@@ -112,7 +116,16 @@ impl Reaper {
 
     /// What runs now, for [`Reaper::end_new`] to tell what came after.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot(pids().collect())
+        if !children_listed() {
+            return Snapshot(pids().collect());
+        }
+        let me = std::process::id() as i32;
+        let watchdog: Vec<i32> = self.watchdog.into_iter().collect();
+        Snapshot(
+            walk(me, &watchdog, &HashSet::new(), children)
+                .into_iter()
+                .collect(),
+        )
     }
 
     /// Ends every descendant not in `before`: SIGTERM, SIGKILL after `grace`, then reaped.
@@ -187,13 +200,20 @@ impl Reaper {
     /// among ralph's own children are reaped. A pid reused since `before` hides its process
     /// here: the end of the run, which compares start times, still catches it.
     fn new_strays(&self, before: &HashSet<i32>) -> Vec<Proc> {
-        let new: Vec<Proc> = pids()
-            .filter(|pid| !before.contains(pid))
-            .filter_map(stat)
-            .collect();
         let skip = self.skipped();
         let me = std::process::id() as i32;
-        strays_among(&new, me, &skip)
+        let strays = if children_listed() {
+            (walk(me, &skip, before, children).into_iter())
+                .filter_map(stat)
+                .collect()
+        } else {
+            let new: Vec<Proc> = pids()
+                .filter(|pid| !before.contains(pid))
+                .filter_map(stat)
+                .collect();
+            strays_among(&new, me, &skip)
+        };
+        strays
             .into_iter()
             .filter(|p| !(p.zombie && p.ppid == me && reap(p.id.pid)))
             .collect()
@@ -219,7 +239,22 @@ impl Reaper {
 
     /// Ralph's descendants but the watchdog and the processes runs supervise, with their trees.
     fn descendants(&self) -> Vec<Proc> {
-        descendants(&all(), std::process::id() as i32, &self.skipped())
+        let me = std::process::id() as i32;
+        let skip = self.skipped();
+        if children_listed() {
+            return (walk(me, &skip, &HashSet::new(), children).into_iter())
+                .filter_map(stat)
+                .collect();
+        }
+        let procs = all();
+        let children = |parent: i32| {
+            (procs.iter().filter(|p| p.ppid == parent))
+                .map(|p| p.id.pid)
+                .collect()
+        };
+        (walk(me, &skip, &HashSet::new(), children).into_iter())
+            .filter_map(|pid| procs.iter().find(|p| p.id.pid == pid).copied())
+            .collect()
     }
 }
 
@@ -312,8 +347,93 @@ fn pids() -> impl Iterator<Item = i32> {
 
 /// Process `pid`, if it still exists.
 fn stat(pid: i32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
+    let mut buf = [0u8; 1024];
+    let text = read_small(&format!("/proc/{pid}/stat"), &mut buf)?;
+    parse_stat(pid, std::str::from_utf8(text).ok()?)
+}
+
+/// A `/proc` file that fits in `buf`, read with as few reads as it takes (one for a `stat`,
+/// which ends with a newline); `None` when it cannot be read or does not fit.
+fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut len = 0;
+    loop {
+        let n = file.read(&mut buf[len..]).ok()?;
+        len += n;
+        if n == 0 || buf[..len].ends_with(b"\n") {
+            return Some(&buf[..len]);
+        }
+        if len == buf.len() {
+            return None;
+        }
+    }
+}
+
+/// Whether the kernel lists each thread's children (`/proc/PID/task/TID/children`, built
+/// with `CONFIG_PROC_CHILDREN`, as the usual distributions' kernels are).
+fn children_listed() -> bool {
+    static LISTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LISTED.get_or_init(|| {
+        let me = std::process::id();
+        std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    })
+}
+
+/// The children of process `pid`, those of each of its threads (a child belongs to the thread
+/// that started it); none when it is gone.
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    for task in tasks.flatten() {
+        let path = format!(
+            "/proc/{pid}/task/{}/children",
+            task.file_name().to_string_lossy()
+        );
+        let len = loop {
+            match read_small(&path, &mut buf).map(<[u8]>::len) {
+                Some(len) => break len,
+                // More children than the buffer holds: a bigger one.
+                None if buf.len() < (1 << 22) && std::path::Path::new(&path).exists() => {
+                    buf = vec![0u8; buf.len() * 4];
+                }
+                None => break 0,
+            }
+        };
+        let list = std::str::from_utf8(&buf[..len]).unwrap_or("");
+        found.extend(
+            list.split_ascii_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    found
+}
+
+/// The pids below `root` that `children` leads to, a pid in `skip` left out with everything
+/// under it, one in `old` too (what an old process starts is not the iteration's doing).
+fn walk(
+    root: i32,
+    skip: &[i32],
+    old: &HashSet<i32>,
+    mut children: impl FnMut(i32) -> Vec<i32>,
+) -> Vec<i32> {
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for child in children(parent) {
+            // Bounded: a loop cannot happen, but a racing read could show one.
+            if skip.contains(&child) || old.contains(&child) || !seen.insert(child) {
+                continue;
+            }
+            found.push(child);
+            parents.push(child);
+        }
+    }
+    found
 }
 
 /// Every process `/proc` lists.
@@ -335,23 +455,6 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
         pgid: fields.get(2)?.parse().ok()?,
         zombie: *fields.first()? == "Z",
     })
-}
-
-/// The processes under `root` (not `root` itself), leaving out those in `skip` and everything
-/// under them.
-fn descendants(procs: &[Proc], root: i32, skip: &[i32]) -> Vec<Proc> {
-    let mut found = Vec::new();
-    let mut parents = vec![root];
-    while let Some(parent) = parents.pop() {
-        for p in procs
-            .iter()
-            .filter(|p| p.ppid == parent && !skip.contains(&p.id.pid))
-        {
-            found.push(*p);
-            parents.push(p.id.pid);
-        }
-    }
-    found
 }
 
 /// Those of `new` whose parent chain reaches `root` through `new` alone, none of them in
@@ -420,12 +523,38 @@ mod tests {
             proc(14, 13),
             proc(20, 1),
         ];
-        let mut pids: Vec<i32> = descendants(&procs, 10, &[13, 99])
-            .iter()
-            .map(|p| p.id.pid)
-            .collect();
+        let children = |parent: i32| {
+            (procs.iter().filter(|p| p.ppid == parent))
+                .map(|p| p.id.pid)
+                .collect()
+        };
+        let mut pids = walk(10, &[13, 99], &HashSet::new(), children);
         pids.sort_unstable();
         assert_eq!(pids, [11, 12]);
+        // Under an old process, nothing is the iteration's.
+        let mut pids = walk(10, &[], &HashSet::from([13]), children);
+        pids.sort_unstable();
+        assert_eq!(pids, [11, 12]);
+    }
+
+    #[test]
+    fn the_children_of_every_thread_are_listed() {
+        if !children_listed() {
+            return;
+        }
+        // Started from a thread of its own: the child belongs to that thread.
+        let mut child = std::thread::spawn(|| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let listed = children(std::process::id() as i32);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(listed.contains(&(child.id() as i32)), "{listed:?}");
     }
 
     #[test]

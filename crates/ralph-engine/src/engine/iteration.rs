@@ -13,7 +13,7 @@ use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
 use crate::event::{EventKind, MarkerRecord, Termination};
-use crate::logs::{self, IterationLog};
+use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
 use crate::task::{AttemptReport, TaskDecision};
@@ -58,8 +58,10 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
-        let warning = (self.engine.options.log_dir.as_deref())
-            .and_then(|dir| logs::write_iteration_prompt(dir, iteration, &prompt));
+        let warning = match self.engine.options.log_dir.as_deref() {
+            Some(dir) => self.prompt_copies.write(dir, iteration, &prompt),
+            None => None,
+        };
         if let Some(warning) = warning {
             self.warn(warning);
         }

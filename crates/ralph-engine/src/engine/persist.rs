@@ -2,13 +2,14 @@
 //! (`EngineOptions::resume`). The format lives in [`crate::session`].
 
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ralph_backoff::FailureStreak;
 
 use super::{Next, Run};
+use crate::atomic::Rewriter;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
@@ -16,11 +17,16 @@ use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
 use ralph_agents::{RunCost, Usage};
 
+/// How long swapped session files may wait for the folder's fsync: a power cut loses at most
+/// about this much of the run's steps, and a fast loop pays one folder fsync a second, not
+/// one per write.
+const FOLDER_SYNC_AFTER: Duration = Duration::from_secs(1);
+
 /// Writes the session file on a thread of its own, so the loop never waits for the disk (an
 /// fsync can take milliseconds on a busy one). Only the newest content waiting is written;
-/// each write is whole (temporary file, fsync, rename), in order.
+/// each write is whole (a spare file, fsynced, swapped in: [`Rewriter`]), in order.
 pub(super) struct SessionWriter {
-    path: std::path::PathBuf,
+    file: Arc<Mutex<Rewriter>>,
     tx: Option<mpsc::Sender<Vec<u8>>>,
     thread: Option<JoinHandle<()>>,
     /// What went wrong, for the engine to emit as warnings (the thread cannot emit).
@@ -30,17 +36,17 @@ pub(super) struct SessionWriter {
 
 impl SessionWriter {
     fn start(dir: &Path) -> Self {
-        let path = dir.join(session::SESSION_FILE);
+        let file = Arc::new(Mutex::new(Rewriter::new(&dir.join(session::SESSION_FILE))));
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
         let (warn_tx, warnings) = mpsc::channel::<String>();
         let thread_warn_tx = warn_tx.clone();
-        let thread_path = path.clone();
+        let thread_file = Arc::clone(&file);
         let thread = std::thread::Builder::new()
             .name("ralph-session".to_owned())
-            .spawn(move || write_newest(&thread_path, &rx, &thread_warn_tx));
+            .spawn(move || write_newest(&thread_file, &rx, &thread_warn_tx));
         match thread {
             Ok(thread) => Self {
-                path,
+                file,
                 tx: Some(tx),
                 thread: Some(thread),
                 warnings,
@@ -52,7 +58,7 @@ impl SessionWriter {
                     "cannot start writing the session file: {err}; the run cannot be resumed"
                 ));
                 Self {
-                    path,
+                    file,
                     tx: None,
                     thread: None,
                     warnings,
@@ -70,12 +76,12 @@ impl SessionWriter {
     /// Writes `bytes` on the caller's thread, for the first session of a run: on disk before
     /// `RUN_STARTED`, so `ralph status` finds the run as soon as anything names it.
     fn write_now(&self, bytes: &[u8]) {
-        if let Err(err) = crate::logs::write_atomic(&self.path, bytes) {
+        let mut file = lock(&self.file);
+        let written = file.write(bytes);
+        file.sync_folder();
+        if let Err(err) = written {
             // Said with the next session write, after `RUN_STARTED`.
-            let _ = self.warn.send(format!(
-                "cannot write the session file {}: {err}",
-                self.path.display()
-            ));
+            let _ = self.warn.send(write_failed(&file, &err));
         }
     }
 
@@ -85,12 +91,15 @@ impl SessionWriter {
         }
     }
 
-    /// Waits until everything sent is on disk.
+    /// Waits until everything sent is on disk, the folder fsynced, the spare gone.
     fn finish(&mut self) {
         drop(self.tx.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        let mut file = lock(&self.file);
+        file.sync_folder();
+        file.remove_spare();
     }
 }
 
@@ -100,24 +109,58 @@ impl Drop for SessionWriter {
     }
 }
 
-fn write_newest(path: &Path, rx: &mpsc::Receiver<Vec<u8>>, warnings: &mpsc::Sender<String>) {
+fn lock(file: &Mutex<Rewriter>) -> std::sync::MutexGuard<'_, Rewriter> {
+    file.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write_failed(file: &Rewriter, err: &std::io::Error) -> String {
+    format!(
+        "cannot write the session file {}: {err}",
+        file.path().display()
+    )
+}
+
+fn write_newest(
+    file: &Mutex<Rewriter>,
+    rx: &mpsc::Receiver<Vec<u8>>,
+    warnings: &mpsc::Sender<String>,
+) {
     // A failing disk fails every write: said once, until a write succeeds again.
     let mut failing = false;
-    while let Ok(mut bytes) = rx.recv() {
+    // Since when swaps wait for the folder's fsync.
+    let mut unsynced: Option<Instant> = None;
+    loop {
+        let received = match unsynced {
+            Some(since) => rx.recv_timeout(FOLDER_SYNC_AFTER.saturating_sub(since.elapsed())),
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        let mut bytes = match received {
+            Ok(bytes) => bytes,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                lock(file).sync_folder();
+                unsynced = None;
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         while let Ok(newer) = rx.try_recv() {
             bytes = newer;
         }
-        match crate::logs::write_atomic(path, &bytes) {
+        let mut file = lock(file);
+        match file.write(&bytes) {
             Ok(()) => failing = false,
             Err(err) => {
                 if !failing {
-                    let _ = warnings.send(format!(
-                        "cannot write the session file {}: {err}",
-                        path.display()
-                    ));
+                    let _ = warnings.send(write_failed(&file, &err));
                 }
                 failing = true;
             }
+        }
+        let since = *unsynced.get_or_insert_with(Instant::now);
+        if since.elapsed() >= FOLDER_SYNC_AFTER {
+            file.sync_folder();
+            unsynced = None;
         }
     }
 }
@@ -226,7 +269,9 @@ impl Run {
     /// stopped in. Returns why the run ends, if it does before its first iteration.
     pub(super) async fn resumed(&mut self, resumed: Option<Resumed>) -> Option<EndReason> {
         let Some(mut resumed) = resumed else {
-            self.save_session(false, None);
+            // The session on disk is this one already (`resume`): only what went wrong
+            // writing it is left to say.
+            self.session_warnings();
             return None;
         };
         for event in std::mem::take(&mut resumed.task_events) {
@@ -275,6 +320,18 @@ impl Run {
         self.write_session(working, wait, false);
     }
 
+    /// After an iteration's step: the session takes it in, and is written now when the step
+    /// planned a wait (a resumed run finishes it, `ralph status` shows it). Otherwise the next
+    /// iteration's start or the run's end, which follow at once, write it: one write an
+    /// iteration in a loop that does not wait.
+    pub(super) fn step_session(&mut self, wait: Option<PlannedWait>) {
+        if wait.is_some() {
+            self.write_session(false, wait, false);
+        } else {
+            self.update_session(false, None, false);
+        }
+    }
+
     /// Emits what went wrong writing the session file since the last call.
     fn session_warnings(&mut self) {
         let warnings = (self.session_writer.as_ref())
@@ -302,7 +359,21 @@ impl Run {
         wait: Option<PlannedWait>,
         ending: bool,
     ) -> Option<Vec<u8>> {
-        self.session.as_ref()?;
+        self.update_session(working, wait, ending);
+        match self.session.as_ref()?.bytes() {
+            Ok(bytes) => Some(bytes),
+            Err(err) => {
+                self.warn(format!("cannot write the session file: {err}"));
+                None
+            }
+        }
+    }
+
+    /// Brings the session up to date with the run, in memory.
+    fn update_session(&mut self, working: bool, wait: Option<PlannedWait>, ending: bool) {
+        if self.session.is_none() {
+            return;
+        }
         let task = (!working).then(|| self.tasks.snapshot(ending));
         let handlers = self.engine.handlers.snapshot();
         // The streak of the last idle wait asked for: the session's `consecutive_idle`.
@@ -310,7 +381,9 @@ impl Run {
             .filter(|wait| wait.reason == WaitReason::Idle)
             .map_or(0, |wait| wait.streak);
         let elapsed = self.elapsed();
-        let session = self.session.as_mut()?;
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
         session.updated = SystemTime::now();
         session.iteration = self.iterations;
         session.max_iterations = self.settings.max_iterations;
@@ -335,13 +408,6 @@ impl Run {
         session.task_id = self.tasks.current_id().map(str::to_owned);
         session.task_fields = self.tasks.summary();
         session.wait = wait;
-        match session.bytes() {
-            Ok(bytes) => Some(bytes),
-            Err(err) => {
-                self.warn(format!("cannot write the session file: {err}"));
-                None
-            }
-        }
     }
 
     /// The run ended: the session says how, keeping the wait its last step planned.
