@@ -612,3 +612,37 @@ fn a_second_ctrl_c_stops_the_lanes_at_once_and_resume_lands_them() {
     }
     nothing_left_behind(p.path());
 }
+
+#[test]
+fn a_worktree_that_cannot_be_checked_out_says_why_and_leaves_nothing_behind() {
+    let p = repo(
+        "echo ok > US-001.txt\n",
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001"],
+        &[
+            ("data.bin", "payload\n"),
+            (".gitattributes", "data.bin filter=broken\n"),
+        ],
+    );
+    let dir = p.path();
+    // Set after the commit: writing data.bin out of the repository now fails.
+    git(dir, &["config", "filter.broken.smudge", "false"]);
+    git(dir, &["config", "filter.broken.required", "true"]);
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_ne!(common::code(&out), 0);
+    let stderr = common::stderr(&out);
+    assert!(
+        stderr.contains("reset"),
+        "the failing git command is named: {stderr}"
+    );
+    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "only the main worktree: {worktrees}"
+    );
+    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
+}
