@@ -124,8 +124,13 @@ pub(crate) fn task_list(
         Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
         Some(TasksConfig::Github { repo, label, close }) => {
             let client = ralph_github::Client::from_env(&repo)?;
+            // GitHub's waits are the run's: its failure backoff, its longest rate-limit wait.
             Some(Box::new(ralph_github::GithubList::new(
-                client, label, close,
+                client,
+                label,
+                close,
+                file.config.failure,
+                file.config.rate_limit.max_wait,
             )))
         }
         // prd.json, however it is named, is `escalation.prd` by now.

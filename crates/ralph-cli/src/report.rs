@@ -16,6 +16,8 @@ use ralph_escalation::run_folder::RunStories;
 use crate::error::CliError;
 use crate::render::human_duration;
 
+mod parallel;
+
 /// Bytes of log tail (as escaped HTML) the whole report may hold, shared between iterations.
 const TAIL_BUDGET: usize = 160 * 1024;
 /// The most one iteration's tail may hold.
@@ -38,11 +40,22 @@ pub(crate) fn write(
     id: Option<&str>,
     output: &Path,
 ) -> Result<i32, CliError> {
-    let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
-    let mut run = RunRecord::read(&dir, folder)?;
-    let stories = RunStories::read(&mut run);
-    let tails = tails(&dir, &run);
-    let html = render(&run, &stories, &tails);
+    // A parallel run is "the last run" when it started after the folder's last loop; its id
+    // is not a run folder's (its lanes' loops have those).
+    let parallel = match (id, log_dir) {
+        (None, Some(_)) => None,
+        _ => parallel::ParallelRun::find(folder, id),
+    };
+    let html = match parallel {
+        Some(run) => parallel::render(&run),
+        None => {
+            let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
+            let mut run = RunRecord::read(&dir, folder)?;
+            let stories = RunStories::read(&mut run);
+            let tails = tails(&dir, &run);
+            render(&run, &stories, &tails)
+        }
+    };
     if output == Path::new("-") {
         crate::print_out(html.as_bytes())?;
         return Ok(0);

@@ -72,8 +72,14 @@ fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStat
     if args.run_id.is_some() || args.log_dir.is_some() {
         return None;
     }
-    let parallel = ralph_parallel::read_status(&args.dir).ok().flatten()?;
-    let last_loop = crate::resume::last_run(&args.dir)
+    newest_parallel_run(&args.dir)
+}
+
+/// The parallel run of the repository `folder` is in, when it started after the folder's last
+/// single loop (so it is "the last run" of `ralph status` and `ralph report`).
+pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::ParallelStatus> {
+    let parallel = ralph_parallel::read_status(folder).ok().flatten()?;
+    let last_loop = crate::resume::last_run(folder)
         .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
     // Run ids sort by their start time.
     last_loop

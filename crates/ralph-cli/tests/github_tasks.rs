@@ -157,33 +157,48 @@ fn a_blocked_issue_gets_the_label_and_a_comment_with_the_reason_and_the_saved_re
     assert!(!p.path().join("half.txt").exists());
 }
 
+/// The run's `failure:` backoff in milliseconds: GitHub's network errors and 5xx use it.
+const FAST_FAILURE: &str = "failure:\n  delay: 10ms\n  max_delay: 40ms\n  max_consecutive: 10\n";
+
+/// The `WAIT_STARTED` events whose `why` contains `text`, each checked to be the task list's.
+fn task_waits(p: &Project, text: &str) -> Vec<serde_json::Value> {
+    let waits: Vec<serde_json::Value> = p
+        .events_of("WAIT_STARTED")
+        .into_iter()
+        .filter(|w| w["why"].as_str().unwrap_or_default().contains(text))
+        .collect();
+    for wait in &waits {
+        assert_eq!(wait["reason"], "task", "{wait}");
+    }
+    waits
+}
+
 #[test]
-fn a_rate_limit_is_waited_out_with_a_warning_and_the_run_goes_on() {
+fn a_rate_limit_is_the_engines_wait_capped_by_max_wait_and_the_run_goes_on() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
-    server.fail_next("GET /repos", Fault::RetryAfter(1));
-    let p = issues_repo(&server, "", WORKING_AGENT);
+    // The looks for counts only (the opening, after writing marks) go on without them; the
+    // first pick, the third look, waits.
+    server.fail_later("GET /repos", 0, 3, Fault::RetryAfter(30));
+    let p = issues_repo(&server, "rate_limit:\n  max_wait: 50ms\n", WORKING_AGENT);
 
     let out = run(&p, &server, &["run"]);
 
     assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
     assert!(!server.issue(n).open);
-    let warnings = p.events_of("WARNING");
-    assert!(
-        warnings.iter().any(|w| w["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("rate limit")),
-        "{warnings:#?}"
-    );
+    let waits = task_waits(&p, "rate limit");
+    assert!(!waits.is_empty(), "{:#?}", p.events());
+    for wait in &waits {
+        assert_eq!(wait["delay_ms"], 50, "rate_limit.max_wait caps it: {wait}");
+    }
 }
 
 #[test]
-fn a_500_is_retried_and_the_comment_is_posted_once() {
+fn a_500_is_retried_after_the_runs_failure_backoff_and_the_comment_is_posted_once() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
     server.fail_next("POST /repos", Fault::Status(500));
-    let p = issues_repo(&server, "", WORKING_AGENT);
+    let p = issues_repo(&server, FAST_FAILURE, WORKING_AGENT);
 
     let out = run(&p, &server, &["run"]);
 
@@ -196,6 +211,66 @@ fn a_500_is_retried_and_the_comment_is_posted_once() {
         .filter(|r| r.method == "POST" && r.path.ends_with("/comments"))
         .count();
     assert_eq!(posts, 2, "the 500, then the comment");
+    let waits = task_waits(&p, "500");
+    assert_eq!(waits.len(), 1, "{:#?}", p.events_of("WAIT_STARTED"));
+    assert_eq!(waits[0]["delay_ms"], 10, "failure.delay");
+    assert_eq!(p.run_ended()["reason"], "stories_done");
+}
+
+#[test]
+fn ctrl_c_during_a_rate_limit_wait_stops_the_run_at_once_and_it_resumes() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Task", "", &["ralph"]);
+    // An hour's wait, over and over: only a Ctrl+C ends it in the test's time.
+    server.fail_later("GET /repos", 0, 20, Fault::RateLimitReset(3600));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+    let mut child = ralph(&p, &server, &["run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    p.wait_for("WAIT_STARTED", 1);
+    assert_eq!(task_waits(&p, "rate limit").len(), 1);
+    // The session is written behind the events: ask until it says so.
+    wait_until(
+        "ralph status to show the wait",
+        Duration::from_secs(30),
+        || {
+            let status = run(&p, &server, &["status"]);
+            String::from_utf8_lossy(&status.stdout).contains("rate limit")
+        },
+    );
+
+    // Ctrl+C skips the wait, and a second within the grace stops the run. One that comes
+    // later (a loaded machine) skips the next look's wait instead: press again.
+    let mut skipped = 0;
+    let stopped = loop {
+        common::send_signal(child.id(), libc::SIGINT);
+        let mut exited = None;
+        wait_until(
+            "the run to stop or skip the wait",
+            Duration::from_secs(30),
+            || {
+                exited = child.try_wait().unwrap();
+                exited.is_some() || p.events_of("WAIT_SKIPPED").len() > skipped
+            },
+        );
+        if let Some(status) = exited {
+            break status;
+        }
+        skipped = p.events_of("WAIT_SKIPPED").len();
+        assert!(skipped < 20, "Ctrl+C never stopped the run");
+    };
+
+    assert_eq!(stopped.code(), Some(130));
+    assert_eq!(p.run_ended()["reason"], "interrupted");
+    assert_eq!(p.events_of("ITERATION_STARTED").len(), 0, "no agent ran");
+    assert!(server.issue(n).open);
+    server.clear_faults();
+    let out = run(&p, &server, &["run", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open, "passed once resumed");
 }
 
 #[test]
@@ -331,10 +406,10 @@ fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
     // The looks at the list before the iteration (opening, marks, the pick) get through; the
-    // one before the pass fails
-    // through all five attempts (2 + 4 + 8 + 16 s of backoff); then GitHub answers again.
+    // five after it fail (the run waits its `failure:` backoff between them); then GitHub
+    // answers again.
     server.fail_later("GET /repos/acme/widgets/issues?", 3, 5, Fault::Status(503));
-    let p = issues_repo(&server, "", WORKING_AGENT);
+    let p = issues_repo(&server, FAST_FAILURE, WORKING_AGENT);
 
     let out = run(&p, &server, &["run"]);
 
@@ -343,12 +418,10 @@ fn github_out_of_reach_as_a_task_passes_does_not_end_the_run() {
     assert!(!server.issue(n).open, "passed, then closed");
     assert_eq!(server.comments(n).len(), 1);
     assert_eq!(pass_commits(p.path()).len(), 1);
-    let warnings = p.events_of("WARNING");
     assert!(
-        warnings
-            .iter()
-            .any(|w| w["message"].as_str().unwrap_or_default().contains("503")),
-        "the retries are said: {warnings:#?}"
+        !task_waits(&p, "503").is_empty(),
+        "the retries are waits: {:#?}",
+        p.events_of("WAIT_STARTED")
     );
 }
 
@@ -395,4 +468,42 @@ fn issues_run_in_parallel_and_each_closes_with_a_comment_naming_its_landing_comm
             .count(),
         1
     );
+}
+
+#[test]
+fn run_task_takes_an_issue_number_and_passes_it_alone_on_its_branch() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    let p = issues_repo(&server, "", WORKING_AGENT);
+    let id = second.to_string();
+
+    let out = run(&p, &server, &["run", "--task", &id]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    let branch = format!("ralph/{id}");
+    let head = git(p.path(), &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), branch);
+    assert!(!server.issue(second).open, "passed and closed");
+    assert!(server.issue(first).open, "the other issue is not taken up");
+    let comments = server.comments(second);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains(&branch), "{comments:#?}");
+    assert!(!p.path().join(format!("issue-{first}.txt")).exists());
+}
+
+#[test]
+fn run_task_with_a_number_github_does_not_have_is_refused_naming_the_repository() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    let p = issues_repo(&server, "", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run", "--task", "999"]);
+
+    assert_eq!(common::code(&out), 2, "nothing ran");
+    let err = common::stderr(&out);
+    assert!(err.contains(REPO) && err.contains("\"999\""), "{err}");
+    assert!(err.contains(&n.to_string()), "the ids it has: {err}");
+    assert!(git(p.path(), &["branch", "--list", "ralph/*"]).is_empty());
 }

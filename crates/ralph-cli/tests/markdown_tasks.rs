@@ -442,3 +442,38 @@ fn tasks_prd_is_story_mode_with_the_task_placeholders_too() {
     );
     assert_eq!(p.events_of("STORY_STARTED")[0]["story_id"], "US-001");
 }
+
+#[test]
+fn run_task_takes_a_checklist_id_from_ralph_tasks_and_passes_it_alone_on_its_branch() {
+    let agent = "cat > /dev/null\necho work > work.txt\necho '<!-- ralph:state done -->'\n";
+    let p = todo_repo(
+        "agent: sh agent.sh\ntasks:\n  markdown: TODO.md\n",
+        BODY,
+        agent,
+        "- [ ] Build the cart\n- [ ] Add checkout\n",
+    );
+    let id = id_of(&tasks(&p), "Add checkout");
+
+    let out = p.run(&["run", "--task", &id]);
+
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    let branch = format!("ralph/{id}");
+    let head = git(p.path(), &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), branch);
+    let started: Vec<Value> = p.events_of("STORY_STARTED");
+    assert!(
+        started.iter().all(|s| s["story_id"] == id.as_str()),
+        "{started:#?}"
+    );
+    assert_eq!(
+        String::from_utf8(show(p.path(), &branch, "TODO.md").unwrap()).unwrap(),
+        "- [ ] Build the cart\n- [x] Add checkout\n",
+        "only its line ticked, in the commit on its branch"
+    );
+    assert_eq!(
+        String::from_utf8(show(p.path(), "main", "TODO.md").unwrap()).unwrap(),
+        "- [ ] Build the cart\n- [ ] Add checkout\n",
+        "main is as it was"
+    );
+}

@@ -644,3 +644,200 @@ fn a_markdown_run_killed_mid_merge_resumes_and_ticks_each_line_once() {
     nothing_left_behind(dir);
     assert!(!common::process_running("parallel-md-killed-ok"));
 }
+
+#[test]
+fn report_shows_a_lane_per_task_and_the_merge_queue_landings() {
+    let agent = format!("{READ_PROMPT}echo \"done $story\" > \"$story.txt\"\n");
+    let ids = ["US-001", "US-002"];
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &ids, &[]);
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(events[0]["type"], "PARALLEL_STARTED");
+
+    // No id: the newest run is the parallel one; with its id: the same report.
+    let newest = p.run(&["report", "-o", "-"]);
+    assert_eq!(common::code(&newest), 0, "{}", common::stderr(&newest));
+    let html = String::from_utf8(newest.stdout).unwrap();
+    let by_id = p.run(&["report", &run_id, "-o", "-"]);
+    assert_eq!(common::code(&by_id), 0, "{}", common::stderr(&by_id));
+    assert_eq!(String::from_utf8(by_id.stdout).unwrap(), html);
+
+    assert!(
+        html.contains(&format!("ralph parallel run {run_id}")),
+        "{html}"
+    );
+    for id in ids {
+        assert!(
+            html.contains(&format!("<g class=\"lane\" data-task=\"{id}\">")),
+            "{id}'s lane: {html}"
+        );
+        let landed = events
+            .iter()
+            .find(|e| e["type"] == "TASK_LANDED" && e["task_id"] == id)
+            .unwrap();
+        let commit = &landed["commit"].as_str().unwrap()[..12];
+        assert!(
+            html.contains(&format!("landed on the base as {commit}")),
+            "{id}'s landing in the queue: {html}"
+        );
+    }
+    let queue = &html[html.find("<h2>Merge queue</h2>").expect("a merge queue")..];
+    assert_eq!(queue.matches("landed on the base as").count(), 2, "{queue}");
+
+    // A lane's loop is still reported by its own run id.
+    let lane_run = events.iter().find(|e| e["type"] == "LANE_STARTED").unwrap()["lane_run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lane = p.run(&["report", &lane_run, "-o", "-"]);
+    assert_eq!(common::code(&lane), 0, "{}", common::stderr(&lane));
+    let lane_html = String::from_utf8(lane.stdout).unwrap();
+    assert!(lane_html.contains(&format!("<h1>ralph run {lane_run}</h1>")));
+}
+
+/// `repo`, its RALPH.md given `extra` frontmatter lines (committed).
+fn repo_with(extra: &str, agent: &str, check: &str, ids: &[&str]) -> Project {
+    let p = repo(agent, check, ids, &[]);
+    let path = p.path().join("RALPH.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen(
+        "agent: sh agent.sh\n",
+        &format!("agent: sh agent.sh\n{extra}"),
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    git(p.path(), &["commit", "-q", "-am", "frontmatter"]);
+    p
+}
+
+#[test]
+fn max_cost_counts_every_lane_of_the_run() {
+    // Each iteration reports $0.60, once both lanes run the same iteration (a lane alone never
+    // gets ahead); an iteration left waiting past 10 s reports nothing. The check never
+    // passes: only max_cost ends the run.
+    let out = tempfile::tempdir().unwrap();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.6,"result":"done"}"#;
+    let agent = format!(
+        "{READ_PROMPT}n=$(ls {out} | grep -c \"^$story\")\ntouch {out}/$story.$n\ni=0\n\
+         until [ -e {out}/US-001.$n ] && [ -e {out}/US-002.$n ]; do\n\
+         i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1\ndone\n\
+         echo work >> \"$story.txt\"\nprintf '%s\\n' '{result}'\n",
+        out = out.path().display()
+    );
+    let p = repo_with(
+        "output: claude-stream-json\nmax_cost: 1\n",
+        &agent,
+        "exit 1\n",
+        &["US-001", "US-002"],
+    );
+    let run = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&run), 1, "{}", common::stderr(&run));
+    let events = p.events();
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "PARALLEL_ENDED");
+    assert_eq!(ended["reason"], "max_cost", "{events:#?}");
+    assert!(
+        (ended["cost_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9,
+        "{ended}"
+    );
+    // Neither lane reached $1 alone: the run summed them.
+    for id in ["US-001", "US-002"] {
+        let lane = events
+            .iter()
+            .find(|e| e["type"] == "LANE_ENDED" && e["task_id"] == id)
+            .unwrap_or_else(|| panic!("{id}'s lane ended: {events:#?}"));
+        assert!(
+            (lane["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9,
+            "{lane}"
+        );
+    }
+}
+
+#[test]
+fn a_second_ctrl_c_stops_the_lanes_at_once_and_resume_lands_them() {
+    let started = tempfile::tempdir().unwrap();
+    // The first agent run of a story sleeps a minute; the next does the work.
+    let agent = format!(
+        "{READ_PROMPT}if [ -e {out}/$story ]; then echo ok > \"$story.txt\"; exit 0; fi\n\
+         touch {out}/$story\nsleep 67.3\n",
+        out = started.path().display()
+    );
+    let p = repo(
+        &agent,
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&started.path().join("US-001"));
+    wait_for_file(&started.path().join("US-002"));
+    common::send_signal(child.id(), libc::SIGINT);
+    // Apart, so the kernel does not fold them into one; well within the second that makes
+    // the second Ctrl+C a "stop now".
+    std::thread::sleep(Duration::from_millis(200));
+    common::send_signal(child.id(), libc::SIGINT);
+    // The agents sleep 67 s: an exit well before means they were not waited for.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            common::kill_if_running(child.id());
+            panic!("a second Ctrl+C did not stop the run at once");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(!common::process_running("sleep 67.3"), "no agent left");
+    let events = p.events();
+    assert_eq!(events.last().unwrap()["reason"], "interrupted");
+    assert!(
+        events.iter().all(|e| e["type"] != "TASK_LANDED"),
+        "{events:#?}"
+    );
+
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(p.path(), &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(p.path());
+}
+
+#[test]
+fn a_worktree_that_cannot_be_checked_out_says_why_and_leaves_nothing_behind() {
+    let p = repo(
+        "echo ok > US-001.txt\n",
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001"],
+        &[
+            ("data.bin", "payload\n"),
+            (".gitattributes", "data.bin filter=broken\n"),
+        ],
+    );
+    let dir = p.path();
+    // Set after the commit: writing data.bin out of the repository now fails.
+    git(dir, &["config", "filter.broken.smudge", "false"]);
+    git(dir, &["config", "filter.broken.required", "true"]);
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_ne!(common::code(&out), 0);
+    let stderr = common::stderr(&out);
+    assert!(
+        stderr.contains("reset"),
+        "the failing git command is named: {stderr}"
+    );
+    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1,
+        "only the main worktree: {worktrees}"
+    );
+    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
+}

@@ -242,6 +242,12 @@ pub struct Escalation {
     /// A question and its answer, for the next iteration's prompt (`{{ task.question }}`,
     /// `{{ task.answer }}`), kept in the session.
     answered: Option<[String; 2]>,
+    /// The list said "not now" as a mark was written after an iteration: the next look waits
+    /// this first, then writes the mark.
+    not_now: Option<TaskWait>,
+    /// The `--task` task passed in this run: a list that drops passed tasks (a closed issue
+    /// is no longer an open one) ends the run as passed, not as a task it does not have.
+    only_passed: bool,
 }
 
 impl Escalation {
@@ -329,9 +335,11 @@ impl Escalation {
         let progress = followed(at(&esc.progress));
         let first = list.as_ref().and_then(|l| l.files().into_iter().next());
         progress::check_path(&progress, first.as_deref(), None)?;
-        let counts = match &mut list {
-            Some(list) => Some(summary(&list.load().map_err(EscalationError::from)?)),
-            None => None,
+        let counts = match list.as_mut().map(|list| list.load()) {
+            Some(Ok(tasks)) => Some(summary(&tasks)),
+            // Not now (a rate limit): the first look waits for it, in the run.
+            Some(Err(TaskListError::RetryAfter { .. })) | None => None,
+            Some(Err(err)) => return Err(err.into()),
         };
         Ok(Some(Self {
             list,
@@ -348,6 +356,8 @@ impl Escalation {
             only: None,
             asked: None,
             answered: None,
+            not_now: None,
+            only_passed: false,
         }))
     }
 
@@ -566,11 +576,16 @@ impl Escalation {
 
     /// Writes the [`unwritten`](Self::unwritten) marks, each into the list as it is now, and
     /// tells the list each one landed. While the list cannot be read or does not parse,
-    /// nothing is written: a `WARNING` says so and the marks wait for a later step. A mark
-    /// whose task a person removed is dropped.
-    fn write_marks(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
+    /// nothing is written: a `WARNING` says so and the marks wait for a later step. While the
+    /// list's service says "not now" ([`TaskListError::RetryAfter`]), the marks wait unwritten
+    /// and the wait comes back, for the engine to make. A mark whose task a person removed is
+    /// dropped.
+    fn write_marks(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+    ) -> Result<Option<TaskWait>, EscalationError> {
         let Some(list) = &mut self.list else {
-            return Ok(());
+            return Ok(None);
         };
         while let Some(mark) = self.unwritten.first() {
             match list.write_mark(mark) {
@@ -588,7 +603,11 @@ impl Escalation {
                          \"{mark}\" is kept in the run's session until then",
                         list_name(list.as_ref())
                     ));
-                    return Ok(());
+                    return Ok(None);
+                }
+                Err(TaskListError::RetryAfter { wait, why }) => {
+                    let why = format!("{why}; \"{mark}\" is written after the wait");
+                    return Ok(Some(TaskWait::new(wait, why)));
                 }
                 Err(TaskListError::NoSuchTask { location, id }) => cx.warn(format!(
                     "{location}: no {} \"{id}\" any more, so \"{mark}\" is not written",
@@ -604,7 +623,7 @@ impl Escalation {
         if let Ok(tasks) = list.load() {
             self.counts = Some(summary(&tasks));
         }
-        Ok(())
+        Ok(None)
     }
 
     fn pick(&mut self, cx: &mut TaskContext<'_>) -> Result<NextTask, EscalationError> {
@@ -647,6 +666,9 @@ impl Escalation {
                         return Ok(NextTask::End(StoryEnd::TaskBlocked.reason()));
                     }
                     Some(t) => Some(t),
+                    None if self.only_passed => {
+                        return Ok(NextTask::End(StoryEnd::TaskPassed.reason()));
+                    }
                     None => return Err(self.no_such_task(only, &tasks)),
                 }
             }
@@ -827,7 +849,10 @@ impl Escalation {
         if let Some(id) = self.current.as_ref().map(|c| c.id.clone()) {
             let gone = match self.list.as_mut().map(|list| list.load()) {
                 Some(Ok(tasks)) => !tasks.iter().any(|t| t.id == id),
-                None | Some(Err(TaskListError::Unreadable(_))) => false,
+                None
+                | Some(Err(TaskListError::Unreadable(_) | TaskListError::RetryAfter { .. })) => {
+                    false
+                }
                 Some(Err(err)) => return Err(err.into()),
             };
             if self.story_mode() && gone {
@@ -877,9 +902,11 @@ impl Escalation {
                 commit: checkpoint.clone(),
                 branch: self.repo.as_ref().and_then(|r| r.branch.clone()),
             });
-            self.write_marks(cx)?;
+            // Not now: the mark waits in the session, and the next look waits for the list.
+            self.not_now = self.write_marks(cx)?;
         }
         self.recorded_done()?;
+        self.only_passed |= self.only.as_deref() == Some(current.id.as_str());
         cx.emit(StoryEvent::StoryPassed {
             story_id: current.id,
             attempts: self.breaker.attempts() + 1,
@@ -951,21 +978,32 @@ impl Escalation {
         self.recorded_done()
     }
 
-    /// The next task, or why none: [`TaskSource::next_task`] before the list's warnings.
+    /// The next task, or why none ([`TaskSource::next_task`]). A list that says "not now"
+    /// ([`TaskListError::RetryAfter`]) is a wait the engine makes, then the look again.
     fn choose_next(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         self.say_pending(cx);
+        let not_now = |err: EscalationError, cx: &mut TaskContext<'_>| match err {
+            EscalationError::Tasks(TaskListError::RetryAfter { wait, why }) => {
+                NextTask::Wait(TaskWait::new(wait, why))
+            }
+            err => NextTask::End(Self::failed_in(&err, cx)),
+        };
+        if let Some(wait) = self.not_now.take() {
+            return NextTask::Wait(wait);
+        }
         match self.wait_for_answer(cx) {
             Ok(Some(wait)) => return NextTask::Wait(wait),
             Ok(None) => {}
-            Err(err) => return NextTask::End(Self::failed_in(&err, cx)),
+            Err(err) => return not_now(err, cx),
         }
         if let Err(err) = self.pass_if_marked(cx) {
-            return NextTask::End(Self::failed_in(&err, cx));
+            return not_now(err, cx);
         }
-        let mut next = self
-            .write_marks(cx)
-            .and_then(|()| self.pick(cx))
-            .unwrap_or_else(|err| NextTask::End(Self::failed_in(&err, cx)));
+        let mut next = match self.write_marks(cx) {
+            Ok(Some(wait)) => NextTask::Wait(wait),
+            Ok(None) => self.pick(cx).unwrap_or_else(|err| not_now(err, cx)),
+            Err(err) => not_now(err, cx),
+        };
         if let NextTask::Work(task) = &next {
             // Recorded so that a ralph killed during it is understood: without checks the
             // agent's own `passes: true` passes the story (the next start commits the pass),
@@ -995,23 +1033,21 @@ impl Escalation {
         next
     }
 
-    /// What follows an iteration: [`TaskSource::iteration_ended`] before the list's warnings.
+    /// What follows an iteration ([`TaskSource::iteration_ended`]). A list that says "not
+    /// now" while the iteration is judged leaves the judging to the next look, which waits.
     fn decide(&mut self, report: &IterationReport<'_>, cx: &mut TaskContext<'_>) -> TaskDecision {
         match self.judge(report, cx).and_then(|decision| {
             self.recorded_done()?;
             Ok(decision)
         }) {
             Ok(decision) => decision,
-            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
-        }
-    }
-
-    /// Says what the list had to say (its warnings), as `WARNING`s.
-    fn say_list_warnings(&mut self, cx: &mut TaskContext<'_>) {
-        if let Some(list) = &mut self.list {
-            for warning in list.take_warnings() {
-                cx.warn(warning);
+            Err(EscalationError::Tasks(TaskListError::RetryAfter { why, .. })) => {
+                cx.warn(format!(
+                    "{why}; the task's state is read again before the next iteration"
+                ));
+                TaskDecision::Continue
             }
+            Err(err) => TaskDecision::Stop(Self::failed_in(&err, cx)),
         }
     }
 
@@ -1158,7 +1194,8 @@ impl Escalation {
             reason: trip.describe(),
             saved_ref: saved.as_ref().map(|(work, _, _)| work.refname.clone()),
         });
-        self.write_marks(cx)?;
+        // Not now: the mark waits in the session, and the next look waits for the list.
+        self.not_now = self.write_marks(cx)?;
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
@@ -1180,9 +1217,7 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        let next = self.choose_next(cx);
-        self.say_list_warnings(cx);
-        next
+        self.choose_next(cx)
     }
 
     fn iteration_ended(
@@ -1190,15 +1225,19 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        let decision = self.decide(report, cx);
-        self.say_list_warnings(cx);
-        decision
+        self.decide(report, cx)
     }
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
         self.say_pending(cx);
-        if let Err(err) = self.write_marks(cx) {
-            return Self::failed_in(&err, cx);
+        match self.write_marks(cx) {
+            Ok(None) => {}
+            // The run ends here: the marks stay in its session for the next run to write.
+            Ok(Some(wait)) => cx.warn(format!(
+                "{}; the run ends first, so it is kept in the run's session",
+                wait.why
+            )),
+            Err(err) => return Self::failed_in(&err, cx),
         }
         match self.load() {
             Ok(Some(tasks)) if self.only.is_some() => {
@@ -1209,6 +1248,7 @@ impl TaskSource for Escalation {
                     .map(|t| t.state)
                 {
                     Some(TaskState::Passed) => StoryEnd::TaskPassed.reason(),
+                    None if self.only_passed => StoryEnd::TaskPassed.reason(),
                     Some(TaskState::Blocked) => StoryEnd::TaskBlocked.reason(),
                     _ => StoryEnd::MaxIterationsWorkLeft.reason(),
                 }

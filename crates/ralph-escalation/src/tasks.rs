@@ -197,6 +197,17 @@ pub enum TaskListError {
         /// The task.
         id: String,
     },
+    /// Not now: the list's service asks for a wait (a rate limit until its reset, a network
+    /// error or a 5xx retried with the run's `failure:` backoff). Escalation has the engine
+    /// wait `wait` (a `WAIT_STARTED` saying `why`, a countdown a Ctrl+C ends, resumable) and
+    /// asks again; a mark waits unwritten meanwhile, and no task is marked for it.
+    #[error("{why}")]
+    RetryAfter {
+        /// How long to wait before asking again.
+        wait: Duration,
+        /// Why, in words people read: the service's error and what follows the wait.
+        why: String,
+    },
     /// The list cannot ask a person ([`TaskList::ask`]).
     #[error("{location}: {kind} tasks cannot put a question to a person")]
     CannotAsk {
@@ -269,12 +280,6 @@ pub trait TaskList: Send + std::fmt::Debug {
     /// How long to wait between two looks for an answer.
     fn answer_poll(&self) -> Duration {
         ANSWER_POLL
-    }
-
-    /// What the list has to say that is not an error (a wait for a service's rate limit, a
-    /// retry after its failure), since the last call; escalation says each as a `WARNING`.
-    fn take_warnings(&mut self) -> Vec<String> {
-        Vec::new()
     }
 }
 

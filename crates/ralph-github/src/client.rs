@@ -1,10 +1,10 @@
-//! The REST client: one request loop that waits out rate limits and retries failures, and the
-//! five calls a task source makes.
+//! The REST client: one request at a time, never a wait of its own (a rate limit or a failure
+//! comes back as an [`Error`] saying how long, for the caller's loop to wait), and the five
+//! calls a task source makes.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ralph_backoff::RetryPolicy;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -16,87 +16,23 @@ const UNNAMED_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
 const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(3600);
 /// The reset time is whole seconds: a second more and the first request after the wait counts.
 const RESET_MARGIN: Duration = Duration::from_secs(1);
-/// How many times a request is tried through network errors and 5xx answers.
-const DEFAULT_ATTEMPTS: u64 = 5;
 /// GitHub's largest page.
 const PER_PAGE: u32 = 100;
 
-/// Where the client's time comes from: the wall clock to read a reset time against, and the
-/// sleep that waits. Tests pass one that only records the waits.
+/// Where the client's time comes from: the wall clock a rate limit's reset time is read
+/// against. Tests pass a fixed one.
 pub trait Clock: Send {
     /// The time now.
     fn now(&self) -> SystemTime;
-    /// Waits `duration`.
-    fn sleep(&mut self, duration: Duration);
 }
 
-/// The system's clock and `std::thread::sleep`.
+/// The system's clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
         SystemTime::now()
-    }
-
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-}
-
-/// A wait the client is about to make, for the caller to report (as agent waits are).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Notice {
-    /// GitHub's rate limit: the client waits until `until`.
-    RateLimited {
-        /// The address that was limited.
-        url: String,
-        /// 403 or 429.
-        status: u16,
-        /// How long the client waits.
-        wait: Duration,
-        /// When the limit resets, by GitHub's word.
-        until: SystemTime,
-    },
-    /// A network error or a 5xx: the request is tried again after `wait`.
-    Retrying {
-        /// The address that failed.
-        url: String,
-        /// What went wrong.
-        reason: String,
-        /// The attempt that follows the wait (2 for the first retry).
-        attempt: u64,
-        /// How long the client waits first.
-        wait: Duration,
-    },
-}
-
-impl fmt::Display for Notice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::RateLimited {
-                url,
-                status,
-                wait,
-                until,
-            } => write!(
-                f,
-                "GitHub rate limit on {url} (HTTP {status}): waiting {}s, until the reset at {}",
-                wait.as_secs(),
-                humantime::format_rfc3339_seconds(*until)
-            ),
-            Self::Retrying {
-                url,
-                reason,
-                attempt,
-                wait,
-            } => write!(
-                f,
-                "{url}: {reason}; attempt {attempt} in {}s",
-                wait.as_secs()
-            ),
-        }
     }
 }
 
@@ -210,9 +146,6 @@ impl From<WireComment> for Comment {
     }
 }
 
-/// Where notices go as they happen.
-type NoticeReport = Box<dyn FnMut(&Notice) + Send>;
-
 /// A synchronous client for one repository's issues.
 pub struct Client {
     agent: ureq::Agent,
@@ -220,10 +153,6 @@ pub struct Client {
     token: Token,
     repo: Repo,
     clock: Box<dyn Clock>,
-    retry: RetryPolicy,
-    attempts: u64,
-    notices: Vec<Notice>,
-    on_notice: Option<NoticeReport>,
 }
 
 impl fmt::Debug for Client {
@@ -243,7 +172,7 @@ struct Answer {
 
 impl Client {
     /// A client for `repo` at the API address `base` (see [`crate::api_url_from_env`]), with
-    /// the system clock, retries backing off from 1 s to 60 s, five attempts in all.
+    /// the system clock.
     #[must_use]
     pub fn new(base: impl Into<String>, token: Token, repo: Repo) -> Self {
         let agent = ureq::Agent::config_builder()
@@ -259,10 +188,6 @@ impl Client {
             token,
             repo,
             clock: Box::new(SystemClock),
-            retry: RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(60)),
-            attempts: DEFAULT_ATTEMPTS,
-            notices: Vec::new(),
-            on_notice: None,
         }
     }
 
@@ -286,31 +211,10 @@ impl Client {
         self
     }
 
-    /// The same client with another backoff and number of attempts (at least 1).
-    #[must_use]
-    pub fn with_retry(mut self, retry: RetryPolicy, attempts: u64) -> Self {
-        self.retry = retry;
-        self.attempts = attempts.max(1);
-        self
-    }
-
-    /// Calls `report` with each notice as it happens, before the wait (the notices are also
-    /// kept for [`Client::take_notices`]).
-    #[must_use]
-    pub fn on_notice(mut self, report: impl FnMut(&Notice) + Send + 'static) -> Self {
-        self.on_notice = Some(Box::new(report));
-        self
-    }
-
     /// The repository this client reads.
     #[must_use]
     pub fn repo(&self) -> &Repo {
         &self.repo
-    }
-
-    /// The waits made since the last call, oldest first.
-    pub fn take_notices(&mut self) -> Vec<Notice> {
-        std::mem::take(&mut self.notices)
     }
 
     fn repo_url(&self, rest: &str) -> String {
@@ -412,61 +316,37 @@ impl Client {
         }
     }
 
-    fn notice(&mut self, notice: Notice) {
-        if let Some(report) = &mut self.on_notice {
-            report(&notice);
-        }
-        self.notices.push(notice);
-    }
-
-    /// One request, through rate limits (waited out, however many) and failures (retried
-    /// with backoff, `attempts` times in all).
+    /// One request, tried once: a rate limit ([`Error::RateLimited`]) and a network error or a
+    /// 5xx ([`Error::Unreachable`]) come back for the caller to wait and ask again.
     fn send(&mut self, method: &str, url: &str, body: Option<&Value>) -> Result<Answer, Error> {
-        let mut attempt = 1;
-        loop {
-            let failure = match self.send_once(method, url, body) {
-                Ok(Reply::Answer(answer)) => return Ok(answer),
-                Ok(Reply::RateLimited { status, wait }) => {
-                    let until = self.clock.now() + wait;
-                    self.notice(Notice::RateLimited {
-                        url: url.to_owned(),
-                        status,
-                        wait,
-                        until,
-                    });
-                    self.clock.sleep(wait);
-                    continue;
-                }
-                Ok(Reply::ServerError(reason)) | Err(reason) => reason,
-                Ok(Reply::Refused { status, message }) => {
-                    return Err(Error::Status {
-                        method: method.to_owned(),
-                        url: url.to_owned(),
-                        status,
-                        message,
-                        hint: Error::hint_for(status),
-                    });
-                }
-            };
-            if attempt >= self.attempts {
-                return Err(Error::Unreachable {
+        let reason = match self.send_once(method, url, body) {
+            Ok(Reply::Answer(answer)) => return Ok(answer),
+            Ok(Reply::RateLimited { status, wait }) => {
+                return Err(Error::RateLimited {
                     method: method.to_owned(),
                     url: url.to_owned(),
-                    reason: failure,
-                    attempts: attempt,
-                    status_page: "https://www.githubstatus.com",
+                    status,
+                    wait,
+                    until: self.clock.now() + wait,
                 });
             }
-            attempt += 1;
-            let wait = self.retry.wait_before(attempt);
-            self.notice(Notice::Retrying {
-                url: url.to_owned(),
-                reason: failure,
-                attempt,
-                wait,
-            });
-            self.clock.sleep(wait);
-        }
+            Ok(Reply::ServerError(reason)) | Err(reason) => reason,
+            Ok(Reply::Refused { status, message }) => {
+                return Err(Error::Status {
+                    method: method.to_owned(),
+                    url: url.to_owned(),
+                    status,
+                    message,
+                    hint: Error::hint_for(status),
+                });
+            }
+        };
+        Err(Error::Unreachable {
+            method: method.to_owned(),
+            url: url.to_owned(),
+            reason,
+            status_page: "https://www.githubstatus.com",
+        })
     }
 
     /// One try: GitHub's answer sorted, or the network's failure in words.

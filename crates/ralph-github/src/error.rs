@@ -36,21 +36,35 @@ pub enum Error {
         /// What to do about it.
         hint: &'static str,
     },
-    /// The network failed, or GitHub kept answering 5xx, through every retry.
-    #[error(
-        "{method} {url}: {reason}, after {attempts} attempts; check the network and {status_page}"
-    )]
+    /// The network failed, or GitHub answered 5xx: worth asking again after a wait.
+    #[error("{method} {url}: {reason}; check the network and {status_page}")]
     Unreachable {
         /// The request's method.
         method: String,
         /// The address asked.
         url: String,
-        /// The last failure.
+        /// What went wrong.
         reason: String,
-        /// How many times it was tried.
-        attempts: u64,
         /// Where to look next.
         status_page: &'static str,
+    },
+    /// GitHub's rate limit (403 or 429 with its headers): ask again after `wait`.
+    #[error(
+        "{method} {url}: GitHub rate limit (HTTP {status}), reset in {}s at {}",
+        wait.as_secs(),
+        humantime::format_rfc3339_seconds(*until)
+    )]
+    RateLimited {
+        /// The request's method.
+        method: String,
+        /// The address that was limited.
+        url: String,
+        /// 403 or 429.
+        status: u16,
+        /// How long until the reset, by GitHub's word (at most an hour).
+        wait: std::time::Duration,
+        /// When the limit resets.
+        until: std::time::SystemTime,
     },
     /// GitHub's answer was not the JSON expected.
     #[error("{url}: GitHub's answer is not what the REST API documents: {reason}")]

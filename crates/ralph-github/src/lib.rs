@@ -4,13 +4,14 @@
 //! under it a small synchronous client for the parts of GitHub's REST API
 //! a task source needs (open issues, by label and page by page; an issue's comments; a comment;
 //! closing an issue; a label), the token and API address it finds in the environment, and how
-//! it waits: a rate limit is waited out until GitHub's reset time, a network error or a 5xx is
-//! retried with [`ralph_backoff::RetryPolicy`]'s backoff, and each wait is a [`Notice`] the
-//! caller turns into an event. Time comes from a [`Clock`] the caller can replace, so tests
-//! wait on nothing.
+//! it waits: it never does. A rate limit (until GitHub's reset time, at most `rate_limit.max_wait`)
+//! and a network error or a 5xx (the run's `failure:` backoff, `failure.max_consecutive` tries)
+//! come back as `TaskListError::RetryAfter`, and escalation has the engine wait: a countdown a
+//! Ctrl+C ends, a `WAIT_STARTED`, a wait `ralph status` shows and a resumed run takes up. The
+//! reset time is read against a [`Clock`] the caller can replace.
 //!
-//! It must never print and never log: waits come back as notices, for escalation to emit. It
-//! never decides what a failure does to the run: escalation does, from the `TaskListError`. It sends
+//! It must never print, log or sleep. It never decides what a failure does to the run:
+//! escalation does, from the `TaskListError`. It sends
 //! the token only to the API address it was given: a pagination link elsewhere is an error.
 
 mod client;
@@ -20,7 +21,7 @@ mod list;
 mod repo;
 mod token;
 
-pub use client::{Client, Clock, Comment, Issue, IssueState, Notice, SystemClock};
+pub use client::{Client, Clock, Comment, Issue, IssueState, SystemClock};
 pub use error::Error;
 pub use list::GithubList;
 pub use repo::Repo;

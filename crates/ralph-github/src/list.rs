@@ -4,7 +4,9 @@
 //! issue itself.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
+use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
 use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde_json::{Value, json};
 
@@ -15,11 +17,20 @@ use crate::{Client, Error, Issue, IssueState};
 /// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
 /// `{{ task.body }}`, `{{ task.url }}` and `{{ task.comments }}` (read for the task about
 /// to run only: one request per iteration, not one per issue).
+///
+/// It never waits itself: a rate limit and a network error or a 5xx come back as
+/// [`TaskListError::RetryAfter`], for escalation to have the engine wait.
 #[derive(Debug)]
 pub struct GithubList {
     client: Client,
     label: Option<String>,
     close: bool,
+    /// The run's `failure:` backoff, for network errors and 5xx answers.
+    failure: FailurePolicy,
+    /// Network errors and 5xx answers in a row.
+    failures: FailureStreak,
+    /// The longest rate-limit wait (`rate_limit.max_wait`).
+    max_wait: Duration,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run: passed whatever GitHub says until it is told.
@@ -28,13 +39,25 @@ pub struct GithubList {
 
 impl GithubList {
     /// The open issues `client` reads, only those labelled `label` when given; a passed issue
-    /// is closed when `close`, else kept open with the `ralph:done` label.
+    /// is closed when `close`, else kept open with the `ralph:done` label. A network error or
+    /// a 5xx asks for the wait `failure` gives (the run's `failure:`), and ends the run at
+    /// `failure.max_consecutive` in a row; a rate limit asks for a wait until its reset, at
+    /// most `max_wait` (the run's `rate_limit.max_wait`).
     #[must_use]
-    pub fn new(client: Client, label: Option<String>, close: bool) -> Self {
+    pub fn new(
+        client: Client,
+        label: Option<String>,
+        close: bool,
+        failure: FailurePolicy,
+        max_wait: Duration,
+    ) -> Self {
         Self {
             client,
             label,
             close,
+            failure,
+            failures: FailureStreak::new(),
+            max_wait,
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
         }
@@ -68,13 +91,71 @@ impl GithubList {
     }
 }
 
-/// A network that stays down is a list that cannot be read now: a mark waits and is written
-/// later, and no task is marked for it. Every other error ends the run, saying why.
-fn list_error(err: Error) -> TaskListError {
-    match err {
-        Error::Unreachable { .. } => TaskListError::Unreadable(Box::new(err)),
-        other => TaskListError::Failed(Box::new(other)),
+impl GithubList {
+    /// What `outcome` means to escalation. A rate limit is a wait until its reset (at most
+    /// `max_wait`); a network error or a 5xx is a wait from the run's `failure:` backoff, and
+    /// at `failure.max_consecutive` in a row the list cannot be read now (a mark waits in the
+    /// session, no task is marked for it, and the next look ends the run). Every other error
+    /// ends the run, saying why.
+    fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
+        let err = match outcome {
+            Ok(value) => {
+                self.failures.record_success();
+                return Ok(value);
+            }
+            Err(TaskListError::Failed(err)) => err,
+            Err(other) => return Err(other),
+        };
+        let err = match err.downcast::<Error>() {
+            Ok(err) => *err,
+            Err(other) => return Err(TaskListError::Failed(other)),
+        };
+        match err {
+            Error::RateLimited { wait, .. } => {
+                let wait = wait.min(self.max_wait);
+                Err(TaskListError::RetryAfter {
+                    wait,
+                    why: format!("{err}; asking again in {}", seconds(wait)),
+                })
+            }
+            Error::Unreachable { .. } => match self.failures.record_failure(&self.failure) {
+                FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
+                    wait: delay,
+                    why: format!(
+                        "{err}; try {} of {} in {}",
+                        consecutive + 1,
+                        self.failure.max_consecutive.max(1),
+                        seconds(delay)
+                    ),
+                }),
+                FailureDecision::Stop { consecutive } => {
+                    Err(TaskListError::Unreadable(Box::new(Unreachable {
+                        err,
+                        tries: consecutive,
+                    })))
+                }
+            },
+            other => Err(TaskListError::Failed(Box::new(other))),
+        }
     }
+}
+
+/// GitHub unreachable through every try `failure.max_consecutive` allows.
+#[derive(Debug, thiserror::Error)]
+#[error("{err}, {tries} times in a row (failure.max_consecutive)")]
+struct Unreachable {
+    err: Error,
+    tries: u64,
+}
+
+/// A wait in words: `2s`, `250ms`.
+fn seconds(wait: Duration) -> String {
+    humantime::format_duration(wait).to_string()
+}
+
+/// Every client error as [`TaskListError::Failed`], for [`GithubList::settle`] to sort.
+fn list_error(err: Error) -> TaskListError {
+    TaskListError::Failed(Box::new(err))
 }
 
 fn number(task_id: &str) -> Result<u64, TaskListError> {
@@ -112,6 +193,29 @@ impl TaskList for GithubList {
     }
 
     fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        let outcome = self.read_tasks();
+        self.settle(outcome)
+    }
+
+    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        let outcome = self.write(mark);
+        self.settle(outcome)
+    }
+
+    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let outcome = self.put_question(task_id, question);
+        self.settle(outcome)
+    }
+
+    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let outcome = self.read_answer(asked);
+        self.settle(outcome)
+    }
+}
+
+impl GithubList {
+    /// The open issues as tasks, by one try at each request.
+    fn read_tasks(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
         let issues = issues::run_order(
             self.client
                 .open_issues(self.label.as_deref())
@@ -158,7 +262,8 @@ impl TaskList for GithubList {
             .collect())
     }
 
-    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+    /// `mark` written on its issue, by one try at each request.
+    fn write(&mut self, mark: &Mark) -> Result<(), TaskListError> {
         match mark {
             Mark::Passed {
                 story_id,
@@ -190,16 +295,8 @@ impl TaskList for GithubList {
         }
     }
 
-    /// The client's waits (rate limits, retries) since the last call, in words.
-    fn take_warnings(&mut self) -> Vec<String> {
-        self.client
-            .take_notices()
-            .into_iter()
-            .map(|n| n.to_string())
-            .collect()
-    }
-
-    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+    /// The question posted on the task's issue.
+    fn put_question(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
         let n = number(task_id)?;
         let posted = self
             .client
@@ -217,7 +314,8 @@ impl TaskList for GithubList {
         ))
     }
 
-    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+    /// The answer after the question, if any.
+    fn read_answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
         let n = number(&asked.task_id)?;
         let Some(question) = asked.token.get("comment").and_then(Value::as_u64) else {
             return Ok(None);

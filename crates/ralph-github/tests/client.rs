@@ -1,36 +1,28 @@
 //! The client against the project's fake GitHub (`ralph-cli/tests/common/github_server.rs`):
-//! real HTTP, real JSON, a clock that only records its waits.
+//! real HTTP, real JSON; the client never waits, so nothing here does.
 
 #[path = "../../ralph-cli/tests/common/github_server.rs"]
 mod github_server;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use github_server::{Fault, GithubServer, REPO, TOKEN};
-use ralph_github::{Client, Clock, Error, IssueState, Notice, Token};
+use ralph_github::{Client, Clock, Error, IssueState, Token};
 
-/// A clock whose sleeps return at once and are written down.
+/// The system's time, as a replaced clock.
 #[derive(Clone, Default)]
-struct RecordingClock {
-    waits: Arc<Mutex<Vec<Duration>>>,
-}
+struct WallClock;
 
-impl Clock for RecordingClock {
+impl Clock for WallClock {
     fn now(&self) -> SystemTime {
         SystemTime::now()
     }
-
-    fn sleep(&mut self, duration: Duration) {
-        self.waits.lock().unwrap().push(duration);
-    }
 }
 
-fn client(server: &GithubServer) -> (Client, RecordingClock) {
-    let clock = RecordingClock::default();
-    let client = Client::new(server.url(), Token::new(TOKEN), REPO.parse().unwrap())
-        .with_clock(clock.clone());
-    (client, clock)
+fn client(server: &GithubServer) -> (Client, WallClock) {
+    let client =
+        Client::new(server.url(), Token::new(TOKEN), REPO.parse().unwrap()).with_clock(WallClock);
+    (client, WallClock)
 }
 
 #[test]
@@ -107,95 +99,68 @@ fn comments_are_read_written_and_the_issue_labelled_and_closed() {
 }
 
 #[test]
-fn a_rate_limit_is_waited_out_until_its_reset_and_reported_before_the_wait() {
+fn a_rate_limit_comes_back_at_once_saying_how_long_until_its_reset() {
     let server = GithubServer::start();
     let n = server.open_issue("task", "", &[]);
     server.fail_next("GET /repos", Fault::RateLimitReset(120));
     server.fail_next("GET /repos", Fault::RetryAfter(7));
-    let reported = Arc::new(Mutex::new(Vec::new()));
-    let (client, clock) = client(&server);
-    let seen = Arc::clone(&reported);
-    let mut client = client.on_notice(move |notice| seen.lock().unwrap().push(notice.clone()));
+    let (mut client, _) = client(&server);
 
+    let first = client.open_issues(None).unwrap_err();
+    let second = client.open_issues(None).unwrap_err();
     let issues = client.open_issues(None).unwrap();
 
-    assert_eq!(issues.len(), 1);
-    assert_eq!(issues[0].number, n);
-    let waits = clock.waits.lock().unwrap().clone();
-    assert_eq!(waits.len(), 2, "{waits:?}");
     // The reset is 120 s after the server's clock read; ours read a moment later.
     assert!(
-        waits[0] > Duration::from_secs(110) && waits[0] <= Duration::from_secs(121),
-        "{waits:?}"
+        matches!(&first, Error::RateLimited { status: 403, url, wait, .. }
+            if url.contains("/issues") && *wait > Duration::from_secs(110)
+                && *wait <= Duration::from_secs(121)),
+        "{first:?}"
     );
-    assert_eq!(waits[1], Duration::from_secs(7));
-    let notices = client.take_notices();
-    assert_eq!(notices, *reported.lock().unwrap());
-    assert!(
-        matches!(&notices[0], Notice::RateLimited { status: 403, url, .. } if url.contains("/issues")),
-        "{notices:?}"
-    );
-    let said = notices[0].to_string();
+    let said = first.to_string();
     assert!(
         said.contains("rate limit") && said.ends_with('Z'),
         "the reset in UTC: {said}"
     );
-    assert!(matches!(
-        &notices[1],
-        Notice::RateLimited { status: 429, .. }
-    ));
+    assert!(
+        matches!(&second, Error::RateLimited { status: 429, wait, .. } if *wait == Duration::from_secs(7)),
+        "{second:?}"
+    );
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].number, n);
 }
 
 #[test]
-fn a_500_and_a_dropped_connection_are_retried_with_backoff() {
+fn a_500_and_a_dropped_connection_come_back_at_once_naming_the_url_and_what_to_check() {
     let server = GithubServer::start();
     let n = server.open_issue("task", "", &[]);
-    server.fail_next("POST /repos", Fault::Status(500));
+    server.fail_next("POST /repos", Fault::Status(502));
     server.fail_next("POST /repos", Fault::Hangup);
-    let (mut client, clock) = client(&server);
-
-    client.post_comment(n, "hello").unwrap();
-
-    assert_eq!(server.comments(n).len(), 1, "posted once");
-    assert_eq!(
-        *clock.waits.lock().unwrap(),
-        [Duration::from_secs(2), Duration::from_secs(4)]
-    );
-    let notices = client.take_notices();
-    assert!(
-        matches!(&notices[0], Notice::Retrying { attempt: 2, reason, .. } if reason.contains("500")),
-        "{notices:?}"
-    );
-}
-
-#[test]
-fn failures_past_the_last_attempt_name_the_url_and_what_to_check() {
-    let server = GithubServer::start();
-    for _ in 0..5 {
-        server.fail_next("GET /repos", Fault::Status(502));
-    }
     let (mut client, _) = client(&server);
 
-    let err = client.open_issues(None).unwrap_err();
+    let first = client.post_comment(n, "hello").unwrap_err();
+    let second = client.post_comment(n, "hello").unwrap_err();
+    client.post_comment(n, "hello").unwrap();
 
+    assert!(matches!(first, Error::Unreachable { .. }), "{first:?}");
+    let text = first.to_string();
     assert!(
-        matches!(err, Error::Unreachable { attempts: 5, .. }),
-        "{err:?}"
-    );
-    let text = err.to_string();
-    assert!(
-        text.contains(&format!("{}/repos/{REPO}/issues", server.url())),
+        text.contains(&format!(
+            "{}/repos/{REPO}/issues/{n}/comments",
+            server.url()
+        )),
         "{text}"
     );
     assert!(text.contains("502") && text.contains("network"), "{text}");
+    assert!(matches!(second, Error::Unreachable { .. }), "{second:?}");
+    assert_eq!(server.comments(n).len(), 1, "posted once");
 }
 
 #[test]
 fn a_refused_token_and_an_unknown_repository_are_errors_at_once_that_say_what_to_do() {
     let server = GithubServer::start();
-    let clock = RecordingClock::default();
-    let mut wrong_token = Client::new(server.url(), Token::new("nope"), REPO.parse().unwrap())
-        .with_clock(clock.clone());
+    let mut wrong_token =
+        Client::new(server.url(), Token::new("nope"), REPO.parse().unwrap()).with_clock(WallClock);
     let err = wrong_token.open_issues(None).unwrap_err().to_string();
     assert!(err.contains("401") && err.contains("GITHUB_TOKEN"), "{err}");
 
@@ -204,10 +169,9 @@ fn a_refused_token_and_an_unknown_repository_are_errors_at_once_that_say_what_to
         Token::new(TOKEN),
         "acme/nothing".parse().unwrap(),
     )
-    .with_clock(clock.clone());
+    .with_clock(WallClock);
     let err = unknown.open_issues(None).unwrap_err().to_string();
     assert!(err.contains("404") && err.contains("owner/name"), "{err}");
-    assert!(clock.waits.lock().unwrap().is_empty(), "nothing retried");
 }
 
 #[test]
@@ -218,8 +182,8 @@ fn a_next_page_on_another_host_is_not_followed_with_the_token() {
     server.cap_pages(1);
     // The client is told the API lives under a prefix the server's links do not carry.
     let base = format!("{}/", server.url().replace("127.0.0.1", "localhost"));
-    let mut client = Client::new(base, Token::new(TOKEN), REPO.parse().unwrap())
-        .with_clock(RecordingClock::default());
+    let mut client =
+        Client::new(base, Token::new(TOKEN), REPO.parse().unwrap()).with_clock(WallClock);
 
     let err = client.open_issues(None).unwrap_err();
 

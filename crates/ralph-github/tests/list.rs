@@ -3,27 +3,37 @@
 #[path = "../../ralph-cli/tests/common/github_server.rs"]
 mod github_server;
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use github_server::{Fault, GithubServer, REPO, TOKEN};
+use ralph_backoff::FailurePolicy;
 use ralph_escalation::{Mark, TaskList, TaskListError, TaskState};
-use ralph_github::{Client, Clock, GithubList, Token};
+use ralph_github::{Client, GithubList, Token};
 
-/// Sleeps return at once.
-struct NoWait;
+const MS: Duration = Duration::from_millis(1);
 
-impl Clock for NoWait {
-    fn now(&self) -> SystemTime {
-        SystemTime::now()
-    }
-
-    fn sleep(&mut self, _: Duration) {}
+/// A run's `failure:` of 10 ms doubling up to 40 ms, 3 in a row at most.
+fn failure() -> FailurePolicy {
+    FailurePolicy::new(10 * MS, 2.0, 40 * MS, 3)
 }
 
 fn list(server: &GithubServer, label: Option<&str>, close: bool) -> GithubList {
-    let client =
-        Client::new(server.url(), Token::new(TOKEN), REPO.parse().unwrap()).with_clock(NoWait);
-    GithubList::new(client, label.map(str::to_owned), close)
+    let client = Client::new(server.url(), Token::new(TOKEN), REPO.parse().unwrap());
+    GithubList::new(
+        client,
+        label.map(str::to_owned),
+        close,
+        failure(),
+        Duration::from_secs(3600),
+    )
+}
+
+/// The wait a "not now" asks for, and why.
+fn retry_after(err: TaskListError) -> (Duration, String) {
+    match err {
+        TaskListError::RetryAfter { wait, why } => (wait, why),
+        other => panic!("expected RetryAfter, got {other:?}"),
+    }
 }
 
 fn passed(id: u64, commit: &str, branch: Option<&str>) -> Mark {
@@ -119,9 +129,7 @@ fn a_pass_github_did_not_hear_of_is_still_passed_for_the_run() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
     let other = server.open_issue("Other", "", &["ralph"]);
-    for _ in 0..5 {
-        server.fail_next("GET /repos", Fault::Status(502));
-    }
+    server.fail_next("GET /repos", Fault::Status(502));
     let mut list = list(&server, Some("ralph"), true);
 
     let err = list
@@ -129,7 +137,7 @@ fn a_pass_github_did_not_hear_of_is_still_passed_for_the_run() {
         .unwrap_err();
     let tasks = list.load().unwrap();
 
-    assert!(matches!(err, TaskListError::Unreadable(_)), "{err:?}");
+    assert!(matches!(err, TaskListError::RetryAfter { .. }), "{err:?}");
     assert!(server.issue(n).open, "GitHub was not told");
     let states: Vec<(String, TaskState)> = tasks.iter().map(|t| (t.id.clone(), t.state)).collect();
     assert_eq!(
@@ -180,29 +188,52 @@ fn a_question_is_a_comment_and_the_answer_is_the_next_comment_not_ralphs() {
 }
 
 #[test]
-fn github_out_of_reach_is_an_unreadable_list_and_marks_nothing() {
+fn github_out_of_reach_asks_for_the_runs_failure_backoff_then_is_unreadable_and_marks_nothing() {
     let server = GithubServer::start();
     let n = server.open_issue("Task", "", &["ralph"]);
-    for _ in 0..5 {
+    for _ in 0..3 {
         server.fail_next("GET /repos", Fault::Status(503));
     }
     let mut list = list(&server, Some("ralph"), true);
+    let mark = blocked(n, "why", "refs/x");
 
-    let err = list.write_mark(&blocked(n, "why", "refs/x")).unwrap_err();
+    let (first, why) = retry_after(list.write_mark(&mark).unwrap_err());
+    let (second, _) = retry_after(list.write_mark(&mark).unwrap_err());
+    let third = list.write_mark(&mark).unwrap_err();
 
-    assert!(matches!(err, TaskListError::Unreadable(_)), "{err:?}");
+    assert_eq!([first, second], [10 * MS, 20 * MS]);
+    assert!(why.contains("503") && why.contains("try 2 of 3"), "{why}");
+    assert!(matches!(third, TaskListError::Unreadable(_)), "{third:?}");
+    assert!(third.to_string().contains("3 times in a row"), "{third}");
     assert!(server.comments(n).is_empty());
     assert!(!server.issue(n).labels.contains(&"ralph:blocked".to_owned()));
-    let warnings = list.take_warnings();
-    assert_eq!(warnings.len(), 4, "{warnings:?}");
-    assert!(warnings[0].contains("503"), "{warnings:?}");
+    list.write_mark(&mark).unwrap();
+    assert_eq!(server.comments(n).len(), 1, "written once GitHub answers");
+}
+
+#[test]
+fn a_rate_limit_asks_for_a_wait_until_its_reset_at_most_max_wait() {
+    let server = GithubServer::start();
+    server.open_issue("Task", "", &[]);
+    server.fail_next("GET /repos", Fault::RetryAfter(7));
+    server.fail_next("GET /repos", Fault::RateLimitReset(3000));
+    let client = Client::new(server.url(), Token::new(TOKEN), REPO.parse().unwrap());
+    let mut list = GithubList::new(client, None, true, failure(), Duration::from_secs(60));
+
+    let (wait, why) = retry_after(list.load().unwrap_err());
+    let (capped, _) = retry_after(list.load().unwrap_err());
+
+    assert_eq!(wait, Duration::from_secs(7));
+    assert!(why.contains("rate limit") && why.contains("429"), "{why}");
+    assert_eq!(capped, Duration::from_secs(60), "rate_limit.max_wait");
+    assert_eq!(list.load().unwrap().len(), 1);
 }
 
 #[test]
 fn a_refused_token_ends_the_run() {
     let server = GithubServer::start();
     let client = Client::new(server.url(), Token::new("wrong"), REPO.parse().unwrap());
-    let mut list = GithubList::new(client, None, true);
+    let mut list = GithubList::new(client, None, true, failure(), Duration::from_secs(60));
 
     let err = list.load().unwrap_err();
 

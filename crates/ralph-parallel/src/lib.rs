@@ -267,22 +267,51 @@ impl LaneSpec {
     /// one-task list (its story mode picks this task and no other, and never writes the run's
     /// list), then story mode opened in the worktree.
     fn prepare(self) -> Result<Prepared, ParallelError> {
-        /// Held while a worktree is added: git does not add two at once safely (one reads the
-        /// other's half-made `.git/worktrees/<name>`).
+        /// Held while a worktree is added or taken back: git does not add two at once safely
+        /// (one reads the other's half-made `.git/worktrees/<name>`).
         static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        if !self.worktree.exists() {
-            let _adding = ADDING
+        let adding = || {
+            ADDING
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if !self.worktree.exists() {
             let wt = self.worktree.to_string_lossy().into_owned();
             let branch_ref = format!("refs/heads/{}", self.branch);
-            if git::rev(&self.top, &branch_ref)?.is_some() {
-                git::run(&self.top, &["worktree", "add", "-q", &wt, &self.branch])?;
-            } else {
-                git::run(
-                    &self.top,
-                    &["worktree", "add", "-q", "-b", &self.branch, &wt, &self.base],
-                )?;
+            let new_branch = git::rev(&self.top, &branch_ref)?.is_none();
+            {
+                // Only the bookkeeping is serial (no file written): the checkouts, most of
+                // the time, run side by side below, each in its own worktree and index.
+                let _adding = adding();
+                match new_branch {
+                    false => git::run(
+                        &self.top,
+                        &["worktree", "add", "-q", "--no-checkout", &wt, &self.branch],
+                    )?,
+                    true => git::run(
+                        &self.top,
+                        &[
+                            "worktree",
+                            "add",
+                            "-q",
+                            "--no-checkout",
+                            "-b",
+                            &self.branch,
+                            &wt,
+                            &self.base,
+                        ],
+                    )?,
+                };
+            }
+            if let Err(err) = git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"]) {
+                // Nothing of a lane that could not start stays: its worktree, and its branch
+                // when this made it (it holds no commit of its own yet).
+                let _adding = adding();
+                let _ = git::attempt(&self.top, &["worktree", "remove", "--force", &wt]);
+                if new_branch {
+                    let _ = git::attempt(&self.top, &["branch", "-D", &self.branch]);
+                }
+                return Err(err);
             }
         }
         if let Some(task) = &self.task {
@@ -379,6 +408,13 @@ pub struct LaneStatus {
     pub returns: u64,
     /// Its latest loop's run id.
     pub run_id: Option<String>,
+}
+
+/// The file a repository's parallel runs append their events to
+/// (`<top level>/.ralph/parallel/events.jsonl`), when `folder` is in a git repository.
+pub fn events_file(folder: &Path) -> Option<PathBuf> {
+    let top = git::run(folder, &["rev-parse", "--show-toplevel"]).ok()?;
+    Some(Path::new(&top).join(".ralph/parallel/events.jsonl"))
 }
 
 /// The parallel run of the repository `folder` is in, if one ever ran there.

@@ -196,6 +196,11 @@ impl GithubServer {
         }
     }
 
+    /// Drops the faults still queued: GitHub answers again.
+    pub fn clear_faults(&self) {
+        self.state.lock().unwrap().faults.clear();
+    }
+
     /// Pages hold at most `n` items, whatever `per_page` asks.
     pub fn cap_pages(&self, n: usize) {
         self.state.lock().unwrap().per_page_cap = Some(n);
