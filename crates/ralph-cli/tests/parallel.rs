@@ -307,6 +307,47 @@ fn killed_mid_merge_the_resumed_run_lands_everything_and_loses_nothing() {
 }
 
 #[test]
+fn a_merge_check_under_way_when_the_last_lane_ends_runs_to_its_end() {
+    let marks = tempfile::tempdir().unwrap();
+    let merging = marks.path().join("merging");
+    // US-002's agent waits until US-001's merge is being checked; that check (no
+    // RALPH_ITERATION: it is no iteration's) holds until US-002's lane, the last, has ended.
+    let agent = format!(
+        "{READ_PROMPT}if [ \"$story\" = US-002 ]; then\n\
+         i=0; until [ -e {merging} ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+         fi\necho ok > \"$story.txt\"\n",
+        merging = merging.display()
+    );
+    let p = repo(&agent, "", &["US-001", "US-002"], &[]);
+    let dir = p.path();
+    let check = format!(
+        "ls US-*.txt >/dev/null 2>&1 || exit 1\n\
+         if [ -z \"$RALPH_ITERATION\" ]; then\n\
+         touch {merging}\n\
+         i=0; until grep -q '\"LANE_ENDED\".*\"US-002\"' {events}; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+         fi\n",
+        merging = merging.display(),
+        events = dir.join(".ralph/parallel/events.jsonl").display()
+    );
+    std::fs::write(dir.join("check.sh"), check).unwrap();
+    git(
+        dir,
+        &["commit", "-qam", "the queue's check outlives the lanes"],
+    );
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "MERGE_CHECK_FAILED"),
+        "the check was not killed when the lanes ended: {events:#?}"
+    );
+    for id in ["US-001", "US-002"] {
+        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
+    }
+    nothing_left_behind(dir);
+}
+
+#[test]
 fn parallel_needs_done_when_and_says_so() {
     let p = Project::new("agent: cat\nescalation:\n  prd: prd.json", "x\n");
     let out = p.run(&["run", "--parallel", "2"]);
@@ -562,14 +603,57 @@ fn a_markdown_checklist_runs_in_parallel_and_each_landing_ticks_exactly_its_line
     nothing_left_behind(dir);
 }
 
+/// `todo_repo` with "Refuse this" blocked while "Do that" is being landed: the refusing agent
+/// writes its worktree's path to `<marks>/refusing`, waits for `<marks>/merging` (the queue's
+/// check of "Do that" has begun), then says it is blocked; the queue's check (no
+/// `RALPH_ITERATION`: it is no iteration's) touches `merging` and holds the landing until the
+/// refusing lane's worktree is gone (its block decided), then runs `extra` (a shell line).
+fn block_during_landing_repo(marks: &Path, extra: &str) -> Project {
+    let agent = format!(
+        "prompt=$(cat)\n\
+         id=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+         title=$(printf '%s\\n' \"$prompt\" | sed -n 's/^TITLE=//p')\n\
+         case \"$title\" in\n\
+         Refuse*)\n\
+         pwd > {m}/refusing.tmp && mv {m}/refusing.tmp {m}/refusing\n\
+         i=0; until [ -e {m}/merging ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+         echo '<!-- ralph:state blocked reason=\"not mine\" -->' ;;\n\
+         *) echo \"work of $title\" > \"$id.done\" ;;\n\
+         esac\n",
+        m = marks.display()
+    );
+    let p = todo_repo(&agent, "- [ ] Refuse this\n- [ ] Do that\n");
+    let check = format!(
+        "ls *.done >/dev/null 2>&1 || exit 1\n\
+         if [ -z \"$RALPH_ITERATION\" ]; then\n\
+         touch {m}/merging\n\
+         i=0; until [ -e {m}/refusing ] && [ ! -d \"$(cat {m}/refusing)\" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+         {extra}\n\
+         fi\n",
+        m = marks.display()
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("check.sh"), check).unwrap();
+    let ralph = std::fs::read_to_string(dir.join("RALPH.md"))
+        .unwrap()
+        .replace("'ls *.done >/dev/null 2>&1'", "sh check.sh");
+    std::fs::write(dir.join("RALPH.md"), ralph).unwrap();
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &["commit", "-qm", "the queue's check waits for the block"],
+    );
+    p
+}
+
 #[test]
 fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
-    let todo = "- [ ] Refuse this\n- [ ] Do that\n";
-    let p = todo_repo(TODO_AGENT, todo);
+    let marks = tempfile::tempdir().unwrap();
+    let p = block_during_landing_repo(marks.path(), ":");
     let dir = p.path();
-    // One lane at a time: a block's commit on the base made while the other task is being
-    // landed refuses that landing (left to `--resume`), a known race this test does not cover.
-    let out = p.run(&["run", "--parallel", "1"]);
+    // The block is decided while the other task's landing is under way: the block's mark
+    // waits its turn in the queue, and the landing is not refused.
+    let out = p.run(&["run", "--parallel", "2"]);
     assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
     let events = p.events();
     let ended = events.last().unwrap();
@@ -582,6 +666,7 @@ fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
         (Some("stories_blocked"), Some(1), Some(1)),
         "{events:#?}"
     );
+    assert!(events.iter().all(|e| e["type"] != "WARNING"), "{events:#?}");
     let text = String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
@@ -594,6 +679,13 @@ fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
     );
     assert_eq!(lines[1], "- [x] Do that");
     assert_eq!(std::fs::read_to_string(dir.join("TODO.md")).unwrap(), text);
+    // The block's commit came after the landing, from the queue.
+    let subjects = git(dir, &["log", "--format=%s", "main"]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert!(
+        subjects[0].ends_with(" blocked") && subjects[1].starts_with("ralph: land "),
+        "{subjects:?}"
+    );
     nothing_left_behind(dir);
 }
 

@@ -29,7 +29,9 @@ impl Supervision for TailOnly {
 
 /// Runs `check` through `sh -c` in `cwd` to its end (or `timeout`; SIGTERM, then SIGKILL after
 /// `kill_grace`), as the loop runs a `done_when` check. An interrupt sent on `stop` ends it
-/// now. A check that cannot start fails with no exit code, its reason as its tail.
+/// now. A check that cannot start fails with no exit code, its reason as its tail. The check
+/// holds the watchdog while it runs, so a ralph killed meanwhile takes it along, and a loop
+/// of the same process that ends meanwhile (its handle the last) does not.
 pub async fn run_check(
     check: &str,
     cwd: PathBuf,
@@ -37,6 +39,9 @@ pub async fn run_check(
     kill_grace: Duration,
     stop: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> CheckResult {
+    // The watchdog ends when its last holder lets go and kills every group it knows, this
+    // check's too: without a handle of its own, the end of the last lane would kill it.
+    let _containment = process::Containment::start(false);
     let mut spec = process::ProcessSpec::shell(check, cwd, kill_grace);
     spec.timeout = Some(timeout);
     let mut tail = TailOnly(Tail::new(convergence::TAIL_BYTES));

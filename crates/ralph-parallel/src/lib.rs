@@ -41,7 +41,7 @@ use lane_list::{LaneList, LaneTask};
 
 use queue::{Merged, Moved, Repo};
 pub use session::LaneState;
-use session::{LaneRecord, MergeJournal, Session};
+use session::{JournaledStep, LaneRecord, MergeJournal, PendingBlock, Session};
 
 /// Why a parallel run cannot start, or failed.
 #[derive(Debug, thiserror::Error)]
@@ -204,8 +204,17 @@ enum LaneMessage {
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
 }
 
-/// The queue's landing of one task under way: the task and what it gave.
-type Landing = tokio::task::JoinHandle<(String, Result<Landed, ParallelError>)>;
+/// The merge queue's step under way (a landing or a block): the task and what it gave.
+type QueueStep = tokio::task::JoinHandle<(String, Result<Stepped, ParallelError>)>;
+
+/// What a step of the merge queue gave.
+enum Stepped {
+    /// A landing's end.
+    Landing(Landed),
+    /// A block's mark: whether the base moved to it (`None`: a list outside git, which the
+    /// coordinator tells).
+    Block(Option<Moved>),
+}
 
 /// Where the queue's checks are told to stop now, and whether they were.
 #[derive(Clone)]
@@ -457,7 +466,7 @@ pub async fn run(
     let (lane_tx, mut lane_rx) = mpsc::unbounded_channel();
     let mut this = Parallel::open(options, sinks, lane_tx)?;
     let started = Instant::now();
-    let mut landing: Option<Landing> = None;
+    let mut step: Option<QueueStep> = None;
     let (check_stop_tx, check_stop) = mpsc::unbounded_channel();
     let check_stop = CheckStop {
         signals: std::sync::Arc::new(tokio::sync::Mutex::new(check_stop)),
@@ -468,16 +477,20 @@ pub async fn run(
         if this.stop.is_none() {
             this.start_lanes()?;
         }
-        if landing.is_none() && !this.stop_now {
-            if let Some(id) = this.session.queue.first().cloned() {
+        // One step at a time moves the base: a block's mark, which is quick, before the next
+        // landing.
+        if step.is_none() && !this.stop_now {
+            if let Some(block) = this.session.blocks.first().cloned() {
+                step = Some(this.spawn_block(block));
+            } else if let Some(id) = this.session.queue.first().cloned() {
                 this.board.merging = Some(id.clone());
-                landing = Some(this.spawn_landing(id, check_stop.clone())?);
+                step = Some(this.spawn_landing(id, check_stop.clone())?);
             }
         }
         this.board.waiting = this.waiting();
-        let idle = this.lanes.is_empty() && landing.is_none();
+        let idle = this.lanes.is_empty() && step.is_none();
         if idle
-            && (this.session.queue.is_empty() || this.stop_now)
+            && ((this.session.queue.is_empty() && this.session.blocks.is_empty()) || this.stop_now)
             && (this.stop.is_some() || this.startable_now().is_empty())
         {
             break;
@@ -485,14 +498,21 @@ pub async fn run(
         tokio::select! {
             Some(message) = lane_rx.recv() => this.lane_message(message)?,
             result = async {
-                match landing.as_mut() {
-                    Some(landing) => landing.await,
+                match step.as_mut() {
+                    Some(step) => step.await,
                     None => std::future::pending().await,
                 }
-            }, if landing.is_some() => {
-                landing = None;
+            }, if step.is_some() => {
+                step = None;
                 let (id, result) = result.map_err(|err| ParallelError::StepLost(err.to_string()))?;
-                this.landed(&id, result)?;
+                match result {
+                    Ok(Stepped::Landing(landed)) => this.landed(&id, landed)?,
+                    Ok(Stepped::Block(moved)) => this.block_marked(&id, moved)?,
+                    Err(err) => {
+                        this.board.merging = None;
+                        return Err(err);
+                    }
+                }
             }
             Some(signal) = interrupts.recv() => {
                 this.interrupted(signal);
@@ -676,23 +696,7 @@ impl Parallel {
     /// and lines them up again.
     fn take_up(&mut self) -> Result<(), ParallelError> {
         if let Some(journal) = MergeJournal::load(&self.repo.journal_path())? {
-            let worktree = self.worktree(&journal.task_id);
-            let base_now = self.repo.base_commit()?;
-            if journal.landing.as_deref() == Some(base_now.as_str()) {
-                MergeJournal::clear(&self.repo.journal_path())?;
-                self.session.queue.retain(|id| id != &journal.task_id);
-                self.record(&journal.task_id).state = LaneState::Landed;
-                self.retire(&journal.task_id)?;
-            } else {
-                if worktree.exists() {
-                    let _ = git::attempt(&worktree, &["merge", "--abort"])?;
-                    git::run(
-                        &worktree,
-                        &["reset", "-q", "--hard", &journal.branch_before],
-                    )?;
-                }
-                MergeJournal::clear(&self.repo.journal_path())?;
-            }
+            self.take_up_step(journal)?;
         }
         // The queue in its order first, then the lanes that ran.
         let running: Vec<String> = self
@@ -708,6 +712,44 @@ impl Parallel {
             self.resumed.push(id);
         }
         Ok(())
+    }
+
+    /// The queue's step a kill cut short: finished when the base is at the commit it was
+    /// moving to, otherwise undone for the queue to do again (a block stays first in line).
+    fn take_up_step(&mut self, journal: MergeJournal) -> Result<(), ParallelError> {
+        let moved = journal.landing.as_deref() == Some(self.repo.base_commit()?.as_str());
+        let id = journal.task_id;
+        match journal.step {
+            JournaledStep::Block { blocked } => {
+                if !self.session.blocks.iter().any(|b| b.task_id == id) {
+                    self.session.blocks.insert(
+                        0,
+                        PendingBlock {
+                            task_id: id.clone(),
+                            reason: blocked,
+                        },
+                    );
+                }
+                self.record(&id).state = LaneState::Blocked;
+                if moved {
+                    // Recorded as the queue would have; that clears the journal.
+                    return self.block_marked(&id, Some(Moved::Yes));
+                }
+            }
+            JournaledStep::Landing { .. } if moved => {
+                self.session.queue.retain(|q| q != &id);
+                self.record(&id).state = LaneState::Landed;
+                self.retire(&id)?;
+            }
+            JournaledStep::Landing { branch_before } => {
+                let worktree = self.worktree(&id);
+                if worktree.exists() {
+                    let _ = git::attempt(&worktree, &["merge", "--abort"])?;
+                    git::run(&worktree, &["reset", "-q", "--hard", &branch_before])?;
+                }
+            }
+        }
+        MergeJournal::clear(&self.repo.journal_path())
     }
 
     /// A lane a kill cut short: its own journal finished (escalation does that as it opens),
@@ -1135,42 +1177,24 @@ impl Parallel {
         Ok(())
     }
 
-    /// Blocks `id`: the task list says so with `reason` (a file list in a commit on the
-    /// base), its worktree goes.
+    /// Blocks `id`: its worktree goes now, and the merge queue marks it blocked with `reason`
+    /// in the task list in its turn (a file list in a commit on the base, which only the
+    /// queue moves), then says `TASK_BLOCKED`.
     fn block_task(&mut self, id: &str, reason: &str) -> Result<(), ParallelError> {
-        let mark = Mark::Blocked {
-            story_id: id.to_owned(),
-            notes: reason.to_owned(),
-            reason: reason.to_owned(),
-            saved_ref: None,
-        };
-        let said = match self.repo.block(&mark)? {
-            Some(Moved::Yes) => Ok(()),
-            Some(Moved::Refused(why)) => Err(why),
-            // A list outside git is told now.
-            None => self.list.write_mark(&mark).map_err(|err| err.to_string()),
-        };
-        if let Err(why) = said {
-            self.warn(
-                Some(id),
-                format!(
-                    "{} on {} could not say it is blocked: {why}",
-                    self.list.location(),
-                    self.repo.base
-                ),
-            );
-        }
         self.record(id).state = LaneState::Blocked;
         if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
             task.state = TaskState::Blocked;
         }
-        self.board.blocked += 1;
-        self.retire(id)?;
+        if !self.session.blocks.iter().any(|b| b.task_id == id) {
+            self.session.blocks.push(PendingBlock {
+                task_id: id.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+        // Saved first: a kill from here on leaves the block for `--resume` to mark.
         self.save()?;
-        self.emit(ParallelEventKind::TaskBlocked {
-            task_id: id.to_owned(),
-            reason: reason.to_owned(),
-        });
+        self.retire(id)?;
+        self.refresh_board();
         Ok(())
     }
 
@@ -1204,7 +1228,7 @@ impl Parallel {
         Ok(())
     }
 
-    fn spawn_landing(&mut self, id: String, stop: CheckStop) -> Result<Landing, ParallelError> {
+    fn spawn_landing(&mut self, id: String, stop: CheckStop) -> Result<QueueStep, ParallelError> {
         let repo = self.repo.clone();
         let worktree = self.worktree(&id);
         let checks = self.options.engine.file.config.done_when.clone();
@@ -1271,17 +1295,55 @@ impl Parallel {
                 })
             }
             .await;
-            (id, result)
+            (id, result.map(Stepped::Landing))
         }))
     }
 
-    fn landed(
-        &mut self,
-        id: &str,
-        result: Result<Landed, ParallelError>,
-    ) -> Result<(), ParallelError> {
+    /// The queue's step marking `block`'s task blocked on the base (see [`Repo::block`]).
+    fn spawn_block(&mut self, block: PendingBlock) -> QueueStep {
+        let repo = self.repo.clone();
+        tokio::spawn(async move {
+            let mark = blocked_mark(&block.task_id, &block.reason);
+            let result = join_blocking(move || repo.block(&mark, &block.reason)).await;
+            (block.task_id, result.map(Stepped::Block))
+        })
+    }
+
+    /// The queue marked `id` blocked (`moved`: on the base; `None`: a list outside git, told
+    /// now): the run records it, then the step's journal goes, then `TASK_BLOCKED`.
+    fn block_marked(&mut self, id: &str, moved: Option<Moved>) -> Result<(), ParallelError> {
+        let Some(at) = self.session.blocks.iter().position(|b| b.task_id == id) else {
+            return MergeJournal::clear(&self.repo.journal_path());
+        };
+        let block = self.session.blocks.remove(at);
+        let mark = blocked_mark(id, &block.reason);
+        let said = match moved {
+            Some(Moved::Yes) => Ok(()),
+            Some(Moved::Refused(why)) => Err(why),
+            None => self.list.write_mark(&mark).map_err(|err| err.to_string()),
+        };
+        if let Err(why) = said {
+            self.warn(
+                Some(id),
+                format!(
+                    "{} on {} could not say it is blocked: {why}",
+                    self.list.location(),
+                    self.repo.base
+                ),
+            );
+        }
+        self.save()?;
+        MergeJournal::clear(&self.repo.journal_path())?;
+        self.board.blocked += 1;
+        self.emit(ParallelEventKind::TaskBlocked {
+            task_id: id.to_owned(),
+            reason: block.reason,
+        });
+        Ok(())
+    }
+
+    fn landed(&mut self, id: &str, result: Landed) -> Result<(), ParallelError> {
         self.board.merging = None;
-        let result = result?;
         if let Landed::Interrupted = result {
             // Still first in the queue; the journal has the merge for `--resume`.
             return Ok(());
@@ -1457,11 +1519,12 @@ impl Parallel {
             .iter()
             .filter(|t| t.state == TaskState::Pending)
             .count() as u64;
-        let unfinished = self
-            .session
-            .lanes
-            .values()
-            .any(|l| matches!(l.state, LaneState::Running | LaneState::Queued));
+        let unfinished = !self.session.blocks.is_empty()
+            || self
+                .session
+                .lanes
+                .values()
+                .any(|l| matches!(l.state, LaneState::Running | LaneState::Queued));
         let (reason, exit_code) = match self.stop {
             Some(Stop::Interrupted(signal)) => (
                 "interrupted".to_owned(),
@@ -1497,6 +1560,16 @@ impl Parallel {
             exit_code,
             resumable,
         })
+    }
+}
+
+/// The mark saying `id` is blocked, `reason` its notes and its reason.
+fn blocked_mark(id: &str, reason: &str) -> Mark {
+    Mark::Blocked {
+        story_id: id.to_owned(),
+        notes: reason.to_owned(),
+        reason: reason.to_owned(),
+        saved_ref: None,
     }
 }
 

@@ -1,14 +1,15 @@
 //! The merge queue's git steps, each blocking, one task at a time: bring the task's branch up to
 //! date with the base (a merge), mark it passed in the task list's files in a commit on top,
-//! move the base there; or send the task back with its branch saved. Journaled so a killed ralph's `--resume`
-//! finishes or redoes a merge in flight.
+//! move the base there; or send the task back with its branch saved; or mark a task blocked in
+//! a commit on the base. The queue alone moves the base, so no step finds it moved by another.
+//! Journaled so a killed ralph's `--resume` finishes or redoes a step in flight.
 
 use std::path::{Path, PathBuf};
 
 use ralph_escalation::Mark;
 
 use crate::git;
-use crate::session::MergeJournal;
+use crate::session::{JournaledStep, MergeJournal};
 use crate::{ListSource, ParallelError};
 
 /// The longest conflict text put in a prompt.
@@ -138,7 +139,9 @@ impl Repo {
         let journal = MergeJournal {
             task_id: task_id.to_owned(),
             base_before: self.base_commit()?,
-            branch_before: git::run(worktree, &["rev-parse", "HEAD"])?,
+            step: JournaledStep::Landing {
+                branch_before: git::run(worktree, &["rev-parse", "HEAD"])?,
+            },
             landing: None,
         };
         journal.save(&self.journal_path())?;
@@ -182,7 +185,11 @@ impl Repo {
         journal: &MergeJournal,
     ) -> Result<String, ParallelError> {
         // A merge that went through is undone with the rest: the branch before it is saved.
-        let saved = self.save_commit(task_id, &journal.branch_before)?;
+        let branch_before = match &journal.step {
+            JournaledStep::Landing { branch_before } => branch_before,
+            JournaledStep::Block { .. } => &git::run(worktree, &["rev-parse", "HEAD"])?,
+        };
+        let saved = self.save_commit(task_id, branch_before)?;
         git::run(worktree, &["reset", "-q", "--hard", &journal.base_before])?;
         MergeJournal::clear(&self.journal_path())?;
         Ok(saved)
@@ -220,9 +227,12 @@ impl Repo {
         Ok((landing, moved))
     }
 
-    /// A commit on the base marking `mark`'s task blocked in the task list's files, and the
-    /// base moved there. `None` for a list outside git: nothing to commit.
-    pub(crate) fn block(&self, mark: &Mark) -> Result<Option<Moved>, ParallelError> {
+    /// The queue's block step: a commit on the base marking `mark`'s task blocked in the task
+    /// list's files (`reason` as the list says it), journaled, and the base moved there. The
+    /// journal stays: the caller clears it once the run has recorded the block, so a `--resume`
+    /// after a kill anywhere in between either finds the base at the commit (done) or does the
+    /// step again. `None` for a list outside git: nothing to commit.
+    pub(crate) fn block(&self, mark: &Mark, reason: &str) -> Result<Option<Moved>, ParallelError> {
         if self.list_rel.is_empty() {
             return Ok(None);
         }
@@ -234,6 +244,15 @@ impl Repo {
             &files,
             &format!("ralph: {} blocked", mark.story_id()),
         )?;
+        MergeJournal {
+            task_id: mark.story_id().to_owned(),
+            base_before: base.clone(),
+            step: JournaledStep::Block {
+                blocked: reason.to_owned(),
+            },
+            landing: Some(commit.clone()),
+        }
+        .save(&self.journal_path())?;
         self.advance_base(&base, &commit).map(Some)
     }
 

@@ -63,6 +63,10 @@ pub(crate) struct Session {
     pub(crate) lanes: BTreeMap<String, LaneRecord>,
     /// Queued task ids in queue order.
     pub(crate) queue: Vec<String>,
+    /// Blocks decided and not yet marked in the task list, in order: the merge queue marks
+    /// each in its turn, before the next landing.
+    #[serde(default)]
+    pub(crate) blocks: Vec<PendingBlock>,
     /// Whether the run ended by itself (nothing to resume).
     pub(crate) ended: bool,
 }
@@ -76,6 +80,7 @@ impl Session {
             parallel,
             lanes: BTreeMap::new(),
             queue: Vec::new(),
+            blocks: Vec::new(),
             ended: false,
         }
     }
@@ -103,17 +108,36 @@ impl Session {
     }
 }
 
-/// The merge under way: written before the task's branch is touched, the landing commit added
-/// before the base moves.
+/// A task the run blocked whose mark waits for its turn in the merge queue.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PendingBlock {
+    pub(crate) task_id: String,
+    /// Why, as the task list will say it.
+    pub(crate) reason: String,
+}
+
+/// The merge queue's step under way: a landing, written before the task's branch is touched,
+/// or a block; the commit the base moves to added before the base moves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct MergeJournal {
     pub(crate) task_id: String,
-    /// The base's commit when the merge began.
+    /// The base's commit when the step began.
     pub(crate) base_before: String,
-    /// The task branch's commit when the merge began.
-    pub(crate) branch_before: String,
+    /// Which step.
+    #[serde(flatten)]
+    pub(crate) step: JournaledStep,
     /// The commit the base is about to move to.
     pub(crate) landing: Option<String>,
+}
+
+/// The kind of step a [`MergeJournal`] records, told apart by its field.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum JournaledStep {
+    /// Landing the task: its branch's commit when the merge began.
+    Landing { branch_before: String },
+    /// Marking the task blocked in the task list, for this reason.
+    Block { blocked: String },
 }
 
 impl MergeJournal {
