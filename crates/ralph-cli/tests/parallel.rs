@@ -689,6 +689,177 @@ fn a_blocked_markdown_task_in_a_parallel_run_says_so_in_the_file_on_the_base() {
     nothing_left_behind(dir);
 }
 
+/// The lines of TODO.md on `main` once "Refuse this" is blocked and "Do that" landed.
+fn blocked_and_landed(dir: &Path) {
+    let text = String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("- [ ] Refuse this <!-- ralph: blocked: ")
+            && lines[0].contains("not mine")
+            && lines[0].ends_with("-->")
+            && lines[0].matches("<!--").count() == 1,
+        "marked blocked once: {text}"
+    );
+    assert_eq!(lines[1], "- [x] Do that");
+    assert_eq!(std::fs::read_to_string(dir.join("TODO.md")).unwrap(), text);
+    let subjects = git(dir, &["log", "--format=%s", "main"]);
+    assert_eq!(
+        subjects.lines().filter(|l| l.ends_with(" blocked")).count(),
+        1,
+        "{subjects}"
+    );
+}
+
+/// The merge journal's path.
+fn merge_journal(dir: &Path) -> std::path::PathBuf {
+    let common_dir = git(dir, &["rev-parse", "--git-common-dir"]);
+    dir.join(common_dir.trim()).join("ralph-merge-journal.json")
+}
+
+#[test]
+fn killed_while_a_block_waits_for_a_landing_the_resumed_run_marks_it_and_lands_the_other() {
+    let marks = tempfile::tempdir().unwrap();
+    let (decided, hold) = (marks.path().join("decided"), marks.path().join("hold"));
+    std::fs::write(&hold, "").unwrap();
+    // The landing's check holds, once the block is decided, while `hold` exists.
+    let p = block_during_landing_repo(
+        marks.path(),
+        &format!(
+            "touch {decided}; while [ -e {hold} ]; do sleep 0.1; done  # parallel-block-killed-ok",
+            decided = decided.display(),
+            hold = hold.display()
+        ),
+    );
+    let dir = p.path();
+    let refuse = task_id(&p, "Refuse this");
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&decided);
+    // The block is the session's, waiting for its turn; the base has no mark yet.
+    let session: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(".ralph/parallel/session.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        session["blocks"][0]["task_id"],
+        refuse.as_str(),
+        "{session}"
+    );
+    assert_eq!(session["lanes"][refuse.as_str()]["state"], "blocked");
+    assert_eq!(
+        show(dir, "main", "TODO.md").unwrap(),
+        b"- [ ] Refuse this\n- [ ] Do that\n"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    std::fs::remove_file(&hold).unwrap();
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(events[0]["resumed"], true);
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (
+            ended["reason"].as_str(),
+            ended["landed"].as_u64(),
+            ended["blocked"].as_u64()
+        ),
+        (Some("stories_blocked"), Some(1), Some(1)),
+        "{events:#?}"
+    );
+    let blocked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "TASK_BLOCKED")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{events:#?}");
+    assert!(blocked[0]["reason"].as_str().unwrap().contains("not mine"));
+    blocked_and_landed(dir);
+    assert!(!merge_journal(dir).exists());
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+    assert!(!common::process_running("parallel-block-killed-ok"));
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+#[test]
+fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
+    let marks = tempfile::tempdir().unwrap();
+    let m = marks.path().display();
+    let p = todo_repo(TODO_AGENT, "- [ ] Refuse this\n- [ ] Do that\n");
+    let dir = p.path();
+    let refuse = task_id(&p, "Refuse this");
+    // git holds the base's move to a block commit (the first only) until `release` exists,
+    // its pid in `git.pid`: ralph is killed there, and git goes on without it.
+    let hook = dir.join(".git/hooks/reference-transaction");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = prepared ] || exit 0\n\
+             while read -r old new ref; do\n\
+             [ \"$ref\" = refs/heads/main ] && [ ! -e {m}/held ] || continue\n\
+             git log -1 --format=%s \"$new\" 2>/dev/null | grep -q ' blocked$' || continue\n\
+             echo $PPID > {m}/git.pid.tmp && mv {m}/git.pid.tmp {m}/git.pid; touch {m}/held\n\
+             i=0; until [ -e {m}/release ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+             done\nexit 0\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&marks.path().join("held"));
+    let git_pid: u32 = std::fs::read_to_string(marks.path().join("git.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let journal: Value =
+        serde_json::from_slice(&std::fs::read(merge_journal(dir)).unwrap()).unwrap();
+    assert_eq!(journal["task_id"], refuse.as_str(), "{journal}");
+    assert!(journal["blocked"].as_str().unwrap().contains("not mine"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // git moves the base after ralph's death.
+    std::fs::write(marks.path().join("release"), "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ended(git_pid) {
+        assert!(Instant::now() < deadline, "git {git_pid} never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        journal["landing"].as_str().unwrap(),
+        git(dir, &["rev-parse", "main"]).trim()
+    );
+
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(events[0]["resumed"], true);
+    let blocked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "TASK_BLOCKED")
+        .collect();
+    assert_eq!(blocked.len(), 1, "the resumed run records it: {events:#?}");
+    assert_eq!(blocked[0]["task_id"], refuse.as_str());
+    let ended = events.last().unwrap();
+    assert_eq!(ended["reason"], "stories_blocked", "{events:#?}");
+    blocked_and_landed(dir);
+    assert!(!merge_journal(dir).exists());
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+}
+
 #[test]
 fn a_markdown_run_killed_mid_merge_resumes_and_ticks_each_line_once() {
     let marks = tempfile::tempdir().unwrap();

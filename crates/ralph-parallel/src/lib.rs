@@ -1316,6 +1316,10 @@ impl Parallel {
             return MergeJournal::clear(&self.repo.journal_path());
         };
         let block = self.session.blocks.remove(at);
+        // A resumed run read the list before the mark.
+        if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+            task.state = TaskState::Blocked;
+        }
         let mark = blocked_mark(id, &block.reason);
         let said = match moved {
             Some(Moved::Yes) => Ok(()),
