@@ -791,8 +791,10 @@ fn ended(pid: u32) -> bool {
     }
 }
 
-#[test]
-fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
+/// A checklist run killed while git moves the base to the block of "Refuse this" (held there by
+/// a `reference-transaction` hook); git then goes on without ralph and moves the base, or
+/// with `abort` refuses to. A `--resume` records the block once, marked once.
+fn killed_while_the_base_moves_to_a_block(abort: bool) {
     let marks = tempfile::tempdir().unwrap();
     let m = marks.path().display();
     let p = todo_repo(TODO_AGENT, "- [ ] Refuse this\n- [ ] Do that\n");
@@ -810,6 +812,7 @@ fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
              git log -1 --format=%s \"$new\" 2>/dev/null | grep -q ' blocked$' || continue\n\
              echo $PPID > {m}/git.pid.tmp && mv {m}/git.pid.tmp {m}/git.pid; touch {m}/held\n\
              i=0; until [ -e {m}/release ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+             [ -e {m}/abort ] && exit 1\n\
              done\nexit 0\n"
         ),
     )
@@ -830,16 +833,20 @@ fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
     assert!(journal["blocked"].as_str().unwrap().contains("not mine"));
     child.kill().unwrap();
     child.wait().unwrap();
-    // git moves the base after ralph's death.
+    if abort {
+        std::fs::write(marks.path().join("abort"), "").unwrap();
+    }
     std::fs::write(marks.path().join("release"), "").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !ended(git_pid) {
         assert!(Instant::now() < deadline, "git {git_pid} never ended");
         std::thread::sleep(Duration::from_millis(10));
     }
+    let main = git(dir, &["rev-parse", "main"]);
     assert_eq!(
-        journal["landing"].as_str().unwrap(),
-        git(dir, &["rev-parse", "main"]).trim()
+        journal["landing"].as_str().unwrap() == main.trim(),
+        !abort,
+        "{journal}"
     );
 
     let out = p.run(&["run", "--parallel", "2", "--resume"]);
@@ -858,6 +865,16 @@ fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
     assert!(!merge_journal(dir).exists());
     assert_eq!(git(dir, &["status", "--porcelain"]), "");
     nothing_left_behind(dir);
+}
+
+#[test]
+fn killed_while_the_base_moves_to_a_block_the_resumed_run_finishes_it() {
+    killed_while_the_base_moves_to_a_block(false);
+}
+
+#[test]
+fn killed_before_the_base_moved_to_a_block_the_resumed_run_marks_it_again() {
+    killed_while_the_base_moves_to_a_block(true);
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //!
 //! It must never lose work: a task's branch is only reset after it was stored under
 //! `refs/ralph/attempts/<id>/<n>`, a worktree is only removed after its uncommitted work was
-//! saved the same way, the base only moves forward (from the commit it was expected at), and
+//! saved the same way, the base only moves forward (from the commit it was expected at) and
+//! only by the merge queue, one step at a time (a landing, or a blocked task's mark), and
 //! the main worktree only by `git merge --ff-only`, which never overwrites a person's change.
 //! The task list (prd.json, a Markdown checklist, GitHub issues: any [`TaskList`]) is marked
 //! by the merge queue alone: a lane's loop marks its own one-task list (in its lane folder),
