@@ -471,6 +471,75 @@ fn issues_run_in_parallel_and_each_closes_with_a_comment_naming_its_landing_comm
 }
 
 #[test]
+fn a_blocked_issue_in_a_parallel_run_gets_the_label_and_a_comment_and_the_other_lands() {
+    let server = GithubServer::start();
+    let refused = server.open_issue("Needs a key", "", &["ralph"]);
+    let done = server.open_issue("Easy", "", &["ralph"]);
+    let agent = r#"prompt=$(cat)
+n=$(printf '%s\n' "$prompt" | sed -n 's/^ISSUE=//p')
+case "$prompt" in
+*"TITLE=Needs a key"*)
+    echo half-done > half.txt
+    echo '<!-- ralph:state blocked reason="needs an API key" -->' ;;
+*)
+    echo "work for $n" > "issue-$n.txt"
+    echo '<!-- ralph:state done -->' ;;
+esac
+"#;
+    let p = issues_repo(&server, "done_when:\n  - 'ls issue-*.txt'\n", agent);
+    let dir = p.path();
+    let out = run(&p, &server, &["run", "--parallel", "2"]);
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
+    let events = p.events();
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (
+            ended["reason"].as_str(),
+            ended["landed"].as_u64(),
+            ended["blocked"].as_u64()
+        ),
+        (Some("stories_blocked"), Some(1), Some(1)),
+        "{events:#?}"
+    );
+    let blocked: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "TASK_BLOCKED")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{events:#?}");
+    assert_eq!(blocked[0]["task_id"], refused.to_string());
+
+    let issue = server.issue(refused);
+    assert!(issue.open, "a blocked issue stays open");
+    assert!(
+        issue.labels.contains(&"ralph:blocked".to_owned()),
+        "{issue:?}"
+    );
+    let comments = server.comments(refused);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let saved = format!("refs/ralph/attempts/{refused}/");
+    assert!(
+        comments[0].body.contains("needs an API key") && comments[0].body.contains(&saved),
+        "{comments:#?}"
+    );
+    // The abandoned work is under the ref the comment names; nothing of it reached the base.
+    let saved = comments[0].body[comments[0].body.find(&saved).unwrap()..]
+        .split(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == ';')
+        .next()
+        .unwrap()
+        .trim_end_matches('.')
+        .to_owned();
+    assert_eq!(show(dir, &saved, "half.txt").unwrap(), b"half-done\n");
+    assert_eq!(show(dir, "main", "half.txt"), None);
+    assert!(
+        !server.issue(done).open,
+        "the other issue landed and closed"
+    );
+    // A list outside git is marked on GitHub, never in a commit.
+    let subjects = git(dir, &["log", "--format=%s", "main"]);
+    assert!(!subjects.contains(" blocked"), "{subjects}");
+}
+
+#[test]
 fn run_task_takes_an_issue_number_and_passes_it_alone_on_its_branch() {
     let server = GithubServer::start();
     let first = server.open_issue("First", "", &["ralph"]);
