@@ -506,13 +506,9 @@ pub async fn run(
             }, if step.is_some() => {
                 step = None;
                 let (id, result) = result.map_err(|err| ParallelError::StepLost(err.to_string()))?;
-                match result {
-                    Ok(Stepped::Landing(landed)) => this.landed(&id, landed)?,
-                    Ok(Stepped::Block(moved)) => this.block_marked(&id, moved)?,
-                    Err(err) => {
-                        this.board.merging = None;
-                        return Err(err);
-                    }
+                match result? {
+                    Stepped::Landing(landed) => this.landed(&id, landed)?,
+                    Stepped::Block(moved) => this.block_marked(&id, moved)?,
                 }
             }
             Some(signal) = interrupts.recv() => {

@@ -194,3 +194,39 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ParallelError> 
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_tells_a_landing_from_a_block_and_reads_one_written_before_blocks() {
+        let older = r#"{"task_id":"US-1","base_before":"a","branch_before":"b","landing":null}"#;
+        let journal: MergeJournal = serde_json::from_str(older).unwrap();
+        assert!(
+            matches!(&journal.step, JournaledStep::Landing { branch_before } if branch_before == "b")
+        );
+        let block = MergeJournal {
+            task_id: "US-2".to_owned(),
+            base_before: "a".to_owned(),
+            step: JournaledStep::Block {
+                blocked: "why".to_owned(),
+            },
+            landing: Some("c".to_owned()),
+        };
+        let text = serde_json::to_string(&block).unwrap();
+        assert_eq!(
+            text,
+            r#"{"task_id":"US-2","base_before":"a","blocked":"why","landing":"c"}"#
+        );
+        let back: MergeJournal = serde_json::from_str(&text).unwrap();
+        assert!(matches!(&back.step, JournaledStep::Block { blocked } if blocked == "why"));
+    }
+
+    #[test]
+    fn a_session_written_before_blocks_reads_as_none_waiting() {
+        let text = r#"{"version":1,"run_id":"r","base":"main","parallel":2,"lanes":{},"queue":[],"ended":false}"#;
+        let session: Session = serde_json::from_str(text).unwrap();
+        assert!(session.blocks.is_empty());
+    }
+}
