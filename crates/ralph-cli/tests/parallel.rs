@@ -781,7 +781,7 @@ fn killed_while_a_block_waits_for_a_landing_the_resumed_run_marks_it_and_lands_t
 }
 
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
-fn ended(pid: u32) -> bool {
+fn process_ended(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command's closing parenthesis.
         Ok(stat) => stat
@@ -838,7 +838,7 @@ fn killed_while_the_base_moves_to_a_block(abort: bool) {
     }
     std::fs::write(marks.path().join("release"), "").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !ended(git_pid) {
+    while !process_ended(git_pid) {
         assert!(Instant::now() < deadline, "git {git_pid} never ended");
         std::thread::sleep(Duration::from_millis(10));
     }
