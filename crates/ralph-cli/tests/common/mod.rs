@@ -348,5 +348,6 @@ pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (Str
 }
 
 pub mod github_server;
+pub mod http_server;
 pub mod model_server;
 pub mod real_agents;
