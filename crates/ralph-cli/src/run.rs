@@ -94,6 +94,10 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         color: wants_color(terminal, args.no_color, std::env::var_os("NO_COLOR")),
         terminal,
         quiet: args.quiet,
+        words: escalation
+            .as_ref()
+            .and_then(ralph_escalation::Escalation::task_words)
+            .unwrap_or(ralph_escalation::TaskWords::STORY),
     };
 
     runtime()?.block_on(async move {

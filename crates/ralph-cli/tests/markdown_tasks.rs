@@ -477,3 +477,44 @@ fn run_task_takes_a_checklist_id_from_ralph_tasks_and_passes_it_alone_on_its_bra
         "main is as it was"
     );
 }
+
+/// A person reading a checklist's run reads of tasks, never of stories (prd.json's word): in
+/// the run's lines, its last line, `ralph status` and the report. The wire keeps its names.
+#[test]
+fn a_checklist_run_says_task_where_prd_json_says_story() {
+    let agent = "prompt=$(cat)\ncase \"$prompt\" in\n*'TITLE=Build the cart'*) ;;\n\
+                 *) echo '<!-- ralph:state blocked reason=\"needs a person\" -->' ;;\nesac\n";
+    let p = todo_repo(
+        "agent: sh agent.sh\ndone_when: ['true']\ntasks:\n  markdown: TODO.md",
+        BODY,
+        agent,
+        "- [ ] Build the cart\n- [ ] Ask a person\n",
+    );
+    let out = p.run(&["run"]);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "stories_blocked", "{}", stderr(&out));
+    assert_eq!(ended["task_list"], "markdown");
+    let text = stdout(&out);
+    let cart = id_of(&tasks(&p), "Build the cart");
+    for line in [
+        format!("task {cart}: Build the cart"),
+        format!("task passes {cart} (1 attempt)"),
+        "task blocked ".to_owned(),
+        "■ done: no task left to do; some are blocked · tasks: 1 passed, 1 blocked, 0 left"
+            .to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} in:\n{text}");
+    }
+    assert!(!text.contains("stor"), "{text}");
+
+    let status = stdout(&p.run(&["status"]));
+    assert!(
+        status.contains("tasks: 1 passed, 1 blocked, 0 remaining"),
+        "{status}"
+    );
+    assert!(!status.contains("stories:"), "{status}");
+    let report = stdout(&p.run(&["report", "-o", "-"]));
+    assert!(report.contains("tasks: <b>1</b> passed"), "{report}");
+    assert!(report.contains("<th>task</th><th>attempt</th>"), "{report}");
+    assert!(!report.contains(">story<"), "{report}");
+}
