@@ -268,6 +268,8 @@ struct Run {
     session_writer: Option<persist::SessionWriter>,
     /// The iterations' prompt copies in the log folder.
     prompt_copies: crate::logs::PromptCopies,
+    /// Files made ahead for the iterations' logs and prompt copies.
+    spare_files: crate::logs::SpareFiles,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
 }
@@ -301,6 +303,7 @@ impl Run {
             session: None,
             session_writer: None,
             prompt_copies: crate::logs::PromptCopies::default(),
+            spare_files: crate::logs::SpareFiles::default(),
             elapsed_before: Duration::ZERO,
             started: Instant::now(),
             interrupts: Interrupts::default(),

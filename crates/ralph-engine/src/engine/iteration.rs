@@ -39,7 +39,7 @@ impl Run {
             task: self.tasks.fields(),
         });
         let mut log = match &self.engine.options.log_dir {
-            Some(dir) => IterationLog::create(dir, iteration),
+            Some(dir) => IterationLog::create(&mut self.spare_files, dir, iteration),
             None => IterationLog::disabled(),
         };
         if let Some(warning) = log.take_warning() {
@@ -59,7 +59,9 @@ impl Run {
 
         let prompt = self.prompt(iteration, &outputs);
         let warning = match self.engine.options.log_dir.as_deref() {
-            Some(dir) => self.prompt_copies.write(dir, iteration, &prompt),
+            Some(dir) => self
+                .prompt_copies
+                .write(&mut self.spare_files, dir, iteration, &prompt),
             None => None,
         };
         if let Some(warning) = warning {
