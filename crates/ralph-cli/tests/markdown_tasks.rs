@@ -318,43 +318,6 @@ fn check_shows_the_tasks_in_order_and_tasks_with_escalation_prd_is_refused() {
     );
 }
 
-/// A `git` first on PATH that, once `bin/armed` exists, SIGKILLs ralph (its parent) right
-/// after its first `commit-tree`: the pass commit exists, nothing points at it yet (as
-/// killed_mid_step.rs does for prd.json, every git call of a step).
-fn git_killing_after_commit_tree(bin: &std::path::Path) -> String {
-    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH");
-    let dir = bin.display();
-    let script = format!(
-        r#"#!/bin/sh
-sub=""
-skip=0
-for a in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
-done
-if [ -e '{dir}/armed' ] && [ ! -e '{dir}/killed' ] && [ "$sub" = commit-tree ]; then
-  : > '{dir}/killed'
-  '{real}' "$@"; rc=$?
-  kill -9 $PPID
-  exit $rc
-fi
-exec '{real}' "$@"
-"#,
-        real = real.display(),
-    );
-    let path = bin.join("git");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
 #[test]
 fn a_pass_ralph_was_killed_committing_is_finished_by_the_next_start_and_ticked() {
     let agent = r#"title=$(sed -n 's/^TITLE=//p')
@@ -372,7 +335,7 @@ echo '<!-- ralph:state done -->'
     let dir = p.path();
     let first = id_of(&tasks(&p), "First");
     let bin = tempfile::tempdir().unwrap();
-    let path_env = git_killing_after_commit_tree(bin.path());
+    let path_env = common::git_killing_after_commit_tree(bin.path());
     let out = p
         .ralph(&["run"])
         .env("ARM", bin.path().join("armed"))
