@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::json;
-use super::json_lines::{JsonEvents, JsonRun};
+use super::json_lines::{JsonEvents, JsonRun, error_in};
 use super::{AdapterOutput, AgentRetry, show_text, show_tool};
 
 /// Codex's `codex exec --json` (JSON Lines of thread events, as its `exec_events.rs` defines).
@@ -120,19 +120,16 @@ impl JsonEvents for CodexJsonAdapter {
             }
             "turn.failed" => {
                 json::add(&mut self.run.usage.num_turns, Some(1));
-                let message = json::error_message(event.get("error"));
-                self.run.fail(message.as_deref().unwrap_or("error"), out);
+                self.run.fail(&error_in(event, &["error"]), out);
             }
             "error" => {
-                let message = json::error_message(event.get("message"))
-                    .or(json::error_message(event.get("error")));
-                let message = message.as_deref().unwrap_or("error");
+                let message = error_in(event, &["message", "error"]);
                 // `Reconnecting... 1/5 (stream disconnected ...)`: Codex retrying on its own,
                 // not an end; a retry that fails for good ends with `turn.failed`.
-                if let Some(retry) = reconnecting(message) {
+                if let Some(retry) = reconnecting(&message) {
                     out.retrying(retry);
                 } else {
-                    self.run.fail(message, out);
+                    self.run.fail(&message, out);
                 }
             }
             _ => {}
@@ -163,7 +160,6 @@ fn reconnecting(message: &str) -> Option<AgentRetry> {
 mod tests {
     use super::super::testing::{self, Recorded};
     use super::*;
-    use crate::{OutputAdapter, Stream};
 
     fn codex(name: &str) -> Recorded {
         testing::read_fixture(CodexJsonAdapter::new(), "codex", name)
@@ -203,13 +199,10 @@ mod tests {
     /// output's tail), with the next 9:58 PM as its reset.
     #[test]
     fn a_usage_limit_is_a_rate_limit_with_the_time_codex_names() {
-        let mut adapter = CodexJsonAdapter::new();
-        let mut out = Recorded::default();
-        let raw = testing::fixture("codex", "usage-limit.jsonl");
-        adapter.feed(Stream::Stdout, &raw, &mut out);
-        adapter.finish(&mut out);
         let now = std::time::SystemTime::now();
-        let limit = adapter.rate_limit("exit 1", now).unwrap();
+        let limit =
+            testing::rate_limit_after(CodexJsonAdapter::new(), "codex", "usage-limit.jsonl", now)
+                .unwrap();
         let reset = limit.reset.unwrap().duration_since(now).unwrap();
         assert!(
             reset <= std::time::Duration::from_secs(24 * 3600),
@@ -273,18 +266,6 @@ mod tests {
             Some("unexpected status 401 Unauthorized: Missing bearer authentication in header")
         );
         assert!(out.shown().contains("npm warn"), "{}", out.shown());
-    }
-
-    #[test]
-    fn an_error_said_twice_is_shown_once() {
-        let shown = codex("error.jsonl").shown();
-        assert_eq!(
-            shown
-                .matches("✗ the agent's run ended with an error")
-                .count(),
-            1,
-            "{shown}"
-        );
     }
 
     #[test]

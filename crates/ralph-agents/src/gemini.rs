@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::json;
-use super::json_lines::{JsonEvents, JsonRun};
+use super::json_lines::{JsonEvents, JsonRun, error_in};
 use super::{
     AdapterOutput, AgentRetry, Lines, Piece, ToolNames, one_line, show_text, show_tool,
     strip_escapes,
@@ -84,9 +84,9 @@ impl GeminiStreamJsonAdapter {
         }
     }
 
-    fn fail(&mut self, message: Option<String>, out: &mut dyn AdapterOutput) {
+    fn fail(&mut self, message: &str, out: &mut dyn AdapterOutput) {
         self.end_line(out);
-        self.run.fail(message.as_deref().unwrap_or("error"), out);
+        self.run.fail(message, out);
     }
 
     fn stats(&mut self, stats: &Value) {
@@ -181,21 +181,18 @@ impl JsonEvents for GeminiStreamJsonAdapter {
                 let why = json::error_message(event.get("error"));
                 show_tool(&format!("{name} failed:"), why.as_deref(), true, "", out);
             }
-            "error" => {
-                let message = json::error_message(event.get("message"));
-                if json::text(event.get("severity")) == Some("warning") {
-                    self.end_line(out);
-                    show_text(&format!("⚠ {}", message.unwrap_or_default()), "", out);
-                } else {
-                    self.fail(message, out);
-                }
+            "error" if json::text(event.get("severity")) == Some("warning") => {
+                self.end_line(out);
+                let message = json::error_message(event.get("message")).unwrap_or_default();
+                show_text(&format!("⚠ {message}"), "", out);
             }
+            "error" => self.fail(&error_in(event, &["message"]), out),
             "result" => {
                 if let Some(stats) = event.get("stats") {
                     self.stats(stats);
                 }
                 if json::text(event.get("status")) == Some("error") {
-                    self.fail(json::error_message(event.get("error")), out);
+                    self.fail(&error_in(event, &["error"]), out);
                 }
             }
             _ => {}
@@ -230,13 +227,9 @@ mod tests {
     /// Gemini's quota 429 is the adapter's rate limit, with the wait Gemini asks for.
     #[test]
     fn a_quota_error_is_a_rate_limit_with_the_wait_gemini_asks_for() {
-        let mut adapter = GeminiStreamJsonAdapter::new();
-        let mut out = Recorded::default();
-        let raw = testing::fixture("gemini", "quota.jsonl");
-        adapter.feed(Stream::Stdout, &raw, &mut out);
-        adapter.finish(&mut out);
         let now = std::time::SystemTime::now();
-        let limit = adapter.rate_limit("exit 1", now).unwrap();
+        let adapter = GeminiStreamJsonAdapter::new();
+        let limit = testing::rate_limit_after(adapter, "gemini", "quota.jsonl", now).unwrap();
         assert_eq!(
             limit.reset,
             Some(now + std::time::Duration::from_millis(2500))
@@ -343,18 +336,6 @@ mod tests {
         assert_eq!(
             gemini("success.jsonl").markers(),
             ["state blocked reason=needs \"prod\" access"]
-        );
-    }
-
-    #[test]
-    fn an_error_said_twice_is_shown_once() {
-        let shown = gemini("error.jsonl").shown();
-        assert_eq!(
-            shown
-                .matches("✗ the agent's run ended with an error")
-                .count(),
-            1,
-            "{shown}"
         );
     }
 

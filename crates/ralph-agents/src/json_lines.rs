@@ -172,6 +172,15 @@ output_adapters!(
     OpencodeJsonAdapter,
 );
 
+/// The words of the error an agent's event reports: the message in the first of `fields` that
+/// carries one (a string, or an object with a `message`), `error` when none does.
+pub(crate) fn error_in(event: &Map<String, Value>, fields: &[&str]) -> String {
+    fields
+        .iter()
+        .find_map(|field| json::error_message(event.get(*field)))
+        .unwrap_or_else(|| "error".to_owned())
+}
+
 /// Shows that the run ended without its final answer and gives the error that says so.
 pub(crate) fn no_final_answer(stderr: Option<String>, out: &mut dyn AdapterOutput) -> String {
     const WORDS: &str = "the agent's run ended without a final answer";
@@ -184,8 +193,86 @@ pub(crate) fn no_final_answer(stderr: Option<String>, out: &mut dyn AdapterOutpu
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::Recorded;
+    use serde_json::json;
+
+    use super::super::testing::{self, Recorded};
     use super::*;
+
+    /// The error events of Codex (`turn.failed`, `error`) and Gemini CLI (`error`, `result`),
+    /// each read from the fields its adapter names.
+    #[test]
+    fn an_error_is_read_from_the_first_field_that_carries_one() {
+        let read = |event: Value, fields: &[&str]| {
+            error_in(event.as_object().expect("an event is an object"), fields)
+        };
+        // Codex's `turn.failed`: an object with a `message`.
+        assert_eq!(
+            read(
+                json!({"type": "turn.failed", "error": {"message": "401 Unauthorized"}}),
+                &["error"]
+            ),
+            "401 Unauthorized"
+        );
+        // Codex's `error`: a `message` string, or only an `error`.
+        assert_eq!(
+            read(
+                json!({"type": "error", "message": "Reconnecting... 1/5"}),
+                &["message", "error"]
+            ),
+            "Reconnecting... 1/5"
+        );
+        assert_eq!(
+            read(
+                json!({"type": "error", "error": {"message": "quota"}}),
+                &["message", "error"]
+            ),
+            "quota"
+        );
+        // Gemini CLI's `error` and its failed `result`.
+        assert_eq!(
+            read(
+                json!({"type": "error", "severity": "error", "message": "[API Error: gone]"}),
+                &["message"]
+            ),
+            "[API Error: gone]"
+        );
+        assert_eq!(
+            read(
+                json!({"type": "result", "status": "error",
+                       "error": {"type": "FatalTurnLimitedError", "message": "turn limit"}}),
+                &["error"]
+            ),
+            "turn limit"
+        );
+        // An error that says nothing more.
+        assert_eq!(
+            read(json!({"type": "turn.failed", "error": {}}), &["error"]),
+            "error"
+        );
+        assert_eq!(
+            read(json!({"type": "error"}), &["message", "error"]),
+            "error"
+        );
+    }
+
+    /// Codex says its error twice (`error`, then `turn.failed`), Gemini CLI too (`error`, then
+    /// its `result`): each run shows it once (recorded fixtures).
+    #[test]
+    fn an_error_said_twice_is_shown_once() {
+        let shown = [
+            testing::read_fixture(CodexJsonAdapter::new(), "codex", "error.jsonl").shown(),
+            testing::read_fixture(GeminiStreamJsonAdapter::new(), "gemini", "error.jsonl").shown(),
+        ];
+        for shown in shown {
+            assert_eq!(
+                shown
+                    .matches("✗ the agent's run ended with an error")
+                    .count(),
+                1,
+                "{shown}"
+            );
+        }
+    }
 
     #[test]
     fn an_error_is_shown_once_per_run_and_a_different_one_still_shows() {

@@ -897,6 +897,20 @@ pub(crate) mod testing {
         read(adapter, [fixture(agent, name).as_slice()])
     }
 
+    /// The rate limit `adapter` reports at `now` once it has read `fixtures/AGENT/NAME` whole
+    /// (the run's output ending in `exit 1`).
+    pub(crate) fn rate_limit_after(
+        mut adapter: impl OutputAdapter,
+        agent: &str,
+        name: &str,
+        now: SystemTime,
+    ) -> Option<RateLimit> {
+        let mut out = Recorded::default();
+        adapter.feed(Stream::Stdout, &fixture(agent, name), &mut out);
+        adapter.finish(&mut out);
+        adapter.rate_limit("exit 1", now)
+    }
+
     /// Reads `raw` whole, cut in two at every byte, and in small chunks: every reading must
     /// be the same.
     pub(crate) fn assert_chunking_does_not_matter<A: OutputAdapter>(

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use super::json;
-use super::json_lines::{JsonEvents, JsonRun};
+use super::json_lines::{JsonEvents, JsonRun, error_in};
 use super::{AdapterOutput, Answer, add_cost, show_text, show_tool};
 
 /// opencode's `opencode run --format json` (`step_start`, `text`, `tool_use`, `step_finish`,
@@ -95,8 +95,7 @@ impl JsonEvents for OpencodeJsonAdapter {
             }
             "step_finish" => self.step_finish(part),
             "error" => {
-                let message = json::error_message(event.get("error"));
-                self.run.fail(message.as_deref().unwrap_or("error"), out);
+                self.run.fail(&error_in(event, &["error"]), out);
                 self.run.rate_limit_reset = rate_limit_reset(event);
             }
             _ => {}

@@ -203,8 +203,7 @@ fn check_says_what_the_run_would_refuse_and_exits_1() {
     assert_eq!(code(&run), 2, "and the run does refuse");
 
     // Once committed, all is well.
-    common::git(project.path(), &["add", "-A"]);
-    common::git(project.path(), &["commit", "-q", "-m", "notes"]);
+    common::commit_all(project.path(), "notes");
     let out = project.run(&["check"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).starts_with("RALPH.md: ok\n"));

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Project, code, git, show};
+use common::{Project, code, git, git_repo, show};
 use serde_json::Value;
 
 /// A project with RALPH.md, `agent.sh`, an optional prd.json, a tracked file, an ignored file,
@@ -16,18 +16,13 @@ use serde_json::Value;
 fn repo(frontmatter: &str, body: &str, agent: &str, prd: Option<&str>) -> Project {
     let p = Project::new(frontmatter, body);
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join("tracked.txt"), "original\n").unwrap();
     std::fs::write(dir.join(".gitignore"), "ignored.txt\n").unwrap();
     if let Some(prd) = prd {
         std::fs::write(dir.join("prd.json"), prd).unwrap();
     }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     std::fs::write(dir.join("ignored.txt"), "never touched\n").unwrap();
     p
 }

@@ -284,14 +284,6 @@ fn every_event_of_a_story_mode_run_with_a_trip_and_a_revert_matches_the_schema()
         "STORY={{ story.id }}\n",
     );
     let dir = p.path();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "Ralph Test"],
-        &["config", "user.email", "ralph@example.com"],
-        &["config", "commit.gpgsign", "false"],
-    ] {
-        common::git(dir, args);
-    }
     std::fs::write(
         dir.join("agent.sh"),
         "story=$(sed -n 's/^STORY=//p')\ncase \"$story\" in\n\
@@ -307,8 +299,7 @@ fn every_event_of_a_story_mode_run_with_a_trip_and_a_revert_matches_the_schema()
         "description": "Test", "userStories": [story("US-001", 1), story("US-002", 2)]});
     std::fs::write(dir.join("prd.json"), prd.to_string()).unwrap();
     std::fs::write(dir.join(".gitignore"), "error.txt\n").unwrap();
-    common::git(dir, &["add", "-A"]);
-    common::git(dir, &["commit", "-q", "-m", "init"]);
+    common::git_repo(dir);
     let out = p.run(&["run"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let types = assert_valid(&p);

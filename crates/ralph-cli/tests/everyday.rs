@@ -120,7 +120,7 @@ fn init_prd_writes_story_mode_files() {
         "{}",
         stderr(&check)
     );
-    committed_checkout(dir.path());
+    common::git_repo(dir.path());
     let check = ralph(dir.path(), &["check"]);
     assert_eq!(code(&check), 0, "{}", stderr(&check));
 
@@ -301,17 +301,6 @@ fn check_warns_about_an_agent_that_cannot_be_found() {
     assert_eq!(warnings(&found.run(&["check"])), Vec::<String>::new());
 }
 
-/// `git init`, an identity, and everything in `dir` committed: a checkout story mode can
-/// revert in.
-fn committed_checkout(dir: &Path) {
-    common::git(dir, &["init", "-q", "-b", "main"]);
-    common::git(dir, &["config", "user.name", "Ralph Test"]);
-    common::git(dir, &["config", "user.email", "ralph@example.com"]);
-    common::git(dir, &["config", "commit.gpgsign", "false"]);
-    common::git(dir, &["add", "-A"]);
-    common::git(dir, &["commit", "-q", "--allow-empty", "-m", "init"]);
-}
-
 #[test]
 fn check_refuses_revert_outside_a_git_repository_as_the_run_would() {
     let project = Project::new("agent: cat\nescalation:\n  revert: true", "Work.");
@@ -334,7 +323,7 @@ fn check_refuses_revert_outside_a_git_repository_as_the_run_would() {
     let out = off.run(&["check"]);
     assert_eq!((code(&out), warnings(&out)), (0, Vec::<String>::new()));
 
-    committed_checkout(project.path());
+    common::git_repo(project.path());
     let out = project.run(&["check"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
@@ -366,7 +355,7 @@ fn every_docs_example_passes_check() {
         assert_eq!(code(&ralph(checkout.path(), &["init", "--prd"])), 0);
         // A checklist reads TODO.md.
         std::fs::write(checkout.path().join("TODO.md"), "- [ ] A first task\n").unwrap();
-        committed_checkout(checkout.path());
+        common::git_repo(checkout.path());
         let out = ralph(checkout.path(), &["check", path.to_str().unwrap()]);
         assert_eq!(code(&out), 0, "{}: {}", path.display(), stderr(&out));
         // A missing tool on this machine (cargo, uv) is the machine's business, not the file's.

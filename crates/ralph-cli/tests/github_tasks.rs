@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::github_server::{Fault, GithubServer, REPO, TOKEN};
-use common::{Project, git, show};
+use common::{Project, git, git_repo, show};
 
 /// A git repository whose RALPH.md takes its tasks from the fake GitHub's issues labelled
 /// `ralph`, with `agent.sh` as the agent, all committed. The prompt names the issue and shows
@@ -18,14 +18,9 @@ fn issues_repo(server: &GithubServer, extra: &str, agent: &str) -> Project {
         "ISSUE={{ task.id }}\nTITLE={{ task.title }}\nURL={{ task.url }}\nBODY={{ task.body }}\nCOMMENTS:\n{{ task.comments }}\n",
     );
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\nprompts.txt\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     let _ = server;
     p
 }

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::{Project, code, git, show, stderr};
+use common::{Project, code, git, git_repo, show, stderr};
 use serde_json::Value;
 
 /// prd.json with `ids`, one field a line, none passed.
@@ -96,12 +96,7 @@ fn repo(frontmatter: &str, agent: &str, ids: &[&str]) -> Project {
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join("prd.json"), prd_text(ids)).unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     p
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Project, code, git, send_signal, show, stderr, stdout};
+use common::{Project, code, git, git_repo, send_signal, show, stderr, stdout};
 use serde_json::Value;
 
 /// A project with RALPH.md, `agent.sh` and TODO.md committed in a fresh repository; the
@@ -14,15 +14,10 @@ use serde_json::Value;
 fn todo_repo(frontmatter: &str, body: &str, agent: &str, todo: &str) -> Project {
     let p = Project::new(frontmatter, body);
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join("TODO.md"), todo).unwrap();
     std::fs::write(dir.join(".gitignore"), "prompts/\nevents.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     p
 }
 

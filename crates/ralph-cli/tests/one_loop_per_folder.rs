@@ -29,27 +29,6 @@ impl Tree {
         self.dir.path().join("repo")
     }
 
-    fn git(&self, args: &[&str]) {
-        let out = Command::new("git")
-            .current_dir(self.repo())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
-
-    fn init_git(&self) {
-        self.git(&["init", "-q", "-b", "main"]);
-        self.git(&["config", "user.name", "Ralph Test"]);
-        self.git(&["config", "user.email", "ralph@example.com"]);
-        self.git(&["config", "commit.gpgsign", "false"]);
-    }
-
-    fn commit_all(&self) {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", "init"]);
-    }
-
     /// Writes `repo/<folder>/RALPH.md` with `frontmatter`.
     fn ralph_md(&self, folder: &str, frontmatter: &str) {
         let dir = self.repo().join(folder);
@@ -173,7 +152,6 @@ fn dry_run_and_check_take_no_lock() {
 #[test]
 fn a_story_run_holds_the_whole_repository() {
     let tree = Tree::new();
-    tree.init_git();
     tree.ralph_md(
         "stories",
         &format!("{}\nescalation:\n  prd: prd.json", slow(1.5)),
@@ -193,7 +171,7 @@ fn a_story_run_holds_the_whole_repository() {
     )
     .unwrap();
     tree.ralph_md("plain", &slow(0.1));
-    tree.commit_all();
+    common::git_repo(&tree.repo());
 
     let mut first = tree.start("stories");
     for folder in ["other-stories", "plain"] {
@@ -210,7 +188,6 @@ fn a_story_run_holds_the_whole_repository() {
 #[test]
 fn plain_runs_share_a_repository_but_a_story_run_waits_for_them() {
     let tree = Tree::new();
-    tree.init_git();
     tree.ralph_md("a", &slow(1.5));
     tree.ralph_md("b", &slow(0.1));
     tree.ralph_md(
@@ -222,7 +199,7 @@ fn plain_runs_share_a_repository_but_a_story_run_waits_for_them() {
         r#"{"userStories": [{"id": "US-001", "title": "One", "priority": 1, "passes": false}]}"#,
     )
     .unwrap();
-    tree.commit_all();
+    common::git_repo(&tree.repo());
 
     let mut first = tree.start("a");
     let b = tree.run("b", &[]);

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{Project, git, show};
+use common::{Project, git, git_repo, show};
 use serde_json::Value;
 
 /// A story-mode repository: prd.json with `ids` (priority in order, none passed), `agent.sh`
@@ -32,10 +32,6 @@ fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> Proje
         "STORY={{ story.id }}\n{{ story.conflict }}\n",
     );
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join("check.sh"), check).unwrap();
     for (name, text) in files {
@@ -48,8 +44,7 @@ fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> Proje
     )
     .unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     p
 }
 
@@ -461,15 +456,10 @@ fn todo_repo(agent: &str, todo: &str) -> Project {
         "ID={{ task.id }}\nTITLE={{ task.title }}\n",
     );
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(dir.join("TODO.md"), todo).unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     p
 }
 

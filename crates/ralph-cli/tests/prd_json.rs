@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Project, code, git, stderr};
+use common::{Project, code, stderr};
 use serde_json::Value;
 
 const STORY_BODY: &str = "STORY={{ story.id }}\n";
@@ -25,17 +25,6 @@ fn project(frontmatter: &str, prd: &[u8]) -> Project {
     std::fs::write(p.path().join("prd.json"), prd).unwrap();
     std::fs::write(p.path().join("blocked.sh"), BLOCKED_AGENT).unwrap();
     p
-}
-
-/// Makes the project a git repository with everything committed.
-fn commit_all(p: &Project) {
-    let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
 }
 
 /// What ralph printed on stderr, the temporary folder's path replaced by `<dir>`.
@@ -262,7 +251,7 @@ fn a_progress_path_that_leads_to_the_prd_the_ralph_md_or_into_git_through_a_syml
             ),
             prd.as_bytes(),
         );
-        commit_all(&p);
+        common::git_repo(p.path());
         let link = Path::new(progress).components().next().unwrap();
         symlink(target, p.path().join(link)).unwrap();
         let line = refused_by_run_and_check(&p);

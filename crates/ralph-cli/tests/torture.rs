@@ -84,10 +84,6 @@ impl Torture {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(&repo).unwrap();
-        must_git(&repo, &["init", "-q", "-b", "main"]);
-        must_git(&repo, &["config", "user.name", "Ralph Test"]);
-        must_git(&repo, &["config", "user.email", "ralph@example.com"]);
-        must_git(&repo, &["config", "commit.gpgsign", "false"]);
         let checks = match marks {
             true => "convergence: {max_attempts: 2}\n",
             false => {
@@ -112,8 +108,7 @@ impl Torture {
             marks,
         };
         t.new_stories();
-        must_git(&repo, &["add", "-A"]);
-        must_git(&repo, &["commit", "-q", "-m", "init"]);
+        common::git_repo(&repo);
         std::fs::write(repo.join("notes.local"), "the user's ignored notes\n").unwrap();
         std::fs::write(repo.join("draft.txt"), "the user's uncommitted draft\n").unwrap();
         t

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Project, code, fake_agent, wait_for_pid};
+use common::{Project, code, fake_agent, git_repo, wait_for_pid};
 use serde_json::Value;
 
 fn agent(args: &str) -> String {
@@ -266,15 +266,6 @@ fn a_resumed_run_is_running_again_for_runs_logs_and_the_report() {
     assert_eq!(runs_json(&p)[0]["reason"], "max_iterations");
 }
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}");
-}
-
 #[test]
 fn story_mode_names_the_story_and_attempt_before_each_iteration() {
     // US-001 passes on its second attempt, US-002 on its first.
@@ -306,12 +297,7 @@ if [ "$story" = US-002 ] || [ "$(wc -l < "$story.tries")" -ge 2 ]; then touch "$
             .unwrap(),
     )
     .unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     let out = p.run(&["run"]);
     assert_eq!(code(&out), 0, "{}", common::stderr(&out));
     let seen: Vec<(String, String, u64)> = p

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, code, git, send_signal, show};
+use common::{Project, code, git, git_repo, send_signal, show};
 use serde_json::Value;
 
 /// The refs under `refs/ralph/attempts/`.
@@ -30,16 +30,6 @@ fn attempt_refs(dir: &Path) -> Vec<String> {
     .collect()
 }
 
-/// A fresh repository in `dir` with an identity, and its first commit of everything there.
-fn init_repo(dir: &Path) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
-}
-
 /// A project with RALPH.md, `agent.sh`, prd.json and a tracked file, committed.
 fn repo(frontmatter: &str, agent: &str, prd: &str) -> Project {
     let p = Project::new(frontmatter, STORY_BODY);
@@ -47,7 +37,7 @@ fn repo(frontmatter: &str, agent: &str, prd: &str) -> Project {
     std::fs::write(p.path().join("tracked.txt"), "original\n").unwrap();
     std::fs::write(p.path().join(".gitignore"), "ignored.txt\n").unwrap();
     std::fs::write(p.path().join("prd.json"), prd).unwrap();
-    init_repo(p.path());
+    git_repo(p.path());
     p
 }
 
@@ -336,7 +326,7 @@ printf 'secret.bin\nbuild/\n' >> .gitignore
 fn a_repository_with_submodules_is_refused_before_the_agent_runs() {
     let lib = tempfile::tempdir().unwrap();
     std::fs::write(lib.path().join("lib.txt"), "lib\n").unwrap();
-    init_repo(lib.path());
+    git_repo(lib.path());
     let agent = format!("{READ_STORY}: > agent-ran\n");
     let p = repo(&frontmatter("US-001"), &agent, &prd_json(&["US-001"]));
     git(
@@ -589,7 +579,7 @@ fn app_repo(agent: &str) -> tempfile::TempDir {
     .unwrap();
     std::fs::write(app.join("agent.sh"), agent).unwrap();
     std::fs::write(app.join("prd.json"), prd_json(&["US-001", "US-002"])).unwrap();
-    init_repo(top.path());
+    git_repo(top.path());
     top
 }
 
@@ -712,7 +702,7 @@ fn a_symlinked_prd_json_and_the_file_it_points_to_are_never_reverted() {
     )
     .unwrap();
     std::os::unix::fs::symlink("plan/prd.json", dir.join("prd.json")).unwrap();
-    init_repo(dir);
+    git_repo(dir);
 
     let out = p.run(&["run"]);
     assert_eq!(code(&out), 1, "{}", common::stderr(&out));

@@ -3,6 +3,8 @@
 
 #[path = "../../ralph-cli/tests/common/github_server.rs"]
 mod github_server;
+#[path = "../../ralph-cli/tests/common/http_server.rs"]
+mod http_server;
 
 use std::time::{Duration, SystemTime};
 
@@ -154,6 +156,19 @@ fn a_500_and_a_dropped_connection_come_back_at_once_naming_the_url_and_what_to_c
     assert!(text.contains("502") && text.contains("network"), "{text}");
     assert!(matches!(second, Error::Unreachable { .. }), "{second:?}");
     assert_eq!(server.comments(n).len(), 1, "posted once");
+}
+
+/// A GitHub that is not there at all (the fake stops listening when dropped): the connection
+/// is refused, which is the network's failure too.
+#[test]
+fn a_github_that_refuses_the_connection_is_unreachable() {
+    let server = GithubServer::start();
+    let n = server.open_issue("task", "", &[]);
+    let (mut client, _) = client(&server);
+    drop(server);
+
+    let refused = client.post_comment(n, "hello").unwrap_err();
+    assert!(matches!(refused, Error::Unreachable { .. }), "{refused:?}");
 }
 
 #[test]

@@ -2,6 +2,8 @@
 
 #[path = "../../ralph-cli/tests/common/github_server.rs"]
 mod github_server;
+#[path = "../../ralph-cli/tests/common/http_server.rs"]
+mod http_server;
 
 use std::time::Duration;
 

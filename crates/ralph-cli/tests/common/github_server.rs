@@ -3,49 +3,22 @@
 //! issue; its comments; post a comment; close; add labels), keeps issues, comments and labels in
 //! memory, checks the token, and records every request. A test can queue faults (a rate limit,
 //! a 500) for the next matching request, and act as a person meanwhile (comment, close).
-//! Standard library only: one thread per connection, one response per connection
-//! (`connection: close`). `ralph-github`'s own tests include this file too.
+//! The HTTP itself is `http_server`'s. `ralph-github`'s own tests include this file too, and
+//! `http_server.rs` beside it.
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use super::http_server::{HttpServer, Reply, Request};
+
 /// The token the server accepts.
 pub const TOKEN: &str = "ghp_fake_token_for_tests";
 /// The repository it serves.
 pub const REPO: &str = "acme/widgets";
-
-/// One request the server received.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Request {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or(Value::Null)
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// `METHOD path`, what faults match against.
-    pub fn line(&self) -> String {
-        format!("{} {}", self.method, self.path)
-    }
-}
 
 /// What a queued fault answers.
 #[derive(Debug, Clone)]
@@ -111,32 +84,28 @@ impl State {
     }
 }
 
-/// The fake GitHub, on its own port until the test ends.
+/// The fake GitHub, on its own port until it is dropped.
 pub struct GithubServer {
-    port: u16,
+    http: HttpServer,
     state: Arc<Mutex<State>>,
 }
 
 impl GithubServer {
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = Arc::clone(&shared);
-                std::thread::spawn(move || {
-                    let _ = serve(stream, port, &state);
-                });
-            }
+        let http = HttpServer::start(move |port, request| {
+            let mut state = shared.lock().unwrap();
+            let reply = answer(&mut state, port, &request);
+            state.requests.push(request);
+            reply
         });
-        Self { port, state }
+        Self { http, state }
     }
 
     /// The API address, for `GITHUB_API_URL`.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.http.url()
     }
 
     /// Opens an issue (a person's), returning its number.
@@ -290,24 +259,9 @@ fn comment_json(comment: &FakeComment) -> Value {
     })
 }
 
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn json(status: u16, body: &Value) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: body.to_string(),
-        }
-    }
-
-    fn message(status: u16, message: &str) -> Self {
-        Self::json(status, &json!({"message": message}))
-    }
+/// GitHub's error shape: `{"message": ...}`.
+fn message(status: u16, message: &str) -> Reply {
+    Reply::json(status, &json!({"message": message}))
 }
 
 fn query(path: &str, name: &str) -> Option<String> {
@@ -352,7 +306,7 @@ fn page(port: u16, path: &str, items: Vec<Value>, cap: Option<usize>) -> Reply {
         .skip((number - 1) * per_page)
         .take(per_page)
         .collect();
-    let mut reply = Reply::json(200, &Value::Array(shown));
+    let reply = Reply::json(200, &Value::Array(shown));
     if number * per_page < total {
         let base = path.split('?').next().unwrap_or(path);
         let mut query: Vec<String> = path
@@ -365,18 +319,17 @@ fn page(port: u16, path: &str, items: Vec<Value>, cap: Option<usize>) -> Reply {
             })
             .unwrap_or_default();
         query.push(format!("page={}", number + 1));
-        reply.headers.push((
-            "link".into(),
-            format!(
-                "<http://127.0.0.1:{port}{base}?{}>; rel=\"next\"",
-                query.join("&")
-            ),
-        ));
+        let next = format!(
+            "<http://127.0.0.1:{port}{base}?{}>; rel=\"next\"",
+            query.join("&")
+        );
+        return reply.header("link", &next);
     }
     reply
 }
 
-fn answer(state: &mut State, port: u16, request: &Request) -> Reply {
+/// The reply to `request`, or `None` for a hang-up.
+fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
     let line = request.line();
     if let Some(at) = state
         .close_on
@@ -409,38 +362,35 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Reply {
             .unwrap()
             .as_secs();
         return match fault {
-            Fault::RateLimitReset(secs) => Reply {
-                status: 403,
-                headers: vec![
-                    ("x-ratelimit-remaining".into(), "0".into()),
-                    ("x-ratelimit-reset".into(), (now + secs).to_string()),
-                ],
-                body: json!({"message": "API rate limit exceeded for user ID 1."}).to_string(),
-            },
-            Fault::RetryAfter(secs) => Reply {
-                status: 429,
-                headers: vec![("retry-after".into(), secs.to_string())],
-                body: json!({"message": "You have exceeded a secondary rate limit."}).to_string(),
-            },
-            Fault::Status(status) => Reply::message(status, "Server Error"),
-            Fault::Hangup => Reply {
-                status: 0,
-                headers: Vec::new(),
-                body: String::new(),
-            },
+            Fault::RateLimitReset(secs) => Some(
+                message(403, "API rate limit exceeded for user ID 1.")
+                    .header("x-ratelimit-remaining", "0")
+                    .header("x-ratelimit-reset", &(now + secs).to_string()),
+            ),
+            Fault::RetryAfter(secs) => Some(
+                message(429, "You have exceeded a secondary rate limit.")
+                    .header("retry-after", &secs.to_string()),
+            ),
+            Fault::Status(status) => Some(message(status, "Server Error")),
+            Fault::Hangup => None,
         };
     }
+    Some(route(state, port, request))
+}
+
+/// The API's answer to `request`.
+fn route(state: &mut State, port: u16, request: &Request) -> Reply {
     if request.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
-        return Reply::message(401, "Bad credentials");
+        return message(401, "Bad credentials");
     }
     let path = request.path.split('?').next().unwrap_or_default();
     let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/issues")) else {
-        return Reply::message(404, "Not Found");
+        return message(404, "Not Found");
     };
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     let number = parts.first().and_then(|n| n.parse::<u64>().ok());
     if number.is_some_and(|n| n == 0 || n as usize > state.issues.len()) {
-        return Reply::message(404, "Not Found");
+        return message(404, "Not Found");
     }
     match (request.method.as_str(), number, parts.get(1).copied()) {
         ("GET", None, None) => {
@@ -482,7 +432,7 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Reply {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
             else {
-                return Reply::message(422, "Validation Failed: body");
+                return message(422, "Validation Failed: body");
             };
             let comment = add_comment(state, n, "ralph-bot", &body);
             Reply::json(201, &comment_json(&comment))
@@ -500,60 +450,6 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Reply {
             let labels: Vec<Value> = issue.labels.iter().map(|l| json!({"name": l})).collect();
             Reply::json(200, &Value::Array(labels))
         }
-        _ => Reply::message(404, "Not Found"),
+        _ => message(404, "Not Found"),
     }
-}
-
-fn serve(stream: TcpStream, port: u16, state: &Mutex<State>) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_owned();
-    let path = parts.next().unwrap_or_default().to_owned();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.trim().to_lowercase(), value.trim().to_owned()));
-        }
-    }
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    let request = Request {
-        method,
-        path,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    };
-    let reply = {
-        let mut state = state.lock().unwrap();
-        let reply = answer(&mut state, port, &request);
-        state.requests.push(request);
-        reply
-    };
-    if reply.status == 0 {
-        return Ok(());
-    }
-    let mut stream = stream;
-    let mut head = format!(
-        "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        reply.status,
-        reply.body.len()
-    );
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(reply.body.as_bytes())?;
-    stream.flush()
 }

@@ -254,6 +254,23 @@ pub fn show(dir: &Path, rev: &str, path: &str) -> Option<Vec<u8>> {
     out.status.success().then_some(out.stdout)
 }
 
+/// Makes `dir` a git repository on `main` whose first commit ("init") holds everything in it:
+/// a checkout ralph can checkpoint and revert in. It has an identity and signing off of its own,
+/// so the machine's git configuration does not decide whether ralph's commits work.
+pub fn git_repo(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "Ralph Test"]);
+    git(dir, &["config", "user.email", "ralph@example.com"]);
+    git(dir, &["config", "commit.gpgsign", "false"]);
+    commit_all(dir, "init");
+}
+
+/// Commits everything in the repository at `dir` (new files too) as `message`.
+pub fn commit_all(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+}
+
 /// Story mode: a git repository whose prd.json holds one story per title (`US-001`, `US-002`,
 /// ... in priority order, none passed), whose one check always fails the same way
 /// (`error: it fails`), with `agent` as `agent.sh`, all committed. The prompt is
@@ -278,10 +295,6 @@ pub fn story_repo(agent: &str, titles: &[&str]) -> Project {
         "STORY={{ story.id }}\n",
     );
     let dir = p.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Ralph Test"]);
-    git(dir, &["config", "user.email", "ralph@example.com"]);
-    git(dir, &["config", "commit.gpgsign", "false"]);
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
     std::fs::write(
         dir.join("prd.json"),
@@ -289,8 +302,7 @@ pub fn story_repo(agent: &str, titles: &[&str]) -> Project {
     )
     .unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "init"]);
+    git_repo(dir);
     p
 }
 
@@ -374,5 +386,6 @@ exec '{real}' "$@"
 }
 
 pub mod github_server;
+pub mod http_server;
 pub mod model_server;
 pub mod real_agents;

@@ -1,82 +1,25 @@
 //! A scripted model server for the real-agent tests: a small HTTP/1.1 server on 127.0.0.1 that
 //! answers each model request with the next reply of its script, in the wire format of the API
 //! the agent speaks (Anthropic Messages, OpenAI Responses, OpenAI chat completions, Gemini), and
-//! records every request. Standard library only: one thread per connection, one response per
-//! connection (`connection: close`), which every agent's HTTP client handles.
+//! records every request. The HTTP itself is `http_server`'s.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-/// One HTTP response.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+use super::http_server::HttpServer;
+pub use super::http_server::{Reply, Request};
 
-impl Reply {
-    /// A JSON body with `status`.
-    pub fn json(status: u16, body: &Value) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.to_string().into_bytes(),
-        }
-    }
-
-    /// A server-sent event stream: each `(event name, data)` in order (no name: data only).
-    pub fn sse(events: &[(Option<&str>, Value)]) -> Self {
-        let mut body = String::new();
-        for (name, data) in events {
-            if let Some(name) = name {
-                body.push_str(&format!("event: {name}\n"));
-            }
-            body.push_str(&format!("data: {data}\n\n"));
-        }
-        Self {
-            status: 200,
-            headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: body.into_bytes(),
-        }
-    }
-
-    /// The same reply with one more header.
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-}
-
-/// One request the server received.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Request {
-    /// The body as JSON (`Null` when it is not).
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or(Value::Null)
-    }
-
-    /// Whether this is a call to a model (not a probe, a model list or a token count).
-    pub fn is_model_call(&self) -> bool {
-        let path = self.path.split('?').next().unwrap_or_default();
-        self.method == "POST"
-            && (path.ends_with("/messages")
-                || path.ends_with("/responses")
-                || path.ends_with("/chat/completions")
-                || path.ends_with(":generateContent")
-                || path.ends_with(":streamGenerateContent"))
-    }
+/// Whether `request` calls a model (not a probe, a model list or a token count).
+fn is_model_call(request: &Request) -> bool {
+    let path = request.path.split('?').next().unwrap_or_default();
+    request.method == "POST"
+        && (path.ends_with("/messages")
+            || path.ends_with("/responses")
+            || path.ends_with("/chat/completions")
+            || path.ends_with(":generateContent")
+            || path.ends_with(":streamGenerateContent"))
 }
 
 #[derive(Default)]
@@ -87,37 +30,47 @@ struct Script {
     requests: Vec<Request>,
 }
 
-/// The server; it stops answering when dropped (its thread lingers on `accept` until the test
-/// process ends, which costs nothing).
+impl Script {
+    fn answer(&mut self, request: Request) -> Reply {
+        let reply = if request.body.contains("You are a title generator") {
+            // opencode names its session with a call of its own, in no fixed order.
+            chat::text("Test session", Tokens::NONE)
+        } else if is_model_call(&request) {
+            let next = self.replies.pop_front().or_else(|| self.last.clone());
+            self.last.clone_from(&next);
+            next.unwrap_or_else(|| Reply::json(500, &json!({"error": "no reply scripted"})))
+        } else if request.method == "GET" && request.path.contains("/models") {
+            Reply::json(200, &json!({"object": "list", "data": [], "models": []}))
+        } else {
+            Reply::json(200, &json!({}))
+        };
+        self.requests.push(request);
+        reply
+    }
+}
+
+/// The server; it stops listening when dropped.
 pub struct ModelServer {
-    port: u16,
+    http: HttpServer,
     script: Arc<Mutex<Script>>,
 }
 
 impl ModelServer {
     /// A server on a free port of 127.0.0.1 answering model calls with `replies`, in order.
     pub fn start(replies: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().unwrap().port();
         let script = Arc::new(Mutex::new(Script {
             replies: replies.into(),
             ..Script::default()
         }));
         let shared = Arc::clone(&script);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let script = Arc::clone(&shared);
-                std::thread::spawn(move || {
-                    let _ = serve(stream, &script);
-                });
-            }
-        });
-        Self { port, script }
+        let http =
+            HttpServer::start(move |_, request| Some(shared.lock().unwrap().answer(request)));
+        Self { http, script }
     }
 
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.http.url()
     }
 
     /// Every model call so far.
@@ -126,7 +79,7 @@ impl ModelServer {
         script
             .requests
             .iter()
-            .filter(|r| r.is_model_call())
+            .filter(|r| is_model_call(r))
             .cloned()
             .collect()
     }
@@ -134,97 +87,6 @@ impl ModelServer {
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.script.lock().unwrap().requests.clone()
-    }
-}
-
-fn serve(stream: TcpStream, script: &Mutex<Script>) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_owned();
-    let path = parts.next().unwrap_or_default().to_owned();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.trim().to_lowercase(), value.trim().to_owned()));
-        }
-    }
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    let mut body = Vec::new();
-    if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        loop {
-            line.clear();
-            reader.read_line(&mut line)?;
-            let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk)?;
-            if size == 0 {
-                break;
-            }
-            body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(length) = header("content-length").and_then(|v| v.parse().ok()) {
-        body.resize(length, 0);
-        reader.read_exact(&mut body)?;
-    }
-    let request = Request {
-        method,
-        path,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    };
-    let reply = {
-        let mut script = script.lock().unwrap();
-        let reply = if request.body.contains("You are a title generator") {
-            // opencode names its session with a call of its own, in no fixed order.
-            chat::text("Test session", Tokens::NONE)
-        } else if request.is_model_call() {
-            let next = script.replies.pop_front().or_else(|| script.last.clone());
-            script.last.clone_from(&next);
-            next.unwrap_or_else(|| Reply::json(500, &json!({"error": "no reply scripted"})))
-        } else if request.method == "GET" && request.path.contains("/models") {
-            Reply::json(200, &json!({"object": "list", "data": [], "models": []}))
-        } else {
-            Reply::json(200, &json!({}))
-        };
-        script.requests.push(request);
-        reply
-    };
-    let mut stream = stream;
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
-        reply.status,
-        reason(reply.status),
-        reply.body.len()
-    );
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&reply.body)?;
-    stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        401 => "Unauthorized",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        529 => "Overloaded",
-        _ => "Status",
     }
 }
 
