@@ -4,17 +4,18 @@
 
 use std::io::Write as _;
 
-use ralph_engine::{DryRun, Engine, EngineOptions, TaskSource, exit_status};
-use ralph_escalation::StoryEnd;
+use ralph_engine::{DryRun, Engine, EngineOptions, exit_status};
+use ralph_escalation::{Escalation, StoryEnd, TaskWords};
 
 use crate::error::CliError;
 
 /// Runs the commands, then prints the prompt and the agent command line. `tasks` (story mode)
 /// picks the story whose placeholders fill the prompt.
-pub(crate) fn dry_run(
-    options: EngineOptions,
-    tasks: Option<impl TaskSource + 'static>,
-) -> Result<i32, CliError> {
+pub(crate) fn dry_run(options: EngineOptions, tasks: Option<Escalation>) -> Result<i32, CliError> {
+    let words = tasks
+        .as_ref()
+        .and_then(Escalation::task_words)
+        .unwrap_or(TaskWords::STORY);
     let mut engine = Engine::new(options);
     if let Some(tasks) = tasks {
         engine.set_task_source(tasks);
@@ -22,9 +23,11 @@ pub(crate) fn dry_run(
     let dry = crate::run::runtime()?.block_on(engine.dry_run())?;
     if let Some(end) = &dry.end {
         let why = match StoryEnd::of(end) {
-            Some(StoryEnd::StoriesDone) => "every story passes",
-            Some(StoryEnd::StoriesBlocked) => "no story left to do; the rest are blocked",
-            _ => end.as_str(),
+            Some(StoryEnd::StoriesDone) => format!("every {} passes", words.one),
+            Some(StoryEnd::StoriesBlocked) => {
+                format!("no {} left to do; the rest are blocked", words.one)
+            }
+            _ => end.as_str().to_owned(),
         };
         eprintln!("dry run: no iteration would run: {why} ({end})");
         return Ok(0);

@@ -77,12 +77,24 @@ pub(crate) enum CliError {
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error(transparent)]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
+    /// A signal stopped ralph while it waited for the task list's service before the run
+    /// started (`--task ID` checked, a killed run's step finished): nothing ran.
+    #[error("stopped ({signal:?}) while waiting before the run started ({why}); nothing ran")]
+    StoppedBeforeStart {
+        /// What it waited for.
+        why: String,
+        /// The signal.
+        signal: ralph_engine::InterruptSignal,
+    },
 }
 
 impl CliError {
     /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
+            CliError::StoppedBeforeStart { signal, .. } => {
+                ralph_engine::exit_code(&ralph_engine::EndReason::Interrupted, Some(*signal))
+            }
             CliError::Engine(_)
             | CliError::Runtime(_)
             | CliError::Stdout(_)

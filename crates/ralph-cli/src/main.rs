@@ -18,6 +18,7 @@ mod report;
 mod resume;
 mod run;
 mod runs;
+mod start_wait;
 mod status;
 mod status_line;
 mod tasks_cmd;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
+use ralph_escalation::TaskWords;
 use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
 use tokio::sync::mpsc;
 
@@ -50,7 +51,11 @@ pub(crate) fn run(
     parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
     parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
     // Made now so a list that cannot be made (no GitHub token) ends ralph before anything runs.
-    if crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?.is_some() {
+    let list = crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?;
+    let words = list
+        .as_ref()
+        .map_or(TaskWords::STORY, |l| TaskWords::of_list(l.kind()));
+    if list.is_some() {
         let file = parallel.engine.file.clone();
         parallel.tasks = Some(std::sync::Arc::new(move |cwd: &std::path::Path| {
             crate::ralph_file::task_list(&file, cwd)
@@ -88,6 +93,7 @@ pub(crate) fn run(
             },
             terminal,
             drawn: 0,
+            words,
         }));
     }
     crate::run::runtime()?.block_on(async move {
@@ -108,6 +114,8 @@ struct LaneLines {
     terminal: bool,
     /// Lines of the live block now on screen.
     drawn: usize,
+    /// What the task list's tasks are called.
+    words: TaskWords,
 }
 
 impl LaneLines {
@@ -133,7 +141,7 @@ impl LaneLines {
 
 impl ParallelSink for LaneLines {
     fn event(&mut self, event: &ParallelEvent, board: &Board) {
-        let line = event_line(&event.kind);
+        let line = event_line(&event.kind, self.words);
         if line.is_none() && !self.terminal {
             return;
         }
@@ -196,7 +204,7 @@ fn clock(elapsed: Duration) -> String {
 }
 
 /// The line a notable event leaves in the scrollback.
-fn event_line(kind: &ParallelEventKind) -> Option<String> {
+fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
     Some(match kind {
         ParallelEventKind::ParallelStarted {
             base,
@@ -205,9 +213,10 @@ fn event_line(kind: &ParallelEventKind) -> Option<String> {
             resumed,
             ..
         } => format!(
-            "ralph: {} {} stories on {base}, {parallel} at a time",
+            "ralph: {} {} {} on {base}, {parallel} at a time",
             if *resumed { "resuming" } else { "running" },
-            tasks.len()
+            tasks.len(),
+            words.many
         ),
         ParallelEventKind::LaneStarted {
             task_id,
@@ -256,9 +265,57 @@ fn event_line(kind: &ParallelEventKind) -> Option<String> {
             remaining,
             cost_usd,
             ..
-        } => format!(
-            "ralph: {reason}: {landed} landed, {blocked} blocked, {remaining} left · ${cost_usd:.2}"
-        ),
+        } => {
+            // The task list's endings in words, as a single run's last line has them.
+            let why = match reason.as_str() {
+                "stories_done" => format!("every {} passes", words.one),
+                "stories_blocked" => format!("no {} left to do; some are blocked", words.one),
+                other => other.to_owned(),
+            };
+            format!(
+                "ralph: {why}: {landed} landed, {blocked} blocked, {remaining} left · \
+                 ${cost_usd:.2}"
+            )
+        }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_tasks_is_run_and_ended_in_tasks_a_prd_json_in_stories() {
+        let started = ParallelEventKind::ParallelStarted {
+            base: "main".into(),
+            base_commit: "abc".into(),
+            parallel: 2,
+            tasks: vec!["a".into(), "b".into()],
+            resumed: false,
+        };
+        let ended = ParallelEventKind::ParallelEnded {
+            reason: "stories_done".into(),
+            landed: 2,
+            blocked: 0,
+            remaining: 0,
+            cost_usd: 0.0,
+            exit_code: 0,
+        };
+        let lines = |words| [&started, &ended].map(|k| event_line(k, words).unwrap());
+        assert_eq!(
+            lines(TaskWords::TASK),
+            [
+                "ralph: running 2 tasks on main, 2 at a time",
+                "ralph: every task passes: 2 landed, 0 blocked, 0 left · $0.00"
+            ]
+        );
+        assert_eq!(
+            lines(TaskWords::STORY),
+            [
+                "ralph: running 2 stories on main, 2 at a time",
+                "ralph: every story passes: 2 landed, 0 blocked, 0 left · $0.00"
+            ]
+        );
+    }
 }

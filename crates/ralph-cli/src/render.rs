@@ -22,6 +22,8 @@ pub(crate) struct Style {
     pub(crate) terminal: bool,
     /// Only the summary: no agent output, no per-iteration lines.
     pub(crate) quiet: bool,
+    /// What the task list's tasks are called: "story" (prd.json), "task" (any other list).
+    pub(crate) words: ralph_escalation::TaskWords,
 }
 
 impl Style {
@@ -388,6 +390,7 @@ mod tests {
         color: false,
         terminal: false,
         quiet: false,
+        words: ralph_escalation::TaskWords::STORY,
     };
 
     /// Where the countdown redraws in place, and the lines before it name the wait.

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ralph_engine::run_folder::{self, IterationRecord, RunDir, RunRecord, RunStatus};
+use ralph_escalation::TaskWords;
 use ralph_escalation::run_folder::RunStories;
 
 use crate::error::CliError;
@@ -53,7 +54,7 @@ pub(crate) fn write(
             let mut run = RunRecord::read(&dir, folder)?;
             let stories = RunStories::read(&mut run);
             let tails = tails(&dir, &run);
-            render(&run, &stories, &tails)
+            render(&run, &stories, &tails, task_words(&dir, &run))
         }
     };
     if output == Path::new("-") {
@@ -184,7 +185,21 @@ const OUTCOMES: [&str; 7] = [
 ];
 
 /// The whole report.
-pub(crate) fn render(run: &RunRecord, stories: &RunStories, tails: &[String]) -> String {
+/// What the run's tasks are called: as its `RUN_ENDED` says, or, before its end, its session.
+fn task_words(dir: &RunDir, run: &RunRecord) -> TaskWords {
+    if run.task_summary.contains_key(TaskWords::FIELD) {
+        return TaskWords::from_fields(&run.task_summary);
+    }
+    ralph_engine::session::Session::read(&dir.path)
+        .map_or(TaskWords::STORY, |s| TaskWords::from_fields(&s.task_fields))
+}
+
+pub(crate) fn render(
+    run: &RunRecord,
+    stories: &RunStories,
+    tails: &[String],
+    words: TaskWords,
+) -> String {
     let mut html = String::with_capacity(64 * 1024 + run.iterations.len() * 700);
     let id = escape(&run.run_id);
     let _ = write!(
@@ -193,16 +208,16 @@ pub(crate) fn render(run: &RunRecord, stories: &RunStories, tails: &[String]) ->
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>ralph run {id}</title><style>{STYLE}</style></head><body>\n"
     );
-    header(&mut html, run, stories);
+    header(&mut html, run, stories, words);
     timeline(&mut html, run, stories);
     spending(&mut html, run);
-    checks(&mut html, run, stories);
-    iterations(&mut html, run, stories, tails);
+    checks(&mut html, run, stories, words);
+    iterations(&mut html, run, stories, tails, words);
     html.push_str("</body></html>\n");
     html
 }
 
-fn header(html: &mut String, run: &RunRecord, stories: &RunStories) {
+fn header(html: &mut String, run: &RunRecord, stories: &RunStories, words: TaskWords) {
     let status = match &run.status {
         RunStatus::Ended { reason, exit_code } => format!(
             "ended: <b>{}</b>{}",
@@ -228,7 +243,8 @@ fn header(html: &mut String, run: &RunRecord, stories: &RunStories) {
     ];
     if let Some(s) = stories.counts {
         facts.push(format!(
-            "stories: <b>{}</b> passed, {} blocked{}",
+            "{}: <b>{}</b> passed, {} blocked{}",
+            words.many,
             s.passed,
             s.blocked,
             s.remaining.map_or(String::new(), |r| format!(", {r} left"))
@@ -449,7 +465,7 @@ fn chart(html: &mut String, id: &str, run: &RunRecord, values: &[f64], show: fn(
     );
 }
 
-fn checks(html: &mut String, run: &RunRecord, stories: &RunStories) {
+fn checks(html: &mut String, run: &RunRecord, stories: &RunStories, words: TaskWords) {
     if run.attempts.is_empty() && stories.trips.is_empty() {
         return;
     }
@@ -504,9 +520,11 @@ fn checks(html: &mut String, run: &RunRecord, stories: &RunStories) {
         html.push_str("</table>\n");
     }
     if !stories.trips.is_empty() {
-        html.push_str(
-            "<h2>Circuit breaker</h2><table><tr><th>after iteration</th><th>story</th>\
-             <th>reason</th><th>count</th></tr>\n",
+        let _ = writeln!(
+            html,
+            "<h2>Circuit breaker</h2><table><tr><th>after iteration</th><th>{}</th>\
+             <th>reason</th><th>count</th></tr>",
+            words.one
         );
         for t in &stories.trips {
             let _ = writeln!(
@@ -531,11 +549,17 @@ fn exit_text(it: &IterationRecord) -> String {
 }
 
 /// `tails` are escaped already.
-fn iterations(html: &mut String, run: &RunRecord, stories: &RunStories, tails: &[String]) {
+fn iterations(
+    html: &mut String,
+    run: &RunRecord,
+    stories: &RunStories,
+    tails: &[String],
+    words: TaskWords,
+) {
     let story_mode = stories.story_mode();
     html.push_str("<h2>Iterations</h2><table id=\"iterations\"><tr><th>#</th>");
     if story_mode {
-        html.push_str("<th>story</th><th>attempt</th>");
+        let _ = write!(html, "<th>{}</th><th>attempt</th>", words.one);
     }
     html.push_str(
         "<th>outcome</th><th>state</th><th>exit</th><th>duration</th><th>cost</th><th>tokens</th>\
@@ -600,7 +624,12 @@ mod tests {
 "#;
         let mut run = RunRecord::from_events("r<&>", &parse_events(text.as_bytes()), None);
         let stories = RunStories::read(&mut run);
-        let html = render(&run, &stories, &[escape("</pre><script>alert(1)</script>")]);
+        let html = render(
+            &run,
+            &stories,
+            &[escape("</pre><script>alert(1)</script>")],
+            TaskWords::STORY,
+        );
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("<b>\"") && html.contains("&lt;b&gt;"));
@@ -636,7 +665,7 @@ mod tests {
         let mut run = RunRecord::from_events("r", &parse_events(text.as_bytes()), None);
         let stories = RunStories::read(&mut run);
         let tails = ["one\n".to_owned(), String::new(), "three\n".to_owned()];
-        insta::assert_snapshot!(render(&run, &stories, &tails));
+        insta::assert_snapshot!(render(&run, &stories, &tails, TaskWords::STORY));
     }
 
     #[test]

@@ -94,10 +94,13 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
         dir.display(),
         paths.join(", "),
         session.run_id,
-        session
-            .task_id
-            .as_deref()
-            .map_or_else(|| "its work".to_owned(), |id| format!("story {id}")),
+        session.task_id.as_deref().map_or_else(
+            || "its work".to_owned(),
+            |id| {
+                let words = ralph_escalation::TaskWords::from_fields(&session.task_fields);
+                format!("{} {id}", words.one)
+            }
+        ),
     ))
 }
 

@@ -11,6 +11,7 @@ use crate::cli::RunArgs;
 use crate::error::CliError;
 use crate::ralph_file::{self, Loaded};
 use crate::render::Style;
+use crate::start_wait::StartWaits;
 
 /// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
@@ -65,24 +66,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             ralph_escalation::Escalation::preview_with(&options.file.config, &options.cwd, tasks)?;
         return crate::dry_run::dry_run(options, stories);
     }
-    // One loop per folder (per repository when it escalates), held until the run ends; taken
-    // before escalation opens, which may already save work under a ref.
-    let claim = FolderClaim::take(&options)?;
-    let _repository_lock =
-        ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
-    // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
-    // `.ralph/current` still names the last run that did start.
-    if let Some(id) = &args.task {
-        switch_to_task(&options, &args, &log_root, id)?;
-    }
-    let mut escalation = open_escalation(&options, &args, &log_root, resuming.as_ref())?;
-    if let Some(id) = &args.task {
-        escalation
-            .as_mut()
-            .ok_or_else(|| ralph_escalation::EscalationError::NotStoryMode { id: id.clone() })?
-            .only_story(id)?;
-    }
-
     let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let human_to_stderr = events_to_stdout;
     let terminal = if human_to_stderr {
@@ -90,16 +73,42 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     } else {
         std::io::stdout().is_terminal()
     };
-    let style = Style {
+    let mut style = Style {
         color: wants_color(terminal, args.no_color, std::env::var_os("NO_COLOR")),
         terminal,
         quiet: args.quiet,
+        words: ralph_escalation::TaskWords::STORY,
     };
+    let runtime = runtime()?;
+    let mut waits = StartWaits::new(&runtime, style, human_to_stderr, &options.run_id);
 
-    runtime()?.block_on(async move {
-        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
+    // One loop per folder (per repository when it escalates), held until the run ends; taken
+    // before escalation opens, which may already save work under a ref.
+    let claim = FolderClaim::take(&options)?;
+    let _repository_lock =
+        ralph_escalation::lock_repository(&options.cwd, &options.file.config, claim.holder())?;
+    // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
+    // `.ralph/current` still names the last run that did start. A task list's rate limit is
+    // waited for, as in the run.
+    if let Some(id) = &args.task {
+        waits.retry(|| switch_to_task(&options, &args, &log_root, id))?;
+    }
+    let mut escalation =
+        waits.retry(|| open_escalation(&options, &args, &log_root, resuming.as_ref()))?;
+    if let (Some(id), Some(escalation)) = (&args.task, escalation.as_mut()) {
+        waits.retry(|| Ok(escalation.only_story(id)?))?;
+    } else if let Some(id) = &args.task {
+        return Err(ralph_escalation::EscalationError::NotStoryMode { id: id.clone() }.into());
+    }
+    style.words = escalation
+        .as_ref()
+        .and_then(ralph_escalation::Escalation::task_words)
+        .unwrap_or(ralph_escalation::TaskWords::STORY);
+    let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
+
+    runtime.block_on(async move {
         // Before raw mode: from then on a signal must not end ralph with its terminal raw.
-        options.warnings.extend(forward_signals(&interrupt_tx));
+        options.warnings.extend(signal_warnings);
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
         engine.set_folder_claim(claim);

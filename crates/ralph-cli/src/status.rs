@@ -9,7 +9,7 @@ use ralph_engine::WaitReason;
 use ralph_engine::lock::{FOLDER_LOCK, LockHolder};
 use ralph_engine::run_folder;
 use ralph_engine::session::{self, Session};
-use ralph_escalation::StoriesSummary;
+use ralph_escalation::{StoriesSummary, TaskWords};
 use serde_json::json;
 
 use crate::cli::StatusArgs;
@@ -278,10 +278,14 @@ impl Status {
                 .attempt()
                 .map(|n| format!(", attempt {n}"))
                 .unwrap_or_default();
-            lines.push(format!("story: {story}{attempt}"));
-            lines.push(stories_line(stories));
+            let words = TaskWords::from_fields(&s.task_fields);
+            lines.push(format!("{}: {story}{attempt}", words.one));
+            lines.push(stories_line(stories, words));
         } else if let Some(stories) = StoriesSummary::from_fields(&s.task_fields) {
-            lines.push(stories_line(stories));
+            lines.push(stories_line(
+                stories,
+                TaskWords::from_fields(&s.task_fields),
+            ));
         }
         if s.cost_usd.is_some() || s.input_tokens.is_some() {
             let mut usage = Vec::new();
@@ -308,10 +312,11 @@ impl Status {
     }
 }
 
-fn stories_line(stories: StoriesSummary) -> String {
+/// `stories: 1 passed, 0 blocked, 2 remaining` (`tasks:` for a list of tasks).
+fn stories_line(stories: StoriesSummary, words: TaskWords) -> String {
     format!(
-        "stories: {} passed, {} blocked, {} remaining",
-        stories.passed, stories.blocked, stories.remaining
+        "{}: {} passed, {} blocked, {} remaining",
+        words.many, stories.passed, stories.blocked, stories.remaining
     )
 }
 

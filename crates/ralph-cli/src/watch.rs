@@ -19,6 +19,8 @@ use ralph_engine::run_folder::{self, RunDir};
 use ralph_engine::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
+use ralph_parallel::ParallelEvent;
+
 use crate::cli::WatchArgs;
 use crate::error::CliError;
 use model::WatchModel;
@@ -100,14 +102,25 @@ struct Watched {
     /// the loop's folder.
     logs: PathBuf,
     model: WatchModel,
-    events: EventsTail,
+    events: WatchedEvents,
+}
+
+/// The events file being followed, read into the types that wrote it.
+enum WatchedEvents {
+    /// A single run's: the engine's events.
+    Loop(EventsTail<ralph_engine::Event>),
+    /// A parallel run's own.
+    Parallel(EventsTail<ParallelEvent>),
 }
 
 impl Watched {
     fn single(dir: RunDir) -> Self {
         Self {
             model: WatchModel::new(&dir.id),
-            events: EventsTail::new(dir.events_path()),
+            events: WatchedEvents::Loop(EventsTail::new(
+                dir.events_path(),
+                run_folder::parse_events,
+            )),
             logs: dir.path,
             id: dir.id,
         }
@@ -116,9 +129,26 @@ impl Watched {
     fn parallel(folder: &Path, id: String) -> Self {
         Self {
             model: WatchModel::new(&id),
-            events: EventsTail::new(folder.join(PARALLEL_EVENTS)),
+            events: WatchedEvents::Parallel(EventsTail::new(
+                folder.join(PARALLEL_EVENTS),
+                ralph_parallel::parse_events,
+            )),
             logs: folder.to_path_buf(),
             id,
+        }
+    }
+
+    /// Takes in what was written since the last read.
+    fn read_new(&mut self) {
+        match &mut self.events {
+            WatchedEvents::Loop(tail) => tail
+                .read_new()
+                .iter()
+                .for_each(|e| self.model.apply_loop(e)),
+            WatchedEvents::Parallel(tail) => tail
+                .read_new()
+                .iter()
+                .for_each(|e| self.model.apply_parallel(e)),
         }
     }
 }
@@ -126,28 +156,8 @@ impl Watched {
 /// The id of the parallel run in `folder` that `id` names (the whole id or a prefix of one),
 /// or its last parallel run without `id`; `None` when there is none.
 fn parallel_run(folder: &Path, id: Option<&str>) -> Option<String> {
-    let events = json_lines(&std::fs::read(folder.join(PARALLEL_EVENTS)).ok()?);
-    let ids: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "PARALLEL_STARTED")
-        .filter_map(|e| e["run_id"].as_str())
-        .collect();
-    match id {
-        None => ids.last().map(|id| (*id).to_owned()),
-        Some(want) => {
-            let exact = ids.iter().find(|id| **id == want);
-            let mut prefixed: Vec<&str> = ids
-                .iter()
-                .copied()
-                .filter(|id| id.starts_with(want))
-                .collect();
-            prefixed.dedup();
-            exact
-                .copied()
-                .or_else(|| (prefixed.len() == 1).then(|| prefixed[0]))
-                .map(str::to_owned)
-        }
-    }
+    let events = ralph_parallel::read_events(&folder.join(PARALLEL_EVENTS)).ok()?;
+    ralph_parallel::find_run(&events, id)
 }
 
 impl Watcher {
@@ -170,9 +180,7 @@ impl Watcher {
                     // Whether it runs is asked before reading, so what it wrote last is read.
                     let alive = run_folder::running(&self.folder)
                         .is_some_and(|holder| holder.run_id == run.id);
-                    for event in run.events.read_new() {
-                        run.model.apply(&event);
-                    }
+                    run.read_new();
                     alive
                 }
                 None => false,
@@ -336,24 +344,27 @@ fn printable_lines(text: &str) -> Vec<String> {
     lines
 }
 
-/// The events file read from where the last read stopped, whole lines only.
-struct EventsTail {
+/// An events file read from where the last read stopped, whole lines only, each read by
+/// `parse` (the library's reader of the type that wrote it).
+struct EventsTail<T> {
     path: PathBuf,
     offset: u64,
     pending: Vec<u8>,
+    parse: fn(&[u8]) -> Vec<T>,
 }
 
-impl EventsTail {
-    fn new(path: PathBuf) -> Self {
+impl<T> EventsTail<T> {
+    fn new(path: PathBuf, parse: fn(&[u8]) -> Vec<T>) -> Self {
         Self {
             path,
             offset: 0,
             pending: Vec::new(),
+            parse,
         }
     }
 
     /// The events written since the last call; a line being written waits for the next.
-    fn read_new(&mut self) -> Vec<serde_json::Value> {
+    fn read_new(&mut self) -> Vec<T> {
         let Ok(mut file) = File::open(&self.path) else {
             return Vec::new();
         };
@@ -369,19 +380,10 @@ impl EventsTail {
         let Some(end) = self.pending.iter().rposition(|b| *b == b'\n') else {
             return Vec::new();
         };
-        let events = json_lines(&self.pending[..end]);
+        let events = (self.parse)(&self.pending[..end]);
         self.pending.drain(..=end);
         events
     }
-}
-
-/// Event lines as JSON values, an unreadable line skipped. The view reads the engine's events and
-/// a parallel run's coordinator events (not the engine's) alike, field by field, so it takes
-/// both untyped.
-pub(crate) fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
-    text.split(|b| *b == b'\n')
-        .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect()
 }
 
 #[cfg(test)]
@@ -398,16 +400,24 @@ mod tests {
     fn events_are_read_as_whole_lines_as_they_are_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
-        let mut tail = EventsTail::new(path.clone());
+        let mut tail = EventsTail::new(path.clone(), run_folder::parse_events);
         assert!(tail.read_new().is_empty());
-        std::fs::write(&path, "{\"type\":\"RUN_STARTED\"}\n{\"type\":\"ITER").unwrap();
+        let head = r#"{"ts":"2026-01-01T00:00:00Z","run_id":"r","#;
+        std::fs::write(
+            &path,
+            format!("{head}\"type\":\"RUN_RESUMED\"}}\n{head}\"type\":\"ITER"),
+        )
+        .unwrap();
         assert_eq!(tail.read_new().len(), 1);
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("ATION_STARTED\",\"iteration\":1}\n");
         std::fs::write(&path, text).unwrap();
         let events = tail.read_new();
         assert_eq!(events.len(), 1);
-        assert_eq!(events[0]["type"], "ITERATION_STARTED");
+        assert!(matches!(
+            events[0].kind,
+            ralph_engine::EventKind::IterationStarted { iteration: 1, .. }
+        ));
     }
 
     #[test]
@@ -418,9 +428,9 @@ mod tests {
         std::fs::create_dir_all(events.parent().unwrap()).unwrap();
         std::fs::write(
             &events,
-            "{\"run_id\":\"20260101-a\",\"type\":\"PARALLEL_STARTED\"}\n\
-             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\"}\n\
-             {\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\",\"resumed\":true}\n",
+            "{\"ts\":\"2026-01-01T00:00:00Z\",\"run_id\":\"20260101-a\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"ts\":\"2026-01-02T00:00:00Z\",\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\"}\n\
+             {\"ts\":\"2026-01-02T00:00:01Z\",\"run_id\":\"20260102-b\",\"type\":\"PARALLEL_STARTED\",\"resumed\":true}\n",
         )
         .unwrap();
         let found = |id| parallel_run(dir.path(), id);

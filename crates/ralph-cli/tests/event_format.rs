@@ -314,3 +314,78 @@ fn every_event_of_a_story_mode_run_with_a_trip_and_a_revert_matches_the_schema()
     }
     assert_eq!(p.run_ended()["reason"], "stories_blocked");
 }
+
+/// A parallel run's own events (`.ralph/parallel/events.jsonl`) pass the schema's
+/// `ParallelEvent` and read back into the type that wrote them, none as an unknown type.
+#[test]
+fn every_event_of_a_parallel_run_matches_the_schema_and_reads_back_typed() {
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - ls US-*.txt\n\
+         convergence: {max_attempts: 2, backoff: 10ms, max_backoff: 10ms}\n\
+         escalation:\n  prd: prd.json",
+        "STORY={{ story.id }}\n",
+    );
+    let dir = p.path();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Ralph Test"],
+        &["config", "user.email", "ralph@example.com"],
+        &["config", "commit.gpgsign", "false"],
+    ] {
+        common::git(dir, args);
+    }
+    let story = |id: &str| {
+        serde_json::json!({"id": id, "title": id, "description": "Do it",
+            "acceptanceCriteria": ["ok"], "priority": 1, "passes": false, "notes": ""})
+    };
+    let prd =
+        serde_json::json!({"project": "Shop", "userStories": [story("US-001"), story("US-002")]});
+    std::fs::write(dir.join("prd.json"), prd.to_string()).unwrap();
+    std::fs::write(
+        dir.join("agent.sh"),
+        "story=$(grep -o 'STORY=[A-Z0-9-]*' | cut -d= -f2)\necho done > \"$story.txt\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-q", "-m", "init"]);
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let text = std::fs::read_to_string(dir.join(".ralph/parallel/events.jsonl")).unwrap();
+    let schema = events_schema();
+    let mut types = Vec::new();
+    for line in text.lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        let mut errors = Vec::new();
+        validate(
+            &schema,
+            &schema["$defs"]["ParallelEvent"],
+            &event,
+            "",
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{event}\n{errors:#?}");
+        types.push(event["type"].as_str().unwrap().to_owned());
+    }
+    for t in [
+        "PARALLEL_STARTED",
+        "LANE_STARTED",
+        "TASK_LANDED",
+        "PARALLEL_ENDED",
+    ] {
+        assert!(types.contains(&t.to_owned()), "{t} in {types:?}");
+    }
+    let typed = ralph_parallel::parse_events(text.as_bytes());
+    assert_eq!(typed.len(), types.len());
+    assert!(
+        typed
+            .iter()
+            .all(|e| !matches!(e.kind, ralph_parallel::ParallelEventKind::Unknown { .. })),
+        "{typed:#?}"
+    );
+    // Written back, each reads as the line it came from.
+    for (event, line) in typed.iter().zip(text.lines()) {
+        assert_eq!(serde_json::to_string(event).unwrap(), line);
+    }
+}

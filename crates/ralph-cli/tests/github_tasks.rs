@@ -571,3 +571,148 @@ fn run_task_with_a_number_github_does_not_have_is_refused_naming_the_repository(
     assert!(err.contains(&n.to_string()), "the ids it has: {err}");
     assert!(git(p.path(), &["branch", "--list", "ralph/*"]).is_empty());
 }
+
+/// The lines of `out`'s stdout that say the run's wait for the task list (`⏸ why`).
+fn said_waits(out: &std::process::Output) -> Vec<String> {
+    common::stdout(out)
+        .lines()
+        .filter(|l| l.starts_with('⏸'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_rate_limit_while_run_task_checks_the_issue_is_waited_for_then_the_task_runs() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    // The looks of the check (`--task`): the first only counts, the second is the check's.
+    server.fail_later("GET /repos", 0, 2, Fault::RetryAfter(30));
+    let p = issues_repo(&server, "rate_limit:\n  max_wait: 50ms\n", WORKING_AGENT);
+    let id = n.to_string();
+
+    let out = run(&p, &server, &["run", "--task", &id]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    assert!(!server.issue(n).open, "passed and closed");
+    let head = git(p.path(), &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), format!("ralph/{id}"));
+    let waits = said_waits(&out);
+    assert!(
+        waits.iter().any(|w| w.contains("rate limit")),
+        "{}",
+        common::stdout(&out)
+    );
+}
+
+#[test]
+fn a_rate_limit_while_a_killed_runs_pass_is_finished_is_waited_for_then_the_run_goes_on() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    let agent = format!("{WORKING_AGENT}: > \"$ARM\"\n");
+    let p = issues_repo(&server, "rate_limit:\n  max_wait: 50ms\n", &agent);
+    let bin = tempfile::tempdir().unwrap();
+    let path_env = common::git_killing_after_commit_tree(bin.path());
+    let out = ralph(&p, &server, &["run"])
+        .env("ARM", bin.path().join("armed"))
+        .env("PATH", &path_env)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        bin.path().join("killed").exists() && out.status.code().is_none(),
+        "killed during the pass: {}",
+        common::stderr(&out)
+    );
+    assert!(server.issue(n).open);
+
+    // The start's looks at the issues: the first only counts, the second is the pass's.
+    server.fail_later("GET /repos", 0, 2, Fault::RetryAfter(30));
+    let out = ralph(&p, &server, &["run", "--resume"])
+        .env("ARM", bin.path().join("unused"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open, "the pass was finished: closed");
+    assert_eq!(server.comments(n).len(), 1, "{:#?}", server.comments(n));
+    assert_eq!(pass_commits(p.path()).len(), 1);
+    let waits = said_waits(&out);
+    assert!(
+        waits.iter().any(|w| w.contains("rate limit")),
+        "{}",
+        common::stdout(&out)
+    );
+}
+
+#[test]
+fn ctrl_c_while_run_task_waits_for_a_rate_limit_looks_again_and_twice_stops_with_nothing_run() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    // An hour's wait, over and over: only a Ctrl+C ends it in the test's time.
+    server.fail_later("GET /repos", 0, 40, Fault::RateLimitReset(3600));
+    let p = issues_repo(&server, "", WORKING_AGENT);
+    let outs = tempfile::tempdir().unwrap();
+    let out_path = outs.path().join("stdout.txt");
+    let out_file = std::fs::File::create(&out_path).unwrap();
+    let mut child = ralph(&p, &server, &["run", "--task", &n.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(out_file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waits_said = || {
+        std::fs::read_to_string(&out_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with('⏸') && l.contains("rate limit"))
+            .count()
+    };
+    wait_until("the wait before the run", Duration::from_secs(30), || {
+        waits_said() > 0
+    });
+
+    // A Ctrl+C looks again at once: a new wait, ralph still there.
+    common::send_signal(child.id(), libc::SIGINT);
+    wait_until("ralph to look again", Duration::from_secs(30), || {
+        waits_said() > 1
+    });
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "one Ctrl+C does not stop"
+    );
+
+    // Twice stops. Two that reach ralph as one (a loaded machine) only look again: press
+    // twice again.
+    let stopped = loop {
+        let said = waits_said();
+        common::send_signal(child.id(), libc::SIGINT);
+        std::thread::sleep(Duration::from_millis(100));
+        common::send_signal(child.id(), libc::SIGINT);
+        let mut exited = None;
+        wait_until(
+            "ralph to stop or look again",
+            Duration::from_secs(30),
+            || {
+                exited = child.try_wait().unwrap();
+                exited.is_some() || waits_said() > said
+            },
+        );
+        if let Some(status) = exited {
+            break status;
+        }
+        assert!(waits_said() < 20, "Ctrl+C twice never stopped ralph");
+    };
+
+    assert_eq!(stopped.code(), Some(130));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("nothing ran"), "{err}");
+    assert!(p.events().is_empty(), "no run started");
+    assert!(
+        git(p.path(), &["branch", "--list", "ralph/*"]).is_empty(),
+        "HEAD stayed where it was"
+    );
+    assert!(server.issue(n).open);
+}

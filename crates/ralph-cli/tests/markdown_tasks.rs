@@ -313,43 +313,6 @@ fn check_shows_the_tasks_in_order_and_tasks_with_escalation_prd_is_refused() {
     );
 }
 
-/// A `git` first on PATH that, once `bin/armed` exists, SIGKILLs ralph (its parent) right
-/// after its first `commit-tree`: the pass commit exists, nothing points at it yet (as
-/// killed_mid_step.rs does for prd.json, every git call of a step).
-fn git_killing_after_commit_tree(bin: &std::path::Path) -> String {
-    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH");
-    let dir = bin.display();
-    let script = format!(
-        r#"#!/bin/sh
-sub=""
-skip=0
-for a in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
-done
-if [ -e '{dir}/armed' ] && [ ! -e '{dir}/killed' ] && [ "$sub" = commit-tree ]; then
-  : > '{dir}/killed'
-  '{real}' "$@"; rc=$?
-  kill -9 $PPID
-  exit $rc
-fi
-exec '{real}' "$@"
-"#,
-        real = real.display(),
-    );
-    let path = bin.join("git");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
 #[test]
 fn a_pass_ralph_was_killed_committing_is_finished_by_the_next_start_and_ticked() {
     let agent = r#"title=$(sed -n 's/^TITLE=//p')
@@ -367,7 +330,7 @@ echo '<!-- ralph:state done -->'
     let dir = p.path();
     let first = id_of(&tasks(&p), "First");
     let bin = tempfile::tempdir().unwrap();
-    let path_env = git_killing_after_commit_tree(bin.path());
+    let path_env = common::git_killing_after_commit_tree(bin.path());
     let out = p
         .ralph(&["run"])
         .env("ARM", bin.path().join("armed"))
@@ -471,4 +434,45 @@ fn run_task_takes_a_checklist_id_from_ralph_tasks_and_passes_it_alone_on_its_bra
         "- [ ] Build the cart\n- [ ] Add checkout\n",
         "main is as it was"
     );
+}
+
+/// A person reading a checklist's run reads of tasks, never of stories (prd.json's word): in
+/// the run's lines, its last line, `ralph status` and the report. The wire keeps its names.
+#[test]
+fn a_checklist_run_says_task_where_prd_json_says_story() {
+    let agent = "prompt=$(cat)\ncase \"$prompt\" in\n*'TITLE=Build the cart'*) ;;\n\
+                 *) echo '<!-- ralph:state blocked reason=\"needs a person\" -->' ;;\nesac\n";
+    let p = todo_repo(
+        "agent: sh agent.sh\ndone_when: ['true']\ntasks:\n  markdown: TODO.md",
+        BODY,
+        agent,
+        "- [ ] Build the cart\n- [ ] Ask a person\n",
+    );
+    let out = p.run(&["run"]);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "stories_blocked", "{}", stderr(&out));
+    assert_eq!(ended["task_list"], "markdown");
+    let text = stdout(&out);
+    let cart = id_of(&tasks(&p), "Build the cart");
+    for line in [
+        format!("task {cart}: Build the cart"),
+        format!("task passes {cart} (1 attempt)"),
+        "task blocked ".to_owned(),
+        "■ done: no task left to do; some are blocked · tasks: 1 passed, 1 blocked, 0 left"
+            .to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line:?} in:\n{text}");
+    }
+    assert!(!text.contains("stor"), "{text}");
+
+    let status = stdout(&p.run(&["status"]));
+    assert!(
+        status.contains("tasks: 1 passed, 1 blocked, 0 remaining"),
+        "{status}"
+    );
+    assert!(!status.contains("stories:"), "{status}");
+    let report = stdout(&p.run(&["report", "-o", "-"]));
+    assert!(report.contains("tasks: <b>1</b> passed"), "{report}");
+    assert!(report.contains("<th>task</th><th>attempt</th>"), "{report}");
+    assert!(!report.contains(">story<"), "{report}");
 }

@@ -47,6 +47,7 @@ use supervise::emit;
 pub use dry_run::{DryRun, DryRunCommand};
 use options::Settings;
 pub use options::{EngineOptions, Overrides, new_run_id};
+pub use wait::wait_before_start;
 
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]

@@ -77,6 +77,7 @@ pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
     DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
+    wait_before_start,
 };
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,

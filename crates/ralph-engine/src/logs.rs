@@ -344,6 +344,27 @@ mod tests {
         }
     }
 
+    /// Writes files in `dir` with `write` (given a number from 2) until one is the spare made
+    /// ahead, which is on disk a moment before the thread hands it over; returns each path
+    /// written with its text.
+    fn write_until_a_spare_is_taken(
+        spares: &mut SpareFiles,
+        dir: &Path,
+        mut write: impl FnMut(&mut SpareFiles, u32) -> (PathBuf, String),
+    ) -> Vec<(PathBuf, String)> {
+        let mut named = Vec::new();
+        for n in 2..500 {
+            let spare = std::fs::metadata(spare_in(dir)).unwrap().ino();
+            let (path, text) = write(spares, n);
+            let taken = std::fs::metadata(&path).unwrap().ino() == spare;
+            named.push((path, text));
+            if taken {
+                return named;
+            }
+        }
+        panic!("no file named was the spare made ahead");
+    }
+
     #[test]
     fn a_file_after_the_first_is_the_spare_made_ahead_and_no_spare_outlives_the_run() {
         let dir = tempfile::tempdir().unwrap();
@@ -354,38 +375,40 @@ mod tests {
             .unwrap()
             .write_all(b"one")
             .unwrap();
-
-        let spare = std::fs::metadata(spare_in(dir.path())).unwrap().ino();
-        let second = dir.path().join("iteration-002.log");
-        spares
-            .create(dir.path(), &second)
-            .unwrap()
-            .write_all(b"two")
-            .unwrap();
-        assert_eq!(std::fs::metadata(&second).unwrap().ino(), spare);
-
-        let spare = std::fs::metadata(spare_in(dir.path())).unwrap().ino();
-        let copy = dir.path().join("iteration-002.prompt.md");
-        spares.write(dir.path(), &copy, b"the prompt").unwrap();
-        assert_eq!(std::fs::metadata(&copy).unwrap().ino(), spare);
+        let mut named = vec![(first, "one".to_owned())];
+        named.extend(write_until_a_spare_is_taken(
+            &mut spares,
+            dir.path(),
+            |spares, n| {
+                let path = dir.path().join(format!("iteration-{n:03}.log"));
+                let text = format!("log {n}");
+                let mut file = spares.create(dir.path(), &path).unwrap();
+                file.write_all(text.as_bytes()).unwrap();
+                (path, text)
+            },
+        ));
+        named.extend(write_until_a_spare_is_taken(
+            &mut spares,
+            dir.path(),
+            |spares, n| {
+                let path = dir.path().join(format!("iteration-{n:03}.prompt.md"));
+                let text = format!("prompt {n}");
+                spares.write(dir.path(), &path, text.as_bytes()).unwrap();
+                (path, text)
+            },
+        ));
 
         drop(spares);
-        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        let spares_left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(SPARE_PREFIX))
             .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            [
-                "iteration-001.log",
-                "iteration-002.log",
-                "iteration-002.prompt.md"
-            ]
-        );
-        assert_eq!(std::fs::read_to_string(&first).unwrap(), "one");
-        assert_eq!(std::fs::read_to_string(&second).unwrap(), "two");
-        assert_eq!(std::fs::read_to_string(&copy).unwrap(), "the prompt");
+        assert!(spares_left.is_empty(), "{spares_left:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), named.len());
+        for (path, text) in &named {
+            assert_eq!(&std::fs::read_to_string(path).unwrap(), text);
+        }
     }
 
     #[test]

@@ -217,9 +217,70 @@ impl StoriesSummary {
     }
 }
 
+/// What people read for a run's tasks: "story" for prd.json's user stories, "task" for any
+/// other list (a Markdown checklist, GitHub issues). The wire keeps its words (`STORY_*`,
+/// `stories`, `stories_done`); terminal lines, `ralph status` and reports use these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskWords {
+    /// One of them: `story`, `task`.
+    pub one: &'static str,
+    /// Several: `stories`, `tasks`.
+    pub many: &'static str,
+}
+
+impl TaskWords {
+    /// prd.json's, and a run's whose fields do not name its list (written before they did).
+    pub const STORY: TaskWords = TaskWords {
+        one: "story",
+        many: "stories",
+    };
+    /// Any other list's.
+    pub const TASK: TaskWords = TaskWords {
+        one: "task",
+        many: "tasks",
+    };
+    /// The key a run's task fields (`RUN_ENDED`, the session file) name its list's kind under.
+    pub const FIELD: &'static str = "task_list";
+
+    /// The words for a list of kind `kind` ([`TaskList::kind`]: `prd`, `markdown`, `github`).
+    ///
+    /// [`TaskList::kind`]: crate::TaskList::kind
+    pub fn of_list(kind: &str) -> Self {
+        match kind {
+            "prd" => Self::STORY,
+            _ => Self::TASK,
+        }
+    }
+
+    /// The words for the run whose task fields are `fields`.
+    pub fn from_fields(fields: &Map<String, Value>) -> Self {
+        fields
+            .get(Self::FIELD)
+            .and_then(Value::as_str)
+            .map_or(Self::STORY, Self::of_list)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prd_json_has_stories_and_every_other_list_tasks() {
+        assert_eq!(TaskWords::of_list("prd").one, "story");
+        assert_eq!(TaskWords::of_list("markdown").many, "tasks");
+        assert_eq!(TaskWords::of_list("github").one, "task");
+        let mut fields = StoriesSummary {
+            passed: 1,
+            blocked: 0,
+            remaining: 0,
+        }
+        .fields();
+        assert_eq!(TaskWords::from_fields(&fields), TaskWords::STORY);
+        fields.insert(TaskWords::FIELD.to_owned(), "markdown".into());
+        assert_eq!(TaskWords::from_fields(&fields), TaskWords::TASK);
+    }
 
     #[test]
     fn every_ending_of_escalation_is_a_name_states_cannot_take() {

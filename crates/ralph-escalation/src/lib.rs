@@ -44,7 +44,9 @@ use ralph_engine::{
 };
 
 pub use breaker::{Breaker, Trip};
-pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE};
+pub use events::{
+    StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE, TaskWords,
+};
 pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
 pub use journal::JournalError;
 pub use lock::lock_repository;
@@ -506,6 +508,12 @@ impl Escalation {
         self.list.as_ref().map(|l| l.files()).unwrap_or_default()
     }
 
+    /// What people read for this run's tasks: the task list's words (`None` without a list:
+    /// one task, the RALPH.md's own).
+    pub fn task_words(&self) -> Option<TaskWords> {
+        self.list.as_ref().map(|l| TaskWords::of_list(l.kind()))
+    }
+
     /// The task list, when there is one: what `ralph tasks` lists.
     pub fn task_list(&mut self) -> Option<&mut (dyn TaskList + 'static)> {
         self.list.as_deref_mut()
@@ -611,10 +619,7 @@ impl Escalation {
                 }
                 Err(TaskListError::NoSuchTask { location, id }) => cx.warn(format!(
                     "{location}: no {} \"{id}\" any more, so \"{mark}\" is not written",
-                    match list.kind() {
-                        "prd" => "story",
-                        _ => "task",
-                    }
+                    TaskWords::of_list(list.kind()).one
                 )),
                 Err(err) => return Err(err.into()),
             }
@@ -1264,7 +1269,12 @@ impl TaskSource for Escalation {
     }
 
     fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
-        self.counts.map(StoriesSummary::fields).unwrap_or_default()
+        let mut fields = self.counts.map(StoriesSummary::fields).unwrap_or_default();
+        // Which list, so what reads the run back calls its tasks as the list does.
+        if let (false, Some(list)) = (fields.is_empty(), &self.list) {
+            fields.insert(TaskWords::FIELD.to_owned(), list.kind().into());
+        }
+        fields
     }
 
     fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {

@@ -210,8 +210,10 @@ impl Escalation {
         let state = match serde_json::from_value::<State>(state) {
             Ok(state) => state,
             Err(err) => {
+                let one = self.task_words().unwrap_or(crate::TaskWords::STORY).one;
                 cx.warn(format!(
-                    "the session's escalation state is unreadable ({err}); starting the story afresh"
+                    "the session's escalation state is unreadable ({err}); starting the {one} \
+                     afresh"
                 ));
                 return;
             }

@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 
 pub use events::{
     Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelSink,
+    find_run, parse_events, read_events,
 };
 pub use tasks::{Task, TaskState, startable, tasks_from_list};
 

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use ralph_engine::{EndReason, EventKind, Outcome, Usage};
-use ralph_escalation::{StoriesSummary, StoryEnd};
+use ralph_escalation::{StoriesSummary, StoryEnd, TaskWords};
 
 use super::{Style, compact, human_ms};
 
@@ -26,12 +26,17 @@ pub(super) fn run_ended_line(style: Style, ended: &EventKind) -> Option<String> 
     else {
         return None;
     };
-    let why = end_sentence(reason, *outcome, *flake_retries);
+    // The run's own record of its list, else what the renderer was told.
+    let words = match task.contains_key(TaskWords::FIELD) {
+        true => TaskWords::from_fields(task),
+        false => style.words,
+    };
+    let why = end_sentence(reason, *outcome, *flake_retries, words);
     let stories = StoriesSummary::from_fields(task)
         .map(|s| {
             format!(
-                " · stories: {} passed, {} blocked, {} left",
-                s.passed, s.blocked, s.remaining
+                " · {}: {} passed, {} blocked, {} left",
+                words.many, s.passed, s.blocked, s.remaining
             )
         })
         .unwrap_or_default();
@@ -46,11 +51,13 @@ pub(super) fn run_ended_line(style: Style, ended: &EventKind) -> Option<String> 
 }
 
 /// Why the run ended, in words. A reason of a declared state or a task source is its own name;
-/// escalation's are told in words too; a reason this renderer does not know yet, its wire string.
-fn end_sentence(
+/// escalation's are told in words too (with the task list's `words`); a reason this renderer
+/// does not know yet, its wire string.
+pub(crate) fn end_sentence(
     reason: &EndReason,
     outcome: Option<Outcome>,
     flake_retries: Option<u64>,
+    words: TaskWords,
 ) -> Cow<'_, str> {
     Cow::Borrowed(match reason {
         EndReason::MaxIterations => "reached max_iterations",
@@ -76,9 +83,11 @@ fn end_sentence(
         },
         EndReason::MaxAttemptsReached => "not converged: max_attempts reached",
         EndReason::AgentDone => "the agent reported done",
-        EndReason::Task { .. } => StoryEnd::of(reason)
-            .and_then(story_end_sentence)
-            .unwrap_or(reason.as_str()),
+        EndReason::Task { .. } => {
+            return StoryEnd::of(reason)
+                .and_then(|end| story_end_sentence(end, words))
+                .map_or(Cow::Borrowed(reason.as_str()), Cow::Owned);
+        }
         EndReason::State { reason, .. } => reason,
         // A reason the engine added after this renderer was written.
         _ => reason.as_str(),
@@ -86,16 +95,22 @@ fn end_sentence(
 }
 
 /// Escalation's endings, in words (`None` for one added after this renderer was written).
-fn story_end_sentence(end: StoryEnd) -> Option<&'static str> {
-    Some(match end {
-        StoryEnd::StoriesDone => "every story passes",
-        StoryEnd::StoriesBlocked => "no story left to do; some are blocked",
-        StoryEnd::CircuitOpen => "circuit breaker open: the work was logged and reverted",
-        StoryEnd::MaxIterationsWorkLeft => "reached max_iterations",
-        StoryEnd::TaskPassed => "the task passes",
-        StoryEnd::TaskBlocked => "the task is blocked",
-        _ => return None,
-    })
+pub(crate) fn story_end_sentence(end: StoryEnd, words: TaskWords) -> Option<String> {
+    let one = words.one;
+    Some(
+        match end {
+            StoryEnd::StoriesDone => return Some(format!("every {one} passes")),
+            StoryEnd::StoriesBlocked => {
+                return Some(format!("no {one} left to do; some are blocked"));
+            }
+            StoryEnd::CircuitOpen => "circuit breaker open: the work was logged and reverted",
+            StoryEnd::MaxIterationsWorkLeft => "reached max_iterations",
+            StoryEnd::TaskPassed => "the task passes",
+            StoryEnd::TaskBlocked => "the task is blocked",
+            _ => return None,
+        }
+        .into(),
+    )
 }
 
 /// ` · 98.7k tokens in (88.4k cached), 1.5k out · $0.30 · 13 turns`: only agents whose adapter
@@ -133,7 +148,7 @@ mod tests {
     use super::*;
 
     fn sentence(reason: &EndReason) -> String {
-        end_sentence(reason, None, None).into_owned()
+        end_sentence(reason, None, None, TaskWords::STORY).into_owned()
     }
 
     #[test]
@@ -185,12 +200,18 @@ mod tests {
             &EndReason::Converged,
             Some(Outcome::CleanWithFlake),
             Some(2),
+            TaskWords::STORY,
         );
         assert_eq!(
             flaky,
             "converged: every check passes, after a failed attempt (flake_retries 2)"
         );
-        let clean = end_sentence(&EndReason::Converged, Some(Outcome::Clean), Some(0));
+        let clean = end_sentence(
+            &EndReason::Converged,
+            Some(Outcome::Clean),
+            Some(0),
+            TaskWords::STORY,
+        );
         assert_eq!(clean, "converged: every check passes");
     }
 
@@ -213,6 +234,12 @@ mod tests {
         for (end, want) in cases {
             assert_eq!(sentence(&end.reason()), want, "{end:?}");
         }
+        // A list of tasks (a Markdown checklist, GitHub issues) says "task".
+        let done = StoryEnd::StoriesDone.reason();
+        assert_eq!(
+            end_sentence(&done, None, None, TaskWords::TASK),
+            "every task passes"
+        );
     }
 
     #[test]

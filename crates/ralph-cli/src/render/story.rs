@@ -61,7 +61,7 @@ fn other_source_line(event: &TaskEvent) -> String {
 
 /// A story's first attempt: its id and title.
 fn story_started_line(style: Style, story_id: &str, title: &str) -> String {
-    style.paint("1", &format!("story {story_id}: {title}"))
+    style.paint("1", &format!("{} {story_id}: {title}", style.words.one))
 }
 
 /// `circuit breaker tripped on US-002: same_error ×3 · error 3f2a9c0d1e2b4a5c`.
@@ -90,15 +90,17 @@ fn reverted_line(checkpoint: &str, saved_ref: &str) -> String {
     )
 }
 
-/// `story blocked US-002: ` and why, as written in its notes.
+/// `story blocked US-002: ` (`task blocked` for a list of tasks) and why, as written in its
+/// notes.
 fn story_blocked_line(style: Style, story_id: &str, reason: &str) -> String {
     format!(
         "{} {story_id}: {reason}",
-        style.paint("1;31", "story blocked")
+        style.paint("1;31", &format!("{} blocked", style.words.one))
     )
 }
 
-/// `story passes US-001 (1 attempt) · checkpoint 0123456789ab`.
+/// `story passes US-001 (1 attempt) · checkpoint 0123456789ab` (`task passes` for a list of
+/// tasks).
 fn story_passed_line(
     style: Style,
     story_id: &str,
@@ -111,6 +113,6 @@ fn story_passed_line(
     let s = if attempts == 1 { "" } else { "s" };
     format!(
         "{} {story_id} ({attempts} attempt{s}){at}",
-        style.paint("1;32", "story passes")
+        style.paint("1;32", &format!("{} passes", style.words.one))
     )
 }

@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::SystemTime;
 
-use serde_json::Value;
+use ralph_parallel::{ParallelEvent, ParallelEventKind};
 
 use super::{LABEL, LANE, STYLE, WIDTH, dur, escape};
 
 /// A parallel run's events, in the order they were written.
 pub(crate) struct ParallelRun {
     run_id: String,
-    events: Vec<Value>,
+    events: Vec<ParallelEvent>,
 }
 
 impl ParallelRun {
@@ -26,43 +26,15 @@ impl ParallelRun {
             None => crate::status::newest_parallel_run(folder)?.run_id,
             Some(_) => String::new(),
         };
-        let text = std::fs::read_to_string(ralph_parallel::events_file(folder)?).ok()?;
         // A half-written last line (a run killed mid-write) is skipped, not an error.
-        let all: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
+        let all = ralph_parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
         let run_id = match id {
             None => wanted,
-            Some(prefix) => {
-                let mut ids: Vec<&str> = all
-                    .iter()
-                    .filter(|e| e["type"] == "PARALLEL_STARTED")
-                    .filter_map(|e| e["run_id"].as_str())
-                    .filter(|r| r.starts_with(prefix))
-                    .collect();
-                ids.sort_unstable();
-                ids.dedup();
-                match ids.as_slice() {
-                    [one] => (*one).to_owned(),
-                    _ => ids.iter().find(|r| **r == prefix)?.to_string(),
-                }
-            }
+            Some(prefix) => ralph_parallel::find_run(&all, Some(prefix))?,
         };
-        let events: Vec<Value> = all
-            .into_iter()
-            .filter(|e| e["run_id"].as_str() == Some(&run_id))
-            .collect();
+        let events: Vec<ParallelEvent> = all.into_iter().filter(|e| e.run_id == run_id).collect();
         (!events.is_empty()).then_some(Self { run_id, events })
     }
-}
-
-fn ts(event: &Value) -> Option<SystemTime> {
-    humantime::parse_rfc3339(event["ts"].as_str()?).ok()
-}
-
-fn text<'a>(event: &'a Value, key: &str) -> &'a str {
-    event[key].as_str().unwrap_or("")
 }
 
 fn short(commit: &str) -> &str {
@@ -84,22 +56,14 @@ struct Lane {
 
 /// The whole report of a parallel run.
 pub(crate) fn render(run: &ParallelRun) -> String {
-    let start = run.events.iter().find_map(ts);
-    let end = run.events.iter().rev().find_map(ts);
-    let at = |e: &Value| -> u64 {
-        match (start, ts(e)) {
-            (Some(s), Some(t)) => t
-                .duration_since(s)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            _ => 0,
-        }
+    let start = run.events.first().map(|e| e.ts);
+    let since_start = |t: SystemTime| -> u64 {
+        start.map_or(0, |s| {
+            t.duration_since(s)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        })
     };
-    let total = match (start, end) {
-        (Some(s), Some(e)) => e
-            .duration_since(s)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        _ => 0,
-    };
+    let total = run.events.last().map_or(0, |e| since_start(e.ts));
     let mut lanes: Vec<Lane> = Vec::new();
     let mut queue_rows: Vec<(u64, String, String, String)> = Vec::new();
     let lane_of = |lanes: &mut Vec<Lane>, task: &str| -> usize {
@@ -115,132 +79,156 @@ pub(crate) fn render(run: &ParallelRun) -> String {
     let mut facts = Vec::new();
     let mut ended = None;
     for e in &run.events {
-        let t = at(e);
-        let task = text(e, "task_id");
-        match text(e, "type") {
-            "PARALLEL_STARTED" => {
+        let t = since_start(e.ts);
+        let task = e.kind.task_id().unwrap_or("");
+        match &e.kind {
+            ParallelEventKind::ParallelStarted {
+                base,
+                base_commit,
+                parallel,
+                tasks,
+                resumed,
+            } => {
                 if facts.is_empty() {
                     facts.push(format!(
                         "base <b>{}</b> at {}",
-                        escape(text(e, "base")),
-                        escape(short(text(e, "base_commit")))
+                        escape(base),
+                        escape(short(base_commit))
                     ));
-                    facts.push(format!("<b>{}</b> at a time", e["parallel"]));
+                    facts.push(format!("<b>{parallel}</b> at a time"));
                 }
-                if e["resumed"] == true {
+                if *resumed {
                     facts.push(format!("resumed after {}", dur(t)));
                 }
-                // The tasks in prd.json order, so a task that never started has its lane too.
-                for id in e["tasks"].as_array().into_iter().flatten() {
-                    lane_of(&mut lanes, id.as_str().unwrap_or(""));
+                // The tasks in the task list's order, so a task that never started has its
+                // lane too.
+                for id in tasks {
+                    lane_of(&mut lanes, id);
                 }
             }
-            "LANE_STARTED" => {
+            ParallelEventKind::LaneStarted {
+                title, lane_run_id, ..
+            } => {
                 let i = lane_of(&mut lanes, task);
-                lanes[i].title = text(e, "title").to_owned();
-                lanes[i].loops.push(text(e, "lane_run_id").to_owned());
+                lanes[i].title.clone_from(title);
+                lanes[i].loops.push(lane_run_id.clone());
             }
-            "LANE_ITERATION_STARTED" => {
+            ParallelEventKind::LaneIterationStarted { iteration, .. } => {
                 let i = lane_of(&mut lanes, task);
-                let what = format!("iteration {}", e["iteration"]);
+                let what = format!("iteration {iteration}");
                 lanes[i].bars.push((t, None, "running", what));
             }
-            "LANE_ITERATION_ENDED" => {
+            ParallelEventKind::LaneIterationEnded { failed, state, .. } => {
                 let i = lane_of(&mut lanes, task);
-                let class = match (e["failed"] == true, text(e, "state")) {
+                let class = match (failed, state.as_deref()) {
                     (true, _) => "failed",
-                    (false, "idle") => "idle",
+                    (false, Some("idle")) => "idle",
                     _ => "worked",
                 };
                 close(&mut lanes[i], t, class);
             }
-            "LANE_ENDED" => {
+            ParallelEventKind::LaneEnded {
+                reason,
+                iterations,
+                cost_usd,
+                ..
+            } => {
                 let i = lane_of(&mut lanes, task);
-                lanes[i].iterations += e["iterations"].as_u64().unwrap_or(0);
+                lanes[i].iterations += iterations;
                 // The task's cost so far, over all its loops.
-                lanes[i].cost = e["cost_usd"].as_f64().unwrap_or(lanes[i].cost);
-                lanes[i].outcome = format!("loop ended: {}", escape(text(e, "reason")));
+                lanes[i].cost = *cost_usd;
+                lanes[i].outcome = format!("loop ended: {}", escape(reason));
                 close(&mut lanes[i], t, "interrupted");
             }
-            "MERGE_QUEUED" => {
-                let what = format!("queued, position {}", e["position"]);
+            ParallelEventKind::MergeQueued { position, .. } => {
+                let what = format!("queued, position {position}");
                 queue_rows.push((t, task.to_owned(), "queued".to_owned(), what));
             }
-            "MERGE_STARTED" => {
+            ParallelEventKind::MergeStarted {
+                base_commit,
+                branch_commit,
+                ..
+            } => {
                 let i = lane_of(&mut lanes, task);
                 lanes[i].bars.push((t, None, "merging", "merge".to_owned()));
                 let what = format!(
                     "{} merged with the base at {}",
-                    escape(short(text(e, "branch_commit"))),
-                    escape(short(text(e, "base_commit")))
+                    escape(short(branch_commit)),
+                    escape(short(base_commit))
                 );
                 queue_rows.push((t, task.to_owned(), "merging".to_owned(), what));
             }
-            "MERGE_CONFLICT" => {
+            ParallelEventKind::MergeConflict {
+                files, saved_ref, ..
+            } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "failed");
-                let files: Vec<String> = e["files"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|f| f.as_str().map(escape))
-                    .collect();
+                let files: Vec<String> = files.iter().map(|f| escape(f)).collect();
                 let what = format!(
                     "conflict in {}; back to its loop (saved under {})",
                     files.join(", "),
-                    escape(text(e, "saved_ref"))
+                    escape(saved_ref)
                 );
                 queue_rows.push((t, task.to_owned(), "failed".to_owned(), what));
             }
-            "MERGE_CHECK_FAILED" => {
+            ParallelEventKind::MergeCheckFailed {
+                checks, saved_ref, ..
+            } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "failed");
-                let checks: Vec<String> = e["checks"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| format!("{} (exit {})", escape(text(c, "command")), c["exit_code"]))
+                let checks: Vec<String> = checks
+                    .iter()
+                    .map(|c| {
+                        let exit = c
+                            .exit_code
+                            .map_or_else(|| "null".to_owned(), |c| c.to_string());
+                        format!("{} (exit {exit})", escape(&c.command))
+                    })
                     .collect();
                 let what = format!(
                     "check failed on the merged result: {}; back to its loop (saved under {})",
                     checks.join(", "),
-                    escape(text(e, "saved_ref"))
+                    escape(saved_ref)
                 );
                 queue_rows.push((t, task.to_owned(), "failed".to_owned(), what));
             }
-            "TASK_LANDED" => {
+            ParallelEventKind::TaskLanded { commit, .. } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "converged");
-                let commit = escape(short(text(e, "commit")));
+                let commit = escape(short(commit));
                 lanes[i].outcome = format!("landed as {commit}");
                 let what = format!("landed on the base as {commit}");
                 queue_rows.push((t, task.to_owned(), "converged".to_owned(), what));
             }
-            "TASK_BLOCKED" => {
+            ParallelEventKind::TaskBlocked { reason, .. } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "blocked");
-                let reason = escape(text(e, "reason"));
+                let reason = escape(reason);
                 lanes[i].outcome = format!("blocked: {reason}");
                 let what = format!("blocked: {reason}");
                 queue_rows.push((t, task.to_owned(), "blocked".to_owned(), what));
             }
-            "PARALLEL_ENDED" => ended = Some(e),
+            ParallelEventKind::ParallelEnded {
+                reason,
+                landed,
+                blocked,
+                remaining,
+                cost_usd,
+                exit_code,
+            } => {
+                ended = Some(format!(
+                    "ended: <b>{}</b> (exit {exit_code}) · <b>{landed}</b> landed, {blocked} \
+                     blocked, {remaining} left · cost <b>${cost_usd:.2}</b>",
+                    escape(reason),
+                ));
+            }
             _ => {}
         }
     }
-    let status = match ended {
-        Some(e) => format!(
-            "ended: <b>{}</b> (exit {}) · <b>{}</b> landed, {} blocked, {} left · cost <b>${:.2}</b>",
-            escape(text(e, "reason")),
-            e["exit_code"],
-            e["landed"],
-            e["blocked"],
-            e["remaining"],
-            e["cost_usd"].as_f64().unwrap_or(0.0)
-        ),
-        None => "<b>not ended</b> (running, or stopped: `ralph run --parallel N --resume` goes on)"
-            .to_owned(),
-    };
+    let status = ended.unwrap_or_else(|| {
+        "<b>not ended</b> (running, or stopped: `ralph run --parallel N --resume` goes on)"
+            .to_owned()
+    });
     facts.insert(0, status);
     facts.push(format!("duration <b>{}</b>", dur(total)));
 

@@ -5,11 +5,8 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use ralph_engine::{RunCost, Usage};
-use serde_json::{Value, json};
-
-/// The field a parallel run's events carry to say which task's loop (lane) they are about.
-pub(crate) const LANE_FIELD: &str = "task_id";
+use ralph_engine::{Event, EventKind, RunCost, Usage};
+use ralph_parallel::{ParallelEvent, ParallelEventKind};
 
 /// The name of a single run's one loop.
 pub(crate) const SINGLE_LANE: &str = "loop";
@@ -93,14 +90,6 @@ pub(crate) struct RunEnd {
     pub(crate) at: Option<SystemTime>,
 }
 
-fn ts(event: &Value) -> Option<SystemTime> {
-    humantime::parse_rfc3339(event.get("ts")?.as_str()?).ok()
-}
-
-fn text(event: &Value, key: &str) -> Option<String> {
-    event.get(key)?.as_str().map(str::to_owned)
-}
-
 impl Lane {
     fn new(name: &str, log_dir: PathBuf, at: Option<SystemTime>) -> Self {
         Self {
@@ -144,12 +133,22 @@ impl WatchModel {
         }
     }
 
-    /// The run built from `events`, in order.
+    /// The single run built from its (engine) `events`, in order.
     #[cfg(test)]
-    pub(crate) fn from_events(run_id: &str, events: &[Value]) -> Self {
+    pub(crate) fn from_events(run_id: &str, events: &[Event]) -> Self {
         let mut model = Self::new(run_id);
         for event in events {
-            model.apply(event);
+            model.apply_loop(event);
+        }
+        model
+    }
+
+    /// The parallel run built from its own `events`, in order.
+    #[cfg(test)]
+    pub(crate) fn from_parallel_events(run_id: &str, events: &[ParallelEvent]) -> Self {
+        let mut model = Self::new(run_id);
+        for event in events {
+            model.apply_parallel(event);
         }
         model
     }
@@ -159,77 +158,87 @@ impl WatchModel {
         self.ended_cost.or_else(|| self.cost.total())
     }
 
-    /// Takes in the run's next event; another run's (a parallel run's events file holds every
-    /// run made in the folder) is left out.
-    pub(crate) fn apply(&mut self, event: &Value) {
-        if event
-            .get("run_id")
-            .and_then(Value::as_str)
-            .is_some_and(|id| id != self.run_id)
-        {
+    /// Takes in the first event's time (the run's start) and says whether the event is the
+    /// run's: a parallel runs' events file holds every run made in the folder.
+    fn take(&mut self, run_id: &str, at: SystemTime) -> bool {
+        if run_id != self.run_id {
+            return false;
+        }
+        self.started.get_or_insert(at);
+        true
+    }
+
+    /// The run goes on (`RUN_RESUMED`, or `PARALLEL_STARTED` with `--resume`): it has no end,
+    /// and what it costs from now on adds to what it cost.
+    fn resumed(&mut self) {
+        self.end = None;
+        self.ended_cost = None;
+        self.cost = RunCost::resumed(self.cost.total());
+        for lane in &mut self.lanes {
+            lane.cost = RunCost::resumed(lane.cost.total());
+        }
+    }
+
+    /// The run ended (`RUN_ENDED`, `PARALLEL_ENDED`): every loop still going ends with it.
+    fn ended(&mut self, reason: &str, exit_code: i64, cost_usd: Option<f64>, at: SystemTime) {
+        self.ended_cost = cost_usd;
+        self.end = Some(RunEnd {
+            reason: reason.to_owned(),
+            exit_code: Some(exit_code),
+            at: Some(at),
+        });
+        for lane in &mut self.lanes {
+            if !matches!(lane.state, LaneState::Ended(_)) {
+                lane.state = LaneState::Ended(reason.to_owned());
+                lane.ended = Some(at);
+            }
+        }
+        self.queue.clear();
+    }
+
+    /// Takes in a single run's next (engine) event: its one loop.
+    pub(crate) fn apply_loop(&mut self, event: &Event) {
+        if !self.take(&event.run_id, event.ts) {
             return;
         }
-        let at = ts(event);
-        if self.started.is_none() {
-            self.started = at;
-        }
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "RUN_RESUMED" | "PARALLEL_STARTED" => {
-                self.parallel |= kind == "PARALLEL_STARTED";
-                self.end = None;
-                self.ended_cost = None;
-                self.cost = RunCost::resumed(self.cost.total());
-                for lane in &mut self.lanes {
-                    lane.cost = RunCost::resumed(lane.cost.total());
-                }
-            }
-            "RUN_ENDED" | "PARALLEL_ENDED" => {
-                self.ended_cost = event.get("cost_usd").and_then(Value::as_f64);
-                let reason = text(event, "reason").unwrap_or_default();
-                self.end = Some(RunEnd {
-                    reason: reason.clone(),
-                    exit_code: event.get("exit_code").and_then(Value::as_i64),
-                    at,
-                });
-                for lane in &mut self.lanes {
-                    if !matches!(lane.state, LaneState::Ended(_)) {
-                        lane.state = LaneState::Ended(reason.clone());
-                        lane.ended = at;
-                    }
-                }
-                self.queue.clear();
-            }
-            // One loop's own events (a single run's folder).
-            "ITERATION_STARTED" | "ITERATION_ENDED" | "WAIT_STARTED" => {
+        let at = Some(event.ts);
+        match &event.kind {
+            EventKind::RunResumed { .. } => self.resumed(),
+            EventKind::RunEnded {
+                reason,
+                exit_code,
+                cost_usd,
+                ..
+            } => self.ended(reason.as_str(), i64::from(*exit_code), *cost_usd, event.ts),
+            EventKind::IterationStarted { iteration, task } => {
                 let lane = self.lane_mut(SINGLE_LANE, at);
-                match kind {
-                    "ITERATION_STARTED" => {
-                        lane.iteration = event
-                            .get("iteration")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(lane.iteration + 1);
-                        lane.state = LaneState::Working;
-                        if let Some(task) = text(event, "story_id") {
-                            lane.task = Some(task);
-                        }
-                    }
-                    "ITERATION_ENDED" => {
-                        let usage = event
-                            .get("usage")
-                            .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok());
-                        if let Some(usage) = usage {
-                            lane.cost.record(&usage);
-                            self.cost.record(&usage);
-                        }
-                    }
-                    _ => {
-                        lane.state = LaneState::Waiting(text(event, "reason").unwrap_or_default());
-                    }
+                lane.iteration = *iteration;
+                lane.state = LaneState::Working;
+                // Story mode's field (a task source's own, written flat).
+                if let Some(task) = task.get("story_id").and_then(|t| t.as_str()) {
+                    lane.task = Some(task.to_owned());
                 }
             }
-            _ => self.apply_parallel(kind, event, at),
+            EventKind::IterationEnded { usage, .. } => {
+                self.lane_mut(SINGLE_LANE, at);
+                if let Some(usage) = usage {
+                    self.record(SINGLE_LANE, usage);
+                }
+            }
+            EventKind::WaitStarted { reason, .. } => {
+                self.lane_mut(SINGLE_LANE, at).state =
+                    LaneState::Waiting(reason.as_str().to_owned());
+            }
+            _ => {}
         }
+    }
+
+    /// Counts an iteration's usage to the lane `name` and to the run.
+    fn record(&mut self, name: &str, usage: &Usage) {
+        if let Some(lane) = self.lanes.iter_mut().find(|l| l.name == name) {
+            lane.cost.record(usage);
+        }
+        self.cost.record(usage);
     }
 
     /// The lane `name`, made when it is new.
@@ -244,59 +253,69 @@ impl WatchModel {
         &mut self.lanes[i]
     }
 
-    /// A parallel run's own events (`docs/parallel.md`): its lanes, each a task's loop with a
-    /// run folder of its own, and the merge queue.
-    fn apply_parallel(&mut self, kind: &str, event: &Value, at: Option<SystemTime>) {
-        let Some(task) = text(event, LANE_FIELD) else {
+    /// Takes in a parallel run's next own event (`docs/parallel.md`): its lanes, each a task's
+    /// loop with a run folder of its own, and the merge queue.
+    pub(crate) fn apply_parallel(&mut self, event: &ParallelEvent) {
+        if !self.take(&event.run_id, event.ts) {
+            return;
+        }
+        let at = Some(event.ts);
+        match &event.kind {
+            ParallelEventKind::ParallelStarted { .. } => {
+                self.parallel = true;
+                self.resumed();
+                return;
+            }
+            ParallelEventKind::ParallelEnded {
+                reason,
+                exit_code,
+                cost_usd,
+                ..
+            } => {
+                self.ended(reason, i64::from(*exit_code), Some(*cost_usd), event.ts);
+                return;
+            }
+            _ => {}
+        }
+        let Some(task) = event.kind.task_id().map(str::to_owned) else {
             return;
         };
         let in_queue = self.queue.iter().position(|q| q.task == task);
         let mut leave_queue = false;
         let lane = self.lane_mut(&task, at);
-        match kind {
+        match &event.kind {
             // Its loop starts, or starts again after the queue sent it back.
-            "LANE_STARTED" => {
-                lane.log_dir = text(event, "log_dir")
-                    .map(PathBuf::from)
-                    .unwrap_or_default();
-                lane.task = text(event, "title");
+            ParallelEventKind::LaneStarted { title, log_dir, .. } => {
+                lane.log_dir = PathBuf::from(log_dir);
+                lane.task = Some(title.clone());
                 lane.iteration = 0;
                 lane.state = LaneState::Starting;
                 lane.ended = None;
             }
-            "LANE_ITERATION_STARTED" => {
-                lane.iteration = event
-                    .get("iteration")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(lane.iteration + 1);
+            ParallelEventKind::LaneIterationStarted { iteration, .. } => {
+                lane.iteration = *iteration;
                 lane.state = LaneState::Working;
             }
-            "LANE_ITERATION_ENDED" => {
+            ParallelEventKind::LaneIterationEnded {
+                state, cost_usd, ..
+            } => {
+                lane.state = LaneState::Between(state.clone());
                 // The iteration's own cost: each counts on its own.
-                let usage = event
-                    .get("cost_usd")
-                    .and_then(Value::as_f64)
-                    .and_then(|c| serde_json::from_value::<Usage>(json!({ "cost_usd": c })).ok());
-                if let Some(usage) = &usage {
-                    lane.cost.record(usage);
-                }
-                lane.state = LaneState::Between(text(event, "state"));
-                if let Some(usage) = usage {
-                    self.cost.record(&usage);
+                if let Some(cost) = cost_usd {
+                    let mut usage = Usage::default();
+                    usage.cost_usd = Some(*cost);
+                    self.record(&task, &usage);
                 }
             }
-            // `stories_done`: it passed and joins the queue (`MERGE_QUEUED`).
-            "LANE_ENDED" => {
-                let reason = text(event, "reason").unwrap_or_default();
-                if reason != "stories_done" {
-                    lane.state = LaneState::Ended(reason);
-                    lane.ended = at;
-                }
+            // Any end but `stories_done`, with which it passed and joins the queue.
+            ParallelEventKind::LaneEnded { reason, .. } if reason != "stories_done" => {
+                lane.state = LaneState::Ended(reason.clone());
+                lane.ended = at;
             }
-            "MERGE_QUEUED" | "MERGE_STARTED" => {
+            ParallelEventKind::MergeQueued { .. } | ParallelEventKind::MergeStarted { .. } => {
                 lane.state = LaneState::Merging;
-                let step = match kind {
-                    "MERGE_QUEUED" => "queued",
+                let step = match event.kind {
+                    ParallelEventKind::MergeQueued { .. } => "queued",
                     _ => "merging",
                 };
                 match in_queue {
@@ -308,18 +327,24 @@ impl WatchModel {
                 }
             }
             // Back to its loop, on the new base (`LANE_STARTED` follows).
-            "MERGE_CONFLICT" | "MERGE_CHECK_FAILED" => {
-                lane.state = LaneState::SentBack(match kind {
-                    "MERGE_CONFLICT" => "a conflict",
-                    _ => "a check failed after the merge",
-                });
+            ParallelEventKind::MergeConflict { .. } => {
+                lane.state = LaneState::SentBack("a conflict");
                 leave_queue = true;
             }
-            "TASK_LANDED" | "TASK_BLOCKED" => {
-                lane.state = LaneState::Ended(match kind {
-                    "TASK_LANDED" => "landed".to_owned(),
-                    _ => text(event, "reason")
-                        .map_or_else(|| "blocked".to_owned(), |why| format!("blocked: {why}")),
+            ParallelEventKind::MergeCheckFailed { .. } => {
+                lane.state = LaneState::SentBack("a check failed after the merge");
+                leave_queue = true;
+            }
+            ParallelEventKind::TaskLanded { .. } => {
+                lane.state = LaneState::Ended("landed".to_owned());
+                lane.ended = at;
+                leave_queue = true;
+            }
+            ParallelEventKind::TaskBlocked { reason, .. } => {
+                lane.state = LaneState::Ended(if reason.is_empty() {
+                    "blocked".to_owned()
+                } else {
+                    format!("blocked: {reason}")
                 });
                 lane.ended = at;
                 leave_queue = true;

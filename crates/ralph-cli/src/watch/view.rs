@@ -231,12 +231,17 @@ fn cost(usd: Option<f64>) -> String {
 mod tests {
     use super::*;
     use crate::watch::model::{LaneState, WatchModel};
+    use ralph_engine::Event;
+    use ralph_parallel::ParallelEvent;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
-    use serde_json::Value;
 
-    fn events(lines: &str) -> Vec<Value> {
-        crate::watch::json_lines(lines.as_bytes())
+    fn events(lines: &str) -> Vec<Event> {
+        ralph_engine::run_folder::parse_events(lines.as_bytes())
+    }
+
+    fn parallel_events(lines: &str) -> Vec<ParallelEvent> {
+        ralph_parallel::parse_events(lines.as_bytes())
     }
 
     fn at(secs: u64) -> SystemTime {
@@ -251,7 +256,7 @@ mod tests {
 
     const SINGLE: &str = r#"{"ts":"2026-01-01T00:00:00Z","run_id":"r1","type":"RUN_STARTED","max_iterations":5}
 {"ts":"2026-01-01T00:00:00Z","run_id":"r1","type":"ITERATION_STARTED","iteration":1,"story_id":"US-001","attempt":1}
-{"ts":"2026-01-01T00:00:20Z","run_id":"r1","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"usage":{"cost_usd":0.25}}
+{"ts":"2026-01-01T00:00:20Z","run_id":"r1","type":"ITERATION_ENDED","iteration":1,"exit_code":0,"termination":"natural","usage":{"cost_usd":0.25}}
 {"ts":"2026-01-01T00:00:20Z","run_id":"r1","type":"WAIT_STARTED","iteration":1,"reason":"failure","delay_ms":10}
 {"ts":"2026-01-01T00:00:21Z","run_id":"r1","type":"ITERATION_STARTED","iteration":2,"story_id":"US-001","attempt":2}
 "#;
@@ -324,7 +329,7 @@ mod tests {
 {"ts":"2026-01-01T00:00:41Z","run_id":"p","type":"LANE_ITERATION_ENDED","task_id":"US-003","iteration":1,"state":"idle","failed":false,"cost_usd":0.25}
 {"ts":"2026-01-01T00:00:42Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-003","iteration":2}
 "#;
-        let mut model = WatchModel::from_events("p", &events(lines));
+        let mut model = WatchModel::from_parallel_events("p", &parallel_events(lines));
         let log = log();
         insta::assert_snapshot!(render(&Screen::Run(RunScreen {
             model: &model,
@@ -338,8 +343,8 @@ mod tests {
 {"ts":"2026-01-01T00:00:51Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-002","base_commit":"c","branch_commit":"d"}
 {"ts":"2026-01-01T00:00:52Z","run_id":"p","type":"MERGE_CONFLICT","task_id":"US-002","files":["a.rs"],"saved_ref":"refs/ralph/attempts/US-002/1"}
 "#;
-        for event in events(more) {
-            model.apply(&event);
+        for event in parallel_events(more) {
+            model.apply_parallel(&event);
         }
         assert!(model.queue.is_empty(), "{:?}", model.queue);
         let states: Vec<_> = model.lanes.iter().map(|l| l.state.clone()).collect();

@@ -347,6 +347,44 @@ pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (Str
     (text, status.code().unwrap_or(-1))
 }
 
+/// A `git` first on PATH that, once `bin/armed` exists, SIGKILLs ralph (its parent) right
+/// after its first `commit-tree`: the pass commit exists, nothing points at it yet (as
+/// killed_mid_step.rs does for prd.json, every git call of a step). Returns the PATH to run
+/// ralph with.
+pub fn git_killing_after_commit_tree(bin: &std::path::Path) -> String {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
+    let dir = bin.display();
+    let script = format!(
+        r#"#!/bin/sh
+sub=""
+skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
+done
+if [ -e '{dir}/armed' ] && [ ! -e '{dir}/killed' ] && [ "$sub" = commit-tree ]; then
+  : > '{dir}/killed'
+  '{real}' "$@"; rc=$?
+  kill -9 $PPID
+  exit $rc
+fi
+exec '{real}' "$@"
+"#,
+        real = real.display(),
+    );
+    let path = bin.join("git");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 pub mod github_server;
 pub mod http_server;
 pub mod model_server;

@@ -133,3 +133,127 @@ impl Run {
         }
     }
 }
+
+/// Waits `delay` before a run has started, as a run waits for its task source
+/// ([`NextTask::Wait`](crate::NextTask::Wait)): what prepares the run (a task list's check, a
+/// step a killed ralph left half done) was told "not now" by the list's service (a rate
+/// limit), and is tried again after it. `sink` counts the wait down
+/// ([`EventSink::wait_progress`](crate::EventSink::wait_progress), reason
+/// [`WaitReason::Task`]). A Ctrl+C ends the wait early and, after a grace period in which a
+/// second one stops, the caller looks again; the second Ctrl+C, SIGTERM or SIGHUP is returned:
+/// the run does not start.
+pub async fn wait_before_start(
+    delay: Duration,
+    sink: &mut dyn crate::EventSink,
+    signals: &mut tokio::sync::mpsc::UnboundedReceiver<crate::InterruptSignal>,
+) -> Result<(), crate::InterruptSignal> {
+    let mut interrupts = super::interrupts::Interrupts::default();
+    let deadline = Instant::now() + delay;
+    let mut first_tick = true;
+    let mut skipped = false;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        sink.wait_progress(&WaitProgress {
+            reason: WaitReason::Task,
+            consecutive_idle: 0,
+            total: delay,
+            remaining: if first_tick { delay } else { deadline - now },
+        });
+        first_tick = false;
+        let tick = (now + COUNTDOWN_TICK).min(deadline);
+        tokio::select! {
+            () = tokio::time::sleep_until(tick) => {}
+            signal = signals.recv() => match signal {
+                Some(signal) => {
+                    sink.wait_finished();
+                    match interrupts.receive(signal, Phase::Waiting, Instant::now()) {
+                        Response::SkipWait => skipped = true,
+                        _ => return Err(signal),
+                    }
+                    break;
+                }
+                // No more interrupts can come: finish the wait plainly.
+                None => {
+                    tokio::time::sleep_until(deadline).await;
+                    break;
+                }
+            },
+        }
+    }
+    sink.wait_finished();
+    if skipped {
+        let until = Instant::now() + DOUBLE_PRESS;
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => {}
+            signal = signals.recv() => match signal {
+                Some(signal) => return Err(signal),
+                None => tokio::time::sleep_until(until).await,
+            },
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Event, EventSink, InterruptSignal};
+    use tokio::sync::mpsc;
+
+    /// The countdown's remaining times, in whole seconds, and how many times it was erased.
+    #[derive(Default)]
+    struct Countdown {
+        remaining: Vec<u64>,
+        finished: usize,
+    }
+
+    impl EventSink for Countdown {
+        fn event(&mut self, _event: &Event) {}
+
+        fn wait_progress(&mut self, progress: &WaitProgress) {
+            assert_eq!(progress.reason, WaitReason::Task);
+            self.remaining.push(progress.remaining.as_secs());
+        }
+
+        fn wait_finished(&mut self) {
+            self.finished += 1;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_before_the_start_counts_down_to_its_end() {
+        let (_tx, mut rx) = mpsc::unbounded_channel();
+        let mut sink = Countdown::default();
+        let result = wait_before_start(Duration::from_secs(3), &mut sink, &mut rx).await;
+        assert_eq!(result, Ok(()));
+        assert_eq!(sink.remaining, [3, 2, 1]);
+        assert_eq!(sink.finished, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ctrl_c_looks_now_and_a_second_in_the_grace_or_sigterm_stops() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut sink = Countdown::default();
+        let hour = Duration::from_secs(3600);
+        tx.send(InterruptSignal::Int).unwrap();
+        let started = Instant::now();
+        assert_eq!(wait_before_start(hour, &mut sink, &mut rx).await, Ok(()));
+        assert_eq!(started.elapsed(), DOUBLE_PRESS, "no more than the grace");
+
+        tx.send(InterruptSignal::Int).unwrap();
+        tx.send(InterruptSignal::Int).unwrap();
+        assert_eq!(
+            wait_before_start(hour, &mut sink, &mut rx).await,
+            Err(InterruptSignal::Int)
+        );
+
+        tx.send(InterruptSignal::Term).unwrap();
+        assert_eq!(
+            wait_before_start(hour, &mut sink, &mut rx).await,
+            Err(InterruptSignal::Term)
+        );
+    }
+}

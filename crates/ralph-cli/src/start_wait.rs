@@ -1,0 +1,105 @@
+//! Waits before a run starts. What prepares a run (`--task ID` checked in the task list, a step
+//! a killed ralph left half done finished) may be told "not now" by the list's service (a
+//! rate limit): it waits as the run waits for its task list, counting down with Ctrl+C to look
+//! at once (twice to stop), then is tried again, instead of failing the start.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use ralph_engine::{Event, EventKind, EventSink, InterruptSignal, WaitReason};
+use ralph_escalation::{EscalationError, TaskListError};
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+
+use crate::error::CliError;
+use crate::render::{Style, TerminalRenderer};
+
+/// The signals ralph takes instead of dying from them, and the warnings of those it cannot.
+pub(crate) type Signals = (
+    mpsc::UnboundedSender<InterruptSignal>,
+    mpsc::UnboundedReceiver<InterruptSignal>,
+    Vec<String>,
+);
+
+/// The waits of a run's preparation, on the runtime the run then uses.
+pub(crate) struct StartWaits<'a> {
+    runtime: &'a Runtime,
+    style: Style,
+    to_stderr: bool,
+    run_id: String,
+    /// Taken at the first wait (and kept for the run): until then a Ctrl+C ends ralph as
+    /// usual, with nothing started.
+    signals: Option<Signals>,
+}
+
+impl<'a> StartWaits<'a> {
+    pub(crate) fn new(runtime: &'a Runtime, style: Style, to_stderr: bool, run_id: &str) -> Self {
+        Self {
+            runtime,
+            style,
+            to_stderr,
+            run_id: run_id.to_owned(),
+            signals: None,
+        }
+    }
+
+    /// `step`'s result, `step` tried again after each "not now" of the task list's service.
+    pub(crate) fn retry<T>(
+        &mut self,
+        mut step: impl FnMut() -> Result<T, CliError>,
+    ) -> Result<T, CliError> {
+        loop {
+            match step() {
+                Err(CliError::Escalation(EscalationError::Tasks(TaskListError::RetryAfter {
+                    wait,
+                    why,
+                }))) => self.wait(wait, why)?,
+                done => return done,
+            }
+        }
+    }
+
+    /// The signals for the run: those the waits took, or taken now.
+    pub(crate) fn into_signals(self) -> Signals {
+        match self.signals {
+            Some(signals) => signals,
+            None => take_signals(self.runtime),
+        }
+    }
+
+    fn wait(&mut self, wait: Duration, why: String) -> Result<(), CliError> {
+        let runtime = self.runtime;
+        let (_, signals, _) = self.signals.get_or_insert_with(|| take_signals(runtime));
+        let out: Box<dyn Write + Send> = match self.to_stderr {
+            true => Box::new(std::io::stderr()),
+            false => Box::new(std::io::stdout()),
+        };
+        let mut renderer = TerminalRenderer::new(out, self.style);
+        // The line the run's own wait for its task list starts with.
+        renderer.event(&Event {
+            ts: SystemTime::now(),
+            run_id: self.run_id.clone(),
+            kind: EventKind::WaitStarted {
+                iteration: 0,
+                reason: WaitReason::Task,
+                delay_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                why: Some(why.clone()),
+            },
+        });
+        runtime
+            .block_on(ralph_engine::wait_before_start(
+                wait,
+                &mut renderer,
+                signals,
+            ))
+            .map_err(|signal| CliError::StoppedBeforeStart { why, signal })
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP sent to a channel from now on ([`crate::run::forward_signals`]).
+fn take_signals(runtime: &Runtime) -> Signals {
+    let _entered = runtime.enter();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let warnings = crate::run::forward_signals(&tx);
+    (tx, rx, warnings)
+}
