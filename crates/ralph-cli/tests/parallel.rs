@@ -1126,3 +1126,51 @@ fn a_worktree_that_cannot_be_checked_out_says_why_and_leaves_nothing_behind() {
     );
     assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
 }
+
+#[test]
+fn killed_after_the_base_moved_before_the_run_recorded_it_the_resumed_run_lands_it_once() {
+    let runs = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "{READ_PROMPT}echo \"$story\" >> {runs}/agent-runs\necho ok > \"$story.txt\"\n",
+        runs = runs.path().display()
+    );
+    let p = repo(&agent, "ls US-*.txt >/dev/null 2>&1\n", &["US-001"], &[]);
+    let dir = p.path();
+    // git holds the deletion of the lane's branch, which comes once the base has moved to the
+    // landing and before the run goes on: ralph is killed there.
+    let held = common::HeldGit::install(
+        dir,
+        "prepared",
+        "refs/heads/ralph/US-001",
+        "case $new in *[!0]*) false;; esac",
+    );
+    let mut child = p.spawn(&["run", "--parallel", "1"]);
+    held.wait_held();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    held.release();
+    assert_eq!(passes(dir, "main", "US-001"), true, "the base moved");
+
+    let out = p.run(&["run", "--parallel", "1", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(events[0]["resumed"], true);
+    let subjects = git(dir, &["log", "--format=%s", "main"]);
+    assert_eq!(
+        subjects
+            .lines()
+            .filter(|s| s.starts_with("ralph: land US-001"))
+            .count(),
+        1,
+        "landed once: {subjects}"
+    );
+    assert_eq!(passes(dir, "main", "US-001"), true);
+    assert_eq!(
+        std::fs::read_to_string(runs.path().join("agent-runs")).unwrap(),
+        "US-001\n",
+        "its loop ran once"
+    );
+    assert!(!merge_journal(dir).exists());
+    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    nothing_left_behind(dir);
+}

@@ -696,6 +696,17 @@ impl Parallel {
         if let Some(journal) = MergeJournal::load(&self.repo.journal_path())? {
             self.take_up_step(journal)?;
         }
+        // Landings recorded whose list a kill kept from hearing of them.
+        let untold: Vec<String> = self
+            .session
+            .lanes
+            .iter()
+            .filter(|(_, l)| l.untold.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in untold {
+            self.tell_landed(&id)?;
+        }
         // The queue in its order first, then the lanes that ran.
         let running: Vec<String> = self
             .session
@@ -735,9 +746,10 @@ impl Parallel {
                 }
             }
             JournaledStep::Landing { .. } if moved => {
+                let commit = journal.landing.unwrap_or_default();
+                // Recorded as the queue would have; that clears the journal and tells the list.
                 self.session.queue.retain(|q| q != &id);
-                self.record(&id).state = LaneState::Landed;
-                self.retire(&id)?;
+                return self.record_landing(&id, commit);
             }
             JournaledStep::Landing { branch_before } => {
                 let worktree = self.worktree(&id);
@@ -820,6 +832,7 @@ impl Parallel {
                 returns: 0,
                 conflict: None,
                 run_id: None,
+                untold: None,
             })
     }
 
@@ -1361,24 +1374,11 @@ impl Parallel {
             .map_or(3, |e| e.same_error_limit);
         match result {
             Landed::Interrupted => {}
-            Landed::Yes(commit) => {
-                self.record(id).state = LaneState::Landed;
-                if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
-                    task.state = TaskState::Passed;
-                }
-                self.board.landed += 1;
-                self.report_landed(id, &commit);
-                self.retire(id)?;
-                self.save()?;
-                self.refresh_board();
-                self.emit(ParallelEventKind::TaskLanded {
-                    task_id: id.to_owned(),
-                    commit,
-                });
-            }
+            Landed::Yes(commit) => self.record_landing(id, commit)?,
             Landed::Refused(why) => {
                 // Its work stays on its branch; the next `--resume` tries again.
                 self.save()?;
+                MergeJournal::clear(&self.repo.journal_path())?;
                 self.warn(
                     Some(id),
                     format!("not landed, kept on {}: {why}", git::branch_name(id)),
@@ -1437,6 +1437,41 @@ impl Parallel {
             }
         }
         Ok(())
+    }
+
+    /// The base moved to `commit`, which lands `id`: the run records it (the list yet to be
+    /// told), then the step's journal goes, then the list is told and `TASK_LANDED` said. A
+    /// kill before the record leaves the journal (`--resume` finds the base at `commit`); one
+    /// after it leaves the record: either way the task lands once and the list hears once.
+    fn record_landing(&mut self, id: &str, commit: String) -> Result<(), ParallelError> {
+        let record = self.record(id);
+        record.state = LaneState::Landed;
+        record.untold = Some(commit.clone());
+        if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
+            task.state = TaskState::Passed;
+        }
+        self.save()?;
+        MergeJournal::clear(&self.repo.journal_path())?;
+        self.board.landed += 1;
+        self.tell_landed(id)?;
+        self.refresh_board();
+        self.emit(ParallelEventKind::TaskLanded {
+            task_id: id.to_owned(),
+            commit,
+        });
+        Ok(())
+    }
+
+    /// A landing the session records and the list has not heard of: the list told, the lane's
+    /// worktree and branch gone, then the session saved without it.
+    fn tell_landed(&mut self, id: &str) -> Result<(), ParallelError> {
+        let Some(commit) = self.record(id).untold.clone() else {
+            return Ok(());
+        };
+        self.report_landed(id, &commit);
+        self.retire(id)?;
+        self.record(id).untold = None;
+        self.save()
     }
 
     /// The base moved to `commit`, which lands `id`: a list outside git is marked now and

@@ -208,6 +208,9 @@ impl Repo {
 
     /// Steps 4 and 5: the landing commit on `merged` (the task list's files with the task
     /// passed; the same tree for a list outside git), journaled, then the base moved there.
+    /// The journal stays: the caller clears it once the run has recorded the landing, so a
+    /// `--resume` after a kill anywhere in between finds the base at the commit (landed, the
+    /// list yet to be told) or does the step again; never lands it twice.
     pub(crate) fn land(
         &self,
         mut journal: MergeJournal,
@@ -223,7 +226,6 @@ impl Repo {
         journal.landing = Some(landing.clone());
         journal.save(&self.journal_path())?;
         let moved = self.advance_base(&journal.base_before, &landing)?;
-        MergeJournal::clear(&self.journal_path())?;
         Ok((landing, moved))
     }
 

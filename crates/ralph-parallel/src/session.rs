@@ -49,6 +49,10 @@ pub(crate) struct LaneRecord {
     /// Its latest loop's run id (its run folder's name).
     #[serde(default)]
     pub(crate) run_id: Option<String>,
+    /// Its landing commit while the task list is yet to be told of it: recorded before the
+    /// merge journal goes, so a `--resume` after a kill tells the list instead of landing again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) untold: Option<String>,
 }
 
 /// A parallel run's session.

@@ -389,3 +389,66 @@ pub mod github_server;
 pub mod http_server;
 pub mod model_server;
 pub mod real_agents;
+
+/// git held inside one ref update by a `reference-transaction` hook, so a test can kill ralph
+/// at that exact moment and then let git go on without it.
+pub struct HeldGit {
+    marks: tempfile::TempDir,
+}
+
+impl HeldGit {
+    /// A hook in `repo` that holds git once, at `stage` (`prepared`: before the ref moves;
+    /// `committed`: after), on the first update of `refname` for which the shell condition
+    /// `when` (on `$old` and `$new`) holds, until [`HeldGit::release`].
+    pub fn install(repo: &Path, stage: &str, refname: &str, when: &str) -> Self {
+        let marks = tempfile::tempdir().unwrap();
+        let m = marks.path().display();
+        let hook = repo.join(".git/hooks/reference-transaction");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = {stage} ] || exit 0\n\
+                 while read -r old new ref; do\n\
+                 [ \"$ref\" = {refname} ] && [ ! -e {m}/held ] || continue\n\
+                 {when} || continue\n\
+                 echo $PPID > {m}/git.pid.tmp && mv {m}/git.pid.tmp {m}/git.pid; touch {m}/held\n\
+                 i=0; until [ -e {m}/release ]; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\n\
+                 done\nexit 0\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self { marks }
+    }
+
+    /// Waits up to 30 s for git to be held.
+    pub fn wait_held(&self) {
+        let held = self.marks.path().join("held");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !held.exists() {
+            assert!(Instant::now() < deadline, "git was never held");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Lets git go on, and waits up to 30 s for it to end.
+    pub fn release(&self) {
+        let pid: u32 = std::fs::read_to_string(self.marks.path().join("git.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(self.marks.path().join("release"), "").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // Gone, or a zombie nobody reaped yet (its state follows the closing parenthesis).
+        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        }) {
+            assert!(Instant::now() < deadline, "git {pid} never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
