@@ -716,3 +716,52 @@ fn ctrl_c_while_run_task_waits_for_a_rate_limit_looks_again_and_twice_stops_with
     );
     assert!(server.issue(n).open);
 }
+
+#[test]
+fn a_parallel_run_killed_as_the_base_moved_is_resumed_and_the_issue_closed_with_one_comment() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    let p = issues_repo(&server, "done_when:\n  - 'ls issue-*.txt'\n", WORKING_AGENT);
+    let dir = p.path();
+    // git holds once the base has moved to the landing: ralph is killed before it tells GitHub.
+    let held = common::HeldGit::install(
+        dir,
+        "committed",
+        "refs/heads/main",
+        "git log -1 --format=%s \"$new\" | grep -q '^ralph: land '",
+    );
+    let mut child = ralph(&p, &server, &["run", "--parallel", "1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    held.wait_held();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    held.release();
+    let landing = git(dir, &["rev-parse", "main"]);
+    let landing = landing.trim();
+    assert!(server.issue(n).open, "killed before GitHub was told");
+    assert!(server.comments(n).is_empty());
+
+    let out = run(&p, &server, &["run", "--parallel", "1", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open, "closed by the resumed run");
+    let comments = server.comments(n);
+    assert_eq!(
+        comments.len(),
+        1,
+        "{:#?}",
+        comments.iter().map(|c| &c.body).collect::<Vec<_>>()
+    );
+    assert!(comments[0].body.contains(landing), "{}", comments[0].body);
+    assert_eq!(
+        git(dir, &["rev-parse", "main"]).trim(),
+        landing,
+        "landed once"
+    );
+    let landed = p.events_of("TASK_LANDED");
+    assert_eq!(landed.len(), 1, "{landed:#?}");
+    assert_eq!(landed[0]["commit"], landing);
+}
