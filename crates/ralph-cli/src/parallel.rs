@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
-use ralph_escalation::TaskWords;
+use ralph_escalation::{EscalationError, TaskWords};
 use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
-use tokio::sync::mpsc;
 
 use crate::cli::RunArgs;
 use crate::error::CliError;
+use crate::render::Style;
+use crate::start_wait::StartWaits;
 
 /// Runs the tasks of `options`' task list (`tasks:`, or prd.json) `parallel` at a time;
 /// returns the exit code.
@@ -51,10 +52,30 @@ pub(crate) fn run(
     parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
     parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
     // Made now so a list that cannot be made (no GitHub token) ends ralph before anything runs.
-    let list = crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?;
+    let mut list = crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?;
     let words = list
         .as_ref()
         .map_or(TaskWords::STORY, |l| TaskWords::of_list(l.kind()));
+    let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
+    let terminal = match events_to_stdout {
+        true => std::io::stderr().is_terminal(),
+        false => std::io::stdout().is_terminal(),
+    };
+    let style = Style {
+        color: crate::run::wants_color(terminal, args.no_color, std::env::var_os("NO_COLOR")),
+        terminal,
+        quiet: args.quiet,
+        words,
+    };
+    let runtime = crate::run::runtime()?;
+    let mut waits = StartWaits::new(&runtime, style, events_to_stdout, &parallel.run_id);
+    // Read before the start, as one loop's start does: a rate limit is waited for.
+    if let Some(list) = list.as_mut() {
+        parallel.listed = Some(waits.retry(|| {
+            list.load()
+                .map_err(|err| CliError::Escalation(EscalationError::Tasks(err)))
+        })?);
+    }
     if list.is_some() {
         let file = parallel.engine.file.clone();
         parallel.tasks = Some(std::sync::Arc::new(move |cwd: &std::path::Path| {
@@ -66,7 +87,6 @@ pub(crate) fn run(
         }));
     }
 
-    let events_to_stdout = args.events.as_deref() == Some("-".as_ref());
     let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();
     match &args.events {
         Some(_) if events_to_stdout => {
@@ -82,10 +102,6 @@ pub(crate) fn run(
         None => {}
     }
     if !args.quiet {
-        let terminal = match events_to_stdout {
-            true => std::io::stderr().is_terminal(),
-            false => std::io::stdout().is_terminal(),
-        };
         sinks.push(Box::new(LaneLines {
             out: match events_to_stdout {
                 true => Box::new(std::io::stderr()),
@@ -96,12 +112,13 @@ pub(crate) fn run(
             words,
         }));
     }
-    crate::run::runtime()?.block_on(async move {
-        let (interrupt_tx, interrupts) = mpsc::unbounded_channel();
-        for warning in crate::run::forward_signals(&interrupt_tx) {
+    let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
+    runtime.block_on(async move {
+        for warning in signal_warnings {
             tracing::warn!("{warning}");
         }
         let outcome = ralph_parallel::run(parallel, sinks, interrupts).await?;
+        drop(interrupt_tx);
         drop(claim);
         Ok(outcome.exit_code)
     })

@@ -240,7 +240,7 @@ fn open_escalation(
 
 /// Colour only on a terminal, and never with `--no-color` or a non-empty `NO_COLOR`
 /// (<https://no-color.org>).
-fn wants_color(
+pub(crate) fn wants_color(
     terminal: bool,
     no_color_flag: bool,
     no_color_env: Option<std::ffi::OsString>,

@@ -765,3 +765,27 @@ fn a_parallel_run_killed_as_the_base_moved_is_resumed_and_the_issue_closed_with_
     assert_eq!(landed.len(), 1, "{landed:#?}");
     assert_eq!(landed[0]["commit"], landing);
 }
+
+#[test]
+fn a_rate_limit_as_a_parallel_run_reads_its_issues_is_waited_for_then_the_run_goes_on() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Only", "", &["ralph"]);
+    server.fail_next("GET /repos", Fault::RetryAfter(30));
+    let p = issues_repo(
+        &server,
+        "done_when:\n  - 'ls issue-*.txt'\nrate_limit:\n  max_wait: 50ms\n",
+        WORKING_AGENT,
+    );
+
+    let out = run(&p, &server, &["run", "--parallel", "2"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open, "landed and closed");
+    assert_eq!(p.events_of("TASK_LANDED").len(), 1);
+    let waits = said_waits(&out);
+    assert!(
+        waits.iter().any(|w| w.contains("rate limit")),
+        "{}",
+        common::stdout(&out)
+    );
+}

@@ -154,6 +154,10 @@ pub struct ParallelOptions {
     pub max_runtime: Option<Duration>,
     /// The task list (`tasks:` in the RALPH.md); `None`: prd.json from `escalation.prd`.
     pub tasks: Option<ListSource>,
+    /// The task list's tasks as the caller read them before the start (a caller that waits
+    /// out its service's "not now", a rate limit, reads them first); `None`: the run reads
+    /// them as it opens, and a "not now" fails the start.
+    pub listed: Option<Vec<ListedTask>>,
 }
 
 impl std::fmt::Debug for ParallelOptions {
@@ -167,6 +171,7 @@ impl std::fmt::Debug for ParallelOptions {
             .field("max_cost", &self.max_cost)
             .field("max_runtime", &self.max_runtime)
             .field("tasks", &self.tasks.is_some())
+            .field("listed", &self.listed.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -183,6 +188,7 @@ impl ParallelOptions {
             max_cost: None,
             max_runtime: None,
             tasks: None,
+            listed: None,
         }
     }
 }
@@ -641,9 +647,12 @@ impl Parallel {
             let base = head.trim_start_matches("refs/heads/").to_owned();
             Session::new(options.run_id.clone(), base, options.parallel)
         };
-        let listed = list
-            .load()
-            .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+        let listed = match options.listed.take() {
+            Some(listed) => listed,
+            None => list
+                .load()
+                .map_err(|err| ParallelError::TaskList(err.to_string()))?,
+        };
         let repo = Repo {
             top,
             common,
