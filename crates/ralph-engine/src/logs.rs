@@ -192,14 +192,17 @@ impl IterationLog {
 const SPARE_PREFIX: &str = ".spare-";
 
 /// Empty files made ahead of need in the run folder, by a thread of its own, so that the loop
-/// names a file (a rename) where it would create one. Creating is what a fast loop pays most for
-/// on a busy disk: ext4 without a journal searches for a new inode past every inode deleted in
-/// the last half minute, a quarter of a millisecond per file on a machine that compiles, and the
-/// other core can pay it while the agent runs.
+/// gives a file its name (a hard link) where it would create one. Creating is what a fast loop
+/// pays most for on a busy disk: ext4 without a journal searches for a new inode past every
+/// inode deleted in the last half minute, a quarter of a millisecond per file on a machine that
+/// compiles, and the other core can pay it while the agent runs. The spare's own name is
+/// removed by that thread too, after the loop has linked it: a rename costs the loop's thread
+/// several times what a link does.
 ///
 /// The thread holds at most one spare; it starts with the first file asked for, and a spare it
-/// cannot make (a full disk) only ends it: files are then created as before. A spare left by a
-/// killed ralph is an empty hidden file, which no reader of the folder lists.
+/// cannot make (a full disk) only stops it making more: files are then created as before. A
+/// spare left by a killed ralph is an empty hidden file, or a second name of a file it gave,
+/// which no reader of the folder lists.
 #[derive(Default)]
 pub(crate) struct SpareFiles {
     maker: Option<SpareMaker>,
@@ -207,7 +210,10 @@ pub(crate) struct SpareFiles {
 
 struct SpareMaker {
     dir: PathBuf,
+    /// The spare made, handed over when the loop asks.
     ready: mpsc::Receiver<(PathBuf, File)>,
+    /// Spares the loop has linked under their file's name, for the thread to unname.
+    linked: mpsc::Sender<PathBuf>,
     thread: JoinHandle<()>,
 }
 
@@ -215,10 +221,9 @@ impl SpareFiles {
     /// `path` (in `dir`) created empty, or truncated, for writing.
     pub(crate) fn create(&mut self, dir: &Path, path: &Path) -> std::io::Result<File> {
         if let Some((spare, file)) = self.take(dir) {
-            if std::fs::rename(&spare, path).is_ok() {
+            if self.name(&spare, path) {
                 return Ok(file);
             }
-            let _ = std::fs::remove_file(&spare);
         }
         File::create(path)
     }
@@ -227,10 +232,9 @@ impl SpareFiles {
     /// old file or the new one, never half of one; nothing is fsynced.
     pub(crate) fn write(&mut self, dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         if let Some((spare, mut file)) = self.take(dir) {
-            if file.write_all(bytes).is_ok() && std::fs::rename(&spare, path).is_ok() {
+            if file.write_all(bytes).is_ok() && self.name(&spare, path) {
                 return Ok(());
             }
-            let _ = std::fs::remove_file(&spare);
         }
         write_copy(path, bytes)
     }
@@ -251,10 +255,31 @@ impl SpareFiles {
         maker.ready.try_recv().ok()
     }
 
-    /// Ends the thread, its spare removed.
+    /// Gives `spare` the name `path`, replacing a file there; whether it did (a spare that
+    /// could not be named is removed).
+    fn name(&self, spare: &Path, path: &Path) -> bool {
+        if std::fs::hard_link(spare, path).is_ok() {
+            if let Some(maker) = &self.maker {
+                if maker.linked.send(spare.to_path_buf()).is_ok() {
+                    return true;
+                }
+            }
+            let _ = std::fs::remove_file(spare);
+            return true;
+        }
+        // A file already there (an interrupted iteration's log, done again) is replaced.
+        if std::fs::rename(spare, path).is_ok() {
+            return true;
+        }
+        let _ = std::fs::remove_file(spare);
+        false
+    }
+
+    /// Ends the thread, once it has unnamed what was linked; its spare removed.
     fn stop(&mut self) {
         if let Some(maker) = self.maker.take() {
             drop(maker.ready);
+            drop(maker.linked);
             let _ = maker.thread.join();
         }
     }
@@ -269,31 +294,45 @@ impl Drop for SpareFiles {
 impl SpareMaker {
     fn start(dir: &Path) -> Option<Self> {
         // A rendezvous: the thread holds one spare until the loop takes it.
-        let (tx, ready) = mpsc::sync_channel(0);
+        let (ready_tx, ready) = mpsc::sync_channel(0);
+        let (linked, linked_rx) = mpsc::channel();
         let thread_dir = dir.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("ralph-files".to_owned())
-            .spawn(move || make_spares(&thread_dir, &tx))
+            .spawn(move || make_spares(&thread_dir, &ready_tx, &linked_rx))
             .ok()?;
         Some(Self {
             dir: dir.to_path_buf(),
             ready,
+            linked,
             thread,
         })
     }
 }
 
-fn make_spares(dir: &Path, ready: &mpsc::SyncSender<(PathBuf, File)>) {
+fn make_spares(
+    dir: &Path,
+    ready: &mpsc::SyncSender<(PathBuf, File)>,
+    linked: &mpsc::Receiver<PathBuf>,
+) {
     for n in 0_u64.. {
         let path = dir.join(format!("{SPARE_PREFIX}{}-{n}", std::process::id()));
         let Ok(file) = OpenOptions::new().write(true).create_new(true).open(&path) else {
-            return;
+            break;
         };
         if let Err(mpsc::SendError((path, _))) = ready.send((path, file)) {
             // The loop is done with the folder.
             let _ = std::fs::remove_file(&path);
-            return;
+            break;
         }
+        // Taken: the spares the loop has given a name since lose their own.
+        for spare in linked.try_iter() {
+            let _ = std::fs::remove_file(spare);
+        }
+    }
+    // Until the loop lets go: what it still names is unnamed before the thread is joined.
+    for spare in linked {
+        let _ = std::fs::remove_file(spare);
     }
 }
 

@@ -239,7 +239,11 @@ pub async fn run(
             .spawn()
     };
 
-    let mut spawned = Spawned::new(spec, spawn)?;
+    // On Linux this spawn is a `posix_spawn`, which refuses a script without `#!` itself,
+    // unless the program is a bare name the standard library looks up in a changed `PATH`
+    // (then it forks and execs as `execvp` does).
+    let spawn_refuses_scripts = cfg!(any(target_os = "linux", target_os = "android"));
+    let mut spawned = Spawned::new(spec, spawn_refuses_scripts, spawn)?;
     let child = &mut spawned.child;
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
@@ -257,8 +261,10 @@ pub async fn run(
     let mut reader = Pipes {
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
-        out_buf: vec![0u8; READ_CHUNK],
-        err_buf: vec![0u8; READ_CHUNK],
+        // Read into spare capacity: a zeroed buffer would cost a 64 KiB memset per stream and
+        // spawn, for bytes the read overwrites.
+        out_buf: Vec::with_capacity(READ_CHUNK),
+        err_buf: Vec::with_capacity(READ_CHUNK),
         eof_reported: false,
     };
     spawned
@@ -276,15 +282,19 @@ struct Spawned {
 
 impl Spawned {
     /// Spawns the child `spawn` makes of `spec`'s program, resolved (and refused when it is a
-    /// script without `#!`), and puts its process group, the child's pid, under guard.
+    /// script without `#!`, here unless `spawn_refuses_scripts` and the program is a path),
+    /// and puts its process group, the child's pid, under guard.
     fn new(
         spec: &ProcessSpec,
+        spawn_refuses_scripts: bool,
         spawn: impl FnOnce(PathBuf) -> std::io::Result<tokio::process::Child>,
     ) -> std::io::Result<Self> {
         let started = Instant::now();
         let spawning = descendants::spawning();
         let program = program::resolve(&spec.program);
-        program::refuse_script_without_shebang(&program, &spec.cwd)?;
+        if !(spawn_refuses_scripts && program.components().count() > 1) {
+            program::refuse_script_without_shebang(&program, &spec.cwd)?;
+        }
         let child = spawn(program)?;
         let pgid = child.id().map(|id| id as i32);
         let group = GroupGuard::new(pgid);
@@ -370,16 +380,18 @@ impl Reader for Pipes {
     }
 }
 
+/// Reads what `pipe` has into `buf`, replacing its content, up to its capacity.
 async fn read_some<R: tokio::io::AsyncRead + Unpin>(
     pipe: &mut Option<R>,
-    buf: &mut [u8],
+    buf: &mut Vec<u8>,
 ) -> Option<usize> {
-    match pipe {
-        Some(reader) => match reader.read(buf).await {
-            Ok(0) | Err(_) => None,
-            Ok(n) => Some(n),
-        },
-        None => std::future::pending().await,
+    let Some(reader) = pipe else {
+        return std::future::pending().await;
+    };
+    buf.clear();
+    match reader.read_buf(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
     }
 }
 

@@ -118,7 +118,8 @@ pub async fn run(
         echo_off(&pts);
     }
     // The agent is the session leader of its terminal: its process group is its pid.
-    let mut spawned = Spawned::new(spec, |program| {
+    // A PTY spawn forks and execs as `execvp` does, which would run a script without `#!`.
+    let mut spawned = Spawned::new(spec, false, |program| {
         let command = pty_process::Command::new(program);
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it

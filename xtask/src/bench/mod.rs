@@ -47,7 +47,7 @@ contender's runs interleaved with the others'.
   (`/proc/PID/task/TID/children`) when the iteration starts and when it ends; and the run
   folder gets the iteration's log and a copy of its prompt (a hard link to the last copy when
   the prompt did not change), each an empty file made ahead by a thread of ralph's own and
-  renamed into place, its events in `events.jsonl` and one `session.json` write (off the
+  linked under its name, its events in `events.jsonl` and one `session.json` write (off the
   loop's thread: a spare file, fsynced, swapped in; no file created or deleted). ralph keeps
   the memory an iteration frees for the next (glibc's `M_TRIM_THRESHOLD`), where the C
   library would give it back and fault it in again page by page. Until ralph 0.3 each child registered its group from a `pre_exec` hook instead,
