@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
-use ralph_escalation::{EscalationError, TaskWords};
+use ralph_escalation::{EscalationError, TaskListError, TaskWords};
 use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
 
 use crate::cli::RunArgs;
@@ -69,12 +69,16 @@ pub(crate) fn run(
     };
     let runtime = crate::run::runtime()?;
     let mut waits = StartWaits::new(&runtime, style, events_to_stdout, &parallel.run_id);
-    // Read before the start, as one loop's start does: a rate limit is waited for.
+    // Read before the start, as one loop's start does: a rate limit is waited for. Any other
+    // error is the run's to say, in its order (a missing `done_when` first).
     if let Some(list) = list.as_mut() {
-        parallel.listed = Some(waits.retry(|| {
-            list.load()
-                .map_err(|err| CliError::Escalation(EscalationError::Tasks(err)))
-        })?);
+        parallel.listed = waits.retry(|| match list.load() {
+            Ok(tasks) => Ok(Some(tasks)),
+            Err(err @ TaskListError::RetryAfter { .. }) => {
+                Err(CliError::Escalation(EscalationError::Tasks(err)))
+            }
+            Err(_) => Ok(None),
+        })?;
     }
     if list.is_some() {
         let file = parallel.engine.file.clone();
