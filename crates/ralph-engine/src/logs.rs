@@ -360,19 +360,27 @@ mod tests {
         assert_eq!(std::fs::read_to_string(copy(1)).unwrap(), "edited by hand");
     }
 
-    /// The spare waiting in `dir`, once the thread has made it.
-    fn spare_in(dir: &Path) -> PathBuf {
+    /// The inode of the spare waiting in `dir`, once the thread has made it: an empty file
+    /// with no other name (a spare already linked keeps its own name until the thread removes
+    /// it, a moment later).
+    fn spare_in(dir: &Path) -> u64 {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let spare = std::fs::read_dir(dir)
                 .unwrap()
-                .map(|entry| entry.unwrap().path())
-                .find(|path| {
-                    path.file_name()
-                        .unwrap()
+                .filter_map(|entry| {
+                    let entry = entry.ok()?;
+                    if !entry
+                        .file_name()
                         .to_string_lossy()
                         .starts_with(SPARE_PREFIX)
-                });
+                    {
+                        return None;
+                    }
+                    let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+                    (meta.nlink() == 1 && meta.len() == 0).then_some(meta.ino())
+                })
+                .next();
             match spare {
                 Some(spare) => return spare,
                 None if std::time::Instant::now() < deadline => {
@@ -393,7 +401,7 @@ mod tests {
     ) -> Vec<(PathBuf, String)> {
         let mut named = Vec::new();
         for n in 2..500 {
-            let spare = std::fs::metadata(spare_in(dir)).unwrap().ino();
+            let spare = spare_in(dir);
             let (path, text) = write(spares, n);
             let taken = std::fs::metadata(&path).unwrap().ino() == spare;
             named.push((path, text));
