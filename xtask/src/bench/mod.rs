@@ -36,7 +36,12 @@ contender's runs interleaved with the others'.
 - **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
   whose agent is `true` and whose one command (`echo hi`) feeds the body through
   `{{ commands.x }}`, divided by 200 (start-up included). The shell loop makes the same spawns per
-  iteration: `sh -c 'echo hi'` captured, then `true` fed the prompt on stdin. ralphify 0.3.0 is
+  iteration: the `echo` executable ralph runs (`out=$(/usr/bin/echo hi)`), then `true` fed the
+  prompt on stdin. ralph runs a command without shell syntax as its words, one exec of `echo`;
+  the `sh -c` loop's row runs `out=$(sh -c 'echo hi')` instead, one exec of `sh` whose `echo` is a
+  builtin: on this machine `/usr/bin/echo` (coreutils, which loads the locale) costs about
+  0.2 ms more than `sh -c 'echo hi'` (dash), which until ralph 0.3's bench was the baseline and
+  put that difference on ralph's side of the ratio. ralphify 0.3.0 is
   installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
   One warm-up run each, then the median of 7, the contenders taking turns run by run.
   What ralph does per iteration beyond the shell loop's spawns: each child is started with
