@@ -31,7 +31,9 @@ const METHOD: &str = "\
 
 All figures come from one run of `cargo xtask bench`, which builds ralph with
 `cargo build --release -p ralph-loop` and drives `target/release/ralph` as a user would, each
-contender's runs interleaved with the others'.
+contender's runs interleaved with the others'. The programs it starts get the `LD_LIBRARY_PATH`
+of the user, without the folders `cargo run` adds to it: each exec would otherwise look for its C
+library there first, about 0.25 ms an exec on this machine.
 
 - **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
   whose agent is `true` and whose one command (`echo hi`) feeds the body through
@@ -43,7 +45,11 @@ contender's runs interleaved with the others'.
   0.2 ms more than `sh -c 'echo hi'` (dash), which until ralph 0.3's bench was the baseline and
   put that difference on ralph's side of the ratio. ralphify 0.3.0 is
   installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
-  One warm-up run each, then the median of 7, the contenders taking turns run by run.
+  One warm-up run each, then the median of 7, the contenders taking turns run by run, each run
+  after a `sync`: the kernel writes back a file's data about half a minute after it was written,
+  and without it ralphify's logs were written back during ralph's next run (ralph 1.13x the shell
+  loop in rounds with ralphify, 1.01x without it, the same binary). A run's own writeback comes
+  after it, as for any run this short.
   What ralph does per iteration beyond the shell loop's spawns: each child is started with
   `posix_spawn` (a `vfork`, as the shell's own spawns; the C library's child then resets every
   signal's handler, about 120 `rt_sigaction` calls a spawn), carrying the run's token in its
@@ -104,6 +110,11 @@ contender's runs interleaved with the others'.
 /// Runs every measurement, prints the report and writes it to `docs/benchmarks.md`.
 pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
+    match harness::library_path_of_the_user() {
+        // SAFETY: no other thread runs yet; every program the bench starts inherits the result.
+        Some(path) => unsafe { std::env::set_var("LD_LIBRARY_PATH", path) },
+        None => unsafe { std::env::remove_var("LD_LIBRARY_PATH") },
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let ctx = Ctx {
         // `Ctx::cargo` builds in the default target folder, where a fresh clone's binary is.

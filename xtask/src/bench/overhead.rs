@@ -85,10 +85,14 @@ fn measure_all(ctx: &Ctx) -> Result<Vec<Row>> {
     // Round-robin, so that a slow spell of the machine falls on all contenders alike.
     for run in 0..=RUNS {
         let warm_up = run == 0;
+        harness::settle();
         let r = harness::timed(&mut ralph)?;
+        harness::settle();
         let s = harness::timed(&mut shell)?;
+        harness::settle();
         let c = harness::timed(&mut shell_c)?;
         if let Ok(cmd) = &mut ralphify {
+            harness::settle();
             match harness::timed(cmd) {
                 Ok(t) if !warm_up => ralphify_ms.push(per_iteration(t)),
                 Ok(_) => {}
