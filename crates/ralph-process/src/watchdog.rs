@@ -3,12 +3,15 @@
 //!
 //! ralph forks it once per run. It sits in a process group of its own, ignores SIGINT, SIGHUP
 //! and SIGTERM (a terminal's Ctrl+C or hang-up, or a `kill` of ralph's group, must not end it
-//! first), and reads records from a pipe whose write end only ralph holds (close-on-exec, so no
-//! agent inherits it): `+pgid` when a process group starts, `-pgid` once ralph has killed it
-//! (its id can then go to another group, which the watchdog must never touch), `.` when ralph
-//! ends normally. End of file means ralph is gone, or finished: the watchdog SIGKILLs every
-//! group still registered and exits. A run that ends normally has none left, and reaps the
-//! watchdog.
+//! first), and reads a pipe whose write end only ralph holds (close-on-exec, so no agent
+//! inherits it), on which ralph writes `.` when it ends normally. The groups to kill live in a
+//! [`Registry`], memory mapped before the fork and so shared with the watchdog: ralph adds a
+//! group when it starts and removes it once it has killed it (its id can then go to another
+//! group, which the watchdog must never touch). End of file on the pipe means ralph is gone, or
+//! finished: the watchdog SIGKILLs every group still in the registry and exits. A run that ends
+//! normally has none left, and reaps the watchdog. Shared memory rather than a record on the
+//! pipe per change: a group costs ralph no system call, and the watchdog no wake-up, where the
+//! records took four of each an iteration.
 //!
 //! ralph registers a child's group once `spawn` returns; a SIGKILL to ralph in between would
 //! orphan a started agent the watchdog never heard of (the torture test hit it about once in a
@@ -24,16 +27,17 @@
 //! A fork rather than a helper program: the engine is a library, with no binary of its own to
 //! run as the watchdog, and a shell loop could not kill its list without a fork per group. The
 //! forked child only makes async-signal-safe calls (`read`, `open`, `getdents64`, `kill`,
-//! `dup2`, `close`, `sigaction`, `_exit`) on fixed-size arrays and memory set up before the
-//! fork: it allocates nothing, since another thread of ralph may have held the allocator's lock
-//! at the fork.
+//! `dup2`, `close`, `sigaction`, `_exit`) and atomic loads on fixed-size arrays and memory set up
+//! before the fork: it allocates nothing, since another thread of ralph may have held the
+//! allocator's lock at the fork.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// One record on the pipe: `+` or `-`, three bytes of padding, the group id (native order).
-/// Smaller than `PIPE_BUF`, so each is written whole.
+/// One record on the pipe: `.`, then padding. Smaller than `PIPE_BUF`, so it is written whole.
 const RECORD: usize = 8;
 
 /// Process groups the watchdog remembers at once. ralph runs one process at a time and
@@ -47,12 +51,101 @@ const EXIT_WAIT: Duration = Duration::from_secs(1);
 /// belongs to, `:`-separated (a ralph run by an agent adds its own to its parent's).
 pub(crate) const TOKEN_VAR: &str = "RALPH_RUN_TOKEN";
 
+/// The process groups the watchdog kills if ralph dies: [`SLOTS`] group ids (0 for a free
+/// slot) in memory shared with the watchdog, which reads them only once ralph is gone. Adding
+/// and removing are atomic operations, safe from any thread and from a forked child.
+#[derive(Debug)]
+struct Registry {
+    slots: NonNull<AtomicI32>,
+}
+
+// SAFETY: the mapping is only reached through atomics, and lives until the registry is dropped.
+unsafe impl Send for Registry {}
+// SAFETY: as above; every access is an atomic operation.
+unsafe impl Sync for Registry {}
+
+impl Registry {
+    const BYTES: usize = SLOTS * std::mem::size_of::<AtomicI32>();
+
+    /// Maps zeroed memory that a `fork` after this shares with the child (`MAP_SHARED`).
+    fn new() -> std::io::Result<Self> {
+        // SAFETY: an anonymous mapping of a fixed size at an address of the system's choosing;
+        // the result is checked before use.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        NonNull::new(at.cast())
+            .map(|slots| Self { slots })
+            .ok_or_else(|| std::io::Error::other("mmap returned a null address"))
+    }
+
+    fn slots(&self) -> &[AtomicI32] {
+        // SAFETY: the mapping holds SLOTS zero-initialised (valid) AtomicI32s, page-aligned, and
+        // outlives `self`.
+        unsafe { std::slice::from_raw_parts(self.slots.as_ptr(), SLOTS) }
+    }
+
+    /// Adds `pgid`, once (the non-Linux child adds its own group before ralph does). A full
+    /// registry leaves the group out: it ends with its iteration as any other, only without
+    /// the watchdog's guarantee.
+    fn add(&self, pgid: i32) {
+        let slots = self.slots();
+        if slots
+            .iter()
+            .any(|slot| slot.load(Ordering::Acquire) == pgid)
+        {
+            return;
+        }
+        for slot in slots {
+            if slot
+                .compare_exchange(0, pgid, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Removes `pgid`, whose id may now go to another group.
+    fn remove(&self, pgid: i32) {
+        for slot in self.slots() {
+            if slot
+                .compare_exchange(pgid, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `new` made; no reference into it outlives `self`.
+        unsafe {
+            libc::munmap(self.slots.as_ptr().cast(), Self::BYTES);
+        }
+    }
+}
+
 /// The running watchdog; dropping the last handle ends it.
 #[derive(Debug)]
 pub(crate) struct Watchdog {
     pid: libc::pid_t,
     /// The pipe's write end; closing it is the watchdog's end of file.
     write: Mutex<Option<OwnedFd>>,
+    /// The groups to kill, shared with the watchdog. Dropped after the watchdog was reaped.
+    registry: Registry,
     /// [`TOKEN_VAR`]'s value for ralph's children: the inherited tokens, then this run's.
     token: String,
 }
@@ -85,10 +178,10 @@ impl Watchdog {
         self.pid
     }
 
-    fn send(&self, op: u8, pgid: i32) {
+    /// Tells the watchdog that ralph ends normally: what carries the token is not its to end.
+    fn say_ended(&self) {
         let mut record = [0u8; RECORD];
-        record[0] = op;
-        record[4..].copy_from_slice(&pgid.to_ne_bytes());
+        record[0] = b'.';
         let fd = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let Some(fd) = fd.as_ref() else {
             return;
@@ -104,8 +197,7 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        // ralph did not die: what carries the token is not the watchdog's to end.
-        self.send(b'.', 0);
+        self.say_ended();
         drop(
             self.write
                 .get_mut()
@@ -119,7 +211,7 @@ impl Drop for Watchdog {
 /// Tells the watchdog that group `pgid` started; it will be killed if ralph dies.
 pub(crate) fn register(pgid: i32) {
     if let Some(watchdog) = current() {
-        watchdog.send(b'+', pgid);
+        watchdog.registry.add(pgid);
     }
 }
 
@@ -131,25 +223,18 @@ pub(crate) fn register(pgid: i32) {
 /// could not run.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn register_from_child() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-    // The handle keeps the pipe open, so the descriptor number cannot name another file by the
-    // time the child writes to it.
+    // The handle keeps the registry mapped until the child has exec'd.
     let watchdog = current();
-    let fd = watchdog
-        .as_ref()
-        .and_then(|w| w.write.lock().ok()?.as_ref().map(AsRawFd::as_raw_fd));
     move || {
-        let _keep_open = &watchdog;
-        if let Some(fd) = fd {
-            // SAFETY: runs in the forked child before exec: setpgid, getpid and write are
-            // async-signal-safe, and the record is a stack array written whole (below
-            // PIPE_BUF). Errors are ignored: ralph's own registration follows.
-            unsafe {
+        if let Some(watchdog) = &watchdog {
+            // SAFETY: runs in the forked child before exec: setpgid and getpid are
+            // async-signal-safe. Errors are ignored: ralph's own registration follows.
+            let pgid = unsafe {
                 libc::setpgid(0, 0);
-                let mut record = [0u8; RECORD];
-                record[0] = b'+';
-                record[4..].copy_from_slice(&libc::getpid().to_ne_bytes());
-                libc::write(fd, record.as_ptr().cast(), RECORD);
-            }
+                libc::getpid()
+            };
+            // Atomics on memory the fork kept shared: no lock, no allocation.
+            watchdog.registry.add(pgid);
         }
         Ok(())
     }
@@ -158,7 +243,7 @@ pub(crate) fn register_from_child() -> impl FnMut() -> std::io::Result<()> + Sen
 /// Tells the watchdog that ralph has killed group `pgid`: its id may be reused.
 pub(crate) fn unregister(pgid: i32) {
     if let Some(watchdog) = current() {
-        watchdog.send(b'-', pgid);
+        watchdog.registry.remove(pgid);
     }
 }
 
@@ -205,6 +290,7 @@ fn start() -> std::io::Result<Watchdog> {
     // SAFETY: `null` was just opened and is owned by nothing else.
     let null = unsafe { OwnedFd::from_raw_fd(null) };
     let max_fd = max_fd();
+    let registry = Registry::new()?;
     // SAFETY: fork(2). The child runs only `watch`, which makes async-signal-safe calls and
     // never returns; the parent goes on as usual.
     let pid = unsafe { libc::fork() };
@@ -214,12 +300,14 @@ fn start() -> std::io::Result<Watchdog> {
             read.as_raw_fd(),
             null.as_raw_fd(),
             max_fd,
+            registry.slots(),
             own.as_bytes(),
             ralph_group,
         ),
         pid => Ok(Watchdog {
             pid,
             write: Mutex::new(Some(write)),
+            registry,
             token,
         }),
     }
@@ -269,9 +357,16 @@ fn max_fd() -> RawFd {
 }
 
 /// The watchdog itself, in the forked child. Only async-signal-safe calls, no allocation:
-/// `token` is this run's own token and `ralph_group` ralph's process group, which a token
-/// carrier may have joined but which is not the run's to kill.
-fn watch(read: RawFd, null: RawFd, max_fd: RawFd, token: &[u8], ralph_group: i32) -> ! {
+/// `groups` are the registry's slots, `token` is this run's own token and `ralph_group` ralph's
+/// process group, which a token carrier may have joined but which is not the run's to kill.
+fn watch(
+    read: RawFd,
+    null: RawFd,
+    max_fd: RawFd,
+    groups: &[AtomicI32],
+    token: &[u8],
+    ralph_group: i32,
+) -> ! {
     // SAFETY: each call below is async-signal-safe and works on descriptors, signal numbers
     // and a stack array owned by this function; the process ends with _exit, running no
     // destructor and no atexit handler of ralph's.
@@ -289,12 +384,10 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd, token: &[u8], ralph_group: i32
         libc::dup2(null, 2);
         close_from(3, max_fd);
 
-        let mut groups = [0i32; SLOTS];
         let mut record = [0u8; RECORD];
-        let mut filled = 0;
         let mut ended_normally = false;
         loop {
-            let n = libc::read(0, record.as_mut_ptr().add(filled).cast(), RECORD - filled);
+            let n = libc::read(0, record.as_mut_ptr().cast(), RECORD);
             if n == 0 {
                 break;
             }
@@ -304,35 +397,12 @@ fn watch(read: RawFd, null: RawFd, max_fd: RawFd, token: &[u8], ralph_group: i32
                 }
                 break;
             }
-            filled += n as usize;
-            if filled < RECORD {
-                continue;
-            }
-            filled = 0;
             if record[0] == b'.' {
                 ended_normally = true;
-                continue;
-            }
-            let pgid = i32::from_ne_bytes([record[4], record[5], record[6], record[7]]);
-            if pgid <= 1 {
-                continue;
-            }
-            match record[0] {
-                // The child registers itself and ralph registers it again: one slot each.
-                b'+' if !groups.contains(&pgid) => {
-                    if let Some(slot) = groups.iter_mut().find(|g| **g == 0) {
-                        *slot = pgid;
-                    }
-                }
-                b'-' => {
-                    if let Some(slot) = groups.iter_mut().find(|g| **g == pgid) {
-                        *slot = 0;
-                    }
-                }
-                _ => {}
             }
         }
-        for &pgid in &groups {
+        for slot in groups {
+            let pgid = slot.load(Ordering::Acquire);
             if pgid > 1 {
                 libc::kill(-pgid, libc::SIGKILL);
             }
@@ -618,10 +688,10 @@ mod tests {
         let mut registered = group_leader();
         let mut ended = group_leader();
         let mut never = group_leader();
-        watchdog.send(b'+', registered.id() as i32);
-        watchdog.send(b'+', ended.id() as i32);
+        watchdog.registry.add(registered.id() as i32);
+        watchdog.registry.add(ended.id() as i32);
         // Killed by ralph and unregistered: its id could be another group's by now.
-        watchdog.send(b'-', ended.id() as i32);
+        watchdog.registry.remove(ended.id() as i32);
 
         drop(watchdog);
 

@@ -53,8 +53,9 @@ library there first, about 0.25 ms an exec on this machine.
   What ralph does per iteration beyond the shell loop's spawns: each child is started with
   `posix_spawn` (a `vfork`, as the shell's own spawns; the C library's child then resets every
   signal's handler, about 120 `rt_sigaction` calls a spawn), carrying the run's token in its
-  environment for the watchdog, and ralph registers its process group with the watchdog (one
-  write to a pipe); on Linux the subreaper reads the children lists of ralph's own threads
+  environment for the watchdog, and ralph registers its process group with the watchdog (an
+  atomic store into memory the two share; until ralph 0.3 a record on a pipe, which woke the
+  watchdog four times an iteration); on Linux the subreaper reads the children lists of ralph's own threads
   (`/proc/PID/task/TID/children`) when the iteration starts and when it ends; and the run
   folder gets the iteration's log and a copy of its prompt (a hard link to the last copy when
   the prompt did not change), each an empty file made ahead by a thread of ralph's own and
