@@ -99,7 +99,7 @@ pub(crate) fn settle() {
 /// and the toolchain's libraries), or `None` when nothing else is left.
 ///
 /// Every program the bench starts would otherwise look for its C library in those folders
-/// first: about 0.25 ms more for each exec on the bench machine, a cost no user's loop pays.
+/// first: 0.15 to 0.3 ms more for each exec on the bench machine, a cost no user's loop pays.
 pub(crate) fn library_path_of_the_user() -> Option<OsString> {
     let current = std::env::var_os("LD_LIBRARY_PATH")?;
     let cargo_dirs: Vec<PathBuf> = [

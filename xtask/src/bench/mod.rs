@@ -33,7 +33,7 @@ All figures come from one run of `cargo xtask bench`, which builds ralph with
 `cargo build --release -p ralph-loop` and drives `target/release/ralph` as a user would, each
 contender's runs interleaved with the others'. The programs it starts get the `LD_LIBRARY_PATH`
 of the user, without the folders `cargo run` adds to it: each exec would otherwise look for its C
-library there first, about 0.25 ms an exec on this machine.
+library there first, 0.15 to 0.3 ms an exec on this machine.
 
 - **Per-iteration overhead**: wall time of `ralph run -n 200 --quiet --log-dir <tmp>` on a RALPH.md
   whose agent is `true` and whose one command (`echo hi`) feeds the body through
