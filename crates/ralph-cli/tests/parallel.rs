@@ -1174,3 +1174,57 @@ fn killed_after_the_base_moved_before_the_run_recorded_it_the_resumed_run_lands_
     assert_eq!(git(dir, &["status", "--porcelain"]), "");
     nothing_left_behind(dir);
 }
+
+#[test]
+fn a_landing_the_main_worktree_refuses_is_kept_and_landed_by_resume_without_redoing_the_task() {
+    let runs = tempfile::tempdir().unwrap();
+    // The agent does the story in its worktree; a person meanwhile starts a file of the same
+    // name in the main worktree, which the fast-forward must not overwrite.
+    let p = repo("", "ls US-*.txt >/dev/null 2>&1\n", &["US-001"], &[]);
+    let main = p.path().to_path_buf();
+    let agent = format!(
+        "{READ_PROMPT}echo run >> {runs}/$story\necho work > \"$story.txt\"\n\
+         echo 'mine, not committed' > {main}/$story.txt\n",
+        runs = runs.path().display(),
+        main = main.display()
+    );
+    std::fs::write(main.join("agent.sh"), agent).unwrap();
+    common::commit_all(&main, "the agent");
+
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_ne!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "TASK_LANDED"),
+        "{events:#?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("not landed, kept on ralph/US-001"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The person's file is as they left it, the base where it was, the work on its branch.
+    assert_eq!(
+        std::fs::read_to_string(main.join("US-001.txt")).unwrap(),
+        "mine, not committed\n"
+    );
+    assert_eq!(passes(&main, "HEAD", "US-001"), false);
+    assert!(show(&main, "ralph/US-001", "US-001.txt").is_some());
+
+    // The person moves their file away; the resumed run lands the work the agent did.
+    std::fs::remove_file(main.join("US-001.txt")).unwrap();
+    let out = p.run(&["run", "--parallel", "1", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    landed_with_its_passes(&main, &events, "US-001", "US-001.txt");
+    assert_eq!(
+        std::fs::read_to_string(main.join("US-001.txt")).unwrap(),
+        "work\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(runs.path().join("US-001")).unwrap(),
+        "run\n",
+        "the agent ran once: its work was landed, not done again"
+    );
+    nothing_left_behind(&main);
+}

@@ -716,7 +716,19 @@ impl Parallel {
         for id in untold {
             self.tell_landed(&id)?;
         }
-        // The queue in its order first, then the lanes that ran.
+        // The queue in its order first, then the landings the base refused, then the lanes
+        // that ran.
+        let refused: Vec<String> = self
+            .session
+            .lanes
+            .iter_mut()
+            .filter_map(|(id, l)| l.refused.take().map(|_| id.clone()))
+            .collect();
+        for id in refused {
+            if !self.session.queue.contains(&id) {
+                self.session.queue.push(id);
+            }
+        }
         let running: Vec<String> = self
             .session
             .lanes
@@ -842,6 +854,7 @@ impl Parallel {
                 conflict: None,
                 run_id: None,
                 untold: None,
+                refused: None,
             })
     }
 
@@ -1385,12 +1398,18 @@ impl Parallel {
             Landed::Interrupted => {}
             Landed::Yes(commit) => self.record_landing(id, commit)?,
             Landed::Refused(why) => {
-                // Its work stays on its branch; the next `--resume` tries again.
+                // Its work stays on its branch and in its worktree; `--resume` lands it, its
+                // task not done again.
+                self.record(id).refused = Some(why.clone());
                 self.save()?;
                 MergeJournal::clear(&self.repo.journal_path())?;
                 self.warn(
                     Some(id),
-                    format!("not landed, kept on {}: {why}", git::branch_name(id)),
+                    format!(
+                        "not landed, kept on {}: {why}; once that is put right,                          `ralph run --parallel {} --resume` lands it",
+                        git::branch_name(id),
+                        self.options.parallel
+                    ),
                 );
             }
             Landed::Conflict {
@@ -1582,7 +1601,9 @@ impl Parallel {
             None if remaining == 0 => ("stories_blocked".to_owned(), 1),
             None => ("work_left".to_owned(), 1),
         };
-        let resumable = self.stop.is_some() && unfinished;
+        // A refused landing waits for `--resume` (and the person's fix) with its worktree.
+        let refused = self.session.lanes.values().any(|l| l.refused.is_some());
+        let resumable = (self.stop.is_some() || refused) && unfinished;
         if !resumable {
             // Nothing to go on with: no worktree stays; unlanded work keeps its branch.
             let ids: Vec<String> = self.session.lanes.keys().cloned().collect();

@@ -53,6 +53,11 @@ pub(crate) struct LaneRecord {
     /// merge journal goes, so a `--resume` after a kill tells the list instead of landing again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) untold: Option<String>,
+    /// Why the base refused its landing (the main worktree holding a change the fast-forward
+    /// would overwrite, say): it stays queued off the queue, its work on its branch, until
+    /// `--resume` queues it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
 }
 
 /// A parallel run's session.
