@@ -45,7 +45,7 @@ library there first, 0.15 to 0.3 ms an exec on this machine.
   0.2 ms more than `sh -c 'echo hi'` (dash), which until ralph 0.3's bench was the baseline and
   put that difference on ralph's side of the ratio. ralphify 0.3.0 is
   installed with pip into a scratch venv and runs the same RALPH.md with `-n 200 --log-dir <tmp>`.
-  One warm-up run each, then the median of 7, the contenders taking turns run by run, each run
+  One warm-up run each, then the median of 11, the contenders taking turns run by run, each run
   after a `sync`: the kernel writes back a file's data about half a minute after it was written,
   and without it ralphify's logs were written back during ralph's next run (ralph 1.13x the shell
   loop in rounds with ralphify, 1.01x without it, the same binary). A run's own writeback comes

@@ -10,7 +10,7 @@ use super::table::Row;
 
 const ITERATIONS: u32 = 200;
 /// Timed runs per contender, after one warm-up run; the median is reported.
-const RUNS: usize = 7;
+const RUNS: usize = 11;
 const RALPHIFY: &str = "ralphify==0.3.0";
 
 const VS_SHELL: &str = "Per-iteration overhead, `-n 200`, agent `true`, 1 command: vs a shell loop";
@@ -113,8 +113,9 @@ fn measure_all(ctx: &Ctx) -> Result<Vec<Row>> {
         VS_SHELL,
         ralph_cell.clone(),
         format!(
-            "shell loop: {shell:.2} ms/iteration (ralph takes {:.2}x its time)",
-            ralph / shell
+            "shell loop: {shell:.2} ms/iteration (ralph takes {:.2}x its time, {:+.2} ms)",
+            ralph / shell,
+            ralph - shell
         ),
         SHELL_TARGET,
         Some(ralph <= SHELL_LIMIT * shell),
@@ -123,8 +124,9 @@ fn measure_all(ctx: &Ctx) -> Result<Vec<Row>> {
         VS_SHELL_C,
         ralph_cell.clone(),
         format!(
-            "`sh -c` loop: {shell_c:.2} ms/iteration (ralph takes {:.2}x its time)",
-            ralph / shell_c
+            "`sh -c` loop: {shell_c:.2} ms/iteration (ralph takes {:.2}x its time, {:+.2} ms)",
+            ralph / shell_c,
+            ralph - shell_c
         ),
         "–",
         None,
