@@ -104,6 +104,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                     "state": lane.state.as_str(),
                     "returns": lane.returns,
                     "run_id": lane.run_id,
+                    "refused": lane.refused,
                 })
             })
             .collect();
@@ -124,15 +125,26 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         run.run_id, run.base, run.parallel
     );
     for lane in &run.lanes {
+        // A landing the base refused waits for `--resume`, not in the queue.
+        let state = match lane.refused {
+            Some(_) => "refused",
+            None => lane.state.as_str(),
+        };
         text.push_str(&format!(
             "  {:<12} {:<8} {}\n",
             lane.task_id,
-            lane.state.as_str(),
+            state,
             lane.run_id
                 .as_deref()
                 .map(|id| format!("ralph logs {id}"))
                 .unwrap_or_default()
         ));
+        if let Some(why) = &lane.refused {
+            text.push_str("    landing refused:\n");
+            for line in why.lines() {
+                text.push_str(&format!("      {line}\n"));
+            }
+        }
     }
     if !run.queue.is_empty() {
         text.push_str(&format!("merge queue: {}\n", run.queue.join(", ")));

@@ -1210,6 +1210,12 @@ fn a_landing_the_main_worktree_refuses_is_kept_and_landed_by_resume_without_redo
     );
     assert_eq!(passes(&main, "HEAD", "US-001"), false);
     assert!(show(&main, "ralph/US-001", "US-001.txt").is_some());
+    let status = p.run(&["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(": stopped") && status.contains("US-001       refused"),
+        "{status}"
+    );
 
     // The person moves their file away; the resumed run lands the work the agent did.
     std::fs::remove_file(main.join("US-001.txt")).unwrap();

@@ -425,6 +425,8 @@ pub struct LaneStatus {
     pub returns: u64,
     /// Its latest loop's run id.
     pub run_id: Option<String>,
+    /// Why the base refused its landing, which `--resume` tries again.
+    pub refused: Option<String>,
 }
 
 /// The file a repository's parallel runs append their events to
@@ -457,6 +459,7 @@ pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelErro
                 state: l.state,
                 returns: l.returns,
                 run_id: l.run_id,
+                refused: l.refused,
             })
             .collect(),
         queue: session.queue,
@@ -1406,8 +1409,10 @@ impl Parallel {
                 self.warn(
                     Some(id),
                     format!(
-                        "not landed, kept on {}: {why}; once that is put right,                          `ralph run --parallel {} --resume` lands it",
+                        "not landed, kept on {}: {}\nOnce that is put right, \
+                         `ralph run --parallel {} --resume` lands it.",
                         git::branch_name(id),
+                        why.trim_end(),
                         self.options.parallel
                     ),
                 );
