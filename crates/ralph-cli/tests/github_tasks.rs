@@ -612,7 +612,7 @@ fn a_rate_limit_while_a_killed_runs_pass_is_finished_is_waited_for_then_the_run_
     let agent = format!("{WORKING_AGENT}: > \"$ARM\"\n");
     let p = issues_repo(&server, "rate_limit:\n  max_wait: 50ms\n", &agent);
     let bin = tempfile::tempdir().unwrap();
-    let path_env = common::git_killing_after_commit_tree(bin.path());
+    let path_env = common::killing_git(bin.path(), "commit-tree", 1, common::When::After);
     let out = ralph(&p, &server, &["run"])
         .env("ARM", bin.path().join("armed"))
         .env("PATH", &path_env)

@@ -8,10 +8,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
-use common::{Project, code, git, git_repo, show, stderr};
+use common::{Project, When, code, git, git_repo, killing_git, show, stderr};
 use serde_json::Value;
 
 /// prd.json with `ids`, one field a line, none passed.
@@ -29,63 +29,6 @@ fn prd_text(ids: &[&str]) -> String {
     format!(
         "{{\n  \"project\": \"Shop\",\n  \"userStories\": [\n{}\n  ]\n}}\n",
         stories.join(",\n")
-    )
-}
-
-/// The real git program, found on PATH.
-fn real_git() -> PathBuf {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH")
-}
-
-/// When the wrapper kills ralph: before the git call runs, or right after it ran.
-#[derive(Debug, Clone, Copy)]
-enum When {
-    Before,
-    After,
-}
-
-/// A `git` in `bin` that, once `bin/armed` exists, SIGKILLs its parent (ralph) at the `nth`
-/// call whose first subcommand word is `word`; returns PATH with `bin` first.
-fn killing_git(bin: &Path, word: &str, nth: u32, when: When) -> String {
-    let git = real_git();
-    let dir = bin.display();
-    let (before, after) = match when {
-        When::Before => ("kill -9 $PPID; exit 1", ""),
-        When::After => ("", "kill -9 $PPID; exit $rc"),
-    };
-    let script = format!(
-        r#"#!/bin/sh
-GIT='{git}'
-sub=""
-skip=0
-for a in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
-done
-if [ -e '{dir}/armed' ] && [ "$sub" = '{word}' ]; then
-  n=$(cat '{dir}/count' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{dir}/count'
-  if [ $n = {nth} ]; then
-    : > '{dir}/killed'
-    {before}
-    "$GIT" "$@"; rc=$?
-    {after}
-    exit $rc
-  fi
-fi
-exec "$GIT" "$@"
-"#,
-        git = git.display(),
-    );
-    let path = bin.join("git");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     )
 }
 

@@ -330,7 +330,7 @@ echo '<!-- ralph:state done -->'
     let dir = p.path();
     let first = id_of(&tasks(&p), "First");
     let bin = tempfile::tempdir().unwrap();
-    let path_env = common::git_killing_after_commit_tree(bin.path());
+    let path_env = common::killing_git(bin.path(), "commit-tree", 1, common::When::After);
     let out = p
         .ralph(&["run"])
         .env("ARM", bin.path().join("armed"))

@@ -1192,12 +1192,13 @@ fn a_landing_the_main_worktree_refuses_is_kept_and_landed_by_resume_without_redo
     common::commit_all(&main, "the agent");
 
     let out = p.run(&["run", "--parallel", "1"]);
-    assert_ne!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(common::code(&out), 1, "{}", common::stderr(&out));
     let events = p.events();
     assert!(
         events.iter().all(|e| e["type"] != "TASK_LANDED"),
         "{events:#?}"
     );
+    assert_eq!(events.last().unwrap()["reason"], "work_left", "{events:#?}");
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("not landed, kept on ralph/US-001"),
         "{}",

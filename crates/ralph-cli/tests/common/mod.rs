@@ -347,33 +347,53 @@ pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (Str
     (text, status.code().unwrap_or(-1))
 }
 
-/// A `git` first on PATH that, once `bin/armed` exists, SIGKILLs ralph (its parent) right
-/// after its first `commit-tree`: the pass commit exists, nothing points at it yet (as
-/// killed_mid_step.rs does for prd.json, every git call of a step). Returns the PATH to run
-/// ralph with.
-pub fn git_killing_after_commit_tree(bin: &std::path::Path) -> String {
-    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+/// The real git program, found on PATH.
+pub fn real_git() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
         .map(|d| d.join("git"))
         .find(|p| p.is_file())
-        .expect("git on PATH");
+        .expect("git on PATH")
+}
+
+/// When the wrapper kills ralph: before the git call runs, or right after it ran.
+#[derive(Debug, Clone, Copy)]
+pub enum When {
+    Before,
+    After,
+}
+
+/// A `git` in `bin` that, once `bin/armed` exists, SIGKILLs its parent (ralph) at the `nth`
+/// call whose first subcommand word is `word` (`bin/killed` says it did); returns PATH with
+/// `bin` first. Deterministic kills at every git call of a step (killed_mid_step.rs).
+pub fn killing_git(bin: &Path, word: &str, nth: u32, when: When) -> String {
+    let git = real_git();
     let dir = bin.display();
+    let (before, after) = match when {
+        When::Before => ("kill -9 $PPID; exit 1", ""),
+        When::After => ("", "kill -9 $PPID; exit $rc"),
+    };
     let script = format!(
         r#"#!/bin/sh
+GIT='{git}'
 sub=""
 skip=0
 for a in "$@"; do
   if [ $skip = 1 ]; then skip=0; continue; fi
   case "$a" in -C|-c) skip=1;; -*) ;; *) sub="$a"; break;; esac
 done
-if [ -e '{dir}/armed' ] && [ ! -e '{dir}/killed' ] && [ "$sub" = commit-tree ]; then
-  : > '{dir}/killed'
-  '{real}' "$@"; rc=$?
-  kill -9 $PPID
-  exit $rc
+if [ -e '{dir}/armed' ] && [ "$sub" = '{word}' ]; then
+  n=$(cat '{dir}/count' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{dir}/count'
+  if [ $n = {nth} ]; then
+    : > '{dir}/killed'
+    {before}
+    "$GIT" "$@"; rc=$?
+    {after}
+    exit $rc
+  fi
 fi
-exec '{real}' "$@"
+exec "$GIT" "$@"
 "#,
-        real = real.display(),
+        git = git.display(),
     );
     let path = bin.join("git");
     std::fs::write(&path, script).unwrap();
