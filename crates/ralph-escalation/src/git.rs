@@ -204,6 +204,7 @@ impl Git {
         let out = git_command()
             .arg("-C")
             .arg(dir)
+            .env("PWD", ralph_process::child_pwd(dir))
             .args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])
             .stdin(Stdio::null())
             .output()
@@ -290,6 +291,8 @@ impl Git {
         let mut cmd = git_command();
         cmd.arg("-C")
             .arg(dir)
+            // Its hooks are the person's programs, run in `dir`.
+            .env("PWD", ralph_process::child_pwd(dir))
             .args(["-c", "core.quotepath=off"])
             // A ralph killed mid-step leaves its git running a moment longer, and the next
             // start finishes the step at once: a ref it still holds is waited for (git waits

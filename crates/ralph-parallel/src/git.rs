@@ -18,6 +18,8 @@ fn output(
 ) -> Result<Output, ParallelError> {
     let spawned = Command::new("git")
         .current_dir(dir)
+        // Its hooks are the person's programs, run in `dir`, which may be a lane's worktree.
+        .env("PWD", ralph_process::child_pwd(dir))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         // Never stop for a person: an editor for the merge message, a pager.

@@ -18,7 +18,7 @@
 //!   platforms have the process group kill only. A process that left its group and dropped the
 //!   token from its environment while ralph is killed with SIGKILL is beyond both.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +85,50 @@ pub enum InterruptSignal {
     /// The embedder cancelled the run (ralph-engine's `RunHandle::cancel`). Stops now, as
     /// SIGTERM does.
     Cancel,
+}
+
+/// The `PWD` a child started in `dir` gets: `dir` absolute, without `.` or `..`, and the
+/// person's own name for it (ralph's `PWD`, through a link) where that names the same folder.
+///
+/// Every process ralph starts gets it, since a child inherits ralph's own `PWD` otherwise:
+/// bash and dash check `PWD` against the real folder and fix it, but Node and Python programs
+/// trust it and would write into the folder ralph was started from instead of a lane's
+/// worktree. A `dir` that cannot be made absolute is passed on as it is.
+pub fn child_pwd(dir: &Path) -> PathBuf {
+    let ours = std::env::var_os("PWD").map(PathBuf::from);
+    // Trusted as a shell trusts it: absolute, no `.` or `..`, and naming the same folder.
+    let logical = ours.filter(|pwd| {
+        pwd.is_absolute()
+            && pwd
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    });
+    if let Some(pwd) = &logical {
+        if pwd == dir || (dir == Path::new(".") && same_folder(pwd, Path::new("."))) {
+            return pwd.clone();
+        }
+    }
+    let Ok(absolute) = std::path::absolute(dir) else {
+        return dir.to_path_buf();
+    };
+    // `absolute` keeps `..`, which a shell's `PWD` never holds: only then are links resolved.
+    let absolute = match absolute.components().any(|c| c == Component::ParentDir) {
+        true => std::fs::canonicalize(&absolute).unwrap_or(absolute),
+        false => absolute.components().collect(),
+    };
+    match logical {
+        Some(pwd) if same_folder(&pwd, &absolute) => pwd,
+        _ => absolute,
+    }
+}
+
+/// Whether `a` and `b` are one folder (one device and inode).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Size of each read from a pipe.
@@ -226,6 +270,7 @@ pub async fn run(
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)
+            .env("PWD", child_pwd(&spec.cwd))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(if spec.stdin.is_some() {
                 Stdio::piped()

@@ -132,6 +132,7 @@ pub async fn run(
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)
+            .env("PWD", super::child_pwd(&spec.cwd))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .kill_on_drop(true)
             .spawn(pts)
