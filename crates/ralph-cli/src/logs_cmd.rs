@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ralph_engine::run_folder::{self, RunDir};
+use ralph_parallel::ParallelRecord;
 
 use crate::error::CliError;
 
@@ -42,7 +43,11 @@ fn print_logs(
         // A parallel run's task id names its lane's latest loop.
         Err(err) => match id.and_then(|id| lane_run_id(folder, id)) {
             Some(lane) => run_folder::find_run_in(&runs, Some(&lane))?,
-            None => return Err(err.into()),
+            // A parallel run's own id names all its lanes.
+            None => match id.and_then(|id| parallel_run(folder, id)) {
+                Some(parallel) => return print_parallel(folder, &runs, &parallel, follow),
+                None => return Err(err.into()),
+            },
         },
     };
     let mut out = std::io::stdout().lock();
@@ -79,6 +84,134 @@ fn lane_run_id(folder: &Path, task_id: &str) -> Option<String> {
         .into_iter()
         .find(|lane| lane.task_id == task_id)?
         .run_id
+}
+
+/// The parallel run of the folder's repository that `id` names (its id or the start of it).
+fn parallel_run(folder: &Path, id: &str) -> Option<ParallelRecord> {
+    let events = ralph_parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
+    let run_id = ralph_parallel::find_run(&events, Some(id))?;
+    ParallelRecord::all(&events)
+        .into_iter()
+        .find(|run| run.run_id == run_id)
+}
+
+/// Every lane of a parallel run: each loop's logs one after the other, under a line naming its
+/// task; with `follow`, every lane's new output as it comes, each line after its task's id,
+/// until the run ends.
+fn print_parallel(
+    folder: &Path,
+    runs: &Path,
+    parallel: &ParallelRecord,
+    follow: bool,
+) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    if follow {
+        return follow_parallel(&mut out, folder, runs, parallel);
+    }
+    for (task, lane) in &parallel.lanes {
+        let run = run_folder::find_run_in(runs, Some(lane))?;
+        writeln!(out, "##### task {task}: run {lane} #####").map_err(CliError::Stdout)?;
+        for (n, path) in run.iteration_logs()? {
+            print_iteration(&mut out, &run, n, &path)?;
+        }
+    }
+    out.flush().map_err(CliError::Stdout)
+}
+
+/// One lane followed by `ralph logs -f <parallel run id>`.
+struct FollowedLane {
+    task: String,
+    run: RunDir,
+    /// The iteration whose log is read now.
+    current: u64,
+    tail: Option<Tail>,
+    /// The start of a line not yet ended.
+    partial: Vec<u8>,
+}
+
+/// `-f` for a parallel run: every lane's iteration logs, lanes that start later too, each line
+/// after `[task id]`, until the run is no longer running (then what was written last is read).
+fn follow_parallel(
+    out: &mut impl Write,
+    folder: &Path,
+    runs: &Path,
+    parallel: &ParallelRecord,
+) -> Result<(), CliError> {
+    let mut lanes: Vec<FollowedLane> = Vec::new();
+    loop {
+        let over = run_folder::running(folder).is_none_or(|h| h.run_id != parallel.run_id);
+        // Lanes that started since the last look (a resume's loops too).
+        let known = parallel_run(folder, &parallel.run_id).unwrap_or_else(|| parallel.clone());
+        for (task, id) in &known.lanes {
+            if lanes.iter().any(|l| l.run.id == *id) {
+                continue;
+            }
+            if let Ok(run) = run_folder::find_run_in(runs, Some(id)) {
+                lanes.push(FollowedLane {
+                    task: task.clone(),
+                    run,
+                    current: 1,
+                    tail: None,
+                    partial: Vec::new(),
+                });
+            }
+        }
+        for lane in &mut lanes {
+            lane.copy_new(out, over)?;
+        }
+        out.flush().map_err(CliError::Stdout)?;
+        if over {
+            return Ok(());
+        }
+        if reader_gone() {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+impl FollowedLane {
+    /// Writes what the lane's logs gained since the last look, whole lines only (and the rest
+    /// too when `last`), each after the task's id.
+    fn copy_new(&mut self, out: &mut impl Write, last: bool) -> Result<(), CliError> {
+        loop {
+            if self.tail.is_none() {
+                if !self.run.iteration_log(self.current).exists() {
+                    break;
+                }
+                self.tail = Some(Tail::new(self.run.iteration_log(self.current)));
+            }
+            let Some(tail) = &mut self.tail else { break };
+            tail.copy_new(&mut self.partial)?;
+            let done = self.run.iteration_log(self.current + 1).exists();
+            if done {
+                // The next iteration started: this log is complete.
+                tail.copy_new(&mut self.partial)?;
+            }
+            let whole = match done || last {
+                true => self.partial.len(),
+                false => self
+                    .partial
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |i| i + 1),
+            };
+            for line in self.partial[..whole].split_inclusive(|b| *b == b'\n') {
+                write!(out, "[{}] ", self.task).map_err(CliError::Stdout)?;
+                out.write_all(line).map_err(CliError::Stdout)?;
+                if !line.ends_with(b"\n") {
+                    writeln!(out).map_err(CliError::Stdout)?;
+                }
+            }
+            self.partial.drain(..whole);
+            if !done {
+                break;
+            }
+            self.tail = None;
+            self.current += 1;
+        }
+        Ok(())
+    }
 }
 
 /// The command that follows, from another terminal, the run in `run_dir` (`DIR/<run_id>`, as

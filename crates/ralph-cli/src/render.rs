@@ -6,6 +6,7 @@
 
 mod lines;
 mod run_end;
+pub(crate) use run_end::story_end_sentence;
 mod story;
 
 use std::io::Write;

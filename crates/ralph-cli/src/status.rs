@@ -66,13 +66,20 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     Ok(0)
 }
 
-/// The folder's parallel run, when it is the run `ralph status` should show: no run id asked
-/// for, and it started after the folder's last single loop.
+/// The folder's parallel run, when it is the run `ralph status` should show: the run id asked
+/// for is its id (or the start of it), or none is asked for and it started after the folder's
+/// last single loop.
 fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStatus> {
-    if args.run_id.is_some() || args.log_dir.is_some() {
+    if args.log_dir.is_some() {
         return None;
     }
-    newest_parallel_run(&args.dir)
+    match &args.run_id {
+        Some(id) => ralph_parallel::read_status(&args.dir)
+            .ok()
+            .flatten()
+            .filter(|run| run.run_id.starts_with(id.as_str())),
+        None => newest_parallel_run(&args.dir),
+    }
 }
 
 /// The parallel run of the repository `folder` is in, when it started after the folder's last
@@ -124,6 +131,12 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         "parallel run {} on {} ({} at a time): {state}\n",
         run.run_id, run.base, run.parallel
     );
+    let width = run
+        .lanes
+        .iter()
+        .map(|lane| lane.task_id.chars().count())
+        .max()
+        .unwrap_or(0);
     for lane in &run.lanes {
         // A landing the base refused waits for `--resume`, not in the queue.
         let state = match lane.refused {
@@ -131,7 +144,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
             None => lane.state.as_str(),
         };
         text.push_str(&format!(
-            "  {:<12} {:<8} {}\n",
+            "  {:<width$}  {:<8} {}\n",
             lane.task_id,
             state,
             lane.run_id

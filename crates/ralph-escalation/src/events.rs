@@ -177,6 +177,11 @@ impl StoryEnd {
         let EndReason::Task { reason, .. } = reason else {
             return None;
         };
+        Self::from_reason(reason)
+    }
+
+    /// The ending whose `RUN_ENDED` reason is `reason` (as a run folder's record has it).
+    pub fn from_reason(reason: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|end| end.as_str() == reason)
     }
 }

@@ -331,6 +331,98 @@ pub fn find_run(events: &[ParallelEvent], id: Option<&str>) -> Option<String> {
     }
 }
 
+/// A parallel run rebuilt from its events, as `ralph runs` lists it: what an embedder's
+/// dashboard reads without the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ParallelRecord {
+    /// The run's id.
+    pub run_id: String,
+    /// Its first `PARALLEL_STARTED`.
+    pub started: SystemTime,
+    /// Its last event (its `PARALLEL_ENDED` once it ended).
+    pub last: SystemTime,
+    /// Lanes at once, as last started.
+    pub parallel: usize,
+    /// Every task's id, as the run last read the list.
+    pub tasks: Vec<String>,
+    /// How its last stretch ended (`reason`, exit code); `None` while it runs, or when it was
+    /// killed (a `PARALLEL_STARTED` after its last `PARALLEL_ENDED`).
+    pub ended: Option<(String, i32)>,
+    /// Tasks landed, over every stretch (a resume's too).
+    pub landed: u64,
+    /// Tasks blocked, over every stretch.
+    pub blocked: u64,
+    /// Lane iterations that ended.
+    pub iterations: u64,
+    /// The lanes' cost, in US dollars; `None` when no lane's agent reported one.
+    pub cost_usd: Option<f64>,
+    /// Each lane's loops, in start order: (task id, the loop's run id).
+    pub lanes: Vec<(String, String)>,
+}
+
+impl ParallelRecord {
+    /// Every parallel run in `events` (a repository's events file), oldest first.
+    pub fn all(events: &[ParallelEvent]) -> Vec<ParallelRecord> {
+        let mut records: Vec<ParallelRecord> = Vec::new();
+        for event in events {
+            let at = match records.iter().position(|r| r.run_id == event.run_id) {
+                Some(at) => at,
+                None => {
+                    records.push(ParallelRecord {
+                        run_id: event.run_id.clone(),
+                        started: event.ts,
+                        last: event.ts,
+                        parallel: 0,
+                        tasks: Vec::new(),
+                        ended: None,
+                        landed: 0,
+                        blocked: 0,
+                        iterations: 0,
+                        cost_usd: None,
+                        lanes: Vec::new(),
+                    });
+                    records.len() - 1
+                }
+            };
+            records[at].add(event);
+        }
+        records
+    }
+
+    fn add(&mut self, event: &ParallelEvent) {
+        self.last = self.last.max(event.ts);
+        match &event.kind {
+            ParallelEventKind::ParallelStarted {
+                parallel, tasks, ..
+            } => {
+                self.parallel = *parallel;
+                self.tasks.clone_from(tasks);
+                self.ended = None;
+            }
+            ParallelEventKind::LaneStarted {
+                task_id,
+                lane_run_id,
+                ..
+            } if !lane_run_id.is_empty() => {
+                self.lanes.push((task_id.clone(), lane_run_id.clone()));
+            }
+            ParallelEventKind::LaneIterationEnded { cost_usd, .. } => {
+                self.iterations += 1;
+                if let Some(cost) = cost_usd {
+                    *self.cost_usd.get_or_insert(0.0) += cost;
+                }
+            }
+            ParallelEventKind::TaskLanded { .. } => self.landed += 1,
+            ParallelEventKind::TaskBlocked { .. } => self.blocked += 1,
+            ParallelEventKind::ParallelEnded {
+                reason, exit_code, ..
+            } => self.ended = Some((reason.clone(), *exit_code)),
+            _ => {}
+        }
+    }
+}
+
 /// A check that failed on a merged result.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,8 +34,8 @@ use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, 
 use tokio::sync::mpsc;
 
 pub use events::{
-    Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelSink,
-    find_run, parse_events, read_events,
+    Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelRecord,
+    ParallelSink, find_run, parse_events, read_events,
 };
 pub use tasks::{Task, TaskState, startable, tasks_from_list};
 
