@@ -14,15 +14,28 @@ use common::parallel::{
 use serde_json::Value;
 
 /// An agent that says it started (`<marks>/<story>.started`), then waits for `<marks>/release`
-/// before it does its story; US-002's first run does nothing, so its check fails once.
-fn held_agent(marks: &Path) -> String {
+/// before it does its story; `fails_once`'s first run does nothing, so its check fails once.
+fn held_agent(marks: &Path, fails_once: &str) -> String {
     format!(
         "{READ_PROMPT}touch {m}/$story.started\n\
          while [ ! -e {m}/release ]; do sleep 0.01; done\n\
-         if [ \"$story\" = US-002 ] && [ ! -e {m}/US-002.tried ]; then touch {m}/US-002.tried; exit 0; fi\n\
+         if [ \"$story\" = {fails_once} ] && [ ! -e {m}/$story.tried ]; then touch {m}/$story.tried; exit 0; fi\n\
          echo ok > \"$story.txt\"\n",
         m = marks.display()
     )
+}
+
+/// Starts `ralph run --parallel 2` and, once US-001's and US-002's agents run, presses Ctrl+C
+/// and lets the agents finish; returns what ralph said.
+fn ctrl_c_while_two_lanes_run(p: &common::Project, marks: &Path) -> std::process::Output {
+    let child = p.spawn(&["run", "--parallel", "2"]);
+    wait_for_file(&marks.join("US-001.started"));
+    wait_for_file(&marks.join("US-002.started"));
+    common::send_signal(child.id(), libc::SIGINT);
+    // Time for ralph to pass the Ctrl+C on to the lanes while their agents still run.
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(marks.join("release"), "").unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Every lane's state in `ralph status --json`, by task id, and the run's state.
@@ -54,19 +67,12 @@ const IDS: [&str; 4] = ["US-001", "US-002", "US-003", "US-004"];
 fn a_first_ctrl_c_lands_the_lanes_that_pass_and_leaves_the_rest_to_resume() {
     let marks = tempfile::tempdir().unwrap();
     let p = repo(
-        &held_agent(marks.path()),
+        &held_agent(marks.path(), "US-002"),
         "ls US-*.txt >/dev/null 2>&1\n",
         &IDS,
         &[],
     );
-    let child = p.spawn(&["run", "--parallel", "2"]);
-    wait_for_file(&marks.path().join("US-001.started"));
-    wait_for_file(&marks.path().join("US-002.started"));
-    common::send_signal(child.id(), libc::SIGINT);
-    // Time for ralph to pass the Ctrl+C on to the lanes while their agents still run.
-    std::thread::sleep(Duration::from_millis(300));
-    std::fs::write(marks.path().join("release"), "").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = ctrl_c_while_two_lanes_run(&p, marks.path());
     assert_eq!(common::code(&out), 130, "{}", common::stderr(&out));
 
     let dir = p.path();
@@ -114,6 +120,31 @@ fn a_first_ctrl_c_lands_the_lanes_that_pass_and_leaves_the_rest_to_resume() {
 }
 
 #[test]
+fn a_run_interrupted_after_its_lanes_landed_resumes_with_the_tasks_not_started() {
+    let marks = tempfile::tempdir().unwrap();
+    let p = repo(
+        &held_agent(marks.path(), "none"),
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &IDS[..3],
+        &[],
+    );
+    let out = ctrl_c_while_two_lanes_run(&p, marks.path());
+    assert_eq!(common::code(&out), 130, "{}", common::stderr(&out));
+    let ended = p.events().pop().unwrap();
+    assert_eq!(
+        (ended["landed"].as_u64(), ended["remaining"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let (state, lanes) = status(&p);
+    assert_eq!(state, "stopped", "left to --resume: {lanes:?}");
+
+    let out = p.run(&["run", "--parallel", "2", "--resume"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    landed_with_its_passes(p.path(), &p.events(), "US-003", "US-003.txt");
+    nothing_left_behind(p.path());
+}
+
+#[test]
 fn a_second_ctrl_c_during_the_landings_stops_at_once_and_resume_lands_them_without_redoing_them() {
     let marks = tempfile::tempdir().unwrap();
     let hold = marks.path().join("hold");
@@ -138,7 +169,7 @@ fn a_second_ctrl_c_during_the_landings_stops_at_once_and_resume_lands_them_witho
     wait_for_file(&marks.path().join("US-001.started"));
     wait_for_file(&marks.path().join("US-002.started"));
     common::send_signal(child.id(), libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     std::fs::write(marks.path().join("release"), "").unwrap();
     wait_for_file(&merging);
     common::send_signal(child.id(), libc::SIGINT);
@@ -191,7 +222,7 @@ fn a_second_ctrl_c_during_the_landings_stops_at_once_and_resume_lands_them_witho
 fn the_lanes_of_a_killed_run_show_as_stopped_not_running() {
     let marks = tempfile::tempdir().unwrap();
     let p = repo(
-        &held_agent(marks.path()),
+        &held_agent(marks.path(), "none"),
         "ls US-*.txt >/dev/null 2>&1\n",
         &IDS[..2],
         &[],

@@ -1222,7 +1222,8 @@ impl Parallel {
                 }
                 self.block_task(id, &reason)?;
             }
-            // Interrupted, out of iterations, failing: it stays as it is, for `--resume`.
+            // Interrupted before its task passed, out of iterations, failing: its work stays
+            // in its worktree, for `--resume`.
             _ => {
                 self.record(id).state = LaneState::Stopped;
                 self.save()?;
