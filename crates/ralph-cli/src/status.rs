@@ -96,10 +96,16 @@ pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::Paral
 
 /// `ralph status` of a parallel run: its lanes and its merge queue.
 fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Path) -> String {
-    let state = match (running(folder, &run.run_id).is_some(), run.ended) {
+    let alive = running(folder, &run.run_id).is_some();
+    let state = match (alive, run.ended) {
         (true, _) => "running",
         (false, true) => "ended",
         (false, false) => "stopped",
+    };
+    // A lane of a ralph that was killed is recorded running: it is not.
+    let lane_state = |lane: &ralph_parallel::LaneStatus| match lane.state {
+        ralph_parallel::LaneState::Running if !alive => "stopped",
+        state => state.as_str(),
     };
     if json {
         let lanes: Vec<serde_json::Value> = run
@@ -108,7 +114,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
             .map(|lane| {
                 json!({
                     "task_id": lane.task_id,
-                    "state": lane.state.as_str(),
+                    "state": lane_state(lane),
                     "returns": lane.returns,
                     "run_id": lane.run_id,
                     "refused": lane.refused,
@@ -141,7 +147,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         // A landing the base refused waits for `--resume`, not in the queue.
         let state = match lane.refused {
             Some(_) => "refused",
-            None => lane.state.as_str(),
+            None => lane_state(lane),
         };
         text.push_str(&format!(
             "  {:<width$}  {:<8} {}\n",

@@ -7,101 +7,14 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use common::parallel::{
+    READ_PROMPT, landed_with_its_passes, nothing_left_behind, passes, repo, wait_for_file,
+};
 use common::{Project, git, git_repo, show};
 use serde_json::Value;
 
-/// A story-mode repository: prd.json with `ids` (priority in order, none passed), `agent.sh`
-/// as the agent, `check.sh` as the one `done_when` check, `files` beside them, all committed
-/// on `main`. The prompt is `STORY={{ story.id }}` and, after it, the conflict placeholder.
-fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> Project {
-    let stories: Vec<Value> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| {
-            serde_json::json!({
-                "id": id, "title": format!("story {id}"), "description": "Do it",
-                "acceptanceCriteria": ["ok"], "priority": i + 1, "passes": false, "notes": ""
-            })
-        })
-        .collect();
-    let p = Project::new(
-        "agent: sh agent.sh\ndone_when:\n  - sh check.sh\n\
-         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
-         failure: {delay: 10ms, max_delay: 10ms}\n\
-         escalation:\n  prd: prd.json\n  same_error_limit: 3",
-        "STORY={{ story.id }}\n{{ story.conflict }}\n",
-    );
-    let dir = p.path();
-    std::fs::write(dir.join("agent.sh"), agent).unwrap();
-    std::fs::write(dir.join("check.sh"), check).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    let prd = serde_json::json!({"project": "Shop", "userStories": stories});
-    std::fs::write(
-        dir.join("prd.json"),
-        serde_json::to_string_pretty(&prd).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git_repo(dir);
-    p
-}
-
-/// The story id in the prompt on stdin, as `$story`, and the whole prompt as `$prompt`.
-const READ_PROMPT: &str =
-    "prompt=$(cat); story=$(printf '%s' \"$prompt\" | grep -o 'STORY=[A-Z0-9-]*' | cut -d= -f2)\n";
-
-fn passes(dir: &Path, rev: &str, id: &str) -> Value {
-    let prd: Value = serde_json::from_slice(&show(dir, rev, "prd.json").unwrap()).unwrap();
-    prd["userStories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id)
-        .unwrap()["passes"]
-        .clone()
-}
-
 fn ts(event: &Value) -> SystemTime {
     humantime::parse_rfc3339(event["ts"].as_str().unwrap()).unwrap()
-}
-
-/// No worktree but the main one, no `ralph/*` branch left, and `git fsck` finds no error.
-fn nothing_left_behind(dir: &Path) {
-    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
-    assert_eq!(
-        worktrees
-            .lines()
-            .filter(|l| l.starts_with("worktree "))
-            .count(),
-        1,
-        "only the main worktree: {worktrees}"
-    );
-    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
-    git(dir, &["fsck", "--no-progress"]);
-    assert!(
-        !dir.join(".ralph/worktrees")
-            .read_dir()
-            .is_ok_and(|mut d| d.next().is_some())
-    );
-}
-
-/// `TASK_LANDED`'s commit holds the story's work and `passes: true`; its parent does not say
-/// the story passed: `passes` reaches the base with the code, never before.
-fn landed_with_its_passes(dir: &Path, events: &[Value], id: &str, work: &str) {
-    let landed: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"] == id)
-        .collect();
-    assert_eq!(landed.len(), 1, "{id} landed once: {events:#?}");
-    let commit = landed[0]["commit"].as_str().unwrap();
-    assert_eq!(passes(dir, commit, id), true);
-    assert!(
-        show(dir, commit, work).is_some(),
-        "{work} is in {id}'s landing"
-    );
-    assert_eq!(passes(dir, &format!("{commit}^"), id), false);
 }
 
 #[test]
@@ -235,19 +148,6 @@ fn a_check_that_fails_only_on_the_merged_result_sends_the_task_back() {
     nothing_left_behind(dir);
 }
 
-/// Waits up to 30 s for `path` to exist.
-fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn killed_mid_merge_the_resumed_run_lands_everything_and_loses_nothing() {
     let marks = tempfile::tempdir().unwrap();
@@ -355,62 +255,6 @@ fn parallel_needs_done_when_and_says_so() {
 }
 
 #[test]
-fn a_first_ctrl_c_lets_running_iterations_finish_and_resume_lands_their_work() {
-    let started = tempfile::tempdir().unwrap();
-    let agent = format!(
-        "{READ_PROMPT}touch {out}/$story\nsleep 2\necho ok > \"$story.txt\"\n",
-        out = started.path().display()
-    );
-    let p = repo(
-        &agent,
-        "ls US-*.txt >/dev/null 2>&1\n",
-        &["US-001", "US-002"],
-        &[],
-    );
-    let child = p.spawn(&["run", "--parallel", "2"]);
-    wait_for_file(&started.path().join("US-001"));
-    wait_for_file(&started.path().join("US-002"));
-    common::send_signal(child.id(), libc::SIGINT);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(common::code(&out), 130, "{}", common::stderr(&out));
-    let events = p.events();
-    let ended: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "LANE_ITERATION_ENDED")
-        .collect();
-    assert_eq!(ended.len(), 2, "both iterations finished: {events:#?}");
-    assert!(ended.iter().all(|e| e["failed"] == false), "{events:#?}");
-    assert_eq!(events.last().unwrap()["reason"], "interrupted");
-    let dir = p.path();
-    assert!(
-        dir.join(".ralph/worktrees/US-001/US-001.txt").exists(),
-        "kept for --resume"
-    );
-    assert_eq!(passes(dir, "main", "US-001"), false);
-
-    // A new run would take the stopped one's worktrees over: refused, the way on named.
-    let out = p.run(&["run", "--parallel", "2"]);
-    assert_eq!(common::code(&out), 2);
-    assert!(
-        common::stderr(&out).contains("--resume"),
-        "{}",
-        common::stderr(&out)
-    );
-
-    let out = p.run(&["run", "--parallel", "2", "--resume"]);
-    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
-    let events = p.events();
-    assert!(
-        events.iter().all(|e| e["type"] != "LANE_ITERATION_STARTED"),
-        "their passed stories went to the queue without another agent run: {events:#?}"
-    );
-    for id in ["US-001", "US-002"] {
-        landed_with_its_passes(dir, &events, id, &format!("{id}.txt"));
-    }
-    nothing_left_behind(dir);
-}
-
-#[test]
 fn a_terminal_shows_a_live_line_per_running_lane_above_a_summary() {
     let agent = format!("{READ_PROMPT}sleep 1.5\necho ok > \"$story.txt\"\n");
     let p = repo(
@@ -460,8 +304,9 @@ fn max_runtime_counts_the_whole_run_and_starts_no_lane_past_it() {
         (ended["type"].as_str(), ended["reason"].as_str()),
         (Some("PARALLEL_ENDED"), Some("max_runtime"))
     );
-    // The lane finished its iteration: its work is on its branch, for --resume.
-    assert!(show(p.path(), "ralph/US-001", "US-001.txt").is_some());
+    // The lane finished its iteration and, as after a first Ctrl+C, its passed task landed.
+    assert_eq!(ended["landed"], 1, "{events:#?}");
+    assert_eq!(passes(p.path(), "main", "US-001"), true);
 }
 
 #[test]

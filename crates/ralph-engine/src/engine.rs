@@ -27,7 +27,7 @@ mod attempt;
 mod commands;
 mod dry_run;
 mod failure;
-mod interrupts;
+pub(crate) mod interrupts;
 mod iteration;
 mod options;
 mod persist;

@@ -85,6 +85,10 @@ pub use event::{
     exit_status,
 };
 pub use handle::RunHandle;
+/// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
+pub mod interrupts {
+    pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
+}
 pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use ralph_agents::{
     AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use ralph_engine::interrupts::{Interrupts, Phase, Response};
 use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, new_run_id};
 use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
 use tokio::sync::mpsc;
@@ -392,7 +393,8 @@ struct Parallel {
     lane_tx: mpsc::UnboundedSender<LaneMessage>,
     stop: Option<Stop>,
     stop_now: bool,
-    last_int: Option<Instant>,
+    /// The interrupts forwarded to the lanes, ruled on as each lane's loop rules on them.
+    interrupts: Interrupts,
 }
 
 /// A parallel run as its session tells it: what `ralph status` shows.
@@ -683,7 +685,7 @@ impl Parallel {
             lane_tx,
             stop: None,
             stop_now: false,
-            last_int: None,
+            interrupts: Interrupts::default(),
         };
         this.session.parallel = this.options.parallel;
         let base_commit = this.repo.base_commit()?;
@@ -720,7 +722,7 @@ impl Parallel {
             self.tell_landed(&id)?;
         }
         // The queue in its order first, then the landings the base refused, then the lanes
-        // that ran.
+        // that stopped (or ran when ralph was killed).
         let refused: Vec<String> = self
             .session
             .lanes
@@ -732,14 +734,14 @@ impl Parallel {
                 self.session.queue.push(id);
             }
         }
-        let running: Vec<String> = self
+        let stopped: Vec<String> = self
             .session
             .lanes
             .iter()
-            .filter(|(_, l)| l.state == LaneState::Running)
+            .filter(|(_, l)| matches!(l.state, LaneState::Running | LaneState::Stopped))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in running {
+        for id in stopped {
             self.clean_killed_lane(&id)?;
             self.again.push_back(id.clone());
             self.resumed.push(id);
@@ -1031,6 +1033,15 @@ impl Parallel {
         };
         if self.stop.is_some() {
             self.lanes.remove(id);
+            // A task whose loop never ran stays pending, as if never started; one that ran
+            // before (sent back by the queue, resumed) keeps its record for `--resume`.
+            if self.record(id).run_id.is_none() {
+                self.session.lanes.remove(id);
+                drop(escalation);
+                self.retire(id)?;
+            } else {
+                self.record(id).state = LaneState::Stopped;
+            }
             self.refresh_board();
             return self.save();
         }
@@ -1178,7 +1189,11 @@ impl Parallel {
             iterations,
             cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
         });
-        let story_end = outcome.as_ref().ok().and_then(|o| StoryEnd::of(&o.reason));
+        let story_end = outcome
+            .as_ref()
+            .ok()
+            .and_then(|o| StoryEnd::of(&o.reason))
+            .or_else(|| self.lane_task_end(id));
         match story_end {
             Some(StoryEnd::StoriesDone) => {
                 let record = self.record(id);
@@ -1207,10 +1222,26 @@ impl Parallel {
                 }
                 self.block_task(id, &reason)?;
             }
-            // Interrupted, out of iterations, failing: it stays as it is, for `--resume`.
-            _ => {}
+            // Interrupted before its task passed, out of iterations, failing: its work stays
+            // in its worktree, for `--resume`.
+            _ => {
+                self.record(id).state = LaneState::Stopped;
+                self.save()?;
+            }
         }
         Ok(())
+    }
+
+    /// How `id`'s task ended in its lane's own list when its loop ended otherwise: a Ctrl+C
+    /// (or a budget) that let the iteration finish ends the loop before it reads its list
+    /// again, so the iteration's pass or block is found there.
+    fn lane_task_end(&self, id: &str) -> Option<StoryEnd> {
+        let task = LaneTask::read(&self.lane_dir(id).join(LANE_TASK_FILE)).ok()?;
+        match task.state {
+            ralph_escalation::TaskState::Passed => Some(StoryEnd::StoriesDone),
+            ralph_escalation::TaskState::Blocked => Some(StoryEnd::StoriesBlocked),
+            _ => None,
+        }
     }
 
     /// Blocks `id`: its worktree goes now, and the merge queue marks it blocked with `reason`
@@ -1556,31 +1587,33 @@ impl Parallel {
         Ok(())
     }
 
+    /// Stops every lane after its running iteration, as a first Ctrl+C does.
     fn stop_lanes(&mut self, why: Stop) {
         self.stop = Some(why);
-        for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
-            let _ = tx.send(InterruptSignal::Int);
-        }
+        self.forward(InterruptSignal::Int);
     }
 
+    /// A signal for the run: every lane gets it, and the run stops as their loops do. A first
+    /// Ctrl+C lets the running iterations end and the queue land what passed; SIGTERM, SIGHUP
+    /// and a second Ctrl+C stop now, leaving the rest to `--resume`.
     fn interrupted(&mut self, signal: InterruptSignal) {
-        let now = Instant::now();
-        let double = signal == InterruptSignal::Int
-            && self
-                .last_int
-                .is_some_and(|t| now.duration_since(t) <= Duration::from_secs(1));
-        if signal != InterruptSignal::Int || double {
-            self.stop_now = true;
-        }
-        if signal == InterruptSignal::Int {
-            self.last_int = Some(now);
-        }
-        if !matches!(self.stop, Some(Stop::Interrupted(_))) || signal != InterruptSignal::Int {
+        let first_stop = !matches!(self.stop, Some(Stop::Interrupted(_)));
+        let stops_now = self.forward(signal) == Response::StopNow && !self.stop_now;
+        // The signal that stopped the run names its end (exit 130, 143, 129).
+        if first_stop || stops_now {
             self.stop = Some(Stop::Interrupted(signal));
         }
+        self.stop_now |= stops_now;
+    }
+
+    /// Sends `signal` to every lane's loop and rules on it as they do: the lanes' processes
+    /// run, so the engine's rules for a running iteration are the run's.
+    fn forward(&mut self, signal: InterruptSignal) -> Response {
         for tx in self.lanes.values().filter_map(|l| l.interrupts.as_ref()) {
             let _ = tx.send(signal);
         }
+        self.interrupts
+            .receive(signal, Phase::Running, tokio::time::Instant::now())
     }
 
     fn finish(mut self) -> Result<ParallelOutcome, ParallelError> {
@@ -1589,12 +1622,20 @@ impl Parallel {
             .iter()
             .filter(|t| t.state == TaskState::Pending)
             .count() as u64;
+        // No loop runs now: a lane the queue sent back while the run stopped waits for
+        // `--resume` as a stopped one does.
+        for record in self.session.lanes.values_mut() {
+            if record.state == LaneState::Running {
+                record.state = LaneState::Stopped;
+            }
+        }
         let unfinished = !self.session.blocks.is_empty()
+            || !self.startable_now().is_empty()
             || self
                 .session
                 .lanes
                 .values()
-                .any(|l| matches!(l.state, LaneState::Running | LaneState::Queued));
+                .any(|l| matches!(l.state, LaneState::Stopped | LaneState::Queued));
         let (reason, exit_code) = match self.stop {
             Some(Stop::Interrupted(signal)) => (
                 "interrupted".to_owned(),

@@ -16,8 +16,11 @@ const VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneState {
-    /// Its loop runs (or ran when ralph stopped).
+    /// Its loop runs (or ran when ralph was killed).
     Running,
+    /// Its loop stopped before its task passed (a Ctrl+C, a budget, a second Ctrl+C before its
+    /// landing): `--resume` starts it again, its work kept.
+    Stopped,
     /// Its story passed; it waits in the merge queue.
     Queued,
     /// On the base.
@@ -31,6 +34,7 @@ impl LaneState {
     pub fn as_str(self) -> &'static str {
         match self {
             LaneState::Running => "running",
+            LaneState::Stopped => "stopped",
             LaneState::Queued => "queued",
             LaneState::Landed => "landed",
             LaneState::Blocked => "blocked",

@@ -408,6 +408,7 @@ exec "$GIT" "$@"
 pub mod github_server;
 pub mod http_server;
 pub mod model_server;
+pub mod parallel;
 pub mod real_agents;
 
 /// git held inside one ref update by a `reference-transaction` hook, so a test can kill ralph

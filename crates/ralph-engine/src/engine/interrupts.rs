@@ -3,6 +3,8 @@
 //! SIGTERM and SIGHUP stop the loop now. A first Ctrl+C stops it after the running iteration,
 //! skips a wait, or, in PTY interactive mode, is a key for the agent; a second one within
 //! [`DOUBLE_PRESS`] stops the loop now. Pure: the time of each interrupt is a parameter.
+//! Public so that a supervisor of many loops (`ralph-parallel`'s coordinator) rules on the
+//! interrupts it forwards to them by the same rules.
 
 use std::time::Duration;
 
@@ -12,11 +14,12 @@ use crate::outcome::InterruptSignal;
 
 /// Two Ctrl+C within this window stop the loop; after a Ctrl+C skips a wait, nothing starts for
 /// this long.
-pub(super) const DOUBLE_PRESS: Duration = Duration::from_secs(1);
+pub const DOUBLE_PRESS: Duration = Duration::from_secs(1);
 
 /// Where the loop is when an interrupt arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+#[non_exhaustive]
+pub enum Phase {
     /// A process runs: the agent, a command or a check.
     Running,
     /// The agent runs in PTY interactive mode: the user drives it.
@@ -28,12 +31,16 @@ pub(super) enum Phase {
     /// Nothing could take it when it came (a process ended, its iteration was being wound up):
     /// it was meant for the iteration that is over. `interactive`: PTY interactive mode, where
     /// a single Ctrl+C was a key for the agent that has ended.
-    Between { interactive: bool },
+    Between {
+        /// PTY interactive mode.
+        interactive: bool,
+    },
 }
 
 /// What the loop does about an interrupt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Response {
+#[non_exhaustive]
+pub enum Response {
     /// Stop the loop now, and whatever runs.
     StopNow,
     /// A first Ctrl+C while a process runs: it finishes, the loop stops after this iteration.
@@ -47,7 +54,7 @@ pub(super) enum Response {
 
 /// Ctrl+C bookkeeping shared by waits and running processes.
 #[derive(Debug, Default)]
-pub(super) struct Interrupts {
+pub struct Interrupts {
     /// When the last Ctrl+C that did not stop the loop arrived, for the double press.
     last_int: Option<Instant>,
     /// A first Ctrl+C while a process ran: the loop stops after this iteration.
@@ -58,12 +65,7 @@ pub(super) struct Interrupts {
 
 impl Interrupts {
     /// Takes `signal`, which arrived at `now` while the loop was in `phase`.
-    pub(super) fn receive(
-        &mut self,
-        signal: InterruptSignal,
-        phase: Phase,
-        now: Instant,
-    ) -> Response {
+    pub fn receive(&mut self, signal: InterruptSignal, phase: Phase, now: Instant) -> Response {
         let second = self
             .last_int
             .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS);
