@@ -105,6 +105,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                     "returns": lane.returns,
                     "run_id": lane.run_id,
                     "refused": lane.refused,
+                    "held": lane.held,
                 })
             })
             .collect();
@@ -125,10 +126,12 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         run.run_id, run.base, run.parallel
     );
     for lane in &run.lanes {
-        // A landing the base refused waits for `--resume`, not in the queue.
-        let state = match lane.refused {
-            Some(_) => "refused",
-            None => lane.state.as_str(),
+        // A landing the base refused waits for `--resume`, not in the queue; one a person's
+        // changes hold waits in the queue for them.
+        let state = match (&lane.refused, lane.held.is_empty()) {
+            (_, false) => "waiting",
+            (Some(_), true) => "refused",
+            (None, true) => lane.state.as_str(),
         };
         text.push_str(&format!(
             "  {:<12} {:<8} {}\n",
@@ -139,6 +142,12 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                 .map(|id| format!("ralph logs {id}"))
                 .unwrap_or_default()
         ));
+        if !lane.held.is_empty() {
+            text.push_str(&format!(
+                "    waiting on your uncommitted changes to: {}\n",
+                lane.held.join(", ")
+            ));
+        }
         if let Some(why) = &lane.refused {
             text.push_str("    landing refused:\n");
             for line in why.lines() {

@@ -326,6 +326,14 @@ impl WatchModel {
                     }),
                 }
             }
+            // Still in the queue, waiting on the person's changes to the files.
+            ParallelEventKind::MergeHeld { files, .. } => {
+                let step = format!("waiting on your changes to {}", files.join(", "));
+                match in_queue {
+                    Some(i) => self.queue[i].step = step,
+                    None => self.queue.push(QueueEntry { task, step }),
+                }
+            }
             // Back to its loop, on the new base (`LANE_STARTED` follows).
             ParallelEventKind::MergeConflict { .. } => {
                 lane.state = LaneState::SentBack("a conflict");
