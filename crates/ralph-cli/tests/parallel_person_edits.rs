@@ -153,15 +153,14 @@ fn a_person_editing_prd_json_during_a_landing_keeps_the_edit_and_every_story_lan
     );
 }
 
-#[test]
-fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_resume() {
-    let marks = tempfile::tempdir().unwrap();
-    let runs = tempfile::tempdir().unwrap();
-    // The task named in `first` also adds a line to notes.txt.
+/// A checklist of three tasks, each of whose work is `<id>.done`; the first also adds a line to
+/// notes.txt (committed as `notes`). Each agent run appends `run` to `<runs>/<id>`. Returns the
+/// project and the task ids in order; the first's id is committed in the file `first`.
+fn notes_repo(runs: &Path) -> (Project, Vec<String>) {
     let agent = format!(
         "id=$(sed -n 's/^ID=//p')\necho run >> {runs}/$id\necho \"work of $id\" > \"$id.done\"\n\
          if [ \"$id\" = \"$(cat first)\" ]; then echo \"$id's note\" >> notes.txt; fi\n",
-        runs = runs.path().display()
+        runs = runs.display()
     );
     let p = repo(
         "tasks:\n  markdown: TODO.md",
@@ -174,7 +173,6 @@ fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_re
             ("notes.txt", "notes\n"),
         ],
     );
-    let main = p.path().to_path_buf();
     let out = p.run(&["tasks", "--json"]);
     let listed: Value = serde_json::from_str(&common::stdout(&out)).unwrap();
     let ids: Vec<String> = listed["tasks"]
@@ -183,7 +181,16 @@ fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_re
         .iter()
         .map(|t| t["id"].as_str().unwrap().to_owned())
         .collect();
-    std::fs::write(main.join("first"), &ids[0]).unwrap();
+    std::fs::write(p.path().join("first"), &ids[0]).unwrap();
+    (p, ids)
+}
+
+#[test]
+fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_resume() {
+    let marks = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let (p, ids) = notes_repo(runs.path());
+    let main = p.path().to_path_buf();
     // The person edits notes.txt while the first task, which changes it too, is landed.
     check_that_edits(
         &p,
@@ -265,6 +272,52 @@ fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_re
         std::fs::read_to_string(runs.path().join(held)).unwrap(),
         "run\n",
         "the task was done once"
+    );
+    assert_eq!(git(&main, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_held_landing_lands_in_the_same_run_once_the_person_undoes_their_change() {
+    let marks = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let (p, ids) = notes_repo(runs.path());
+    let main = p.path().to_path_buf();
+    // The person edits notes.txt while the first task is landed, and undoes it while the
+    // second is (which the queue lands after the first was held).
+    check_that_edits(
+        &p,
+        marks.path(),
+        "[ -e \"$(cat first).done\" ]",
+        "echo 'a line of the person' >> notes.txt",
+    );
+    let check = std::fs::read_to_string(main.join("check.sh")).unwrap()
+        + &format!(
+            "if [ -z \"$RALPH_ITERATION\" ] && [ -e {second}.done ]; then\n\
+             (cd {main} && git checkout -- notes.txt)\nfi\n",
+            second = ids[1],
+            main = main.display()
+        );
+    std::fs::write(main.join("check.sh"), check).unwrap();
+    common::commit_all(&main, "the person undoes it");
+
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    assert_eq!(ended(&p)["landed"], 3, "{events:#?}");
+    let at = |kind: &str, id: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == kind && e["task_id"] == id)
+            .unwrap_or_else(|| panic!("{kind} {id}: {events:#?}"))
+    };
+    assert!(
+        at("MERGE_HELD", &ids[0]) < at("TASK_LANDED", &ids[1])
+            && at("TASK_LANDED", &ids[1]) < at("TASK_LANDED", &ids[0]),
+        "held, the next landed, then the held one: {events:#?}"
+    );
+    assert_eq!(
+        text(show(&main, "main", "notes.txt")),
+        format!("notes\n{}'s note\n", ids[0])
     );
     assert_eq!(git(&main, &["status", "--porcelain"]), "");
 }
