@@ -269,6 +269,11 @@ fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        ParallelEventKind::MergeHeld { task_id, files } => format!(
+            "⏸ {task_id} waits on your uncommitted changes to {} (the task changes them too); \
+             the other landings go on",
+            files.join(", ")
+        ),
         ParallelEventKind::TaskLanded { task_id, commit } => {
             format!("✓ {task_id} landed ({})", &commit[..commit.len().min(8)])
         }

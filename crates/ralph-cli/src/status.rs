@@ -118,6 +118,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                     "returns": lane.returns,
                     "run_id": lane.run_id,
                     "refused": lane.refused,
+                    "held": lane.held,
                 })
             })
             .collect();
@@ -144,10 +145,12 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         .max()
         .unwrap_or(0);
     for lane in &run.lanes {
-        // A landing the base refused waits for `--resume`, not in the queue.
-        let state = match lane.refused {
-            Some(_) => "refused",
-            None => lane_state(lane),
+        // A landing the base refused waits for `--resume`, not in the queue; one a person's
+        // changes hold waits in the queue for them.
+        let state = match (&lane.refused, lane.held.is_empty()) {
+            (_, false) => "waiting",
+            (Some(_), true) => "refused",
+            (None, true) => lane_state(lane),
         };
         text.push_str(&format!(
             "  {:<width$}  {:<8} {}\n",
@@ -158,6 +161,12 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                 .map(|id| format!("ralph logs {id}"))
                 .unwrap_or_default()
         ));
+        if !lane.held.is_empty() {
+            text.push_str(&format!(
+                "    waiting on your uncommitted changes to: {}\n",
+                lane.held.join(", ")
+            ));
+        }
         if let Some(why) = &lane.refused {
             text.push_str("    landing refused:\n");
             for line in why.lines() {

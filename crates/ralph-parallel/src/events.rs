@@ -171,6 +171,17 @@ pub enum ParallelEventKind {
         #[serde(default)]
         saved_ref: String,
     },
+    /// A person's uncommitted changes in the main worktree (or untracked files) at paths the
+    /// task changes too hold its landing: it waits in the queue, the landings after it go on,
+    /// and it lands once the files allow (or `--resume` does). Said again when the files
+    /// change.
+    MergeHeld {
+        /// The task.
+        task_id: String,
+        /// The paths, relative to the repository's top.
+        #[serde(default)]
+        files: Vec<String>,
+    },
     /// A task's work and its `passes: true` are on the base.
     TaskLanded {
         /// The task.
@@ -284,6 +295,7 @@ impl ParallelEventKind {
             | ParallelEventKind::MergeStarted { task_id, .. }
             | ParallelEventKind::MergeConflict { task_id, .. }
             | ParallelEventKind::MergeCheckFailed { task_id, .. }
+            | ParallelEventKind::MergeHeld { task_id, .. }
             | ParallelEventKind::TaskLanded { task_id, .. }
             | ParallelEventKind::TaskBlocked { task_id, .. } => Some(task_id),
             ParallelEventKind::Warning { task_id, .. } => task_id.as_deref(),
@@ -564,6 +576,10 @@ mod tests {
                     exit_code: None,
                 }],
                 saved_ref: "refs/ralph/attempts/US-001/2".into(),
+            },
+            ParallelEventKind::MergeHeld {
+                task_id: task_id(),
+                files: vec!["src/cart.rs".into()],
             },
             ParallelEventKind::TaskLanded {
                 task_id: task_id(),

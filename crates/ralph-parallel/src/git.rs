@@ -68,6 +68,20 @@ pub(crate) fn run_with(
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// `git args` in `dir`, which must succeed: its stdout as it is (`-z` output, whose first
+/// entry may start with a space).
+pub(crate) fn run_untrimmed(dir: &Path, args: &[&str]) -> Result<String, ParallelError> {
+    let out = output(dir, args, &[], None)?;
+    if !out.status.success() {
+        return Err(ParallelError::Git {
+            dir: dir.to_path_buf(),
+            command: format!("git {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// `git args` in `dir`: whether it succeeded, and its stderr.
 pub(crate) fn attempt(dir: &Path, args: &[&str]) -> Result<(bool, String), ParallelError> {
     let out = output(dir, args, &[], None)?;
@@ -117,8 +131,13 @@ pub(crate) fn branch_name(id: &str) -> String {
 
 /// The bytes of `path` in `commit`, as stored (`None`: not there).
 pub(crate) fn blob(top: &Path, commit: &str, path: &str) -> Result<Option<Vec<u8>>, ParallelError> {
-    let spec = format!("{commit}:{path}");
-    let out = output(top, &["cat-file", "blob", &spec], &[], None)?;
+    object(top, &format!("{commit}:{path}"))
+}
+
+/// The bytes of the blob `spec` names (`<commit>:<path>`, or a blob id), as stored (`None`:
+/// no such blob).
+pub(crate) fn object(top: &Path, spec: &str) -> Result<Option<Vec<u8>>, ParallelError> {
+    let out = output(top, &["cat-file", "blob", spec], &[], None)?;
     Ok(out.status.success().then_some(out.stdout))
 }
 

@@ -245,6 +245,9 @@ enum Landed {
         saved: String,
     },
     Refused(String),
+    /// A person's uncommitted changes in the main worktree at these paths, which the landing
+    /// changes too: it waits in the queue.
+    Held(Vec<String>),
     /// Stopped now (a second Ctrl+C) while its checks ran: the journal stays, `--resume`
     /// redoes the merge.
     Interrupted,
@@ -395,6 +398,8 @@ struct Parallel {
     stop_now: bool,
     /// The interrupts forwarded to the lanes, ruled on as each lane's loop rules on them.
     interrupts: Interrupts,
+    /// When each held landing was last tried; one the queue moved past since is tried again.
+    held_tried: BTreeMap<String, Instant>,
 }
 
 /// A parallel run as its session tells it: what `ralph status` shows.
@@ -429,6 +434,9 @@ pub struct LaneStatus {
     pub run_id: Option<String>,
     /// Why the base refused its landing, which `--resume` tries again.
     pub refused: Option<String>,
+    /// The paths at which a person's uncommitted change in the main worktree holds its
+    /// landing (empty: none).
+    pub held: Vec<String>,
 }
 
 /// The file a repository's parallel runs append their events to
@@ -462,6 +470,7 @@ pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelErro
                 returns: l.returns,
                 run_id: l.run_id,
                 refused: l.refused,
+                held: l.held,
             })
             .collect(),
         queue: session.queue,
@@ -495,7 +504,7 @@ pub async fn run(
         if step.is_none() && !this.stop_now {
             if let Some(block) = this.session.blocks.first().cloned() {
                 step = Some(this.spawn_block(block));
-            } else if let Some(id) = this.session.queue.first().cloned() {
+            } else if let Some(id) = this.next_landing() {
                 this.board.merging = Some(id.clone());
                 step = Some(this.spawn_landing(id, check_stop.clone())?);
             }
@@ -503,7 +512,7 @@ pub async fn run(
         this.board.waiting = this.waiting();
         let idle = this.lanes.is_empty() && step.is_none();
         if idle
-            && ((this.session.queue.is_empty() && this.session.blocks.is_empty()) || this.stop_now)
+            && ((this.only_held_queued() && this.session.blocks.is_empty()) || this.stop_now)
             && (this.stop.is_some() || this.startable_now().is_empty())
         {
             break;
@@ -686,6 +695,7 @@ impl Parallel {
             stop: None,
             stop_now: false,
             interrupts: Interrupts::default(),
+            held_tried: BTreeMap::new(),
         };
         this.session.parallel = this.options.parallel;
         let base_commit = this.repo.base_commit()?;
@@ -734,6 +744,9 @@ impl Parallel {
                 self.session.queue.push(id);
             }
         }
+        for lane in self.session.lanes.values_mut() {
+            lane.held.clear();
+        }
         let stopped: Vec<String> = self
             .session
             .lanes
@@ -753,6 +766,11 @@ impl Parallel {
     /// moving to, otherwise undone for the queue to do again (a block stays first in line).
     fn take_up_step(&mut self, journal: MergeJournal) -> Result<(), ParallelError> {
         let moved = journal.landing.as_deref() == Some(self.repo.base_commit()?.as_str());
+        let mark = match &journal.step {
+            JournaledStep::Landing { .. } => Mark::passed(&journal.task_id),
+            JournaledStep::Block { blocked } => blocked_mark(&journal.task_id, blocked),
+        };
+        self.repo.put_back_kept(&journal, moved.then_some(&mark))?;
         let id = journal.task_id;
         match journal.step {
             JournaledStep::Block { blocked } => {
@@ -860,6 +878,7 @@ impl Parallel {
                 run_id: None,
                 untold: None,
                 refused: None,
+                held: Vec::new(),
             })
     }
 
@@ -1297,11 +1316,26 @@ impl Parallel {
 
     fn spawn_landing(&mut self, id: String, stop: CheckStop) -> Result<QueueStep, ParallelError> {
         let repo = self.repo.clone();
+        if self.held(&id) {
+            // Only whether the person's changes still hold it: once they are gone, it is
+            // landed as any other (`MERGE_STARTED` and all).
+            return Ok(tokio::spawn(async move {
+                let task = id.clone();
+                let held = join_blocking(move || repo.holding(&task)).await;
+                (id, held.map(|held| Stepped::Landing(Landed::Held(held))))
+            }));
+        }
         let worktree = self.worktree(&id);
         let checks = self.options.engine.file.config.done_when.clone();
         let check_timeout = self.options.engine.file.config.convergence.check_timeout;
         let kill_grace = self.options.engine.kill_grace;
         let cwd = worktree.join(&self.cwd_rel);
+        // A person's change in the main worktree at a path the task changes would hold the
+        // landing at its end: seen before the merge and the checks, it holds it now.
+        let persons = {
+            let (repo, id) = (repo.clone(), id.clone());
+            move || repo.holding(&id)
+        };
         let merge = {
             let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
             move || repo.merge_base(&id, &worktree)
@@ -1316,6 +1350,10 @@ impl Parallel {
         });
         Ok(tokio::spawn(async move {
             let result = async {
+                let held = join_blocking(persons).await?;
+                if !held.is_empty() {
+                    return Ok(Landed::Held(held));
+                }
                 let (journal, merged) = join_blocking(merge).await?;
                 let head = match merged {
                     Merged::Clean { head } => head,
@@ -1359,6 +1397,7 @@ impl Parallel {
                 Ok(match moved {
                     Moved::Yes => Landed::Yes(landing),
                     Moved::Refused(why) => Landed::Refused(why),
+                    Moved::Held(files) => Landed::Held(files),
                 })
             }
             .await;
@@ -1391,6 +1430,10 @@ impl Parallel {
         let said = match moved {
             Some(Moved::Yes) => Ok(()),
             Some(Moved::Refused(why)) => Err(why),
+            Some(Moved::Held(files)) => Err(format!(
+                "the main worktree holds uncommitted changes to {}",
+                files.join(", ")
+            )),
             None => self.list.write_mark(&mark).map_err(|err| err.to_string()),
         };
         if let Err(why) = said {
@@ -1405,6 +1448,7 @@ impl Parallel {
         }
         self.save()?;
         MergeJournal::clear(&self.repo.journal_path())?;
+        self.held_tried.clear();
         self.board.blocked += 1;
         self.emit(ParallelEventKind::TaskBlocked {
             task_id: id.to_owned(),
@@ -1419,7 +1463,12 @@ impl Parallel {
             // Still first in the queue; the journal has the merge for `--resume`.
             return Ok(());
         }
+        if let Landed::Held(files) = result {
+            return self.hold(id, files);
+        }
         self.session.queue.retain(|q| q != id);
+        self.record(id).held.clear();
+        self.held_tried.remove(id);
         let limit = self
             .options
             .engine
@@ -1429,7 +1478,7 @@ impl Parallel {
             .as_ref()
             .map_or(3, |e| e.same_error_limit);
         match result {
-            Landed::Interrupted => {}
+            Landed::Interrupted | Landed::Held(_) => {}
             Landed::Yes(commit) => self.record_landing(id, commit)?,
             Landed::Refused(why) => {
                 // Its work stays on its branch and in its worktree; `--resume` lands it, its
@@ -1503,6 +1552,59 @@ impl Parallel {
         Ok(())
     }
 
+    /// A person's uncommitted changes at `files` hold `id`'s landing: it stays in the queue,
+    /// the landings after it go on, and it is tried again once the queue moves or a second
+    /// passed; said when the files it waits on change.
+    /// No `files`: the person's changes are gone, and the queue lands it in its turn.
+    fn hold(&mut self, id: &str, files: Vec<String>) -> Result<(), ParallelError> {
+        MergeJournal::clear(&self.repo.journal_path())?;
+        self.held_tried.insert(id.to_owned(), Instant::now());
+        let record = self.record(id);
+        if record.held == files {
+            return Ok(());
+        }
+        record.held = files.clone();
+        self.save()?;
+        if files.is_empty() {
+            self.held_tried.remove(id);
+            return Ok(());
+        }
+        self.emit(ParallelEventKind::MergeHeld {
+            task_id: id.to_owned(),
+            files,
+        });
+        Ok(())
+    }
+
+    fn held(&self, id: &str) -> bool {
+        self.session
+            .lanes
+            .get(id)
+            .is_some_and(|l| !l.held.is_empty())
+    }
+
+    /// The queue's next landing: the first task not held by a person's changes, else a held
+    /// one the queue moved past or not tried for [`HELD_RETRY`].
+    fn next_landing(&self) -> Option<String> {
+        let due = |id: &String| {
+            self.held_tried
+                .get(id)
+                .is_none_or(|tried| tried.elapsed() >= HELD_RETRY)
+        };
+        let queue = &self.session.queue;
+        queue
+            .iter()
+            .find(|id| !self.held(id))
+            .or_else(|| queue.iter().find(|id| due(id)))
+            .cloned()
+    }
+
+    /// Whether every task in the queue waits on a person's changes (or none is queued): the
+    /// run may end, leaving them to `--resume`.
+    fn only_held_queued(&self) -> bool {
+        self.session.queue.iter().all(|id| self.held(id))
+    }
+
     /// The base moved to `commit`, which lands `id`: the run records it (the list yet to be
     /// told), then the step's journal goes, then the list is told and `TASK_LANDED` said. A
     /// kill before the record leaves the journal (`--resume` finds the base at `commit`); one
@@ -1516,6 +1618,7 @@ impl Parallel {
         }
         self.save()?;
         MergeJournal::clear(&self.repo.journal_path())?;
+        self.held_tried.clear();
         self.board.landed += 1;
         self.tell_landed(id)?;
         self.refresh_board();
@@ -1647,8 +1750,30 @@ impl Parallel {
             None if remaining == 0 => ("stories_blocked".to_owned(), 1),
             None => ("work_left".to_owned(), 1),
         };
-        // A refused landing waits for `--resume` (and the person's fix) with its worktree.
-        let refused = self.session.lanes.values().any(|l| l.refused.is_some());
+        // A refused or held landing waits for `--resume` (and the person's fix) with its
+        // worktree.
+        let held: Vec<(String, Vec<String>)> = self
+            .session
+            .lanes
+            .iter()
+            .filter(|(_, l)| !l.held.is_empty())
+            .map(|(id, l)| (id.clone(), l.held.clone()))
+            .collect();
+        for (id, files) in &held {
+            self.warn(
+                Some(id),
+                format!(
+                    "not landed, kept on {}: the main worktree ({}) holds uncommitted changes \
+                     to {}, which the task changes too.\nOnce they are committed or undone, \
+                     `ralph run --parallel {} --resume` lands it.",
+                    git::branch_name(id),
+                    self.repo.top.display(),
+                    files.join(", "),
+                    self.options.parallel
+                ),
+            );
+        }
+        let refused = !held.is_empty() || self.session.lanes.values().any(|l| l.refused.is_some());
         let resumable = (self.stop.is_some() || refused) && unfinished;
         if !resumable {
             // Nothing to go on with: no worktree stays; unlanded work keeps its branch.
@@ -1685,6 +1810,9 @@ fn blocked_mark(id: &str, reason: &str) -> Mark {
         saved_ref: None,
     }
 }
+
+/// How often a landing held by a person's changes is tried again while the queue stands still.
+const HELD_RETRY: Duration = Duration::from_secs(1);
 
 /// A lane's own one-task list, in its folder under `.ralph/parallel/lanes`.
 const LANE_TASK_FILE: &str = "task.json";

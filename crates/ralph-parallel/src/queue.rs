@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use ralph_escalation::Mark;
 
 use crate::git;
-use crate::session::{JournaledStep, MergeJournal};
+use crate::session::{JournaledStep, KeptEdit, MergeJournal};
 use crate::{ListSource, ParallelError};
 
 /// The longest conflict text put in a prompt.
@@ -61,6 +61,9 @@ pub(crate) enum Moved {
     Yes,
     /// It could not move without overwriting something, or moved under us; why.
     Refused(String),
+    /// The main worktree holds a person's uncommitted change (or untracked file) at these
+    /// paths, which the landing also changes: it waits for them, the base where it was.
+    Held(Vec<String>),
 }
 
 impl Repo {
@@ -88,7 +91,24 @@ impl Repo {
         commit: &str,
         mark: &Mark,
     ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
-        if self.list_rel.is_empty() {
+        let mut files = Vec::new();
+        for rel in &self.list_rel {
+            let bytes = git::blob(&self.top, commit, rel)?.ok_or_else(|| {
+                ParallelError::TaskList(format!("{rel} is not in commit {commit}"))
+            })?;
+            files.push((rel.clone(), bytes));
+        }
+        self.marked(files, mark)
+    }
+
+    /// The task list's `files` (top-relative, with their bytes) with `mark` applied, every
+    /// other byte kept: the list built over a copy of them, so no worktree is touched.
+    fn marked(
+        &self,
+        files: Vec<(String, Vec<u8>)>,
+        mark: &Mark,
+    ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
+        if files.is_empty() {
             return Ok(Vec::new());
         }
         let dir = self
@@ -100,10 +120,7 @@ impl Repo {
         };
         let _ = std::fs::remove_dir_all(&dir);
         let result = (|| {
-            for rel in &self.list_rel {
-                let bytes = git::blob(&self.top, commit, rel)?.ok_or_else(|| {
-                    ParallelError::TaskList(format!("{rel} is not in commit {commit}"))
-                })?;
+            for (rel, bytes) in files {
                 let path = dir.join(rel);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -143,6 +160,7 @@ impl Repo {
                 branch_before: git::run(worktree, &["rev-parse", "HEAD"])?,
             },
             landing: None,
+            kept: Vec::new(),
         };
         journal.save(&self.journal_path())?;
         let message = format!("ralph: bring {task_id} up to date with {}", self.base);
@@ -216,7 +234,8 @@ impl Repo {
         mut journal: MergeJournal,
         merged: &str,
     ) -> Result<(String, Moved), ParallelError> {
-        let files = self.marked_at(merged, &Mark::passed(&journal.task_id))?;
+        let mark = Mark::passed(&journal.task_id);
+        let files = self.marked_at(merged, &mark)?;
         let landing = git::commit_files(
             &self.top,
             merged,
@@ -225,7 +244,7 @@ impl Repo {
         )?;
         journal.landing = Some(landing.clone());
         journal.save(&self.journal_path())?;
-        let moved = self.advance_base(&journal.base_before, &landing)?;
+        let moved = self.advance_base(&mut journal, &landing, &mark)?;
         Ok((landing, moved))
     }
 
@@ -246,44 +265,187 @@ impl Repo {
             &files,
             &format!("ralph: {} blocked", mark.story_id()),
         )?;
-        MergeJournal {
+        let mut journal = MergeJournal {
             task_id: mark.story_id().to_owned(),
             base_before: base.clone(),
             step: JournaledStep::Block {
                 blocked: reason.to_owned(),
             },
             landing: Some(commit.clone()),
-        }
-        .save(&self.journal_path())?;
-        self.advance_base(&base, &commit).map(Some)
+            kept: Vec::new(),
+        };
+        journal.save(&self.journal_path())?;
+        self.advance_base(&mut journal, &commit, mark).map(Some)
     }
 
-    /// Moves the base from `old` to its descendant `new`. With the base checked out in the main
-    /// worktree, by `git merge --ff-only` there (it never overwrites a change of a person's);
-    /// otherwise by `git update-ref` from `old`.
-    pub(crate) fn advance_base(&self, old: &str, new: &str) -> Result<Moved, ParallelError> {
-        if git::head_ref(&self.top)?.as_deref() == Some(self.base_ref().as_str()) {
-            if git::rev(&self.top, "HEAD")?.as_deref() != Some(old) {
-                return Ok(Moved::Refused(format!(
-                    "{} moved in the main worktree while the task was being landed",
-                    self.base
-                )));
-            }
-            let (ok, stderr) = git::attempt(&self.top, &["merge", "--ff-only", "-q", new])?;
+    /// Moves the base from the journal's `base_before` to its descendant `new`. With the base
+    /// checked out in the main worktree, by `git merge --ff-only` there, which never
+    /// overwrites a change of a person's: their uncommitted change (or untracked file) at a
+    /// path the step changes holds it ([`Moved::Held`]), except in the task list's files,
+    /// where the step's `mark` is applied to the file as the person left it and their edit
+    /// stays uncommitted. Otherwise by `git update-ref` from the old value.
+    pub(crate) fn advance_base(
+        &self,
+        journal: &mut MergeJournal,
+        new: &str,
+        mark: &Mark,
+    ) -> Result<Moved, ParallelError> {
+        let old = journal.base_before.clone();
+        if git::head_ref(&self.top)?.as_deref() != Some(self.base_ref().as_str()) {
+            let (ok, stderr) =
+                git::attempt(&self.top, &["update-ref", &self.base_ref(), new, &old])?;
             return Ok(match ok {
                 true => Moved::Yes,
-                false => Moved::Refused(format!(
-                    "the main worktree ({}) could not be brought forward without overwriting \
-                     changes there: {stderr}",
-                    self.top.display()
-                )),
+                false => Moved::Refused(stderr),
             });
         }
-        let (ok, stderr) = git::attempt(&self.top, &["update-ref", &self.base_ref(), new, old])?;
-        Ok(match ok {
-            true => Moved::Yes,
-            false => Moved::Refused(stderr),
-        })
+        if git::rev(&self.top, "HEAD")?.as_deref() != Some(old.as_str()) {
+            return Ok(Moved::Refused(format!(
+                "{} moved in the main worktree while the task was being landed",
+                self.base
+            )));
+        }
+        let (list, others): (Vec<String>, Vec<String>) = self
+            .persons_changes(&[&old, new])?
+            .into_iter()
+            .partition(|path| self.list_rel.contains(path));
+        if !others.is_empty() {
+            return Ok(Moved::Held(others));
+        }
+        // The person's version of each list file they changed: put aside (in the object
+        // store, named in the journal, for a `--resume` after a kill) while the committed one
+        // is checked out for the fast-forward, then put back with the mark applied.
+        let mut theirs = Vec::new();
+        for rel in &list {
+            match std::fs::read(self.top.join(rel)) {
+                Ok(bytes) => theirs.push((rel.clone(), bytes)),
+                // Deleted: nothing to apply the mark to; it waits as any other change.
+                Err(_) => return Ok(Moved::Held(list)),
+            }
+        }
+        if !theirs.is_empty() {
+            for (rel, bytes) in &theirs {
+                let blob = git::run_with(
+                    &self.top,
+                    &["hash-object", "-w", "--stdin"],
+                    &[],
+                    Some(bytes),
+                )?;
+                journal.kept.push(KeptEdit {
+                    path: rel.clone(),
+                    blob,
+                });
+            }
+            journal.save(&self.journal_path())?;
+            let mut checkout = vec!["checkout", old.as_str(), "--"];
+            checkout.extend(list.iter().map(String::as_str));
+            git::run(&self.top, &checkout)?;
+        }
+        let (ok, stderr) = git::attempt(&self.top, &["merge", "--ff-only", "-q", new])?;
+        self.put_back(&theirs, ok.then_some(mark))?;
+        if ok {
+            return Ok(Moved::Yes);
+        }
+        // A change the person made meanwhile, or something else git names.
+        let held: Vec<String> = self
+            .persons_changes(&[&old, new])?
+            .into_iter()
+            .filter(|path| !self.list_rel.contains(path))
+            .collect();
+        if !held.is_empty() {
+            return Ok(Moved::Held(held));
+        }
+        Ok(Moved::Refused(format!(
+            "the main worktree ({}) could not be brought forward: {stderr}",
+            self.top.display()
+        )))
+    }
+
+    /// Writes the person's version of each list file back (temp + rename), `mark` applied to
+    /// it when given (every other byte of theirs kept; as they left it if it no longer takes
+    /// the mark).
+    fn put_back(
+        &self,
+        theirs: &[(String, Vec<u8>)],
+        mark: Option<&Mark>,
+    ) -> Result<(), ParallelError> {
+        if theirs.is_empty() {
+            return Ok(());
+        }
+        let marked = match mark {
+            Some(mark) => self.marked(theirs.to_vec(), mark).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        for (rel, bytes) in theirs {
+            let bytes = marked
+                .iter()
+                .find(|(path, _)| path == rel)
+                .map_or(bytes, |(_, marked)| marked);
+            let path = self.top.join(rel);
+            ralph_engine::atomic::write(&path, bytes)
+                .map_err(|source| ParallelError::Io { path, source })?;
+        }
+        Ok(())
+    }
+
+    /// A step a kill cut short between putting a person's list edits aside and putting them
+    /// back: each file that still holds the committed version gets theirs back, with `mark`
+    /// applied when the base moved.
+    pub(crate) fn put_back_kept(
+        &self,
+        journal: &MergeJournal,
+        mark: Option<&Mark>,
+    ) -> Result<(), ParallelError> {
+        let mut theirs = Vec::new();
+        for kept in &journal.kept {
+            let now = std::fs::read(self.top.join(&kept.path)).ok();
+            if now.is_some() && now != git::blob(&self.top, "HEAD", &kept.path)? {
+                // Put back already (or changed again since): theirs as it is.
+                continue;
+            }
+            if let Some(bytes) = git::object(&self.top, &kept.blob)? {
+                theirs.push((kept.path.clone(), bytes));
+            }
+        }
+        self.put_back(&theirs, mark)
+    }
+
+    /// The paths at which a person's changes in the main worktree hold `task_id`'s landing:
+    /// those its branch changed since it left the base, the task list's files aside (its mark
+    /// is applied to the person's version of them).
+    pub(crate) fn holding(&self, task_id: &str) -> Result<Vec<String>, ParallelError> {
+        let range = format!(
+            "{}...refs/heads/{}",
+            self.base_ref(),
+            git::branch_name(task_id)
+        );
+        Ok(self
+            .persons_changes(&[&range])?
+            .into_iter()
+            .filter(|path| !self.list_rel.contains(path))
+            .collect())
+    }
+
+    /// The paths the diff `range` (`git diff` arguments) changes at which the main worktree
+    /// holds a person's change: uncommitted, staged, or an untracked file.
+    fn persons_changes(&self, range: &[&str]) -> Result<Vec<String>, ParallelError> {
+        let mut args = vec!["diff", "--name-only", "-z", "--no-renames"];
+        args.extend(range);
+        let changed = git::run_untrimmed(&self.top, &args)?;
+        let changed: Vec<&str> = changed.split('\0').filter(|p| !p.is_empty()).collect();
+        if changed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let status = git::run_untrimmed(
+            &self.top,
+            &["status", "--porcelain", "-z", "-uall", "--no-renames"],
+        )?;
+        Ok(status
+            .split('\0')
+            .filter_map(|entry| entry.get(3..))
+            .filter(|path| changed.contains(path))
+            .map(str::to_owned)
+            .collect())
     }
 }
 

@@ -62,6 +62,11 @@ pub(crate) struct LaneRecord {
     /// `--resume` queues it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) refused: Option<String>,
+    /// The paths at which a person's uncommitted change in the main worktree holds its
+    /// landing: it stays in the queue, tried again as the queue moves and every second, and
+    /// the run's end leaves it to `--resume`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) held: Vec<String>,
 }
 
 /// A parallel run's session.
@@ -141,6 +146,20 @@ pub(crate) struct MergeJournal {
     pub(crate) step: JournaledStep,
     /// The commit the base is about to move to.
     pub(crate) landing: Option<String>,
+    /// A person's uncommitted edits of the task list's files, put aside while the main
+    /// worktree moves to `landing` and then put back with the step's mark applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) kept: Vec<KeptEdit>,
+}
+
+/// A person's uncommitted version of a task list file, stored as a blob while a step of the
+/// queue moves the main worktree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct KeptEdit {
+    /// The file, relative to the top, `/`-separated.
+    pub(crate) path: String,
+    /// Its bytes' blob id.
+    pub(crate) blob: String,
 }
 
 /// The kind of step a [`MergeJournal`] records, told apart by its field.
@@ -226,6 +245,7 @@ mod tests {
                 blocked: "why".to_owned(),
             },
             landing: Some("c".to_owned()),
+            kept: Vec::new(),
         };
         let text = serde_json::to_string(&block).unwrap();
         assert_eq!(

@@ -158,6 +158,11 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 );
                 queue_rows.push((t, task.to_owned(), "merging".to_owned(), what));
             }
+            ParallelEventKind::MergeHeld { files, .. } => {
+                let files: Vec<String> = files.iter().map(|f| escape(f)).collect();
+                let what = format!("waits on your uncommitted changes to {}", files.join(", "));
+                queue_rows.push((t, task.to_owned(), "queued".to_owned(), what));
+            }
             ParallelEventKind::MergeConflict {
                 files, saved_ref, ..
             } => {

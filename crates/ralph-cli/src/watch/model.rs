@@ -75,7 +75,7 @@ pub(crate) enum LaneState {
 pub(crate) struct QueueEntry {
     /// The task id.
     pub(crate) task: String,
-    /// What happens to it: `queued`, `merging`.
+    /// What happens to it: `queued`, `merging`, `waiting on your changes to <files>`.
     pub(crate) step: String,
 }
 
@@ -326,6 +326,14 @@ impl WatchModel {
                     }),
                 }
             }
+            // Still in the queue, waiting on the person's changes to the files.
+            ParallelEventKind::MergeHeld { files, .. } => {
+                let step = format!("waiting on your changes to {}", files.join(", "));
+                match in_queue {
+                    Some(i) => self.queue[i].step = step,
+                    None => self.queue.push(QueueEntry { task, step }),
+                }
+            }
             // Back to its loop, on the new base (`LANE_STARTED` follows).
             ParallelEventKind::MergeConflict { .. } => {
                 lane.state = LaneState::SentBack("a conflict");
@@ -354,5 +362,31 @@ impl WatchModel {
         if let Some(i) = in_queue.filter(|_| leave_queue) {
             self.queue.remove(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A landing a person's changes hold shows as waiting on them, with the files, and
+    /// leaves the queue once it lands.
+    #[test]
+    fn a_held_landing_waits_in_the_queue_on_the_persons_files() {
+        let lines = br#"{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":2,"tasks":["US-001"],"resumed":false}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-001","position":1}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-001","base_commit":"a","branch_commit":"b"}
+{"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"MERGE_HELD","task_id":"US-001","files":["src/a.rs","b.txt"]}
+"#;
+        let mut events = ralph_parallel::parse_events(lines);
+        let model = WatchModel::from_parallel_events("p", &events);
+        let steps: Vec<&str> = model.queue.iter().map(|q| q.step.as_str()).collect();
+        assert_eq!(steps, ["waiting on your changes to src/a.rs, b.txt"]);
+
+        events.extend(ralph_parallel::parse_events(
+            br#"{"ts":"2026-01-01T00:00:09Z","run_id":"p","type":"TASK_LANDED","task_id":"US-001","commit":"c"}"#,
+        ));
+        let model = WatchModel::from_parallel_events("p", &events);
+        assert!(model.queue.is_empty());
     }
 }
