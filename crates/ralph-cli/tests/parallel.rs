@@ -1059,7 +1059,10 @@ fn a_landing_the_main_worktree_refuses_is_kept_and_landed_by_resume_without_redo
     let status = p.run(&["status"]);
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        status.contains(": stopped") && status.contains("US-001       waiting"),
+        status.contains(": stopped")
+            && status
+                .lines()
+                .any(|l| l.starts_with("  US-001 ") && l.contains(" waiting ")),
         "{status}"
     );
 

@@ -240,7 +240,9 @@ fn a_persons_change_to_a_file_a_landing_touches_holds_only_that_landing_until_re
     let status = common::stdout(&status);
     assert!(
         status.contains(": stopped")
-            && status.contains(&format!("{held} waiting"))
+            && status
+                .lines()
+                .any(|l| l.starts_with(&format!("  {held} ")) && l.contains(" waiting "))
             && status.contains("waiting on your uncommitted changes to: notes.txt"),
         "{status}"
     );
