@@ -74,6 +74,7 @@ pub(crate) fn render() -> String {
             "tasks".to_owned(),
             ralph_escalation::tasks_config::json_schema(),
         );
+        properties.insert("land".to_owned(), ralph_parallel::land::json_schema());
     }
     root = Value::Object(top);
     let mut text = serde_json::to_string_pretty(&root).expect("a JSON value serializes");

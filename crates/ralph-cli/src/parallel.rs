@@ -51,6 +51,8 @@ pub(crate) fn run(
     parallel.log_root = log_root;
     parallel.max_cost = args.max_cost.or(parallel.engine.file.config.max_cost);
     parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
+    parallel.history =
+        ralph_parallel::LandConfig::from_section(parallel.engine.file.sections.get("land")).history;
     // Made now so a list that cannot be made (no GitHub token) ends ralph before anything runs.
     let mut list = crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?;
     let words = list

@@ -37,6 +37,7 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
 pub(crate) fn vocabulary() -> Vocabulary {
     Vocabulary::default()
         .with(ralph_escalation::vocabulary())
+        .and_then(|v| v.with(ralph_parallel::land::vocabulary()))
         .expect("the built-in plugs share no word with ralph or each other")
 }
 

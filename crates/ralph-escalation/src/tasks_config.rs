@@ -200,7 +200,9 @@ fn one_of(words: &[&str]) -> String {
         .join(", ")
 }
 
-fn describe(value: &Value) -> String {
+/// A section's value as a message names it: a string quoted, a number or boolean as written,
+/// a collection by its kind. Plug sections' checks share it.
+pub fn describe(value: &Value) -> String {
     match value {
         Value::Null => "nothing".to_owned(),
         Value::Bool(b) => b.to_string(),

@@ -141,10 +141,11 @@ pub(crate) fn object(top: &Path, spec: &str) -> Result<Option<Vec<u8>>, Parallel
     Ok(out.status.success().then_some(out.stdout))
 }
 
-/// A commit on top of `parent` whose tree is `parent`'s with each `(path, bytes)` of `files`
+/// A commit on top of `parent` whose tree is `from`'s with each `(path, bytes)` of `files`
 /// (none: the same tree), built in a temporary index: no worktree is touched.
 pub(crate) fn commit_files(
     top: &Path,
+    from: &str,
     parent: &str,
     files: &[(String, Vec<u8>)],
     message: &str,
@@ -156,10 +157,10 @@ pub(crate) fn commit_files(
     ));
     let env = [("GIT_INDEX_FILE", index.as_path())];
     let result = (|| {
-        run_with(top, &["read-tree", parent], &env, None)?;
+        run_with(top, &["read-tree", from], &env, None)?;
         for (path, bytes) in files {
             let blob = run_with(top, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
-            let mode = run(top, &["ls-tree", parent, "--", path])?
+            let mode = run(top, &["ls-tree", from, "--", path])?
                 .split_whitespace()
                 .next()
                 .map_or_else(|| "100644".to_owned(), str::to_owned);

@@ -20,6 +20,7 @@
 
 pub mod events;
 mod git;
+pub mod land;
 mod lane_list;
 mod queue;
 mod session;
@@ -38,6 +39,7 @@ pub use events::{
     Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelRecord,
     ParallelSink, find_run, parse_events, read_events,
 };
+pub use land::{History, LandConfig};
 pub use tasks::{Task, TaskState, startable, tasks_from_list};
 
 use lane_list::{LaneList, LaneTask};
@@ -159,6 +161,8 @@ pub struct ParallelOptions {
     /// out its service's "not now", a rate limit, reads them first); `None`: the run reads
     /// them as it opens, and a "not now" fails the start.
     pub listed: Option<Vec<ListedTask>>,
+    /// What a landing adds to the base's history (the RALPH.md's `land.history`).
+    pub history: History,
 }
 
 impl std::fmt::Debug for ParallelOptions {
@@ -173,6 +177,7 @@ impl std::fmt::Debug for ParallelOptions {
             .field("max_runtime", &self.max_runtime)
             .field("tasks", &self.tasks.is_some())
             .field("listed", &self.listed.as_ref().map(Vec::len))
+            .field("history", &self.history)
             .finish()
     }
 }
@@ -190,6 +195,7 @@ impl ParallelOptions {
             max_runtime: None,
             tasks: None,
             listed: None,
+            history: History::default(),
         }
     }
 }
@@ -675,6 +681,7 @@ impl Parallel {
             list_at,
             cwd_rel: cwd_rel.clone(),
             scratch: state_dir.join("marking"),
+            history: options.history,
         };
         let mut this = Self {
             options,
@@ -799,6 +806,8 @@ impl Parallel {
                 let worktree = self.worktree(&id);
                 if worktree.exists() {
                     let _ = git::attempt(&worktree, &["merge", "--abort"])?;
+                    // A kill mid-rebase (`land.history: rebase`) leaves the worktree in it.
+                    let _ = git::attempt(&worktree, &["rebase", "--abort"])?;
                     git::run(&worktree, &["reset", "-q", "--hard", &branch_before])?;
                 }
             }
@@ -1285,7 +1294,7 @@ impl Parallel {
     }
 
     /// Removes `id`'s worktree, its uncommitted work saved first; deletes its branch when its
-    /// commits are all on the base.
+    /// commits are all on the base, or squashed into it (`land.history: squash`, landed).
     fn retire(&mut self, id: &str) -> Result<(), ParallelError> {
         let worktree = self.worktree(id);
         if worktree.exists() {
@@ -1307,7 +1316,13 @@ impl Parallel {
                 &self.repo.top,
                 &["merge-base", "--is-ancestor", &commit, &base],
             )?;
-            if merged {
+            let squashed = self.repo.history == History::Squash
+                && self
+                    .session
+                    .lanes
+                    .get(id)
+                    .is_some_and(|lane| lane.state == LaneState::Landed);
+            if merged || squashed {
                 git::run(&self.repo.top, &["update-ref", "-d", &branch, &commit])?;
             }
         }
@@ -1340,6 +1355,7 @@ impl Parallel {
             let (repo, id, worktree) = (repo.clone(), id.clone(), worktree.clone());
             move || repo.merge_base(&id, &worktree)
         };
+        let title = self.title(&id);
         // The event before the step, so readers see the merge start before its end.
         let base_commit = self.repo.base_commit()?;
         let branch_commit = git::run(&worktree, &["rev-parse", "HEAD"])?;
@@ -1393,7 +1409,8 @@ impl Parallel {
                         join_blocking(move || repo.send_back(&id, &worktree, &journal)).await?;
                     return Ok(Landed::CheckFailed { failed, saved });
                 }
-                let (landing, moved) = join_blocking(move || repo.land(journal, &head)).await?;
+                let (landing, moved) =
+                    join_blocking(move || repo.land(journal, &head, &title)).await?;
                 Ok(match moved {
                     Moved::Yes => Landed::Yes(landing),
                     Moved::Refused(why) => Landed::Refused(why),

@@ -10,7 +10,7 @@ use ralph_escalation::Mark;
 
 use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
-use crate::{ListSource, ParallelError};
+use crate::{History, ListSource, ParallelError};
 
 /// The longest conflict text put in a prompt.
 const MAX_CONFLICT_BYTES: usize = 16 * 1024;
@@ -32,6 +32,8 @@ pub(crate) struct Repo {
     pub(crate) cwd_rel: PathBuf,
     /// Where a commit's list files are put to be marked (`.ralph/parallel/marking`).
     pub(crate) scratch: PathBuf,
+    /// What a landing adds to the base's history.
+    pub(crate) history: History,
 }
 
 impl std::fmt::Debug for Repo {
@@ -147,7 +149,10 @@ impl Repo {
         result
     }
 
-    /// Step 1 and 2: journal, then `git merge --no-edit <base>` in the task's worktree.
+    /// Step 1 and 2: journal, then bring the task's branch up to date with the base in its
+    /// worktree: `git merge --no-edit <base>`, or with `land.history: rebase` its commits
+    /// replayed on the base (`git rebase <base>`). Either way the branch then holds exactly
+    /// what the checks judge and the landing puts on the base.
     pub(crate) fn merge_base(
         &self,
         task_id: &str,
@@ -164,10 +169,14 @@ impl Repo {
         };
         journal.save(&self.journal_path())?;
         let message = format!("ralph: bring {task_id} up to date with {}", self.base);
-        let (merged, stderr) = git::attempt(
-            worktree,
-            &["merge", "--no-edit", "-m", &message, &journal.base_before],
-        )?;
+        let (command, abort) = match self.history {
+            History::Rebase => (vec!["rebase", "--quiet", &journal.base_before], "rebase"),
+            History::Merge | History::Squash => (
+                vec!["merge", "--no-edit", "-m", &message, &journal.base_before],
+                "merge",
+            ),
+        };
+        let (merged, stderr) = git::attempt(worktree, &command)?;
         if merged {
             let head = git::run(worktree, &["rev-parse", "HEAD"])?;
             return Ok((journal, Merged::Clean { head }));
@@ -177,11 +186,11 @@ impl Repo {
             .map(str::to_owned)
             .collect();
         let hunks = git::run(worktree, &["diff"]).unwrap_or_default();
-        let _ = git::attempt(worktree, &["merge", "--abort"])?;
+        let _ = git::attempt(worktree, &[abort, "--abort"])?;
         if files.is_empty() {
             return Err(ParallelError::Git {
                 dir: worktree.to_path_buf(),
-                command: format!("git merge {}", journal.base_before),
+                command: format!("git {}", command.join(" ")),
                 stderr,
             });
         }
@@ -226,22 +235,33 @@ impl Repo {
 
     /// Steps 4 and 5: the landing commit on `merged` (the task list's files with the task
     /// passed; the same tree for a list outside git), journaled, then the base moved there.
-    /// The journal stays: the caller clears it once the run has recorded the landing, so a
-    /// `--resume` after a kill anywhere in between finds the base at the commit (landed, the
-    /// list yet to be told) or does the step again; never lands it twice.
+    /// With `land.history: squash` the landing commit has the same tree but the base as its
+    /// parent and `title` as its subject: the task in one commit. The journal stays: the
+    /// caller clears it once the run has recorded the landing, so a `--resume` after a kill
+    /// anywhere in between finds the base at the commit (landed, the list yet to be told) or
+    /// does the step again; never lands it twice.
     pub(crate) fn land(
         &self,
         mut journal: MergeJournal,
         merged: &str,
+        title: &str,
     ) -> Result<(String, Moved), ParallelError> {
         let mark = Mark::passed(&journal.task_id);
         let files = self.marked_at(merged, &mark)?;
-        let landing = git::commit_files(
-            &self.top,
-            merged,
-            &files,
-            &format!("ralph: land {} on {}", journal.task_id, self.base),
-        )?;
+        let (parent, message) = match self.history {
+            History::Squash => (
+                journal.base_before.as_str(),
+                format!(
+                    "{title}\n\nralph: {} landed on {} as one commit (its branch was {merged})",
+                    journal.task_id, self.base
+                ),
+            ),
+            History::Merge | History::Rebase => (
+                merged,
+                format!("ralph: land {} on {}", journal.task_id, self.base),
+            ),
+        };
+        let landing = git::commit_files(&self.top, merged, parent, &files, &message)?;
         journal.landing = Some(landing.clone());
         journal.save(&self.journal_path())?;
         let moved = self.advance_base(&mut journal, &landing, &mark)?;
@@ -261,6 +281,7 @@ impl Repo {
         let files = self.marked_at(&base, mark)?;
         let commit = git::commit_files(
             &self.top,
+            &base,
             &base,
             &files,
             &format!("ralph: {} blocked", mark.story_id()),
