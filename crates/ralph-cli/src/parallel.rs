@@ -136,17 +136,17 @@ pub(crate) fn run(
 
 /// The repository's stopped parallel run that `--resume` (plain, or naming its id) goes on
 /// with, and its lanes at once: when it stopped after the folder's last single loop, or that
-/// loop cannot be resumed. `None`: `--resume` is one loop's.
-pub(crate) fn to_resume(folder: &Path, resume: Option<&str>) -> Result<Option<u16>, CliError> {
-    let Some(resume) = resume else {
-        return Ok(None);
-    };
-    let Some(stopped) = ralph_parallel::read_status(folder)?.filter(|s| !s.ended) else {
-        return Ok(None);
-    };
+/// loop cannot be resumed. `None`: `--resume` is one loop's (a parallel session that cannot
+/// be read too: a parallel start says why, one loop's resume does not depend on it).
+pub(crate) fn to_resume(folder: &Path, resume: Option<&str>) -> Option<u16> {
+    let resume = resume?;
+    let stopped = ralph_parallel::read_status(folder)
+        .ok()
+        .flatten()
+        .filter(|s| !s.ended)?;
     let at_once = u16::try_from(stopped.parallel).unwrap_or(u16::MAX);
     if !resume.is_empty() {
-        return Ok((resume == stopped.run_id).then_some(at_once));
+        return (resume == stopped.run_id).then_some(at_once);
     }
     // Run ids sort by their start time.
     let newer_loop = crate::resume::last_run(folder).is_some_and(|dir| {
@@ -154,7 +154,7 @@ pub(crate) fn to_resume(folder: &Path, resume: Option<&str>) -> Result<Option<u1
             .is_some_and(|id| *id.to_string_lossy() > *stopped.run_id)
             && ralph_engine::session::Session::read(&dir).is_ok_and(|s| s.resumable())
     });
-    Ok((!newer_loop).then_some(at_once))
+    (!newer_loop).then_some(at_once)
 }
 
 /// `ralph run --abandon`: gives up the repository's stopped parallel run (every lane's work
@@ -180,7 +180,7 @@ pub(crate) fn abandon(options: EngineOptions, args: &RunArgs) -> Result<i32, Cli
         out.push_str(&format!("  {}: {saved}\n", lane.task_id));
     }
     out.push_str(&format!(
-        "  removed: its worktrees under .ralph/worktrees, its ralph/* branches, {}\n  \
+        "  removed: its worktrees, its ralph/* branches, its session {}\n  \
          see the saved work: git for-each-ref refs/ralph/attempts/ (drop one: git update-ref -d \
          REF)\n",
         abandoned.session.display()

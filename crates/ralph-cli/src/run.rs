@@ -54,7 +54,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     // A plain `--resume` goes on with a stopped parallel run as it ran.
     let parallel = match args.parallel {
         Some(n) => Some(n),
-        None => crate::parallel::to_resume(&options.cwd, args.resume.as_deref())?,
+        None => crate::parallel::to_resume(&options.cwd, args.resume.as_deref()),
     };
     if let Some(n) = parallel {
         options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();

@@ -17,7 +17,7 @@ pub struct Abandoned {
     pub base: String,
     /// Its lanes (and any worktree of it the session did not know), by task id.
     pub lanes: Vec<AbandonedLane>,
-    /// The session file removed (`.ralph/parallel/session.json`).
+    /// The session file removed, from the repository's top (`.ralph/parallel/session.json`).
     pub session: PathBuf,
 }
 
@@ -97,7 +97,7 @@ pub fn abandon(folder: &Path) -> Result<Abandoned, ParallelError> {
         run_id: session.run_id,
         base: session.base,
         lanes,
-        session: top.join(SESSION_FILE),
+        session: PathBuf::from(SESSION_FILE),
     })
 }
 
