@@ -206,3 +206,55 @@ fn abandon_is_refused_while_the_run_still_runs() {
         "the running run kept its session"
     );
 }
+
+#[test]
+fn abandon_after_a_kill_mid_merge_undoes_the_merge_and_saves_the_branch() {
+    let marks = tempfile::tempdir().unwrap();
+    let merging = marks.path().join("merging");
+    let p = common::story_repo(
+        "story=$(basename \"$(pwd -P)\")\necho ok > \"$story.txt\"\n",
+        &["one"],
+    );
+    let dir = p.path();
+    // The lane's check passes; the queue's (no RALPH_ITERATION: it is no iteration's) hangs.
+    std::fs::write(
+        dir.join("check.sh"),
+        format!(
+            "[ -e US-001.txt ] || exit 1\n\
+             if [ -z \"$RALPH_ITERATION\" ]; then touch {merging}; sleep 30.71; fi\n",
+            merging = merging.display()
+        ),
+    )
+    .unwrap();
+    let ralph_md = std::fs::read_to_string(dir.join("RALPH.md")).unwrap();
+    let ralph_md = ralph_md.replace("  - 'echo \"error: it fails\"; exit 1'", "  - sh check.sh");
+    std::fs::write(dir.join("RALPH.md"), ralph_md).unwrap();
+    common::commit_all(dir, "a check that hangs on the merged result");
+    let mut child = p.spawn(&["run", "--parallel", "1"]);
+    while !merging.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let journal = dir
+        .join(git(dir, &["rev-parse", "--git-common-dir"]).trim())
+        .join("ralph-merge-journal.json");
+    assert!(journal.exists(), "killed with a merge in flight");
+
+    let out = p.run(&["run", "--abandon"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let saved = attempts(dir, "US-001");
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(
+        show(dir, &saved[0], "US-001.txt").as_deref(),
+        Some(&b"ok\n"[..])
+    );
+    assert!(show(dir, "main", "US-001.txt").is_none(), "nothing landed");
+    assert!(!journal.exists());
+    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
+    assert!(!dir.join(".ralph/parallel/session.json").exists());
+    assert!(
+        !common::process_running("sleep 30.71"),
+        "the killed run took its check along"
+    );
+}
