@@ -239,10 +239,17 @@ pub(crate) struct RunArgs {
     /// worktree of its own
     /// (.ralph/worktrees/ID, branch ralph/ID), landed on the current branch one at a time by a
     /// merge queue that checks each merged result with `done_when` (see docs/parallel.md).
-    /// With --resume: go on with this repository's stopped parallel run.
+    /// With --resume: go on with this repository's stopped parallel run, N at a time (a plain
+    /// --resume goes on with it as it ran).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256),
           conflicts_with = "task")]
     pub(crate) parallel: Option<u16>,
+
+    /// Give up this repository's stopped parallel run: each lane's uncommitted work and its
+    /// branch's commits saved under refs/ralph/attempts/ID/N, then its worktree, its branch
+    /// ralph/ID and the run's session removed, so a new run can start (see docs/parallel.md).
+    #[arg(long, conflicts_with_all = ["resume", "task", "dry_run"])]
+    pub(crate) abandon: bool,
 
     /// Story mode: work on story ID alone, on branch `ralph/ID` (made from the current branch
     /// when missing, else checked out as it is), and stop when it passes (exit 0) or is

@@ -103,6 +103,7 @@ impl CliError {
                 ralph_parallel::ParallelError::Unsupported { .. }
                 | ralph_parallel::ParallelError::Detached(_)
                 | ralph_parallel::ParallelError::NothingToResume(_)
+                | ralph_parallel::ParallelError::NothingToAbandon(_)
                 | ralph_parallel::ParallelError::StoppedRun { .. }
                 | ralph_parallel::ParallelError::Session { .. } => 2,
                 _ => 1,

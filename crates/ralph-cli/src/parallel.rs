@@ -2,7 +2,7 @@
 //! process's signals.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
@@ -34,17 +34,9 @@ pub(crate) fn run(
             options.run_id = stopped.run_id;
         }
     }
-    // One run per folder and repository, as for one loop, held until the run ends.
-    let claim = FolderClaim::take(&options)?;
-    // Every lane reverts, whatever the RALPH.md says: the repository is the run's alone.
-    let mut lock_config = options.file.config.clone();
-    lock_config
-        .escalation
-        .get_or_insert_with(Default::default)
-        .revert = true;
-    let _repository_lock =
-        ralph_escalation::lock_repository(&options.cwd, &lock_config, claim.holder())?;
+    let (claim, _repository_lock) = claim(&options)?;
     let run_id = options.run_id.clone();
+    let lanes_at_once = parallel;
     let mut parallel = ParallelOptions::new(options, usize::from(parallel));
     parallel.run_id = run_id;
     parallel.resume = args.resume.is_some();
@@ -123,11 +115,118 @@ pub(crate) fn run(
         for warning in signal_warnings {
             tracing::warn!("{warning}");
         }
-        let outcome = ralph_parallel::run(parallel, sinks, interrupts).await?;
+        let outcome = ralph_parallel::run(parallel, sinks, interrupts)
+            .await
+            .map_err(|err| way_on(err, &args.path))?;
         drop(interrupt_tx);
         drop(claim);
+        if outcome.resumable && !args.quiet {
+            let line = format!(
+                "  go on where it stopped: {}\n  or give it up, each lane's work saved under \
+                 refs/ralph/attempts/: {}\n",
+                resume_command(&args.path, usize::from(lanes_at_once)),
+                crate::resume::run_command(&args.path, "--abandon")
+            );
+            let _ = match events_to_stdout {
+                true => std::io::stderr().write_all(line.as_bytes()),
+                false => std::io::stdout().write_all(line.as_bytes()),
+            };
+        }
         Ok(outcome.exit_code)
     })
+}
+
+/// The repository's stopped parallel run that `--resume` (plain, or naming its id) goes on
+/// with, and its lanes at once: when it stopped after the folder's last single loop, or that
+/// loop cannot be resumed. `None`: `--resume` is one loop's (a parallel session that cannot
+/// be read too: a parallel start says why, one loop's resume does not depend on it).
+pub(crate) fn to_resume(folder: &Path, resume: Option<&str>) -> Option<u16> {
+    let resume = resume?;
+    let stopped = ralph_parallel::read_status(folder)
+        .ok()
+        .flatten()
+        .filter(|s| !s.ended)?;
+    let at_once = u16::try_from(stopped.parallel).unwrap_or(u16::MAX);
+    if !resume.is_empty() {
+        return (resume == stopped.run_id).then_some(at_once);
+    }
+    // Run ids sort by their start time.
+    let newer_loop = crate::resume::last_run(folder).is_some_and(|dir| {
+        dir.file_name()
+            .is_some_and(|id| *id.to_string_lossy() > *stopped.run_id)
+            && ralph_engine::session::Session::read(&dir).is_ok_and(|s| s.resumable())
+    });
+    (!newer_loop).then_some(at_once)
+}
+
+/// `ralph run --abandon`: gives up the repository's stopped parallel run (every lane's work
+/// saved under `refs/ralph/attempts/`, its worktrees, branches and session removed) and says
+/// what it saved where. Refused while the run still runs (it holds the locks).
+pub(crate) fn abandon(options: EngineOptions, args: &RunArgs) -> Result<i32, CliError> {
+    let mut options = options;
+    if let Some(stopped) = ralph_parallel::read_status(&options.cwd)?.filter(|s| !s.ended) {
+        options.run_id = stopped.run_id;
+    }
+    let (claim, _repository_lock) = claim(&options)?;
+    let abandoned = ralph_parallel::abandon(&options.cwd)?;
+    drop(claim);
+    let mut out = format!(
+        "ralph: gave up parallel run {} on {}\n",
+        abandoned.run_id, abandoned.base
+    );
+    for lane in &abandoned.lanes {
+        let saved = match lane.saved.as_slice() {
+            [] => format!("nothing {} lacks", abandoned.base),
+            refs => format!("its work saved under {}", refs.join(" and ")),
+        };
+        out.push_str(&format!("  {}: {saved}\n", lane.task_id));
+    }
+    out.push_str(&format!(
+        "  removed: its worktrees, its ralph/* branches, its session {}\n  \
+         see the saved work: git for-each-ref refs/ralph/attempts/ (drop one: git update-ref -d \
+         REF)\n",
+        abandoned.session.display()
+    ));
+    if !args.quiet {
+        let _ = std::io::stdout().write_all(out.as_bytes());
+    }
+    Ok(0)
+}
+
+/// The folder's claim and the repository's lock, as one loop takes them, held until the
+/// caller is done: one run per folder and repository.
+fn claim(
+    options: &EngineOptions,
+) -> Result<(FolderClaim, Option<ralph_engine::lock::RunLock>), CliError> {
+    let claim = FolderClaim::take(options)?;
+    // Every lane reverts, whatever the RALPH.md says: the repository is the run's alone.
+    let mut lock_config = options.file.config.clone();
+    lock_config
+        .escalation
+        .get_or_insert_with(Default::default)
+        .revert = true;
+    let repository_lock =
+        ralph_escalation::lock_repository(&options.cwd, &lock_config, claim.holder())?;
+    Ok((claim, repository_lock))
+}
+
+/// `ralph run [PATH] --parallel N --resume`.
+fn resume_command(path: &Path, at_once: usize) -> String {
+    crate::resume::run_command(path, &format!("--parallel {at_once} --resume"))
+}
+
+/// A new run refused because a stopped one is there: the error with the commands that go on
+/// with it or give it up.
+fn way_on(err: ralph_parallel::ParallelError, path: &Path) -> CliError {
+    match &err {
+        ralph_parallel::ParallelError::StoppedRun { parallel, .. } => CliError::Usage(format!(
+            "{err}; go on with it: `{}`; or give it up, each lane's work saved under \
+             refs/ralph/attempts/: `{}`",
+            resume_command(path, *parallel),
+            crate::resume::run_command(path, "--abandon")
+        )),
+        _ => err.into(),
+    }
 }
 
 /// The terminal's view: a line per notable event, and on a terminal one live line per running

@@ -24,11 +24,20 @@ pub(crate) fn prepare(
     };
     let dir = match id.as_str() {
         "" => last_run(&options.cwd).ok_or_else(|| {
-            CliError::Usage(format!(
-                "nothing to resume: no run has started in this folder ({} is missing); start one \
-                 with `ralph run`",
-                session::CURRENT_FILE
-            ))
+            // A stopped parallel run is taken up before this; an ended one is no run to resume.
+            let ended = ralph_parallel::read_status(&options.cwd).ok().flatten();
+            CliError::Usage(match ended {
+                Some(run) => format!(
+                    "nothing to resume: parallel run {} ended by itself, and no single loop has \
+                     started in this folder; start a new run with `ralph run`",
+                    run.run_id
+                ),
+                None => format!(
+                    "nothing to resume: no run has started in this folder ({} is missing); \
+                     start one with `ralph run`",
+                    session::CURRENT_FILE
+                ),
+            })
         })?,
         id => log_root.join(id),
     };
@@ -130,13 +139,7 @@ pub(crate) fn hint(
     ) {
         return;
     }
-    let mut command = match path == Path::new(".") {
-        true => "ralph run --resume".to_owned(),
-        false => format!(
-            "ralph run {} --resume",
-            shlex::try_quote(&path.to_string_lossy()).unwrap_or_default()
-        ),
-    };
+    let mut command = run_command(path, "--resume");
     // A limit the run used up stops the resumed run at once: the command raises it.
     let session = log_dir.and_then(|dir| Session::read(dir).ok());
     let limits = session
@@ -163,6 +166,17 @@ pub(crate) fn hint(
         true => std::io::stderr().write_all(line.as_bytes()),
         false => std::io::stdout().write_all(line.as_bytes()),
     };
+}
+
+/// `ralph run [PATH] FLAGS`, the path (quoted for a shell) only when it is not `.`.
+pub(crate) fn run_command(path: &Path, flags: &str) -> String {
+    match path == Path::new(".") {
+        true => format!("ralph run {flags}"),
+        false => format!(
+            "ralph run {} {flags}",
+            shlex::try_quote(&path.to_string_lossy()).unwrap_or_default()
+        ),
+    }
 }
 
 /// `ms` as one word `--max-runtime` reads: in the largest unit it is a whole number of.

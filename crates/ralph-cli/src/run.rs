@@ -48,7 +48,15 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(".ralph").join("runs"));
     options.log_dir = Some(log_root.join(&options.run_id));
-    if let Some(n) = args.parallel {
+    if args.abandon {
+        return crate::parallel::abandon(options, &args);
+    }
+    // A plain `--resume` goes on with a stopped parallel run as it ran.
+    let parallel = match args.parallel {
+        Some(n) => Some(n),
+        None => crate::parallel::to_resume(&options.cwd, args.resume.as_deref()),
+    };
+    if let Some(n) = parallel {
         options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
         return crate::parallel::run(options, &args, n, log_root);
     }

@@ -18,6 +18,7 @@
 //! before, and a list outside git hears of a pass only after the base moved.
 //! It never prints: everything goes to its [`ParallelSink`]s.
 
+mod abandon;
 pub mod events;
 mod git;
 pub mod land;
@@ -35,6 +36,7 @@ use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, ne
 use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
 use tokio::sync::mpsc;
 
+pub use abandon::{Abandoned, AbandonedLane, abandon};
 pub use events::{
     Board, FailedCheck, JsonLinesSink, LaneView, ParallelEvent, ParallelEventKind, ParallelRecord,
     ParallelSink, find_run, parse_events, read_events,
@@ -101,10 +103,11 @@ pub enum ParallelError {
     /// down): nothing more is done, and `--resume` goes on from the journal.
     #[error("a step of the merge queue was lost: {0}")]
     StepLost(String),
-    /// A new parallel run where a stopped one would be taken over.
+    /// A new parallel run where a stopped one would be taken over: go on with it
+    /// ([`ParallelOptions::resume`]) or give it up ([`abandon`]).
     #[error(
-        "{}: parallel run {run_id} was stopped with its worktrees under .ralph/worktrees; go on \
-         with it: `ralph run --parallel N --resume`",
+        "{}: parallel run {run_id} ({parallel} at a time) was stopped with its worktrees under \
+         .ralph/worktrees, which a new run would take over",
         .dir.display()
     )]
     StoppedRun {
@@ -112,10 +115,19 @@ pub enum ParallelError {
         dir: PathBuf,
         /// The stopped run.
         run_id: String,
+        /// Its lanes at once.
+        parallel: usize,
     },
     /// `--resume` with no parallel run to go on with.
     #[error("{}: no stopped parallel run to resume", .0.display())]
     NothingToResume(PathBuf),
+    /// [`abandon`] with no stopped parallel run to give up.
+    #[error(
+        "{}: no stopped parallel run to give up ({} names none)",
+        .0.display(),
+        session::SESSION_FILE
+    )]
+    NothingToAbandon(PathBuf),
     /// prd.json could not be read or changed.
     #[error(transparent)]
     Prd(#[from] ralph_escalation::PrdError),
@@ -457,7 +469,7 @@ pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelErro
     let Ok(top) = git::run(folder, &["rev-parse", "--show-toplevel"]) else {
         return Ok(None);
     };
-    let path = Path::new(&top).join(".ralph/parallel/session.json");
+    let path = Session::path(Path::new(&top));
     if !path.exists() {
         return Ok(None);
     }
@@ -641,7 +653,7 @@ impl Parallel {
             })?;
         let mut sinks = sinks;
         sinks.push(Box::new(JsonLinesSink(events_file)));
-        let session_path = state_dir.join("session.json");
+        let session_path = Session::path(&top);
         let session = if options.resume {
             let session = match session_path.exists() {
                 true => Session::load(&session_path)?,
@@ -658,6 +670,7 @@ impl Parallel {
                     return Err(ParallelError::StoppedRun {
                         dir: top,
                         run_id: stopped.run_id,
+                        parallel: stopped.parallel,
                     });
                 }
             }
@@ -826,7 +839,7 @@ impl Parallel {
         match Escalation::open(&config, opening) {
             Ok(_) => Ok(()),
             Err(EscalationError::DirtyTree { .. }) => {
-                let saved = self.save_worktree(id, &worktree)?;
+                let saved = save_worktree(id, &worktree)?;
                 git::run(&worktree, &["reset", "-q", "--hard", "HEAD"])?;
                 git::run(&worktree, &["clean", "-q", "-fd"])?;
                 if let Some(saved) = saved {
@@ -841,33 +854,8 @@ impl Parallel {
         }
     }
 
-    /// Saves `worktree`'s uncommitted work, if any, under `refs/ralph/attempts/<id>/<n>`.
-    fn save_worktree(&self, id: &str, worktree: &Path) -> Result<Option<String>, ParallelError> {
-        let escalation_git = ralph_escalation::Git::open(worktree)?;
-        if escalation_git
-            .dirty_paths(&[])
-            .map(|d| d.is_empty())
-            .unwrap_or(false)
-        {
-            return Ok(None);
-        }
-        let saved = escalation_git.save(
-            &format!(
-                "refs/ralph/attempts/{}",
-                ralph_escalation::git::ref_component(id)
-            ),
-            &format!("ralph: {id}'s uncommitted work when its worktree was removed"),
-            &[],
-        )?;
-        Ok(Some(saved.refname))
-    }
-
     fn worktree(&self, id: &str) -> PathBuf {
-        self.repo
-            .top
-            .join(".ralph")
-            .join("worktrees")
-            .join(ralph_escalation::git::ref_component(id))
+        worktree_path(&self.repo.top, id)
     }
 
     fn lane_dir(&self, id: &str) -> PathBuf {
@@ -892,7 +880,7 @@ impl Parallel {
     }
 
     fn save(&self) -> Result<(), ParallelError> {
-        self.session.save(&self.state_dir.join("session.json"))
+        self.session.save(&Session::path(&self.repo.top))
     }
 
     fn emit(&mut self, kind: ParallelEventKind) {
@@ -1298,7 +1286,7 @@ impl Parallel {
     fn retire(&mut self, id: &str) -> Result<(), ParallelError> {
         let worktree = self.worktree(id);
         if worktree.exists() {
-            if let Some(saved) = self.save_worktree(id, &worktree)? {
+            if let Some(saved) = save_worktree(id, &worktree)? {
                 self.warn(
                     Some(id),
                     format!("its uncommitted work is saved under {saved}"),
@@ -1830,6 +1818,37 @@ fn blocked_mark(id: &str, reason: &str) -> Mark {
 
 /// How often a landing held by a person's changes is tried again while the queue stands still.
 const HELD_RETRY: Duration = Duration::from_secs(1);
+
+/// Saves `worktree`'s uncommitted work, if any, under `refs/ralph/attempts/<id>/<n>` (a
+/// commit on its HEAD, so the branch's commits with it); returns the ref.
+fn save_worktree(id: &str, worktree: &Path) -> Result<Option<String>, ParallelError> {
+    let escalation_git = ralph_escalation::Git::open(worktree)?;
+    if escalation_git
+        .dirty_paths(&[])
+        .map(|d| d.is_empty())
+        .unwrap_or(false)
+    {
+        return Ok(None);
+    }
+    let saved = escalation_git.save(
+        &format!(
+            "refs/ralph/attempts/{}",
+            ralph_escalation::git::ref_component(id)
+        ),
+        &format!("ralph: {id}'s uncommitted work when its worktree was removed"),
+        &[],
+    )?;
+    Ok(Some(saved.refname))
+}
+
+/// Task `id`'s worktree in the repository whose main worktree is `top`.
+fn worktree_path(top: &Path, id: &str) -> PathBuf {
+    top.join(WORKTREES)
+        .join(ralph_escalation::git::ref_component(id))
+}
+
+/// Where the lanes' worktrees are, under the main worktree's top.
+const WORKTREES: &str = ".ralph/worktrees";
 
 /// A lane's own one-task list, in its folder under `.ralph/parallel/lanes`.
 const LANE_TASK_FILE: &str = "task.json";

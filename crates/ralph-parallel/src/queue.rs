@@ -12,6 +12,22 @@ use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
 use crate::{History, ListSource, ParallelError};
 
+/// Stores `commit` of the repository at `top` under the first free
+/// `refs/ralph/attempts/<id>/<n>`; returns the ref.
+pub(crate) fn save_commit(
+    top: &Path,
+    task_id: &str,
+    commit: &str,
+) -> Result<String, ParallelError> {
+    let prefix = format!(
+        "refs/ralph/attempts/{}",
+        ralph_escalation::git::ref_component(task_id)
+    );
+    let refname = ralph_escalation::Git::open(top)?.next_ref(&prefix)?;
+    git::run(top, &["update-ref", &refname, commit, ""])?;
+    Ok(refname)
+}
+
 /// The longest conflict text put in a prompt.
 const MAX_CONFLICT_BYTES: usize = 16 * 1024;
 
@@ -216,21 +232,10 @@ impl Repo {
             JournaledStep::Landing { branch_before } => branch_before,
             JournaledStep::Block { .. } => &git::run(worktree, &["rev-parse", "HEAD"])?,
         };
-        let saved = self.save_commit(task_id, branch_before)?;
+        let saved = save_commit(&self.top, task_id, branch_before)?;
         git::run(worktree, &["reset", "-q", "--hard", &journal.base_before])?;
         MergeJournal::clear(&self.journal_path())?;
         Ok(saved)
-    }
-
-    /// Stores `commit` under the first free `refs/ralph/attempts/<id>/<n>`.
-    pub(crate) fn save_commit(&self, task_id: &str, commit: &str) -> Result<String, ParallelError> {
-        let prefix = format!(
-            "refs/ralph/attempts/{}",
-            ralph_escalation::git::ref_component(task_id)
-        );
-        let refname = ralph_escalation::Git::open(&self.top)?.next_ref(&prefix)?;
-        git::run(&self.top, &["update-ref", &refname, commit, ""])?;
-        Ok(refname)
     }
 
     /// Steps 4 and 5: the landing commit on `merged` (the task list's files with the task

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ParallelError;
 
+/// Where a repository's parallel session is, from its main worktree's top.
+pub(crate) const SESSION_FILE: &str = ".ralph/parallel/session.json";
+
 /// The session file's version.
 const VERSION: u32 = 1;
 
@@ -101,6 +104,11 @@ impl Session {
             blocks: Vec::new(),
             ended: false,
         }
+    }
+
+    /// Where the repository whose main worktree is `top` keeps its parallel run's session.
+    pub(crate) fn path(top: &Path) -> PathBuf {
+        top.join(SESSION_FILE)
     }
 
     pub(crate) fn load(path: &Path) -> Result<Self, ParallelError> {

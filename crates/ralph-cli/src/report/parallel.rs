@@ -231,7 +231,8 @@ pub(crate) fn render(run: &ParallelRun) -> String {
         }
     }
     let status = ended.unwrap_or_else(|| {
-        "<b>not ended</b> (running, or stopped: `ralph run --parallel N --resume` goes on)"
+        "<b>not ended</b> (running, or stopped: `ralph run --resume` goes on with it, \
+         `ralph run --abandon` gives it up)"
             .to_owned()
     });
     facts.insert(0, status);
