@@ -888,6 +888,11 @@ impl Parallel {
 
     fn emit(&mut self, kind: ParallelEventKind) {
         self.board.queued = self.session.queue.len() as u64;
+        self.board.pending = self
+            .tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Pending)
+            .count() as u64;
         let event = ParallelEvent {
             ts: SystemTime::now(),
             run_id: self.options.run_id.clone(),
@@ -1127,7 +1132,8 @@ impl Parallel {
         let mut lanes: Vec<LaneView> = self.lanes.values().map(|l| l.view.clone()).collect();
         lanes.sort_by_key(|l| l.started);
         self.board.lanes = lanes;
-        self.board.cost_usd = self.costs.values().sum();
+        // An empty float sum is -0.0, which prints as `-0.00`.
+        self.board.cost_usd = self.costs.values().sum::<f64>() + 0.0;
         self.board.waiting = self.waiting();
     }
 

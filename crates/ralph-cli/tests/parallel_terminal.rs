@@ -1,0 +1,114 @@
+//! What a person sees of `ralph run --parallel`: lines that fit 100 columns and name a task by
+//! its title (its id only in the command that takes it), counts of what is left to do in the
+//! list's words, and a cost shown as unknown when no agent reports one.
+
+mod common;
+
+use common::parallel::{TODO_AGENT, todo_repo};
+use common::{code, stderr, stdout};
+
+const SIGNUP: &str = "Write the signup form with email validation and a friendly error message";
+
+/// The columns every line must fit.
+const WIDTH: usize = 100;
+
+/// The lines a terminal was left with: the live block's erasures and carriage returns taken out.
+fn screen_lines(screen: &str) -> Vec<String> {
+    screen
+        .replace("\x1b[1A\x1b[2K", "")
+        .replace('\r', "")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn fit(lines: &[impl AsRef<str>]) {
+    for line in lines {
+        let line = line.as_ref();
+        assert!(
+            line.chars().count() <= WIDTH,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+}
+
+#[test]
+fn piped_lines_fit_100_columns_name_tasks_by_title_and_count_only_what_is_left() {
+    let p = todo_repo(
+        TODO_AGENT,
+        &format!("- [x] Old one\n- [ ] {SIGNUP}\n- [ ] Build the cart\n"),
+    );
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    fit(&lines);
+    assert_eq!(
+        lines.first().copied(),
+        Some("ralph: running 2 tasks on main, 2 at a time"),
+        "the done item is not counted: {text}"
+    );
+
+    let started = p.events_of("LANE_STARTED");
+    let signup = started.iter().find(|e| e["title"] == SIGNUP).unwrap();
+    let (id, lane_run) = (
+        signup["task_id"].as_str().unwrap(),
+        signup["lane_run_id"].as_str().unwrap(),
+    );
+    // The title, shortened to leave room for the command a person types, which takes the
+    // task's id (not the lane's run id, which names nothing they know).
+    let start = lines
+        .iter()
+        .find(|l| l.starts_with("▶ Write the signup form"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        start.ends_with(&format!("… (log: ralph logs {id} -f)")),
+        "{start}"
+    );
+    assert!(!text.contains(lane_run), "{text}");
+    // Elsewhere the title alone: the id is a slug of it.
+    for line in lines.iter().filter(|l| !l.starts_with('▶')) {
+        assert!(!line.contains(id), "{line}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("✓ Build the cart landed (")),
+        "{text}"
+    );
+    // A shell agent reports no cost: not "$0.00".
+    assert_eq!(
+        lines.last().copied(),
+        Some("ralph: every task passes: 2 landed, 0 blocked, 0 left · cost unknown"),
+        "{text}"
+    );
+    assert!(!text.contains('$'), "{text}");
+}
+
+#[test]
+fn on_a_terminal_one_task_is_one_task_and_no_cost_is_shown_as_dollars() {
+    let p = todo_repo(TODO_AGENT, &format!("- [ ] {SIGNUP}\n"));
+    let (screen, code) = common::run_on_terminal(&p, &["--parallel", "2"], &[]);
+    assert_eq!(code, 0, "{screen}");
+    let lines = screen_lines(&screen);
+    fit(&lines);
+    assert!(
+        lines.contains(&"ralph: running 1 task on main, 2 at a time".to_owned()),
+        "{screen}"
+    );
+    // The live line: the title cut to its column, then the lane's iteration.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  Write the signup form with email va… iteration 1")),
+        "{screen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "landed 1 · blocked 0 · running 0 · queued 0 · waiting 0"),
+        "{screen}"
+    );
+    assert!(!screen.contains('$'), "no `$0.00`, no `$-0.00`: {screen}");
+}
