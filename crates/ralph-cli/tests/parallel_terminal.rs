@@ -112,3 +112,62 @@ fn on_a_terminal_one_task_is_one_task_and_no_cost_is_shown_as_dollars() {
     );
     assert!(!screen.contains('$'), "no `$0.00`, no `$-0.00`: {screen}");
 }
+
+#[test]
+fn a_block_says_why_in_words_and_the_list_holds_no_local_path() {
+    // The check fails the same way each time on the work of "Fail"; "Refuse" is refused.
+    let p = todo_repo(
+        TODO_AGENT,
+        "- [ ] Fail at the types\n- [ ] Refuse this\n- [ ] Build the cart\n",
+    );
+    let dir = p.path();
+    std::fs::write(
+        dir.join("check.sh"),
+        "if ls fail-*.done >/dev/null 2>&1; then\n\
+         echo '   Compiling shop v0.1.0'\necho 'error[E0308]: mismatched types'\n\
+         echo ' --> src/lib.rs:3:5'\nexit 1\nfi\nls *.done >/dev/null 2>&1\n",
+    )
+    .unwrap();
+    let ralph = std::fs::read_to_string(dir.join("RALPH.md"))
+        .unwrap()
+        .replace("'ls *.done >/dev/null 2>&1'", "sh check.sh");
+    std::fs::write(dir.join("RALPH.md"), ralph).unwrap();
+    common::commit_all(dir, "a check that says its error");
+
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    fit(&text.lines().collect::<Vec<_>>());
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let types = "check `sh check.sh` failed 3 times in a row the same way: \
+                 error[E0308]: mismatched types";
+    assert!(
+        words.contains(&format!("✗ Fail at the types blocked: {types} (details: ")),
+        "{text}"
+    );
+    assert!(
+        words.contains(
+            "✗ Refuse this blocked: the agent reported it is blocked: not mine (details: "
+        ),
+        "{text}"
+    );
+
+    let todo = String::from_utf8(common::show(dir, "main", "TODO.md").unwrap()).unwrap();
+    let lines: Vec<&str> = todo.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!(
+            "- [ ] Fail at the types <!-- ralph: blocked: {types}"
+        )),
+        "{todo}"
+    );
+    // Where the work and the details are, as a ref name and a path in the repository.
+    for line in &lines[..2] {
+        assert!(line.contains("refs/ralph/attempts/"), "{todo}");
+        assert!(line.contains("(details: .ralph/parallel/lanes/"), "{todo}");
+    }
+    let top = std::fs::canonicalize(dir).unwrap();
+    for path in [dir, top.as_path()] {
+        assert!(!todo.contains(&path.display().to_string()), "{todo}");
+    }
+    assert!(!todo.contains(" /"), "no absolute path: {todo}");
+}

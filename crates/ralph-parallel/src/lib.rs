@@ -1241,10 +1241,11 @@ impl Parallel {
                     .as_ref()
                     .and_then(|t| t.reason.clone())
                     .unwrap_or_else(|| "the circuit breaker tripped".to_owned());
-                let mut reason = format!("{why} (in its lane; details: {})", progress.display());
+                let mut reason = format!("{why} (details: {}", progress.display());
                 if let Some(saved) = lane.and_then(|t| t.saved_ref) {
-                    reason.push_str(&format!("; the abandoned work is saved under {saved}"));
+                    reason.push_str(&format!("; the work is saved as {saved}"));
                 }
+                reason.push(')');
                 self.block_task(id, &reason)?;
             }
             // Interrupted before its task passed, out of iterations, failing: its work stays
@@ -1270,9 +1271,14 @@ impl Parallel {
     }
 
     /// Blocks `id`: its worktree goes now, and the merge queue marks it blocked with `reason`
-    /// in the task list in its turn (a file list in a commit on the base, which only the
-    /// queue moves), then says `TASK_BLOCKED`.
+    /// (its paths made relative to the repository's top) in the task list in its turn (a file
+    /// list in a commit on the base, which only the queue moves), then says `TASK_BLOCKED`.
     fn block_task(&mut self, id: &str, reason: &str) -> Result<(), ParallelError> {
+        // The reason is committed into the task list: its paths are the repository's, not
+        // this machine's.
+        let top = format!("{}/", self.repo.top.display());
+        let reason = reason.replace(&top, "");
+        let reason = reason.as_str();
         self.record(id).state = LaneState::Blocked;
         if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
             task.state = TaskState::Blocked;
