@@ -171,3 +171,41 @@ fn a_block_says_why_in_words_and_the_list_holds_no_local_path() {
     }
     assert!(!todo.contains(" /"), "no absolute path: {todo}");
 }
+
+#[test]
+fn a_checklist_task_sent_back_by_the_queue_is_told_to_do_the_task_again_not_a_story() {
+    let marks = tempfile::tempdir().unwrap();
+    // Each task's work passes alone; two together fail: the second to land goes back.
+    let agent = format!(
+        "prompt=$(cat)\nprintf '%s\\n' \"$prompt\" >> {m}/prompts\n\
+         id=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\necho work > \"$id.done\"\n",
+        m = marks.path().display()
+    );
+    let p = todo_repo(&agent, "- [ ] Build the cart\n- [ ] Add checkout\n");
+    let dir = p.path();
+    std::fs::write(
+        dir.join("check.sh"),
+        "[ \"$(ls *.done 2>/dev/null | wc -l)\" -eq 1 ] || { echo 'error: two at once'; exit 1; }\n",
+    )
+    .unwrap();
+    let ralph = std::fs::read_to_string(dir.join("RALPH.md"))
+        .unwrap()
+        .replace("'ls *.done >/dev/null 2>&1'", "sh check.sh");
+    std::fs::write(dir.join("RALPH.md"), ralph).unwrap();
+    common::commit_all(dir, "one task at a time passes");
+
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        !p.events_of("MERGE_CHECK_FAILED").is_empty(),
+        "{:#?}",
+        p.events()
+    );
+    let prompts = std::fs::read_to_string(marks.path().join("prompts")).unwrap();
+    assert!(
+        prompts.contains("## Your earlier work on this task failed its checks once merged")
+            && prompts.contains("Do the task again on it."),
+        "{prompts}"
+    );
+    assert!(!prompts.to_lowercase().contains("story"), "{prompts}");
+}

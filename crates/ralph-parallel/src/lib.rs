@@ -903,6 +903,11 @@ impl Parallel {
         }
     }
 
+    /// What the run's task list calls its tasks, for the text a lane's agent reads.
+    fn words(&self) -> ralph_escalation::TaskWords {
+        ralph_escalation::TaskWords::of_list(self.list.kind())
+    }
+
     fn warn(&mut self, task_id: Option<&str>, message: String) {
         self.emit(ParallelEventKind::Warning {
             message,
@@ -1515,14 +1520,15 @@ impl Parallel {
                 saved,
             } => {
                 let text = format!(
-                    "## Your earlier work on this story did not merge\n\n\
+                    "## Your earlier work on this {one} did not merge\n\n\
                      It was done on an older {base}; {base} has moved on, and merging it into \
                      your work conflicts in: {}. Your earlier work is saved as {saved} \
                      (`git show {saved}`); this worktree now starts from the new {base}. Do the \
-                     story again on it, keeping what {base} changed.\n\n\
+                     {one} again on it, keeping what {base} changed.\n\n\
                      The conflict (`git diff` of the merge):\n\n```diff\n{hunks}\n```\n",
                     files.join(", "),
-                    base = self.repo.base
+                    base = self.repo.base,
+                    one = self.words().one,
                 );
                 self.emit(ParallelEventKind::MergeConflict {
                     task_id: id.to_owned(),
@@ -1533,11 +1539,12 @@ impl Parallel {
             }
             Landed::CheckFailed { failed, saved } => {
                 let mut text = format!(
-                    "## Your earlier work on this story failed its checks once merged\n\n\
+                    "## Your earlier work on this {one} failed its checks once merged\n\n\
                      Merged with the newer {base}, these checks failed. Your earlier work is \
                      saved as {saved} (`git show {saved}`); this worktree now starts from the \
-                     new {base}. Do the story again on it.\n",
-                    base = self.repo.base
+                     new {base}. Do the {one} again on it.\n",
+                    base = self.repo.base,
+                    one = self.words().one,
                 );
                 for check in &failed {
                     text.push_str(&format!(
