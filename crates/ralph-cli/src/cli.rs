@@ -320,7 +320,7 @@ const RUN_EXIT_CODES: &str = "Exit codes:
   2    nothing ran: a bad option, an invalid RALPH.md or prd.json, revert outside git or on
        uncommitted changes, an events file that cannot be written, another run holding this
        folder (or, for a loop that reverts, this repository)
-  3    --task: the story is blocked (the circuit breaker, or the agent said so)
+  3    --task: the task is blocked (the circuit breaker, or the agent said so)
   130  stopped by Ctrl+C (143: by SIGTERM, 129: by SIGHUP)
   N    a state declared in RALPH.md (`states:`) with `then: stop`: its own `exit_code` (0 to
        255, 0 if it gives none)";

@@ -1,6 +1,7 @@
 //! `ralph run --parallel N`: wire `ralph-parallel` to the terminal, the events file and the
 //! process's signals.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -100,15 +101,11 @@ pub(crate) fn run(
         None => {}
     }
     if !args.quiet {
-        sinks.push(Box::new(LaneLines {
-            out: match events_to_stdout {
-                true => Box::new(std::io::stderr()),
-                false => Box::new(std::io::stdout()),
-            },
-            terminal,
-            drawn: 0,
-            words,
-        }));
+        let out: Box<dyn Write + Send> = match events_to_stdout {
+            true => Box::new(std::io::stderr()),
+            false => Box::new(std::io::stdout()),
+        };
+        sinks.push(Box::new(LaneLines::new(out, terminal, words)));
     }
     let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
     runtime.block_on(async move {
@@ -230,7 +227,7 @@ fn way_on(err: ralph_parallel::ParallelError, path: &Path) -> CliError {
 }
 
 /// The terminal's view: a line per notable event, and on a terminal one live line per running
-/// lane above a summary line, redrawn in place.
+/// lane above a summary line, redrawn in place. Every line fits [`WIDTH`] columns.
 struct LaneLines {
     out: Box<dyn Write + Send>,
     terminal: bool,
@@ -238,9 +235,21 @@ struct LaneLines {
     drawn: usize,
     /// What the task list's tasks are called.
     words: TaskWords,
+    /// Each started task's title, by id: what a person knows the task by.
+    titles: HashMap<String, String>,
 }
 
 impl LaneLines {
+    fn new(out: Box<dyn Write + Send>, terminal: bool, words: TaskWords) -> Self {
+        LaneLines {
+            out,
+            terminal,
+            drawn: 0,
+            words,
+            titles: HashMap::new(),
+        }
+    }
+
     fn erase(&mut self) {
         for _ in 0..self.drawn {
             let _ = write!(self.out, "\x1b[1A\x1b[2K");
@@ -253,9 +262,9 @@ impl LaneLines {
             return;
         }
         for lane in &board.lanes {
-            let _ = writeln!(self.out, "{}", lane_line(lane));
+            let _ = writeln!(self.out, "{}", lane_line(lane, &self.titles));
         }
-        let _ = writeln!(self.out, "{}", summary_line(board));
+        let _ = writeln!(self.out, "{}", summary_line(board, &self.titles));
         self.drawn = board.lanes.len() + 1;
         let _ = self.out.flush();
     }
@@ -263,13 +272,16 @@ impl LaneLines {
 
 impl ParallelSink for LaneLines {
     fn event(&mut self, event: &ParallelEvent, board: &Board) {
-        let line = event_line(&event.kind, self.words);
+        if let ParallelEventKind::LaneStarted { task_id, title, .. } = &event.kind {
+            self.titles.insert(task_id.clone(), title.clone());
+        }
+        let line = event_line(&event.kind, board, &self.titles, self.words);
         if line.is_none() && !self.terminal {
             return;
         }
         self.erase();
         if let Some(line) = line {
-            let _ = writeln!(self.out, "{line}");
+            let _ = writeln!(self.out, "{}", wrap(&line, WIDTH));
         }
         if matches!(event.kind, ParallelEventKind::ParallelEnded { .. }) {
             let _ = self.out.flush();
@@ -287,34 +299,118 @@ impl ParallelSink for LaneLines {
     }
 }
 
-/// `  US-001  iteration 2  running   0:42  $0.12`
-fn lane_line(lane: &ralph_parallel::LaneView) -> String {
-    format!(
-        "  {:<12} iteration {:<3} {:<10} {:>6}  ${:.2}",
-        lane.task_id,
-        lane.iteration,
-        lane.state,
-        clock(lane.started.elapsed()),
-        lane.cost_usd
-    )
+/// The columns a line may take: a terminal's usual width.
+const WIDTH: usize = 100;
+
+/// The most characters of a title a line gives.
+const TITLE_MAX: usize = 40;
+
+/// The width of the live lines' title column.
+const TITLE_COLUMN: usize = 36;
+
+/// What a person knows task `id` by: a short id (`US-001`, an issue's number) with its title;
+/// the title alone when the id is long (a Markdown task's, a slug of that title), the id when
+/// there is no title; the title cut to `max` characters.
+fn label(id: &str, titles: &HashMap<String, String>, max: usize) -> String {
+    match titles.get(id).filter(|t| !t.is_empty()) {
+        None => shorten(id, max),
+        Some(title) if id.chars().count() <= 12 => shorten(&format!("{id} {title}"), max),
+        Some(title) => shorten(title, max),
+    }
 }
 
-/// `landed 2 · blocked 0 · running 3 · queued 1 (merging US-004) · waiting 1 · $1.20`
-fn summary_line(board: &Board) -> String {
+/// `text` cut to `max` characters, an ellipsis saying where.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// `text` broken between words into lines of at most `width` characters, the later ones
+/// indented; a word longer than that (a path) stays whole on a line of its own, and a line
+/// break of `text`'s own is kept.
+fn wrap(text: &str, width: usize) -> String {
+    const INDENT: &str = "    ";
+    let mut out = String::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let mut column = 0;
+        if i > 0 {
+            out.push('\n');
+            out.push_str(INDENT);
+            column = INDENT.len();
+        }
+        // Whether the line being made has no word yet: a word goes there however long it is.
+        let mut empty = true;
+        for word in line.split(' ') {
+            let len = word.chars().count();
+            if !empty && column + 1 + len > width {
+                out.push('\n');
+                out.push_str(INDENT);
+                column = INDENT.len();
+            } else if !empty {
+                out.push(' ');
+                column += 1;
+            }
+            out.push_str(word);
+            column += len;
+            empty = false;
+        }
+    }
+    out
+}
+
+/// A cost the agents reported, or `None`: the coordinator counts only costs above zero, so
+/// zero means no agent reported one.
+fn cost(usd: f64) -> Option<String> {
+    (usd > 0.0).then(|| format!("${usd:.2}"))
+}
+
+/// `n` things: `1 task`, `2 tasks`.
+fn count(n: usize, words: TaskWords) -> String {
+    match n {
+        1 => format!("1 {}", words.one),
+        n => format!("{n} {}", words.many),
+    }
+}
+
+/// `  Build the cart                       iteration 2   running     0:42  $0.12`
+fn lane_line(lane: &ralph_parallel::LaneView, titles: &HashMap<String, String>) -> String {
+    let line = format!(
+        "  {:<TITLE_COLUMN$} iteration {:<3} {:<10} {:>6}",
+        label(&lane.task_id, titles, TITLE_COLUMN),
+        lane.iteration,
+        shorten(&lane.state, 10),
+        clock(lane.started.elapsed()),
+    );
+    match cost(lane.cost_usd) {
+        Some(cost) => format!("{line}  {cost}"),
+        None => line,
+    }
+}
+
+/// `landed 2 · blocked 0 · running 3 · queued 1 (merging Build the cart) · waiting 1 · $1.20`
+fn summary_line(board: &Board, titles: &HashMap<String, String>) -> String {
     let merging = board
         .merging
         .as_deref()
-        .map(|id| format!(" (merging {id})"))
+        .map(|id| format!(" (merging {})", label(id, titles, 30)))
         .unwrap_or_default();
-    format!(
-        "landed {} · blocked {} · running {} · queued {}{merging} · waiting {} · ${:.2}",
+    let line = format!(
+        "landed {} · blocked {} · running {} · queued {}{merging} · waiting {}",
         board.landed,
         board.blocked,
         board.lanes.len(),
         board.queued,
         board.waiting,
-        board.cost_usd
-    )
+    );
+    match cost(board.cost_usd) {
+        Some(cost) => format!("{line} · {cost}"),
+        None => line,
+    }
 }
 
 fn clock(elapsed: Duration) -> String {
@@ -325,45 +421,60 @@ fn clock(elapsed: Duration) -> String {
     }
 }
 
-/// The line a notable event leaves in the scrollback.
-fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
+/// The line a notable event leaves in the scrollback, before [`wrap`]; `board` is the run
+/// after it, `titles` the started tasks' titles.
+fn event_line(
+    kind: &ParallelEventKind,
+    board: &Board,
+    titles: &HashMap<String, String>,
+    words: TaskWords,
+) -> Option<String> {
+    let name = |id: &str| label(id, titles, TITLE_MAX);
     Some(match kind {
         ParallelEventKind::ParallelStarted {
             base,
             parallel,
-            tasks,
             resumed,
             ..
         } => format!(
-            "ralph: {} {} {} on {base}, {parallel} at a time",
+            "ralph: {} {} on {base}, {parallel} at a time",
             if *resumed { "resuming" } else { "running" },
-            tasks.len(),
-            words.many
+            count(usize::try_from(board.pending).unwrap_or(usize::MAX), words),
         ),
         ParallelEventKind::LaneStarted {
-            task_id,
-            title,
-            lane_run_id,
-            returns,
-            ..
-        } => format!(
-            "▶ {task_id} {title}{} (log: ralph logs {lane_run_id} -f)",
-            if *returns > 0 { " again" } else { "" }
-        ),
+            task_id, returns, ..
+        } => {
+            // The task's id is what `ralph logs` takes; the title gets the room left.
+            let log = format!("(log: ralph logs {task_id} -f)");
+            let again = if *returns > 0 { " again" } else { "" };
+            let room = WIDTH.saturating_sub(log.chars().count() + again.len() + 3);
+            format!(
+                "▶ {}{again} {log}",
+                label(task_id, titles, room.clamp(20, TITLE_MAX * 2))
+            )
+        }
+        // A lane whose task passed or blocked says so in the queue's lines.
         ParallelEventKind::LaneEnded {
             task_id, reason, ..
-        } if reason != "stories_done" => format!("■ {task_id} stopped: {reason}"),
+        } if !matches!(reason.as_str(), "stories_done" | "stories_blocked") => {
+            format!("■ {} stopped: {reason}", name(task_id))
+        }
         ParallelEventKind::MergeQueued { task_id, position } => {
-            format!("⧗ {task_id} passed; merge queue position {position}")
+            format!(
+                "⧗ {} passed; merge queue position {position}",
+                name(task_id)
+            )
         }
         ParallelEventKind::MergeConflict { task_id, files, .. } => format!(
-            "↺ {task_id} conflicts with the base in {}: back to its loop",
+            "↺ {} conflicts with the base in {}: back to its loop",
+            name(task_id),
             files.join(", ")
         ),
         ParallelEventKind::MergeCheckFailed {
             task_id, checks, ..
         } => format!(
-            "↺ {task_id} fails {} once merged: back to its loop",
+            "↺ {} fails {} once merged: back to its loop",
+            name(task_id),
             checks
                 .iter()
                 .map(|c| format!("`{}`", c.command))
@@ -371,18 +482,23 @@ fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
                 .join(", ")
         ),
         ParallelEventKind::MergeHeld { task_id, files } => format!(
-            "⏸ {task_id} waits on your uncommitted changes to {} (the task changes them too); \
+            "⏸ {} waits on your uncommitted changes to {} (the task changes them too); \
              the other landings go on",
+            name(task_id),
             files.join(", ")
         ),
         ParallelEventKind::TaskLanded { task_id, commit } => {
-            format!("✓ {task_id} landed ({})", &commit[..commit.len().min(8)])
+            format!(
+                "✓ {} landed ({})",
+                name(task_id),
+                &commit[..commit.len().min(8)]
+            )
         }
         ParallelEventKind::TaskBlocked { task_id, reason } => {
-            format!("✗ {task_id} blocked: {reason}")
+            format!("✗ {} blocked: {reason}", name(task_id))
         }
         ParallelEventKind::Warning { message, task_id } => match task_id {
-            Some(id) => format!("warning: {id}: {message}"),
+            Some(id) => format!("warning: {}: {message}", name(id)),
             None => format!("warning: {message}"),
         },
         ParallelEventKind::ParallelEnded {
@@ -399,10 +515,8 @@ fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
                 "stories_blocked" => format!("no {} left to do; some are blocked", words.one),
                 other => other.to_owned(),
             };
-            format!(
-                "ralph: {why}: {landed} landed, {blocked} blocked, {remaining} left · \
-                 ${cost_usd:.2}"
-            )
+            let cost = cost(*cost_usd).unwrap_or_else(|| "cost unknown".to_owned());
+            format!("ralph: {why}: {landed} landed, {blocked} blocked, {remaining} left · {cost}")
         }
         _ => return None,
     })
@@ -412,37 +526,153 @@ fn event_line(kind: &ParallelEventKind, words: TaskWords) -> Option<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_list_of_tasks_is_run_and_ended_in_tasks_a_prd_json_in_stories() {
-        let started = ParallelEventKind::ParallelStarted {
+    const SIGNUP: &str = "write-the-signup-form-with-email-validat-c7f37e56";
+    const CART: &str = "build-the-cart-c56cb5b8";
+
+    /// The piped lines of `kinds`, each event with a board saying `pending` tasks to do.
+    fn piped(kinds: &[ParallelEventKind], pending: u64, words: TaskWords) -> String {
+        let mut titles = HashMap::new();
+        let mut board = Board::default();
+        board.pending = pending;
+        let mut text = String::new();
+        for kind in kinds {
+            if let ParallelEventKind::LaneStarted { task_id, title, .. } = kind {
+                titles.insert(task_id.clone(), title.clone());
+            }
+            if let Some(line) = event_line(kind, &board, &titles, words) {
+                text.push_str(&wrap(&line, WIDTH));
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    fn started(tasks: &[&str]) -> ParallelEventKind {
+        ParallelEventKind::ParallelStarted {
             base: "main".into(),
             base_commit: "abc".into(),
             parallel: 2,
-            tasks: vec!["a".into(), "b".into()],
+            tasks: tasks.iter().map(|t| (*t).to_owned()).collect(),
             resumed: false,
-        };
-        let ended = ParallelEventKind::ParallelEnded {
-            reason: "stories_done".into(),
+        }
+    }
+
+    fn lane(task_id: &str, title: &str, returns: u64) -> ParallelEventKind {
+        ParallelEventKind::LaneStarted {
+            task_id: task_id.into(),
+            title: title.into(),
+            branch: format!("ralph/{task_id}"),
+            worktree: format!("/home/x/shop/.ralph/worktrees/{task_id}"),
+            lane_run_id: "20261201T214914829-5d0b".into(),
+            log_dir: "/home/x/shop/.ralph/runs/20261201T214914829-5d0b".into(),
+            returns,
+        }
+    }
+
+    fn ended(reason: &str, cost_usd: f64) -> ParallelEventKind {
+        ParallelEventKind::ParallelEnded {
+            reason: reason.into(),
             landed: 2,
-            blocked: 0,
+            blocked: 1,
             remaining: 0,
-            cost_usd: 0.0,
-            exit_code: 0,
-        };
-        let lines = |words| [&started, &ended].map(|k| event_line(k, words).unwrap());
-        assert_eq!(
-            lines(TaskWords::TASK),
-            [
-                "ralph: running 2 tasks on main, 2 at a time",
-                "ralph: every task passes: 2 landed, 0 blocked, 0 left · $0.00"
-            ]
+            cost_usd,
+            exit_code: 1,
+        }
+    }
+
+    #[test]
+    fn a_checklist_run_names_each_task_by_its_title_within_100_columns() {
+        let text = piped(
+            &[
+                started(&["old-one-0a1b2c3d", SIGNUP, CART, "refuse-this-4e5f6a7b"]),
+                lane(
+                    SIGNUP,
+                    "Write the signup form with email validation and a friendly error message",
+                    0,
+                ),
+                lane(CART, "Build the cart", 0),
+                ParallelEventKind::MergeQueued {
+                    task_id: SIGNUP.into(),
+                    position: 1,
+                },
+                ParallelEventKind::TaskLanded {
+                    task_id: SIGNUP.into(),
+                    commit: "f555de6398aa".into(),
+                },
+                lane(CART, "Build the cart", 1),
+                ParallelEventKind::LaneEnded {
+                    task_id: CART.into(),
+                    reason: "stories_blocked".into(),
+                    iterations: 3,
+                    cost_usd: 0.0,
+                },
+                ParallelEventKind::TaskBlocked {
+                    task_id: CART.into(),
+                    reason: "check `sh check.sh` failed 3 times in a row the same way: \
+                             error[E0308]: mismatched types (details: \
+                             .ralph/parallel/lanes/build-the-cart-c56cb5b8/progress.txt; \
+                             the abandoned work is saved under \
+                             refs/ralph/attempts/build-the-cart-c56cb5b8/1)"
+                        .into(),
+                },
+                ended("stories_blocked", -0.0),
+            ],
+            3,
+            TaskWords::TASK,
+        );
+        for line in text.lines() {
+            assert!(line.chars().count() <= WIDTH, "{line}");
+        }
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn counts_say_one_task_and_a_reported_cost_is_shown() {
+        let lines = piped(
+            &[started(&["a", "b"]), ended("stories_done", 1.254)],
+            1,
+            TaskWords::TASK,
         );
         assert_eq!(
-            lines(TaskWords::STORY),
-            [
-                "ralph: running 2 stories on main, 2 at a time",
-                "ralph: every story passes: 2 landed, 0 blocked, 0 left · $0.00"
-            ]
+            lines,
+            "ralph: running 1 task on main, 2 at a time\n\
+             ralph: every task passes: 2 landed, 1 blocked, 0 left · $1.25\n"
         );
+    }
+
+    #[test]
+    fn a_prd_json_run_is_in_stories_and_names_a_story_by_its_id_and_title() {
+        let lines = piped(
+            &[
+                started(&["US-001", "US-002"]),
+                lane("US-001", "Add a login page", 0),
+                ParallelEventKind::TaskLanded {
+                    task_id: "US-001".into(),
+                    commit: "f555de63".into(),
+                },
+                ended("stories_done", 0.0),
+            ],
+            2,
+            TaskWords::STORY,
+        );
+        assert_eq!(
+            lines,
+            "ralph: running 2 stories on main, 2 at a time\n\
+             ▶ US-001 Add a login page (log: ralph logs US-001 -f)\n\
+             ✓ US-001 Add a login page landed (f555de63)\n\
+             ralph: every story passes: 2 landed, 1 blocked, 0 left · cost unknown\n"
+        );
+    }
+
+    #[test]
+    fn a_long_word_stays_whole_and_wrapped_lines_are_indented() {
+        let long = "x".repeat(120);
+        assert_eq!(
+            wrap(&format!("a b {long} c"), 20),
+            format!("a b\n    {long}\n    c")
+        );
+        assert_eq!(wrap("a b\nc d", 5), "a b\n    c\n    d");
+        assert_eq!(shorten("Build the cart", 8), "Build t…");
+        assert_eq!(shorten("Build the cart", 14), "Build the cart");
     }
 }

@@ -170,7 +170,7 @@ fn the_same_error_three_times_blocks_the_story_reverts_and_the_next_story_passes
     let progress = std::fs::read_to_string(dir.join("progress.txt")).unwrap();
     assert!(progress.contains("US-001 \"Story US-001\""), "{progress}");
     assert!(
-        progress.contains("the same error 3 times in a row"),
+        progress.contains("failed 3 times in a row the same way: error"),
         "{progress}"
     );
     assert!(
@@ -188,7 +188,10 @@ fn the_same_error_three_times_blocks_the_story_reverts_and_the_next_story_passes
     let notes = blocked["notes"].as_str().unwrap();
     assert!(notes.contains("progress.txt:1"), "{notes}");
     assert!(notes.contains("refs/ralph/attempts/US-001/1"), "{notes}");
-    assert!(notes.contains("same error"), "{notes}");
+    assert!(
+        notes.contains("the same way: error[E0308]: mismatched types"),
+        "{notes}"
+    );
     assert_eq!(blocked["x-team"]["owner"], "web");
     assert_eq!(prd["x-extra"], serde_json::json!([1, 2]));
 

@@ -8,9 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::parallel::{
-    READ_PROMPT, landed_with_its_passes, nothing_left_behind, passes, repo, wait_for_file,
+    READ_PROMPT, TODO_AGENT, landed_with_its_passes, nothing_left_behind, passes, repo, todo_repo,
+    wait_for_file,
 };
-use common::{Project, git, git_repo, show};
+use common::{Project, git, show};
 use serde_json::Value;
 
 fn ts(event: &Value) -> SystemTime {
@@ -266,11 +267,13 @@ fn a_terminal_shows_a_live_line_per_running_lane_above_a_summary() {
     let (screen, code) = common::run_on_terminal(&p, &["--parallel", "2"], &[]);
     assert_eq!(code, 0, "{screen}");
     for id in ["US-001", "US-002"] {
+        // A story's id and title: the title is `story <id>`.
+        let story = format!("{id} story {id}");
         assert!(
-            screen.contains(&format!("  {id:<12} iteration 1")),
+            screen.contains(&format!("  {story:<36} iteration 1")),
             "a live line for {id}: {screen}"
         );
-        assert!(screen.contains(&format!("✓ {id} landed")), "{screen}");
+        assert!(screen.contains(&format!("✓ {story} landed")), "{screen}");
     }
     assert!(screen.contains("· running 2 ·"), "{screen}");
     assert!(
@@ -330,34 +333,6 @@ fn sixteen_lanes_start_at_once_each_in_a_worktree_of_its_own() {
     }
     nothing_left_behind(p.path());
 }
-
-/// A repository whose RALPH.md takes its tasks from TODO.md (`todo`), `agent.sh` as the agent
-/// and `ls *.done` as the check, all committed on `main`. The prompt is `ID={{ task.id }}`.
-fn todo_repo(agent: &str, todo: &str) -> Project {
-    let p = Project::new(
-        "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
-         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
-         failure: {delay: 10ms, max_delay: 10ms}\n\
-         tasks:\n  markdown: TODO.md",
-        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
-    );
-    let dir = p.path();
-    std::fs::write(dir.join("agent.sh"), agent).unwrap();
-    std::fs::write(dir.join("TODO.md"), todo).unwrap();
-    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
-    git_repo(dir);
-    p
-}
-
-/// Each task's work is a file named by its id; "Refuse" is refused as blocked.
-const TODO_AGENT: &str = r#"prompt=$(cat)
-id=$(printf '%s\n' "$prompt" | sed -n 's/^ID=//p')
-title=$(printf '%s\n' "$prompt" | sed -n 's/^TITLE=//p')
-case "$title" in
-Refuse*) echo '<!-- ralph:state blocked reason="not mine" -->' ;;
-*) echo "work of $title" > "$id.done" ;;
-esac
-"#;
 
 /// CRLF, a tab, trailing spaces, prose, a done item and a code fence around three tasks.
 const TODO: &str = "# Shop\r\n\r\nSome prose  \r\n\r\n- [ ] Build the cart\r\n  \tuse a map  \r\n- [x] Old thing\r\n* [ ] Add checkout\r\n\r\n```\r\n- [ ] not a task\r\n```\r\n1. [ ] Ship it\r\ntrailing prose\t\r\n";

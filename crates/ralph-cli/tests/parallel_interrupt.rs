@@ -91,7 +91,11 @@ fn a_first_ctrl_c_lands_the_lanes_that_pass_and_leaves_the_rest_to_resume() {
     assert_eq!(ended["reason"], "interrupted");
     assert_eq!(ended["landed"], 1);
     let terminal = common::stdout(&out);
-    for step in ["US-001 passed; merge queue", "US-001 landed", "1 landed"] {
+    for step in [
+        "US-001 story US-001 passed; merge queue",
+        "US-001 story US-001 landed",
+        "1 landed",
+    ] {
         assert!(
             terminal.contains(step),
             "{step:?} on the terminal: {terminal}"

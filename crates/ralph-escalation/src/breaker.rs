@@ -1,5 +1,7 @@
 //! The circuit breaker: when one task has failed often enough, in the same way, to stop trying.
 
+use ralph_engine::CheckResult;
+
 /// Why the breaker tripped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -44,24 +46,28 @@ impl Trip {
         }
     }
 
-    /// One sentence for progress.txt and the story's notes.
-    pub fn describe(&self) -> String {
+    /// One sentence for progress.txt, the story's notes and the terminal, with `failing` (the
+    /// last attempt's failing checks) in words: which check failed and the first line of its
+    /// output that reads as the error, not only the signature's hash.
+    pub fn describe(&self, failing: &[CheckResult]) -> String {
         match self {
-            Trip::SameError { count, signature } => {
-                let times = if *count == 1 {
-                    "once"
-                } else {
-                    "times in a row"
+            Trip::SameError { count, .. } => {
+                let times = match count {
+                    1 => "once".to_owned(),
+                    n => format!("{n} times in a row"),
                 };
-                let count = if *count == 1 {
-                    String::new()
-                } else {
-                    format!("{count} ")
-                };
-                format!("the same error {count}{times} (signature {signature})")
+                match failed_checks(failing) {
+                    Some((checks, line)) => {
+                        format!("{checks} failed {times} the same way{}", said(line))
+                    }
+                    None => format!("the same error {times}"),
+                }
             }
             Trip::MaxAttempts { count } => {
-                format!("{count} failed attempts (convergence.max_attempts)")
+                let last = failed_checks(failing)
+                    .map(|(checks, line)| format!("; the last: {checks} failed{}", said(line)))
+                    .unwrap_or_default();
+                format!("{count} failed attempts (convergence.max_attempts){last}")
             }
             Trip::Blocked {
                 reason: Some(reason),
@@ -70,6 +76,25 @@ impl Trip {
             Trip::Blocked { reason: None, .. } => "the agent reported it is blocked".to_owned(),
         }
     }
+}
+
+/// `check \`cargo test\`` (`and N more` when several failed) and the first error line of the
+/// first, or `None` when no check failed.
+fn failed_checks(failing: &[CheckResult]) -> Option<(String, Option<String>)> {
+    let mut failed = failing.iter().filter(|r| !r.passed());
+    let first = failed.next()?;
+    let more = match failed.count() {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some((
+        format!("check `{}`{more}", first.command),
+        crate::signature::error_line(first),
+    ))
+}
+
+fn said(line: Option<String>) -> String {
+    line.map(|l| format!(": {l}")).unwrap_or_default()
 }
 
 /// Failure bookkeeping for the task in progress.
@@ -224,6 +249,42 @@ mod tests {
         assert_eq!(b.attempts(), 1);
     }
 
+    fn failed(command: &str, tail: &str) -> CheckResult {
+        CheckResult {
+            command: command.into(),
+            exit_code: Some(101),
+            duration_ms: 5,
+            tail: Some(tail.into()),
+            truncated: false,
+            timed_out: false,
+        }
+    }
+
+    #[test]
+    fn a_trip_says_which_check_failed_and_its_error_in_words() {
+        let cargo =
+            "   Compiling shop v0.1.0\nerror[E0308]: mismatched types\n --> src/lib.rs:3:5\n";
+        let same = Trip::SameError {
+            count: 3,
+            signature: "3f2a9c0d1e2b4a5c".into(),
+        };
+        assert_eq!(
+            same.describe(&[failed("cargo test", cargo)]),
+            "check `cargo test` failed 3 times in a row the same way: error[E0308]: mismatched types"
+        );
+        assert_eq!(
+            same.describe(&[failed("cargo test", cargo), failed("npm test", "")]),
+            "check `cargo test` and 1 more failed 3 times in a row the same way: \
+             error[E0308]: mismatched types"
+        );
+        assert_eq!(
+            Trip::MaxAttempts { count: 5 }.describe(&[failed("sh t.sh", "\n\nnot yet\n")]),
+            "5 failed attempts (convergence.max_attempts); the last: check `sh t.sh` failed: \
+             not yet"
+        );
+        assert_eq!(same.describe(&[]), "the same error 3 times in a row");
+    }
+
     #[test]
     fn blocked_trips_at_once_and_counts_the_attempt() {
         let mut b = Breaker::new(3, 10);
@@ -231,6 +292,6 @@ mod tests {
         let trip = b.blocked(Some("needs an API key"));
         assert_eq!(trip.count(), 2);
         assert_eq!(trip.as_str(), "blocked");
-        assert!(trip.describe().contains("needs an API key"));
+        assert!(trip.describe(&[]).contains("needs an API key"));
     }
 }

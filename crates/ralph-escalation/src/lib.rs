@@ -1083,6 +1083,7 @@ impl Escalation {
         });
         let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
         let what = story_id.as_deref().unwrap_or(MAIN_TASK);
+        let why = trip.describe(&last_failure);
 
         // Save before anything is logged or reverted: the log never names a missing ref, and
         // nothing is reset that is not stored.
@@ -1090,7 +1091,7 @@ impl Escalation {
         if let Some(repo) = &self.repo {
             let work = repo.git.save(
                 &format!("refs/ralph/attempts/{}", git::ref_component(what)),
-                &format!("ralph: abandoned attempt at {what} ({})", trip.describe()),
+                &format!("ralph: abandoned attempt at {what} ({why})"),
                 &repo.own,
             )?;
             let commits = repo.git.log(&repo.checkpoint, "HEAD")?;
@@ -1108,7 +1109,10 @@ impl Escalation {
             .map(|c| format!(" \"{}\"", c.title))
             .unwrap_or_default();
         let _ = writeln!(entry, "## {now} · {what}{title} · circuit breaker tripped");
-        let _ = writeln!(entry, "reason: {}", trip.describe());
+        let _ = writeln!(entry, "reason: {why}");
+        if let Trip::SameError { signature, .. } = trip {
+            let _ = writeln!(entry, "signature: {signature}");
+        }
         let iterations = current
             .as_ref()
             .map(|c| {
@@ -1152,10 +1156,7 @@ impl Escalation {
             |n| n.to_string_lossy().into_owned(),
         );
         // The story's notes, around the entry's line number.
-        let notes_before = format!(
-            "blocked by ralph at {now}: {}. Details: {progress_name}:",
-            trip.describe()
-        );
+        let notes_before = format!("blocked by ralph at {now}: {why}. Details: {progress_name}:");
         let notes_after = match &saved {
             Some((work, _, _)) => format!("; abandoned work: git checkout {}", work.refname),
             None => String::new(),
@@ -1171,7 +1172,7 @@ impl Escalation {
                     notes: story_id
                         .as_ref()
                         .map(|_| [notes_before.clone(), notes_after.clone()]),
-                    reason: trip.describe(),
+                    reason: why.clone(),
                 },
                 story_id.as_deref(),
             )?;
@@ -1196,7 +1197,7 @@ impl Escalation {
         self.unwritten.push(Mark::Blocked {
             story_id: id.clone(),
             notes,
-            reason: trip.describe(),
+            reason: why.clone(),
             saved_ref: saved.as_ref().map(|(work, _, _)| work.refname.clone()),
         });
         // Not now: the mark waits in the session, and the next look waits for the list.
@@ -1204,7 +1205,7 @@ impl Escalation {
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,
-            reason: trip.describe(),
+            reason: why,
         });
         self.breaker.reset();
         Ok(TaskDecision::NextTask)

@@ -87,6 +87,31 @@ pub fn normalize(tail: &str, truncated: bool) -> String {
     out
 }
 
+/// The line of a failed check's output a person reads as its error: the first that says
+/// `error`, `fail` or `panic`, else the first; build tools' progress lines, blank lines and a
+/// truncated tail's cut first line left out; cut to 100 characters. `None` when there is none.
+pub fn error_line(result: &CheckResult) -> Option<String> {
+    const MAX: usize = 100;
+    let clean = ralph_engine::marker::strip_ansi(result.tail.as_deref()?);
+    let mut lines = clean.split(['\n', '\r']);
+    if result.truncated {
+        lines.next();
+    }
+    let lines: Vec<&str> = lines
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !is_progress(l))
+        .collect();
+    let says_error = |l: &&&str| {
+        let lower = l.to_lowercase();
+        ["error", "fail", "panic"].iter().any(|w| lower.contains(w))
+    };
+    let line = lines.iter().find(says_error).or(lines.first())?;
+    Some(match line.chars().count() > MAX {
+        true => format!("{}…", line.chars().take(MAX - 1).collect::<String>()),
+        false => (*line).to_owned(),
+    })
+}
+
 pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {

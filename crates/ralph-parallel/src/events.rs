@@ -476,11 +476,13 @@ pub struct Board {
     pub blocked: u64,
     /// Tasks waiting to start (no slot, or dependencies not passed).
     pub waiting: u64,
+    /// Tasks still to do (neither passed nor blocked), the running and queued ones included.
+    pub pending: u64,
     /// Tasks in the merge queue, the one being landed included.
     pub queued: u64,
     /// The task the queue is landing now.
     pub merging: Option<String>,
-    /// The lanes' cost, in US dollars.
+    /// The lanes' cost, in US dollars: what their agents reported, 0 when none did.
     pub cost_usd: f64,
 }
 

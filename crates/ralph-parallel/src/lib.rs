@@ -885,6 +885,11 @@ impl Parallel {
 
     fn emit(&mut self, kind: ParallelEventKind) {
         self.board.queued = self.session.queue.len() as u64;
+        self.board.pending = self
+            .tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Pending)
+            .count() as u64;
         let event = ParallelEvent {
             ts: SystemTime::now(),
             run_id: self.options.run_id.clone(),
@@ -893,6 +898,11 @@ impl Parallel {
         for sink in &mut self.sinks {
             sink.event(&event, &self.board);
         }
+    }
+
+    /// What the run's task list calls its tasks, for the text a lane's agent reads.
+    fn words(&self) -> ralph_escalation::TaskWords {
+        ralph_escalation::TaskWords::of_list(self.list.kind())
     }
 
     fn warn(&mut self, task_id: Option<&str>, message: String) {
@@ -1124,7 +1134,8 @@ impl Parallel {
         let mut lanes: Vec<LaneView> = self.lanes.values().map(|l| l.view.clone()).collect();
         lanes.sort_by_key(|l| l.started);
         self.board.lanes = lanes;
-        self.board.cost_usd = self.costs.values().sum();
+        // An empty float sum is -0.0, which prints as `-0.00`.
+        self.board.cost_usd = self.costs.values().sum::<f64>() + 0.0;
         self.board.waiting = self.waiting();
     }
 
@@ -1232,10 +1243,11 @@ impl Parallel {
                     .as_ref()
                     .and_then(|t| t.reason.clone())
                     .unwrap_or_else(|| "the circuit breaker tripped".to_owned());
-                let mut reason = format!("{why} (in its lane; details: {})", progress.display());
+                let mut reason = format!("{why} (details: {}", progress.display());
                 if let Some(saved) = lane.and_then(|t| t.saved_ref) {
-                    reason.push_str(&format!("; the abandoned work is saved under {saved}"));
+                    reason.push_str(&format!("; the work is saved as {saved}"));
                 }
+                reason.push(')');
                 self.block_task(id, &reason)?;
             }
             // Interrupted before its task passed, out of iterations, failing: its work stays
@@ -1261,9 +1273,14 @@ impl Parallel {
     }
 
     /// Blocks `id`: its worktree goes now, and the merge queue marks it blocked with `reason`
-    /// in the task list in its turn (a file list in a commit on the base, which only the
-    /// queue moves), then says `TASK_BLOCKED`.
+    /// (its paths made relative to the repository's top) in the task list in its turn (a file
+    /// list in a commit on the base, which only the queue moves), then says `TASK_BLOCKED`.
     fn block_task(&mut self, id: &str, reason: &str) -> Result<(), ParallelError> {
+        // The reason is committed into the task list: its paths are the repository's, not
+        // this machine's.
+        let top = format!("{}/", self.repo.top.display());
+        let reason = reason.replace(&top, "");
+        let reason = reason.as_str();
         self.record(id).state = LaneState::Blocked;
         if let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) {
             task.state = TaskState::Blocked;
@@ -1508,14 +1525,15 @@ impl Parallel {
                 saved,
             } => {
                 let text = format!(
-                    "## Your earlier work on this story did not merge\n\n\
+                    "## Your earlier work on this {one} did not merge\n\n\
                      It was done on an older {base}; {base} has moved on, and merging it into \
                      your work conflicts in: {}. Your earlier work is saved as {saved} \
                      (`git show {saved}`); this worktree now starts from the new {base}. Do the \
-                     story again on it, keeping what {base} changed.\n\n\
+                     {one} again on it, keeping what {base} changed.\n\n\
                      The conflict (`git diff` of the merge):\n\n```diff\n{hunks}\n```\n",
                     files.join(", "),
-                    base = self.repo.base
+                    base = self.repo.base,
+                    one = self.words().one,
                 );
                 self.emit(ParallelEventKind::MergeConflict {
                     task_id: id.to_owned(),
@@ -1526,11 +1544,12 @@ impl Parallel {
             }
             Landed::CheckFailed { failed, saved } => {
                 let mut text = format!(
-                    "## Your earlier work on this story failed its checks once merged\n\n\
+                    "## Your earlier work on this {one} failed its checks once merged\n\n\
                      Merged with the newer {base}, these checks failed. Your earlier work is \
                      saved as {saved} (`git show {saved}`); this worktree now starts from the \
-                     new {base}. Do the story again on it.\n",
-                    base = self.repo.base
+                     new {base}. Do the {one} again on it.\n",
+                    base = self.repo.base,
+                    one = self.words().one,
                 );
                 for check in &failed {
                     text.push_str(&format!(

@@ -46,6 +46,34 @@ pub fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> P
     p
 }
 
+/// A repository whose RALPH.md takes its tasks from TODO.md (`todo`), `agent.sh` as the agent
+/// and `ls *.done` as the check, all committed on `main`. The prompt is `ID={{ task.id }}` and `TITLE={{ task.title }}`.
+pub fn todo_repo(agent: &str, todo: &str) -> Project {
+    let p = Project::new(
+        "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
+         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+         failure: {delay: 10ms, max_delay: 10ms}\n\
+         tasks:\n  markdown: TODO.md",
+        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join("TODO.md"), todo).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(dir);
+    p
+}
+
+/// Each task's work is a file named by its id; "Refuse" is refused as blocked.
+pub const TODO_AGENT: &str = r#"prompt=$(cat)
+id=$(printf '%s\n' "$prompt" | sed -n 's/^ID=//p')
+title=$(printf '%s\n' "$prompt" | sed -n 's/^TITLE=//p')
+case "$title" in
+Refuse*) echo '<!-- ralph:state blocked reason="not mine" -->' ;;
+*) echo "work of $title" > "$id.done" ;;
+esac
+"#;
+
 /// The story id in the prompt on stdin, as `$story`, and the whole prompt as `$prompt`.
 pub const READ_PROMPT: &str =
     "prompt=$(cat); story=$(printf '%s' \"$prompt\" | grep -o 'STORY=[A-Z0-9-]*' | cut -d= -f2)\n";
