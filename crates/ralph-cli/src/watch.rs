@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
+use ralph_engine::frontmatter::OutputFormat;
 use ralph_engine::run_folder::{self, RunDir};
 use ralph_engine::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -302,24 +303,87 @@ impl Watcher {
     }
 }
 
-/// The last lines of the log at `path` as people read them (escape sequences removed, a
-/// redrawn progress line as a line of its own); none while it does not exist.
+/// The last lines of the log at `path` as people read them (the agent's JSON shown as the
+/// terminal showed it, escape sequences removed, a redrawn progress line as a line of its
+/// own); none while it does not exist.
 fn log_tail(path: &Path) -> Vec<String> {
     let Ok(mut file) = File::open(path) else {
         return Vec::new();
     };
     let len = file.metadata().map_or(0, |m| m.len());
+    let agent = agent_section(&mut file);
     let from = len.saturating_sub(LOG_TAIL_BYTES);
     let mut bytes = Vec::new();
     if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut bytes).is_err() {
         return Vec::new();
     }
     // A cut first line is not shown.
+    let mut from = from;
     if from > 0 {
         let start = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
         bytes.drain(..start);
+        from += start as u64;
+    }
+    if let Some((at, format)) = agent {
+        bytes = shown_as_on_the_terminal(bytes, from, at, format);
     }
     printable_lines(&String::from_utf8_lossy(&bytes))
+}
+
+/// How far into an iteration log its header line is looked for: past the commands' output
+/// (each cut to its `max_output`).
+const AGENT_HEADER_WITHIN: u64 = 1024 * 1024;
+
+/// Where the agent's output starts in an iteration log, and the built-in format it is in, when
+/// its header names one (`===== agent (claude-stream-json) =====`).
+fn agent_section(file: &mut File) -> Option<(u64, OutputFormat)> {
+    let mut head = Vec::new();
+    file.take(AGENT_HEADER_WITHIN).read_to_end(&mut head).ok()?;
+    const HEADER: &[u8] = b"\n===== agent (";
+    let at = head.windows(HEADER.len()).position(|w| w == HEADER)? + HEADER.len();
+    let close = head[at..].windows(8).position(|w| w == b") =====\n")?;
+    let format = OutputFormat::from_name(std::str::from_utf8(&head[at..at + close]).ok()?)?;
+    Some(((at + close + 8) as u64, format))
+}
+
+/// `bytes` (a log's from offset `from` on) with the agent's part (from offset `agent_at` to
+/// the `===== end` line) replaced by what its adapter shows, as the terminal showed it.
+fn shown_as_on_the_terminal(
+    bytes: Vec<u8>,
+    from: u64,
+    agent_at: u64,
+    format: OutputFormat,
+) -> Vec<u8> {
+    let start = usize::try_from(agent_at.saturating_sub(from))
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    const END: &[u8] = b"\n===== end";
+    let end = bytes[start..]
+        .windows(END.len())
+        .position(|w| w == END)
+        .map_or(bytes.len(), |i| start + i);
+    let mut shown = Shown(bytes[..start].to_vec());
+    let mut adapter = ralph_agents::choose_output(&[], Some(format)).adapter();
+    adapter.feed(ralph_agents::Stream::Stdout, &bytes[start..end], &mut shown);
+    adapter.finish(&mut shown);
+    shown.0.extend_from_slice(&bytes[end..]);
+    shown.0
+}
+
+/// What an adapter shows, collected.
+struct Shown(Vec<u8>);
+
+impl ralph_agents::AdapterOutput for Shown {
+    fn show(&mut self, _stream: ralph_agents::Stream, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn result_text(&mut self, _stream: ralph_agents::Stream, _bytes: &[u8]) {}
+
+    // The terminal said it when the run was live; a view of the log does not repeat it.
+    fn warn(&mut self, _message: String) {}
+
+    fn retrying(&mut self, _retry: ralph_agents::AgentRetry) {}
 }
 
 /// `text`'s lines without terminal escape sequences or other control characters (tabs become
@@ -394,6 +458,50 @@ mod tests {
     fn a_log_is_shown_without_escape_sequences_or_control_characters() {
         let text = "one\n\x1b[31mtwo\x1b[0m\tx\n10%\r100%\x07\n\n";
         assert_eq!(printable_lines(text), ["one", "two    x", "10%", "100%"]);
+    }
+
+    /// An agent read as JSON shows in the log view as it did on the terminal (text, a line
+    /// per tool call), not as its raw events; the lines around it stay as written.
+    #[test]
+    fn an_agents_json_is_shown_as_the_terminal_showed_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("iteration-001.log");
+        let stream = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude/normal.jsonl"),
+        )
+        .unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                "\n===== command tests: cargo test =====\nok\n\
+                 \n===== agent (claude-stream-json) =====\n{stream}\
+                 \n===== end: exit 0, state idle, 5 ms =====\n"
+            ),
+        )
+        .unwrap();
+        let lines = log_tail(&path);
+        let text = lines.join("\n");
+        assert!(!text.contains("{\"type\""), "{text}");
+        assert!(
+            text.contains("I'll start by reading the task list."),
+            "{text}"
+        );
+        assert!(text.contains("Read"), "a tool call is a line: {text}");
+        assert_eq!(lines[..2], ["", "===== command tests: cargo test ====="]);
+        assert!(
+            lines.last().unwrap().starts_with("===== end: exit 0"),
+            "{text}"
+        );
+
+        // While the agent runs there is no end line yet: all after the header is its output.
+        let live = format!("\n===== agent (claude-stream-json) =====\n{stream}");
+        std::fs::write(&path, live).unwrap();
+        let text = log_tail(&path).join("\n");
+        assert!(!text.contains("{\"type\""), "{text}");
+        assert!(
+            text.contains("I'll start by reading the task list."),
+            "{text}"
+        );
     }
 
     #[test]

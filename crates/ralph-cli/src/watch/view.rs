@@ -157,13 +157,13 @@ fn draw_lanes(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
                     (LaneState::Waiting(reason), _) => format!("waiting ({reason})"),
                     (LaneState::Between(None), _) => "iteration ended".to_owned(),
                     (LaneState::Between(Some(state)), _) => format!("iteration ended ({state})"),
-                    (LaneState::Merging, _) => "merging".to_owned(),
+                    (LaneState::Merging, _) => queue_step(model, &lane.name),
                     (LaneState::SentBack(why), _) => format!("sent back: {why}"),
                 };
                 let until = lane.ended.unwrap_or(run.now);
                 let row = Row::new([
                     if selected { "›" } else { " " }.to_owned(),
-                    lane.name.clone(),
+                    short_name(&lane.name),
                     lane.task.clone().unwrap_or_default(),
                     lane.iteration.to_string(),
                     state,
@@ -179,26 +179,67 @@ fn draw_lanes(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
     };
     let widths = [
         Constraint::Length(1),
+        Constraint::Length(u16::try_from(NAME_WIDTH).unwrap_or(u16::MAX)),
         Constraint::Min(8),
-        Constraint::Min(8),
-        Constraint::Length(9),
+        Constraint::Length(4),
         Constraint::Min(16),
         Constraint::Length(8),
         Constraint::Length(8),
     ];
     let table = Table::new(rows, widths)
         .header(
-            Row::new(["", "loop", "task", "iteration", "state", "time", "cost"])
+            Row::new(["", "loop", "task", "iter", "state", "time", "cost"])
                 .style(Style::new().add_modifier(Modifier::BOLD)),
         )
         .block(Block::bordered().title(" loops "));
     frame.render_widget(table, area);
 }
 
+/// Where task `name` stands in the merge queue, in the loops table: `queued (2nd)`,
+/// `merging + checks`, `waiting on you` (a person's changes hold its landing).
+fn queue_step(model: &WatchModel, name: &str) -> String {
+    let Some(at) = model.queue.iter().position(|q| q.task == name) else {
+        return "merging".to_owned();
+    };
+    match model.queue[at].step.as_str() {
+        "queued" => format!("queued ({})", ordinal(at + 1)),
+        "merging" => "merging + checks".to_owned(),
+        // The queue's box names the files.
+        _ => "waiting on you".to_owned(),
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The longest loop name shown whole in the loops table.
+const NAME_WIDTH: usize = 14;
+
+/// A loop's name as the loops table shows it: a long task id (a checklist's is its title as a
+/// slug, then 8 hex digits) keeps its start and its end, which tells tasks apart; the title
+/// is in the next column.
+fn short_name(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= NAME_WIDTH {
+        return name.to_owned();
+    }
+    let head: String = chars[..NAME_WIDTH - 9].iter().collect();
+    let tail: String = chars[chars.len() - 8..].iter().collect();
+    format!("{head}…{tail}")
+}
+
 fn draw_log(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
     let lane = run.model.lanes.get(run.selected);
     let title = match lane.and_then(|l| l.log_file().map(|f| (l, f))) {
-        Some((lane, file)) => format!(" {}: {} ", lane.name, file.display()),
+        Some((lane, file)) => format!(" {}: {} ", short_name(&lane.name), file.display()),
         None => " log ".to_owned(),
     };
     let height = usize::from(area.height.saturating_sub(2));
@@ -356,6 +397,59 @@ mod tests {
             ]
         );
         assert_eq!(model.cost_usd(), Some(2.25));
+    }
+
+    /// Checklist tasks' ids are their titles as slugs: at 80 columns each lane is told apart
+    /// by the end of its id, its title beside it, and each queue step reads as it is.
+    #[test]
+    fn checklist_lanes_are_told_apart_at_80_columns_with_their_queue_steps() {
+        let lines = r#"{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":3,"tasks":[],"resumed":false}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"LANE_STARTED","task_id":"add-the-login-page-for-users-492743ba","title":"Add the login page for users","log_dir":".ralph/runs/l1","lane_run_id":"l1","returns":0}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"LANE_STARTED","task_id":"add-the-login-page-for-admins-a42fdb91","title":"Add the login page for admins","log_dir":".ralph/runs/l2","lane_run_id":"l2","returns":0}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"LANE_STARTED","task_id":"add-the-login-page-for-guests-0c1d2e3f","title":"Add the login page for guests","log_dir":".ralph/runs/l3","lane_run_id":"l3","returns":0}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"MERGE_QUEUED","task_id":"add-the-login-page-for-users-492743ba","position":1}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"MERGE_QUEUED","task_id":"add-the-login-page-for-admins-a42fdb91","position":2}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"MERGE_QUEUED","task_id":"add-the-login-page-for-guests-0c1d2e3f","position":3}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"MERGE_STARTED","task_id":"add-the-login-page-for-users-492743ba","base_commit":"a","branch_commit":"b"}
+{"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"MERGE_HELD","task_id":"add-the-login-page-for-guests-0c1d2e3f","files":["login.html"]}
+"#;
+        let model = WatchModel::from_parallel_events("p", &parallel_events(lines));
+        let screen = render(&Screen::Run(RunScreen {
+            model: &model,
+            selected: 0,
+            log: &[],
+            alive: true,
+            now: at(5),
+        }));
+        for (name, step) in [
+            ("add-t…492743ba", "merging + checks"),
+            ("add-t…a42fdb91", "queued (2nd)"),
+            ("add-t…0c1d2e3f", "waiting on you"),
+        ] {
+            assert!(
+                screen
+                    .lines()
+                    .any(|l| l.contains(name) && l.contains(step) && l.contains("Add the")),
+                "{name} {step}:\n{screen}"
+            );
+        }
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn names_keep_their_start_and_end_and_ordinals_their_suffix() {
+        assert_eq!(short_name("US-001"), "US-001");
+        assert_eq!(
+            short_name("write-the-signup-form-a42fdb91"),
+            "write…a42fdb91"
+        );
+        let ordinals: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22].map(ordinal).into();
+        assert_eq!(
+            ordinals,
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd"
+            ]
+        );
     }
 
     #[test]

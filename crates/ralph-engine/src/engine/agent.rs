@@ -39,13 +39,13 @@ impl Run {
         prompt: String,
         log: &mut IterationLog,
     ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
-        let (mut adapter, extra_args) = match &mut self.engine.adapter {
-            Some(make) => (make(), Vec::new()),
+        let (mut adapter, extra_args, format) = match &mut self.engine.adapter {
+            Some(make) => (make(), Vec::new(), None),
             None => {
                 let choice = self.builtin_output();
                 let mut extra_args = choice.extra_args.clone();
                 extra_args.extend(self.max_turns_args());
-                (choice.adapter(), extra_args)
+                (choice.adapter(), extra_args, Some(choice.format))
             }
         };
         let mut completion = self
@@ -80,7 +80,12 @@ impl Run {
             timeout: self.settings.timeout,
             kill_grace: self.engine.options.kill_grace,
         };
-        log.section("agent");
+        // The log keeps the agent's output as it came; its header names the built-in format it
+        // is in, so a reader (`ralph watch`) can show it as the terminal did.
+        log.section(&match format {
+            Some(format) if format != OutputFormat::Text => format!("agent ({})", format.name()),
+            _ => "agent".to_owned(),
+        });
         let pty = self.settings.pty;
         // On a terminal, colours or cursor moves inside a marker must not hide it.
         let mut scanners = match pty {
