@@ -89,6 +89,14 @@ fn squash_lands_each_task_as_one_commit_titled_after_it() {
     assert!(shared.contains("US-001 was here") && shared.contains("US-002 was here"));
     assert_eq!(p.events_of("MERGE_CONFLICT").len(), 1, "{:#?}", p.events());
     nothing_left_behind(dir);
+    // The report words the failed merge as failed, not as merged.
+    let report = p.run(&["report", "-o", "-"]);
+    let html = common::stdout(&report);
+    assert!(
+        html.contains("merge failed: a conflict in shared.txt"),
+        "{html}"
+    );
+    assert!(!html.contains("merged with the base"), "{html}");
 }
 
 #[test]

@@ -163,4 +163,20 @@ fn logs_of_a_parallel_run_show_and_follow_every_lane() {
     ralph_ok(&p, &["report", &id, "-o", report.to_str().unwrap()]);
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("alpha") && html.contains("beta"));
+    // Each lane is labelled by its number and title, with its last checks and its logs.
+    assert!(
+        html.contains(">1. alpha<title>") && html.contains(">2. beta<title>"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<span class=\"pass\">✓</span> <code>ls *.txt</code>")
+            .count(),
+        2,
+        "{html}"
+    );
+    let lanes = p.path().canonicalize().unwrap().join(".ralph/runs");
+    assert!(
+        html.contains(&format!("<a href=\"file://{}/", lanes.display())),
+        "{html}"
+    );
 }

@@ -3,18 +3,32 @@
 //! run's events in `.ralph/parallel/events.jsonl`. Each lane's own loop keeps its run folder;
 //! `ralph report <lane run id>` reports it in full.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use ralph_engine::run_folder::{self, CheckRecord, RunDir, RunRecord};
 use ralph_parallel::{ParallelEvent, ParallelEventKind};
 
 use super::{LABEL, LANE, STYLE, WIDTH, dur, escape};
 
-/// A parallel run's events, in the order they were written.
+/// A parallel run's events, in the order they were written, and what its lanes' loops' own
+/// run folders say.
 pub(crate) struct ParallelRun {
     run_id: String,
     events: Vec<ParallelEvent>,
+    /// Each lane's loop by its run id: where its logs are and its last checks.
+    loops: BTreeMap<String, LoopFolder>,
+}
+
+/// A lane's loop as its run folder tells it.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct LoopFolder {
+    /// Its run folder, absolute where it could be made so.
+    dir: PathBuf,
+    /// Its last `done_when` attempt's checks (none before the first).
+    checks: Vec<CheckRecord>,
 }
 
 impl ParallelRun {
@@ -33,7 +47,46 @@ impl ParallelRun {
             Some(prefix) => ralph_parallel::find_run(&all, Some(prefix))?,
         };
         let events: Vec<ParallelEvent> = all.into_iter().filter(|e| e.run_id == run_id).collect();
-        (!events.is_empty()).then_some(Self { run_id, events })
+        let loops = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ParallelEventKind::LaneStarted {
+                    lane_run_id,
+                    log_dir,
+                    ..
+                } => Some((lane_run_id.clone(), loop_folder(folder, log_dir))),
+                _ => None,
+            })
+            .collect();
+        (!events.is_empty()).then_some(Self {
+            run_id,
+            events,
+            loops,
+        })
+    }
+}
+
+/// The lane loop whose run folder is `log_dir` (as `LANE_STARTED` names it, relative to the
+/// folder the run was started in): where it is, and its last attempt's checks.
+fn loop_folder(folder: &Path, log_dir: &str) -> LoopFolder {
+    let dir = folder.join(log_dir);
+    let run = RunDir {
+        id: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: dir.canonicalize().unwrap_or(dir),
+    };
+    let events = run_folder::read_events(&run.events_path()).unwrap_or_default();
+    let record = RunRecord::from_events(&run.id, &events, None);
+    let checks = record
+        .attempts
+        .last()
+        .map(|a| a.checks.clone())
+        .unwrap_or_default();
+    LoopFolder {
+        dir: run.path,
+        checks,
     }
 }
 
@@ -52,6 +105,8 @@ struct Lane {
     /// (start, end, class, what) of each bar.
     bars: Vec<(u64, Option<u64>, &'static str, String)>,
     outcome: String,
+    /// Its latest loop's folder, as its run folder tells it.
+    latest: Option<LoopFolder>,
 }
 
 /// The whole report of a parallel run.
@@ -112,6 +167,7 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 let i = lane_of(&mut lanes, task);
                 lanes[i].title.clone_from(title);
                 lanes[i].loops.push(lane_run_id.clone());
+                lanes[i].latest = run.loops.get(lane_run_id).cloned();
             }
             ParallelEventKind::LaneIterationStarted { iteration, .. } => {
                 let i = lane_of(&mut lanes, task);
@@ -151,8 +207,9 @@ pub(crate) fn render(run: &ParallelRun) -> String {
             } => {
                 let i = lane_of(&mut lanes, task);
                 lanes[i].bars.push((t, None, "merging", "merge".to_owned()));
+                // Only a try: a conflict or a failing check follows when it fails.
                 let what = format!(
-                    "{} merged with the base at {}",
+                    "merging {} with the base at {}, then the checks",
                     escape(short(branch_commit)),
                     escape(short(base_commit))
                 );
@@ -170,7 +227,7 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 close(&mut lanes[i], t, "failed");
                 let files: Vec<String> = files.iter().map(|f| escape(f)).collect();
                 let what = format!(
-                    "conflict in {}; back to its loop (saved under {})",
+                    "merge failed: a conflict in {}; back to its loop (saved under {})",
                     files.join(", "),
                     escape(saved_ref)
                 );
@@ -191,7 +248,8 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                     })
                     .collect();
                 let what = format!(
-                    "check failed on the merged result: {}; back to its loop (saved under {})",
+                    "merge failed: a check failed on the merged result: {}; back to its loop \
+                     (saved under {})",
                     checks.join(", "),
                     escape(saved_ref)
                 );
@@ -283,8 +341,11 @@ fn timeline(html: &mut String, lanes: &[Lane], total: u64) {
         let task = escape(&lane.task);
         let _ = writeln!(
             html,
-            "<g class=\"lane\" data-task=\"{task}\"><text x=\"4\" y=\"{:.1}\">{task}</text>",
-            y + 14.0
+            "<g class=\"lane\" data-task=\"{task}\"><text x=\"4\" y=\"{:.1}\">{}<title>{task}: \
+             {}</title></text>",
+            y + 14.0,
+            escape(&label(row, lane)),
+            escape(&lane.title),
         );
         for (from, to, class, what) in &lane.bars {
             let to = to.unwrap_or(total);
@@ -313,21 +374,46 @@ fn timeline(html: &mut String, lanes: &[Lane], total: u64) {
     );
 }
 
+/// Characters of a title a timeline label holds, its number aside.
+const LABEL_CHARS: usize = 11;
+
+/// A lane's label on the timeline: its number in the table and the start of its title (the id
+/// without one). Numbered, since titles (and a checklist's ids, made from them) often start
+/// alike.
+fn label(row: usize, lane: &Lane) -> String {
+    let name = match lane.title.is_empty() {
+        true => &lane.task,
+        false => &lane.title,
+    };
+    let mut short: String = name.chars().take(LABEL_CHARS).collect();
+    if name.chars().count() > LABEL_CHARS {
+        short.push('…');
+    }
+    format!("{}. {short}", row + 1)
+}
+
 fn lane_table(html: &mut String, lanes: &[Lane]) {
     html.push_str(
-        "<table class=\"lanes\"><tr><th>task</th><th>title</th><th>loops (run ids: \
-         <code>ralph report ID</code>)</th><th>iterations</th><th>cost</th><th>outcome</th></tr>\n",
+        "<table class=\"lanes\"><tr><th>#</th><th>task</th><th>title</th><th>loops (run ids: \
+         <code>ralph report ID</code>)</th><th>iterations</th><th>cost</th><th>last checks</th>\
+         <th>outcome</th></tr>\n",
     );
-    for lane in lanes {
+    for (row, lane) in lanes.iter().enumerate() {
         let loops: Vec<String> = lane.loops.iter().map(|l| escape(l)).collect();
         let outcome = match lane.outcome.as_str() {
             "" if lane.loops.is_empty() => "did not start",
             "" => "running, or stopped",
             o => o,
         };
+        let (checks, logs) = match &lane.latest {
+            Some(latest) => (checks_cell(&latest.checks), logs_link(&latest.dir)),
+            None => (String::new(), String::new()),
+        };
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>${:.2}</td><td>{outcome}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{logs}</td><td>{}</td><td>${:.2}</td>\
+             <td>{checks}</td><td>{outcome}</td></tr>",
+            row + 1,
             escape(&lane.task),
             escape(&lane.title),
             loops.join("<br>"),
@@ -336,6 +422,48 @@ fn lane_table(html: &mut String, lanes: &[Lane]) {
         );
     }
     html.push_str("</table>\n");
+}
+
+/// A loop's last checks: each command, passed or failed, a failure's last line of output.
+fn checks_cell(checks: &[CheckRecord]) -> String {
+    if checks.is_empty() {
+        return "none run".to_owned();
+    }
+    let lines: Vec<String> = checks
+        .iter()
+        .map(|check| {
+            let command = escape(&check.command);
+            match (
+                check.passed,
+                check.last_lines.iter().rev().find(|l| !l.trim().is_empty()),
+            ) {
+                (true, _) => format!("<span class=\"pass\">✓</span> <code>{command}</code>"),
+                (false, Some(line)) => format!(
+                    "<span class=\"fail\">✗</span> <code>{command}</code>: {}",
+                    escape(line.trim())
+                ),
+                (false, None) => format!("<span class=\"fail\">✗</span> <code>{command}</code>"),
+            }
+        })
+        .collect();
+    lines.join("<br>")
+}
+
+/// A link to a loop's run folder (its iteration logs and prompts), opened from the machine the
+/// report was written on.
+fn logs_link(dir: &Path) -> String {
+    let path = dir.to_string_lossy();
+    let href: String = path
+        .chars()
+        .map(|c| match c {
+            ' ' => "%20".to_owned(),
+            '#' => "%23".to_owned(),
+            '?' => "%3F".to_owned(),
+            '%' => "%25".to_owned(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("<br><a href=\"file://{}\">logs</a>", escape(&href))
 }
 
 fn queue_table(html: &mut String, rows: &[(u64, String, String, String)]) {
