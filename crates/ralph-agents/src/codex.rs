@@ -196,18 +196,23 @@ mod tests {
     }
 
     /// Codex's usage limit is the adapter's rate limit, read from Codex's own error (not the
-    /// output's tail), with the next 9:58 PM as its reset.
+    /// output's tail), with the next 9:58 PM as its reset. "Now" is today's noon, local time:
+    /// the real clock would make the test depend on the hour it runs at (in the hour after
+    /// 9:58 PM the time is taken as just passed).
     #[test]
     fn a_usage_limit_is_a_rate_limit_with_the_time_codex_names() {
-        let now = std::time::SystemTime::now();
+        let noon = jiff::Zoned::now()
+            .date()
+            .to_datetime(jiff::civil::time(12, 0, 0, 0))
+            .to_zoned(jiff::tz::TimeZone::system())
+            .unwrap();
+        let now = std::time::SystemTime::from(noon.timestamp());
         let limit =
             testing::rate_limit_after(CodexJsonAdapter::new(), "codex", "usage-limit.jsonl", now)
                 .unwrap();
         let reset = limit.reset.unwrap().duration_since(now).unwrap();
-        assert!(
-            reset <= std::time::Duration::from_secs(24 * 3600),
-            "{reset:?}"
-        );
+        // 9:58 PM is written to the minute: the limit may last to its end.
+        assert_eq!(reset, std::time::Duration::from_secs(9 * 3600 + 59 * 60));
     }
 
     /// Codex 0.171 reconnecting a dropped stream (recorded): a retry, not the run's error.
