@@ -30,7 +30,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ralph_engine::interrupts::{Interrupts, Phase, Response};
-use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, new_run_id};
+use ralph_engine::{
+    Engine, EngineOptions, Event, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
+};
 use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
 use tokio::sync::mpsc;
 
@@ -126,6 +128,14 @@ pub enum ParallelError {
     /// Escalation's git refused.
     #[error(transparent)]
     EscalationGit(#[from] ralph_escalation::GitError),
+    /// A lane's worktree is held by another ralph run started there.
+    #[error("{}: {source}", .worktree.display())]
+    LaneHeld {
+        /// The lane's folder in its worktree.
+        worktree: PathBuf,
+        /// The lock that refused.
+        source: ralph_engine::lock::LockError,
+    },
 }
 
 /// Builds the run's task list with its relative paths taken from the given folder: the one
@@ -273,6 +283,10 @@ struct LaneSpec {
     task: Option<LaneTask>,
     config: ralph_engine::frontmatter::Config,
     opening: ralph_escalation::Options,
+    /// The lane's loop: its folder in the worktree, run id and log folder.
+    options: EngineOptions,
+    /// The parallel run's id, named by the lane's hold on its folder.
+    parallel_run_id: String,
 }
 
 /// A lane ready to start.
@@ -281,6 +295,13 @@ struct Prepared {
     config: ralph_engine::frontmatter::Config,
     worktree: PathBuf,
     branch: String,
+    options: EngineOptions,
+    /// The lane's folder, held as one loop holds its own: a `ralph run` started there while
+    /// the lane runs is refused, naming the parallel run, so a landing never removes a folder
+    /// another run writes its logs in.
+    claim: FolderClaim,
+    /// The worktree's repository lock, as one loop's CLI takes it, held with the claim.
+    repository_lock: Option<ralph_engine::lock::RunLock>,
 }
 
 impl LaneSpec {
@@ -335,6 +356,15 @@ impl LaneSpec {
                 return Err(err);
             }
         }
+        let held = |source| ParallelError::LaneHeld {
+            worktree: self.options.cwd.clone(),
+            source,
+        };
+        // Before story mode opens, which may already save or revert: as one loop does.
+        let claim = FolderClaim::take_lane(&self.options, &self.parallel_run_id).map_err(held)?;
+        let repository_lock =
+            ralph_escalation::lock_repository(&self.options.cwd, &self.config, claim.holder())
+                .map_err(held)?;
         if let Some(task) = &self.task {
             std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
                 path: self.lane_dir.clone(),
@@ -358,6 +388,9 @@ impl LaneSpec {
             config: self.config,
             worktree: self.worktree,
             branch: self.branch,
+            options: self.options,
+            claim,
+            repository_lock,
         })
     }
 }
@@ -995,6 +1028,11 @@ impl Parallel {
             self.resumed.iter().any(|r| r == id) && lane_dir.join(LANE_TASK_FILE).exists();
         self.resumed.retain(|r| r != id);
         let (config, opening) = self.lane_escalation(id, &self.worktree(id));
+        let mut options = self.options.engine.clone();
+        options.cwd = self.worktree(id).join(&self.cwd_rel);
+        options.run_id = new_run_id();
+        options.log_dir = Some(self.options.log_root.join(&options.run_id));
+        options.resume = None;
         let spec = LaneSpec {
             top: self.repo.top.clone(),
             worktree: self.worktree(id),
@@ -1005,6 +1043,8 @@ impl Parallel {
             task: (!resumed).then_some(task),
             config,
             opening,
+            options,
+            parallel_run_id: self.options.run_id.clone(),
         };
         self.lanes.insert(
             id.to_owned(),
@@ -1040,6 +1080,9 @@ impl Parallel {
             config,
             worktree,
             branch,
+            mut options,
+            claim,
+            repository_lock,
         } = match prepared {
             Ok(prepared) => prepared,
             Err(ParallelError::Escalation(err)) => {
@@ -1056,7 +1099,7 @@ impl Parallel {
             // before (sent back by the queue, resumed) keeps its record for `--resume`.
             if self.record(id).run_id.is_none() {
                 self.session.lanes.remove(id);
-                drop(escalation);
+                drop((escalation, claim, repository_lock));
                 self.retire(id)?;
             } else {
                 self.record(id).state = LaneState::Stopped;
@@ -1065,7 +1108,6 @@ impl Parallel {
             return self.save();
         }
         let record = self.record(id).clone();
-        let mut options = self.options.engine.clone();
         options.file.config = config;
         if let Some(conflict) = &record.conflict {
             escalation.set_conflict(conflict.clone());
@@ -1073,15 +1115,11 @@ impl Parallel {
                 options.file.body.push_str("\n\n{{ story.conflict }}\n");
             }
         }
-        options.cwd = worktree.join(&self.cwd_rel);
-        options.run_id = new_run_id();
-        options.log_dir = Some(self.options.log_root.join(&options.run_id));
         // The run counts the budgets, over every lane.
         options.file.config.max_cost = None;
         options.file.config.max_runtime = None;
         options.overrides.max_cost = None;
         options.overrides.max_runtime = None;
-        options.resume = None;
         // The lane's prompt may carry the conflict; RALPH.md edits reach the next lane.
         options.reload = false;
         // A sweep at the end of one lane's iteration would take the other lanes' git for
@@ -1090,7 +1128,7 @@ impl Parallel {
         let lane_run_id = options.run_id.clone();
         let log_dir = options.log_dir.clone().unwrap_or_default();
         let mut engine = Engine::new(options);
-        engine.set_task_source(escalation);
+        engine.set_task_source(escalation).set_folder_claim(claim);
         let (interrupts, lane_interrupts) = mpsc::unbounded_channel();
         engine.interrupts(lane_interrupts);
         let mut handle = engine.spawn();
@@ -1100,7 +1138,9 @@ impl Parallel {
             while let Some(event) = handle.next_event().await {
                 let _ = tx.send(LaneMessage::Event(task_id.clone(), Box::new(event)));
             }
-            let _ = tx.send(LaneMessage::Ended(task_id, handle.wait().await));
+            let ended = handle.wait().await;
+            drop(repository_lock);
+            let _ = tx.send(LaneMessage::Ended(task_id, ended));
         });
         if let Some(lane) = self.lanes.get_mut(id) {
             lane.interrupts = Some(interrupts);
