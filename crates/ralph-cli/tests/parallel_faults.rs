@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use common::parallel::{READ_PROMPT, nothing_left_behind, passes, repo, wait_for_file};
-use common::{code, stderr};
+use common::{When, code, git, killing_git, show, stderr};
 
 /// An agent that says it started (`<marks>/<story>.started`), waits for `<marks>/release`
 /// (10 s at most), then does its story.
@@ -54,4 +54,41 @@ fn a_ralph_run_started_in_a_running_lanes_worktree_is_refused_naming_the_paralle
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(passes(dir, "HEAD", "US-001"), true);
     nothing_left_behind(dir);
+}
+
+#[test]
+fn a_lane_killed_before_its_worktree_was_checked_out_is_made_again_and_its_task_runs() {
+    // Right after `git worktree add --no-checkout`, and as its checkout starts.
+    for (word, when) in [("worktree", When::After), ("reset", When::Before)] {
+        let case = format!("{word} {when:?}");
+        let agent = format!("{READ_PROMPT}echo ok > \"$story.txt\"\n");
+        let p = repo(&agent, CHECK, &["US-001"], &[]);
+        let dir = p.path();
+        let bin = tempfile::tempdir().unwrap();
+        let path_env = killing_git(bin.path(), word, 1, when);
+        std::fs::write(bin.path().join("armed"), "").unwrap();
+        let out = p
+            .ralph(&["run", "--parallel", "1"])
+            .env("PATH", &path_env)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            bin.path().join("killed").exists() && out.status.code().is_none(),
+            "{case}: killed making the worktree: {}",
+            stderr(&out)
+        );
+        assert!(dir.join(".ralph/worktrees/US-001").exists(), "{case}");
+
+        let out = p.run(&["run", "--parallel", "1", "--resume"]);
+        assert_eq!(code(&out), 0, "{case}: {}", stderr(&out));
+        assert_eq!(passes(dir, "HEAD", "US-001"), true, "{case}");
+        assert!(
+            show(dir, "HEAD", "US-001.txt").is_some(),
+            "{case}: its agent ran"
+        );
+        let history = git(dir, &["log", "--format=%s", "main"]);
+        assert!(!history.contains("blocked"), "{case}: {history}");
+        nothing_left_behind(dir);
+    }
 }

@@ -45,6 +45,38 @@ fn output(
     child.wait_with_output().map_err(failed)
 }
 
+/// How much of a lane's worktree a kill let `git worktree add --no-checkout` and the checkout
+/// after it make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HalfMade {
+    /// Whole, or not there at all.
+    No,
+    /// The folder is there but not the `.git` file that makes it a worktree: git in it would
+    /// work on the main worktree's repository.
+    NotRegistered,
+    /// Added, but its checkout never finished: no index (the checkout writes it last), so
+    /// every file reads as deleted.
+    NotCheckedOut,
+}
+
+/// What a kill left of the worktree at `worktree` (see [`HalfMade`]).
+pub(crate) fn half_made(worktree: &Path) -> Result<HalfMade, ParallelError> {
+    if !worktree.exists() {
+        return Ok(HalfMade::No);
+    }
+    if !worktree.join(".git").is_file() {
+        return Ok(HalfMade::NotRegistered);
+    }
+    let index = run(
+        worktree,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    )?;
+    Ok(match Path::new(&index).exists() {
+        true => HalfMade::No,
+        false => HalfMade::NotCheckedOut,
+    })
+}
+
 /// `git args` in `dir`, which must succeed: its stdout, trimmed.
 pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<String, ParallelError> {
     run_with(dir, args, &[], None)

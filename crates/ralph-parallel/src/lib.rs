@@ -44,6 +44,7 @@ pub use tasks::{Task, TaskState, startable, tasks_from_list};
 
 use lane_list::{LaneList, LaneTask};
 
+use git::HalfMade;
 use queue::{Merged, Moved, Repo};
 pub use session::LaneState;
 use session::{JournaledStep, LaneRecord, MergeJournal, PendingBlock, Session};
@@ -317,8 +318,15 @@ impl LaneSpec {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
+        let wt = self.worktree.to_string_lossy().into_owned();
+        let half_made = git::half_made(&self.worktree)?;
+        if half_made == HalfMade::NotRegistered {
+            // Killed inside `git worktree add`: nothing of the task's is there yet.
+            let _adding = adding();
+            let _ = std::fs::remove_dir_all(&self.worktree);
+            git::run(&self.top, &["worktree", "prune"])?;
+        }
         if !self.worktree.exists() {
-            let wt = self.worktree.to_string_lossy().into_owned();
             let branch_ref = format!("refs/heads/{}", self.branch);
             let new_branch = git::rev(&self.top, &branch_ref)?.is_none();
             {
@@ -355,6 +363,10 @@ impl LaneSpec {
                 }
                 return Err(err);
             }
+        } else if half_made == HalfMade::NotCheckedOut {
+            // Killed between the add and its checkout: the checkout is done now, as it would
+            // have been then (no agent ran there, there is nothing to keep).
+            git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"])?;
         }
         let held = |source| ParallelError::LaneHeld {
             worktree: self.options.cwd.clone(),
@@ -843,7 +855,8 @@ impl Parallel {
     /// then what the kill left uncommitted saved and the worktree put back to its branch.
     fn clean_killed_lane(&mut self, id: &str) -> Result<(), ParallelError> {
         let worktree = self.worktree(id);
-        if !worktree.exists() {
+        // One a kill left half made is finished as the lane starts: no agent ran there.
+        if !worktree.exists() || git::half_made(&worktree)? != HalfMade::No {
             return Ok(());
         }
         let (config, opening) = self.lane_escalation(id, &worktree);
