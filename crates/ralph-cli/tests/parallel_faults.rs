@@ -92,3 +92,28 @@ fn a_lane_killed_before_its_worktree_was_checked_out_is_made_again_and_its_task_
         nothing_left_behind(dir);
     }
 }
+
+#[test]
+fn temporary_indexes_a_killed_run_left_are_removed_at_the_next_start_and_a_live_runs_kept() {
+    let agent = format!("{READ_PROMPT}echo ok > \"$story.txt\"\n");
+    let p = repo(&agent, CHECK, &["US-001"], &[]);
+    let dir = p.path();
+    // A process that is gone, as a killed ralph is; and one that runs (this test).
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let stale = dir.join(format!(".git/ralph-parallel-index-{}-0", gone.id()));
+    let stale_lock = dir.join(format!(".git/ralph-parallel-index-{}-1.lock", gone.id()));
+    let live = dir.join(format!(
+        ".git/ralph-parallel-index-{}-0",
+        std::process::id()
+    ));
+    for file in [&stale, &stale_lock, &live] {
+        std::fs::write(file, "index").unwrap();
+    }
+
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stale.exists() && !stale_lock.exists());
+    assert!(live.exists(), "a running process's index is its own");
+    nothing_left_behind(dir);
+}

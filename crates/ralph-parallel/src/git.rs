@@ -173,6 +173,31 @@ pub(crate) fn object(top: &Path, spec: &str) -> Result<Option<Vec<u8>>, Parallel
     Ok(out.status.success().then_some(out.stdout))
 }
 
+/// The temporary indexes' file name, before the pid of the ralph that made them.
+const INDEX_PREFIX: &str = "ralph-parallel-index-";
+
+/// Removes from the common git dir `common` the temporary indexes (and their locks) of ralphs
+/// no longer running: a kill mid-commit leaves them.
+pub(crate) fn remove_stale_indexes(common: &Path) {
+    let Ok(entries) = std::fs::read_dir(common) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(INDEX_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !ralph_process::process_exists(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A commit on top of `parent` whose tree is `parent`'s with each `(path, bytes)` of `files`
 /// (none: the same tree), built in a temporary index: no worktree is touched.
 pub(crate) fn commit_files(
@@ -182,7 +207,7 @@ pub(crate) fn commit_files(
     message: &str,
 ) -> Result<String, ParallelError> {
     let index = common_dir(top)?.join(format!(
-        "ralph-parallel-index-{}-{}",
+        "{INDEX_PREFIX}{}-{}",
         std::process::id(),
         INDEXES.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));

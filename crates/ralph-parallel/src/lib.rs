@@ -664,6 +664,7 @@ impl Parallel {
         options.log_root = cwd.join(&options.log_root);
         let state_dir = top.join(".ralph").join("parallel");
         exclude_ralph_folder(&common)?;
+        git::remove_stale_indexes(&common);
 
         let events_path = state_dir.join("events.jsonl");
         std::fs::create_dir_all(&state_dir).map_err(|source| ParallelError::Io {

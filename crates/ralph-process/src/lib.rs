@@ -87,6 +87,20 @@ pub enum InterruptSignal {
     Cancel,
 }
 
+/// Whether process `pid` exists (a zombie counts, and a process of another user): a file a
+/// process named after its own pid is stale once this is false.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// The `PWD` a child started in `dir` gets: `dir` absolute, without `.` or `..`, and the
 /// person's own name for it (ralph's `PWD`, through a link) where that names the same folder.
 ///
