@@ -117,3 +117,120 @@ fn temporary_indexes_a_killed_run_left_are_removed_at_the_next_start_and_a_live_
     assert!(live.exists(), "a running process's index is its own");
     nothing_left_behind(dir);
 }
+
+/// Whether `pid` is a live process (a zombie waiting for its reaper is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        state != Some('Z')
+    })
+}
+
+/// The pid `<marks>/<name>` holds, once written.
+fn pid_in(marks: &Path, name: &str) -> i32 {
+    let path = marks.join(name);
+    wait_for_file(&path);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(&path).unwrap().trim().parse() {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "{name} never written");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Kills what a failed test left running.
+struct Cleanup(Vec<i32>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            common::kill_if_running(pid as u32);
+        }
+    }
+}
+
+/// Starts a daemon in a session of its own (`<marks>/<story>.daemon`) and one out of a double
+/// fork (`<marks>/<story>.fork`), both running for a minute, then waits for their pids.
+const DAEMONS: &str = "setsid sh -c \"echo \\$\\$ > $m/$story.daemon; exec sleep 60\" </dev/null >/dev/null 2>&1 &\n\
+     (sh -c \"echo \\$\\$ > $m/$story.fork; exec sleep 60\" </dev/null >/dev/null 2>&1 &)\n\
+     while [ ! -s $m/$story.daemon ] || [ ! -s $m/$story.fork ]; do sleep 0.01; done\n";
+
+#[cfg(target_os = "linux")]
+#[test]
+fn daemons_a_lanes_agent_starts_end_with_its_lane_and_never_with_another() {
+    let marks = tempfile::tempdir().unwrap();
+    // US-002 runs on until US-001's lane is over and says whether US-001's daemon and its own
+    // were still running then.
+    let agent = format!(
+        "{READ_PROMPT}m={m}\n{DAEMONS}\
+         if [ \"$story\" = US-002 ]; then\n\
+           while [ ! -s $m/US-001.daemon ]; do sleep 0.01; done\n\
+           i=0; while kill -0 $(cat $m/US-001.daemon) 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.01; done\n\
+           kill -0 $(cat $m/US-001.daemon) 2>/dev/null && echo alive > $m/US-001.seen || echo gone > $m/US-001.seen\n\
+           kill -0 $(cat $m/US-002.daemon) 2>/dev/null && echo alive > $m/US-002.seen || echo gone > $m/US-002.seen\n\
+         fi\n\
+         echo ok > \"$story.txt\"\n",
+        m = marks.path().display()
+    );
+    let p = repo(&agent, CHECK, &["US-001", "US-002"], &[]);
+    let out = p.run(&["run", "--parallel", "2"]);
+    let pids: Vec<i32> = [
+        "US-001.daemon",
+        "US-001.fork",
+        "US-002.daemon",
+        "US-002.fork",
+    ]
+    .iter()
+    .map(|name| pid_in(marks.path(), name))
+    .collect();
+    let _cleanup = Cleanup(pids.clone());
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seen = |name: &str| std::fs::read_to_string(marks.path().join(name)).unwrap();
+    assert_eq!(
+        seen("US-001.seen"),
+        "gone\n",
+        "US-001's daemon ended with its lane"
+    );
+    assert_eq!(
+        seen("US-002.seen"),
+        "alive\n",
+        "not with another lane's end"
+    );
+    for pid in pids {
+        assert!(!alive(pid), "{pid} outlived the run");
+    }
+    nothing_left_behind(p.path());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn daemons_of_an_ended_lane_and_a_running_lanes_agent_end_when_ralph_is_killed() {
+    let marks = tempfile::tempdir().unwrap();
+    // US-001 leaves daemons and passes; US-002's agent then runs until ralph is killed.
+    let agent = format!(
+        "{READ_PROMPT}m={m}\n\
+         if [ \"$story\" = US-002 ]; then echo $$ > $m/agent; exec sleep 60; fi\n\
+         {DAEMONS}echo ok > \"$story.txt\"\n",
+        m = marks.path().display()
+    );
+    let p = repo(&agent, CHECK, &["US-001", "US-002"], &[]);
+    let mut ralph = p.spawn(&["run", "--parallel", "1"]);
+    let pids: Vec<i32> = ["US-001.daemon", "US-001.fork", "agent"]
+        .iter()
+        .map(|name| pid_in(marks.path(), name))
+        .collect();
+    let _cleanup = Cleanup(pids.clone());
+    common::send_signal(ralph.id(), libc::SIGKILL);
+    ralph.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pids.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for pid in pids {
+        assert!(!alive(pid), "{pid} outlived ralph");
+    }
+}

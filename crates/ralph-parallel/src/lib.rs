@@ -222,6 +222,8 @@ enum LaneMessage {
     Prepared(String, Box<Result<Prepared, ParallelError>>),
     Event(String, Box<Event>),
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
+    /// What the sweep at a lane's end has to say (what it ended).
+    Swept(String, Vec<String>),
 }
 
 /// The merge queue's step under way (a landing or a block): the task and what it gave.
@@ -531,6 +533,9 @@ pub async fn run(
     mut interrupts: mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> Result<ParallelOutcome, ParallelError> {
     let (lane_tx, mut lane_rx) = mpsc::unbounded_channel();
+    // One watchdog, and so one run token, for every lane and check of the run: a ralph killed
+    // between two lanes' loops still has what they left running ended.
+    let containment = ralph_process::Containment::start(false);
     let mut this = Parallel::open(options, sinks, lane_tx)?;
     let started = Instant::now();
     let mut step: Option<QueueStep> = None;
@@ -594,6 +599,15 @@ pub async fn run(
                     sink.tick(&this.board);
                 }
             }
+        }
+    }
+    // Whatever a lane or a queue's check left running, out of the lanes' sweeps' reach.
+    if let Some(token) = containment.run_token() {
+        let grace = this.options.engine.kill_grace;
+        for warning in
+            ralph_process::end_carriers(ralph_process::RUN_TOKEN_VAR, &token, grace).await
+        {
+            this.warn(None, warning);
         }
     }
     this.finish()
@@ -1140,6 +1154,7 @@ impl Parallel {
         // strays (see docs/parallel.md); process groups and the watchdog still apply.
         options.subreaper = false;
         let lane_run_id = options.run_id.clone();
+        let (sweep_id, grace) = (lane_run_id.clone(), options.kill_grace);
         let log_dir = options.log_dir.clone().unwrap_or_default();
         let mut engine = Engine::new(options);
         engine.set_task_source(escalation).set_folder_claim(claim);
@@ -1153,6 +1168,13 @@ impl Parallel {
                 let _ = tx.send(LaneMessage::Event(task_id.clone(), Box::new(event)));
             }
             let ended = handle.wait().await;
+            // Lanes have no subreaper sweep: what the lane's processes left running (a daemon
+            // out of its group and of ralph's tree) is found by the run id its environment
+            // carries, which no other lane's process and none of the coordinator's git has.
+            let swept = ralph_process::end_carriers("RALPH_RUN_ID", &sweep_id, grace).await;
+            if !swept.is_empty() {
+                let _ = tx.send(LaneMessage::Swept(task_id.clone(), swept));
+            }
             drop(repository_lock);
             let _ = tx.send(LaneMessage::Ended(task_id, ended));
         });
@@ -1237,6 +1259,11 @@ impl Parallel {
                 }
             }
             LaneMessage::Ended(id, outcome) => self.lane_ended(&id, outcome)?,
+            LaneMessage::Swept(id, warnings) => {
+                for warning in warnings {
+                    self.warn(Some(&id), warning);
+                }
+            }
             LaneMessage::Prepared(id, prepared) => self.lane_prepared(&id, *prepared)?,
         }
         Ok(())

@@ -35,6 +35,7 @@ pub mod pty;
 mod supervisor;
 mod watchdog;
 
+pub use descendants::end_carriers;
 pub use program::find_on_path;
 pub use pty::{PtySize, PtyTerminal};
 use supervisor::{Read, Reader, Supervisor};
@@ -461,6 +462,9 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// The environment variable every process ralph starts carries, holding its runs' tokens.
+pub const RUN_TOKEN_VAR: &str = watchdog::TOKEN_VAR;
+
 /// What keeps a run's processes from outliving it, held for the length of the run.
 #[derive(Debug)]
 pub struct Containment {
@@ -492,6 +496,14 @@ impl Containment {
             _watchdog: watchdog,
             warning,
         }
+    }
+
+    /// The run's own token, one of the `:`-separated parts of [`RUN_TOKEN_VAR`] in the
+    /// environment of every process started while this containment holds the watchdog (and of
+    /// whatever they start): for [`end_carriers`]. `None` without a watchdog.
+    pub fn run_token(&self) -> Option<String> {
+        let token = &self._watchdog.as_ref()?.token;
+        token.rsplit(':').next().map(str::to_owned)
     }
 
     /// Why the watchdog could not start, once.
