@@ -234,3 +234,30 @@ fn daemons_of_an_ended_lane_and_a_running_lanes_agent_end_when_ralph_is_killed()
         assert!(!alive(pid), "{pid} outlived ralph");
     }
 }
+
+#[test]
+fn a_depends_on_of_one_id_not_in_a_list_is_waited_for() {
+    let agent = format!("{READ_PROMPT}sleep 0.3\necho ok > \"$story.txt\"\n");
+    let p = repo(&agent, CHECK, &["US-001", "US-002"], &[]);
+    let dir = p.path();
+    let prd = std::fs::read_to_string(dir.join("prd.json")).unwrap();
+    let mut prd: serde_json::Value = serde_json::from_str(&prd).unwrap();
+    prd["userStories"][1]["dependsOn"] = "US-001".into();
+    std::fs::write(dir.join("prd.json"), prd.to_string()).unwrap();
+    common::commit_all(dir, "US-002 depends on US-001");
+
+    let out = p.run(&["run", "--parallel", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events = p.events();
+    let at = |kind: &str, id: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == kind && e["task_id"] == id)
+            .unwrap_or_else(|| panic!("no {kind} of {id}: {events:#?}"))
+    };
+    assert!(
+        at("TASK_LANDED", "US-001") < at("LANE_STARTED", "US-002"),
+        "US-002 started after US-001 landed: {events:#?}"
+    );
+    nothing_left_behind(dir);
+}
