@@ -261,3 +261,48 @@ fn a_depends_on_of_one_id_not_in_a_list_is_waited_for() {
     );
     nothing_left_behind(dir);
 }
+
+#[test]
+fn commits_a_lanes_agent_drops_by_rewriting_its_history_are_saved_under_a_ref() {
+    let marks = tempfile::tempdir().unwrap();
+    // First iteration: a commit of its own, and no work, so the check fails. Second: that
+    // commit thrown away with `git reset --hard`, and the work done.
+    let agent = format!(
+        "{READ_PROMPT}m={m}\n\
+         if [ ! -e $m/drafted ]; then\n\
+           git rev-parse HEAD > $m/drafted\n\
+           echo draft > draft.txt; git add draft.txt; git -c user.name=a -c user.email=a@b commit -qm draft\n\
+         else\n\
+           git reset -q --hard \"$(cat $m/drafted)\"\n\
+           echo ok > \"$story.txt\"\n\
+         fi\n",
+        m = marks.path().display()
+    );
+    let p = repo(&agent, CHECK, &["US-001"], &[]);
+    let dir = p.path();
+    let out = p.run(&["run", "--parallel", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(passes(dir, "HEAD", "US-001"), true);
+    nothing_left_behind(dir);
+    let saved = git(
+        dir,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/ralph/attempts/US-001/",
+        ],
+    );
+    assert!(
+        saved
+            .lines()
+            .any(|r| show(dir, r, "draft.txt").is_some_and(|d| d == b"draft\n")),
+        "the dropped commit is kept: {saved:?}"
+    );
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("rewrote its branch's history"))),
+        "{warnings:#?}"
+    );
+}

@@ -271,6 +271,8 @@ struct Lane {
     /// Its loop's interrupts; `None` while it gets ready.
     interrupts: Option<mpsc::UnboundedSender<InterruptSignal>>,
     view: LaneView,
+    /// Its branch's commit when its loop started or last ended an iteration.
+    tip: Option<String>,
 }
 
 /// What making a lane ready needs, off the runtime's thread.
@@ -1085,6 +1087,7 @@ impl Parallel {
                     started: Instant::now(),
                     cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
                 },
+                tip: None,
             },
         );
         self.record(id).state = LaneState::Running;
@@ -1178,8 +1181,10 @@ impl Parallel {
             drop(repository_lock);
             let _ = tx.send(LaneMessage::Ended(task_id, ended));
         });
+        let tip = git::rev(&self.repo.top, &format!("refs/heads/{branch}"))?;
         if let Some(lane) = self.lanes.get_mut(id) {
             lane.interrupts = Some(interrupts);
+            lane.tip = tip;
         }
         let title = self.title(id);
         let record = self.record(id);
@@ -1196,6 +1201,51 @@ impl Parallel {
             log_dir: log_dir.display().to_string(),
             returns,
         });
+        Ok(())
+    }
+
+    /// An agent that rewrote its lane's history (`git reset --hard HEAD~1`, `commit --amend`)
+    /// left the commits it dropped in the worktree's reflog alone, which goes with the
+    /// worktree: the branch's earlier commit, reachable from no ref any more, is saved under
+    /// `refs/ralph/attempts/<id>/<n>`. A revert of the lane's own loop saved its commit already.
+    fn keep_dropped_commits(&mut self, id: &str) -> Result<(), ParallelError> {
+        let branch = format!("refs/heads/{}", git::branch_name(id));
+        let Some(tip) = git::rev(&self.repo.top, &branch)? else {
+            return Ok(());
+        };
+        let Some(before) = self
+            .lanes
+            .get_mut(id)
+            .and_then(|lane| lane.tip.replace(tip.clone()))
+            .filter(|before| *before != tip)
+        else {
+            return Ok(());
+        };
+        let (kept, _) = git::attempt(
+            &self.repo.top,
+            &["merge-base", "--is-ancestor", &before, &tip],
+        )?;
+        let reachable = || -> Result<bool, ParallelError> {
+            let refs = git::run(
+                &self.repo.top,
+                &[
+                    "for-each-ref",
+                    "--count=1",
+                    "--format=%(refname)",
+                    "--contains",
+                    &before,
+                ],
+            )?;
+            Ok(!refs.is_empty())
+        };
+        if kept || reachable()? {
+            return Ok(());
+        }
+        let saved = self.repo.save_commit(id, &before)?;
+        self.warn(
+            Some(id),
+            format!("its agent rewrote its branch's history: the commits it dropped are saved under {saved}"),
+        );
         Ok(())
     }
 
@@ -1225,6 +1275,7 @@ impl Parallel {
                         });
                     }
                     Some("ITERATION_ENDED") => {
+                        self.keep_dropped_commits(&id)?;
                         let cost = value["usage"]["cost_usd"].as_f64().filter(|c| *c > 0.0);
                         let state = value["state"].as_str().map(str::to_owned);
                         if let Some(cost) = cost {
