@@ -34,7 +34,19 @@ impl FolderClaim {
     /// Refused with [`LockError::Held`] while another run holds either, naming it.
     pub fn take(options: &EngineOptions) -> Result<Self, LockError> {
         let folder = session::canonical_folder(&options.cwd);
-        let holder = LockHolder::this_process(&options.run_id, &folder);
+        Self::take_as(options, LockHolder::this_process(&options.run_id, &folder))
+    }
+
+    /// Claims `options.cwd`, as [`FolderClaim::take`] does, for a lane of the parallel run
+    /// `parallel_run_id`: a loop refused there is told which parallel run holds the folder.
+    pub fn take_lane(options: &EngineOptions, parallel_run_id: &str) -> Result<Self, LockError> {
+        let folder = session::canonical_folder(&options.cwd);
+        let mut holder = LockHolder::this_process(&options.run_id, &folder);
+        holder.lane_of = Some(parallel_run_id.to_owned());
+        Self::take_as(options, holder)
+    }
+
+    fn take_as(options: &EngineOptions, holder: LockHolder) -> Result<Self, LockError> {
         let mut locks = vec![RunLock::folder(&options.cwd, &holder)?];
         let resuming = options.resume.is_some();
         if let (true, Some(dir)) = (resuming, &options.log_dir) {

@@ -40,6 +40,10 @@ pub struct LockHolder {
     pub run_id: String,
     /// The folder it runs in, as it named it.
     pub folder: PathBuf,
+    /// The parallel run (`ralph run --parallel`) this loop is a lane of, if any: the run a
+    /// refused person has to wait for or stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_of: Option<String>,
 }
 
 impl LockHolder {
@@ -50,6 +54,7 @@ impl LockHolder {
             started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             run_id: run_id.to_owned(),
             folder: folder.to_path_buf(),
+            lane_of: None,
         }
     }
 }
@@ -91,11 +96,15 @@ pub enum LockError {
 fn held_message(what: &str, holder: Option<&LockHolder>) -> String {
     match holder {
         Some(h) => format!(
-            "another ralph run is already working in {what}: pid {}, started {}, run {} in {}; \
+            "another ralph run is already working in {what}: pid {}, started {}, run {}{} in {}; \
              wait for it to end, or stop it (kill {}) and run again",
             h.pid,
             h.started,
             h.run_id,
+            h.lane_of
+                .as_ref()
+                .map(|p| format!(" (a lane of parallel run {p})"))
+                .unwrap_or_default(),
             h.folder.display(),
             h.pid
         ),
@@ -161,6 +170,7 @@ impl RunLock {
                     started: humantime::format_rfc3339_seconds(s.started).to_string(),
                     run_id: s.run_id,
                     folder: s.folder.unwrap_or_default(),
+                    lane_of: None,
                 });
             return Err(LockError::Held {
                 what: format!("run {run_id}"),

@@ -146,10 +146,15 @@ pub fn find_run_in(dir: &Path, id: Option<&str>) -> Result<RunDir, RunFolderErro
             .next()
             .ok_or(RunFolderError::NoRuns { dir }),
         Some(id) => {
+            // An id is itself before it is a prefix: run ids made in one millisecond are
+            // `<ms>-<pid>` and `<ms>-<pid>-001`, and the longer sorts first.
+            let mut runs = runs;
+            if let Some(exact) = runs.iter().position(|r| r.id == id) {
+                return Ok(runs.swap_remove(exact));
+            }
             let mut matching = runs.into_iter().filter(|r| r.id.starts_with(id));
             match (matching.next(), matching.next()) {
                 (Some(run), None) => Ok(run),
-                (Some(exact), Some(_)) if exact.id == id => Ok(exact),
                 _ => Err(RunFolderError::NotFound {
                     id: id.to_owned(),
                     dir,
@@ -607,6 +612,20 @@ mod tests {
 
     fn events(lines: &str) -> Vec<Event> {
         parse_events(lines.as_bytes())
+    }
+
+    #[test]
+    fn a_whole_id_finds_its_run_though_a_later_one_of_its_millisecond_starts_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for id in ["20260101T100000000-3", "20260101T100000000-3-001"] {
+            std::fs::create_dir_all(dir.path().join(id)).unwrap();
+            std::fs::write(dir.path().join(id).join("events.jsonl"), "").unwrap();
+        }
+        let found = find_run_in(dir.path(), Some("20260101T100000000-3")).unwrap();
+        assert_eq!(found.id, "20260101T100000000-3");
+        let found = find_run_in(dir.path(), Some("20260101T100000000-3-0")).unwrap();
+        assert_eq!(found.id, "20260101T100000000-3-001");
+        assert!(find_run_in(dir.path(), Some("20260101T1000")).is_err());
     }
 
     const RUN: &str = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"r","type":"RUN_STARTED","max_iterations":3}

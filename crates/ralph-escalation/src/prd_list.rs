@@ -100,15 +100,19 @@ fn listed(story: &Story) -> ListedTask {
         Passes::Blocked => TaskState::Blocked,
     };
     task.placeholders = placeholders(story);
-    // `dependsOn`, when the story has one: a list of story ids.
+    // `dependsOn`, when the story has one: a list of story ids, or one id alone (`"E"` reads
+    // as `["E"]`: a person who wrote one dependency meant it, and ignoring it would start the
+    // story too early).
     task.depends_on = serde_json::from_str::<serde_json::Value>(&story.json)
         .ok()
-        .and_then(|v| {
-            v.get("dependsOn").and_then(|d| d.as_array()).map(|ids| {
+        .and_then(|v| match v.get("dependsOn")? {
+            serde_json::Value::String(id) => Some(vec![id.clone()]),
+            serde_json::Value::Array(ids) => Some(
                 ids.iter()
                     .filter_map(|id| id.as_str().map(str::to_owned))
-                    .collect()
-            })
+                    .collect(),
+            ),
+            _ => None,
         })
         .unwrap_or_default();
     task
@@ -197,6 +201,21 @@ mod tests {
             priority: 2.0,
             passes: Passes::No,
             json: r#"{"id": "US-2", "dependsOn": ["US-1", 7]}"#.to_owned(),
+        };
+        assert_eq!(listed(&story).depends_on, ["US-1"]);
+    }
+
+    /// One id alone, not in a list, is that one dependency.
+    #[test]
+    fn depends_on_one_id_alone_is_that_dependency() {
+        let story = Story {
+            id: "US-2".to_owned(),
+            title: "Checkout".to_owned(),
+            description: String::new(),
+            acceptance_criteria: Vec::new(),
+            priority: 2.0,
+            passes: Passes::No,
+            json: r#"{"id": "US-2", "dependsOn": "US-1"}"#.to_owned(),
         };
         assert_eq!(listed(&story).depends_on, ["US-1"]);
     }

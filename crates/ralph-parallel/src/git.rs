@@ -45,6 +45,38 @@ fn output(
     child.wait_with_output().map_err(failed)
 }
 
+/// How much of a lane's worktree a kill let `git worktree add --no-checkout` and the checkout
+/// after it make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HalfMade {
+    /// Whole, or not there at all.
+    No,
+    /// The folder is there but not the `.git` file that makes it a worktree: git in it would
+    /// work on the main worktree's repository.
+    NotRegistered,
+    /// Added, but its checkout never finished: no index (the checkout writes it last), so
+    /// every file reads as deleted.
+    NotCheckedOut,
+}
+
+/// What a kill left of the worktree at `worktree` (see [`HalfMade`]).
+pub(crate) fn half_made(worktree: &Path) -> Result<HalfMade, ParallelError> {
+    if !worktree.exists() {
+        return Ok(HalfMade::No);
+    }
+    if !worktree.join(".git").is_file() {
+        return Ok(HalfMade::NotRegistered);
+    }
+    let index = run(
+        worktree,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    )?;
+    Ok(match Path::new(&index).exists() {
+        true => HalfMade::No,
+        false => HalfMade::NotCheckedOut,
+    })
+}
+
 /// `git args` in `dir`, which must succeed: its stdout, trimmed.
 pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<String, ParallelError> {
     run_with(dir, args, &[], None)
@@ -141,6 +173,31 @@ pub(crate) fn object(top: &Path, spec: &str) -> Result<Option<Vec<u8>>, Parallel
     Ok(out.status.success().then_some(out.stdout))
 }
 
+/// The temporary indexes' file name, before the pid of the ralph that made them.
+const INDEX_PREFIX: &str = "ralph-parallel-index-";
+
+/// Removes from the common git dir `common` the temporary indexes (and their locks) of ralphs
+/// no longer running: a kill mid-commit leaves them.
+pub(crate) fn remove_stale_indexes(common: &Path) {
+    let Ok(entries) = std::fs::read_dir(common) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(INDEX_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !ralph_process::process_exists(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A commit on top of `parent` whose tree is `from`'s with each `(path, bytes)` of `files`
 /// (none: the same tree), built in a temporary index: no worktree is touched.
 pub(crate) fn commit_files(
@@ -151,7 +208,7 @@ pub(crate) fn commit_files(
     message: &str,
 ) -> Result<String, ParallelError> {
     let index = common_dir(top)?.join(format!(
-        "ralph-parallel-index-{}-{}",
+        "{INDEX_PREFIX}{}-{}",
         std::process::id(),
         INDEXES.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));

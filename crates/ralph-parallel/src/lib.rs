@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ralph_engine::interrupts::{Interrupts, Phase, Response};
-use ralph_engine::{Engine, EngineOptions, Event, InterruptSignal, RunOutcome, new_run_id};
+use ralph_engine::{
+    Engine, EngineOptions, Event, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
+};
 use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
 use tokio::sync::mpsc;
 
@@ -46,6 +48,7 @@ pub use tasks::{Task, TaskState, startable, tasks_from_list};
 
 use lane_list::{LaneList, LaneTask};
 
+use git::HalfMade;
 use queue::{Merged, Moved, Repo};
 pub use session::LaneState;
 use session::{JournaledStep, LaneRecord, MergeJournal, PendingBlock, Session};
@@ -140,6 +143,14 @@ pub enum ParallelError {
     /// Escalation's git refused.
     #[error(transparent)]
     EscalationGit(#[from] ralph_escalation::GitError),
+    /// A lane's worktree is held by another ralph run started there.
+    #[error("{}: {source}", .worktree.display())]
+    LaneHeld {
+        /// The lane's folder in its worktree.
+        worktree: PathBuf,
+        /// The lock that refused.
+        source: ralph_engine::lock::LockError,
+    },
 }
 
 /// Builds the run's task list with its relative paths taken from the given folder: the one
@@ -229,6 +240,8 @@ enum LaneMessage {
     Prepared(String, Box<Result<Prepared, ParallelError>>),
     Event(String, Box<Event>),
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
+    /// What the sweep at a lane's end has to say (what it ended).
+    Swept(String, Vec<String>),
 }
 
 /// The merge queue's step under way (a landing or a block): the task and what it gave.
@@ -276,6 +289,8 @@ struct Lane {
     /// Its loop's interrupts; `None` while it gets ready.
     interrupts: Option<mpsc::UnboundedSender<InterruptSignal>>,
     view: LaneView,
+    /// Its branch's commit when its loop started or last ended an iteration.
+    tip: Option<String>,
 }
 
 /// What making a lane ready needs, off the runtime's thread.
@@ -291,6 +306,10 @@ struct LaneSpec {
     task: Option<LaneTask>,
     config: ralph_engine::frontmatter::Config,
     opening: ralph_escalation::Options,
+    /// The lane's loop: its folder in the worktree, run id and log folder.
+    options: EngineOptions,
+    /// The parallel run's id, named by the lane's hold on its folder.
+    parallel_run_id: String,
 }
 
 /// A lane ready to start.
@@ -299,6 +318,13 @@ struct Prepared {
     config: ralph_engine::frontmatter::Config,
     worktree: PathBuf,
     branch: String,
+    options: EngineOptions,
+    /// The lane's folder, held as one loop holds its own: a `ralph run` started there while
+    /// the lane runs is refused, naming the parallel run, so a landing never removes a folder
+    /// another run writes its logs in.
+    claim: FolderClaim,
+    /// The worktree's repository lock, as one loop's CLI takes it, held with the claim.
+    repository_lock: Option<ralph_engine::lock::RunLock>,
 }
 
 impl LaneSpec {
@@ -314,8 +340,15 @@ impl LaneSpec {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
+        let wt = self.worktree.to_string_lossy().into_owned();
+        let half_made = git::half_made(&self.worktree)?;
+        if half_made == HalfMade::NotRegistered {
+            // Killed inside `git worktree add`: nothing of the task's is there yet.
+            let _adding = adding();
+            let _ = std::fs::remove_dir_all(&self.worktree);
+            git::run(&self.top, &["worktree", "prune"])?;
+        }
         if !self.worktree.exists() {
-            let wt = self.worktree.to_string_lossy().into_owned();
             let branch_ref = format!("refs/heads/{}", self.branch);
             let new_branch = git::rev(&self.top, &branch_ref)?.is_none();
             {
@@ -352,7 +385,20 @@ impl LaneSpec {
                 }
                 return Err(err);
             }
+        } else if half_made == HalfMade::NotCheckedOut {
+            // Killed between the add and its checkout: the checkout is done now, as it would
+            // have been then (no agent ran there, there is nothing to keep).
+            git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"])?;
         }
+        let held = |source| ParallelError::LaneHeld {
+            worktree: self.options.cwd.clone(),
+            source,
+        };
+        // Before story mode opens, which may already save or revert: as one loop does.
+        let claim = FolderClaim::take_lane(&self.options, &self.parallel_run_id).map_err(held)?;
+        let repository_lock =
+            ralph_escalation::lock_repository(&self.options.cwd, &self.config, claim.holder())
+                .map_err(held)?;
         if let Some(task) = &self.task {
             std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
                 path: self.lane_dir.clone(),
@@ -376,6 +422,9 @@ impl LaneSpec {
             config: self.config,
             worktree: self.worktree,
             branch: self.branch,
+            options: self.options,
+            claim,
+            repository_lock,
         })
     }
 }
@@ -504,6 +553,9 @@ pub async fn run(
     mut interrupts: mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> Result<ParallelOutcome, ParallelError> {
     let (lane_tx, mut lane_rx) = mpsc::unbounded_channel();
+    // One watchdog, and so one run token, for every lane and check of the run: a ralph killed
+    // between two lanes' loops still has what they left running ended.
+    let containment = ralph_process::Containment::start(false);
     let mut this = Parallel::open(options, sinks, lane_tx)?;
     let started = Instant::now();
     let mut step: Option<QueueStep> = None;
@@ -567,6 +619,15 @@ pub async fn run(
                     sink.tick(&this.board);
                 }
             }
+        }
+    }
+    // Whatever a lane or a queue's check left running, out of the lanes' sweeps' reach.
+    if let Some(token) = containment.run_token() {
+        let grace = this.options.engine.kill_grace;
+        for warning in
+            ralph_process::end_carriers(ralph_process::RUN_TOKEN_VAR, &token, grace).await
+        {
+            this.warn(None, warning);
         }
     }
     this.finish()
@@ -637,6 +698,7 @@ impl Parallel {
         options.log_root = cwd.join(&options.log_root);
         let state_dir = top.join(".ralph").join("parallel");
         exclude_ralph_folder(&common)?;
+        git::remove_stale_indexes(&common);
 
         let events_path = state_dir.join("events.jsonl");
         std::fs::create_dir_all(&state_dir).map_err(|source| ParallelError::Io {
@@ -832,7 +894,8 @@ impl Parallel {
     /// then what the kill left uncommitted saved and the worktree put back to its branch.
     fn clean_killed_lane(&mut self, id: &str) -> Result<(), ParallelError> {
         let worktree = self.worktree(id);
-        if !worktree.exists() {
+        // One a kill left half made is finished as the lane starts: no agent ran there.
+        if !worktree.exists() || git::half_made(&worktree)? != HalfMade::No {
             return Ok(());
         }
         let (config, opening) = self.lane_escalation(id, &worktree);
@@ -1002,6 +1065,11 @@ impl Parallel {
             self.resumed.iter().any(|r| r == id) && lane_dir.join(LANE_TASK_FILE).exists();
         self.resumed.retain(|r| r != id);
         let (config, opening) = self.lane_escalation(id, &self.worktree(id));
+        let mut options = self.options.engine.clone();
+        options.cwd = self.worktree(id).join(&self.cwd_rel);
+        options.run_id = new_run_id();
+        options.log_dir = Some(self.options.log_root.join(&options.run_id));
+        options.resume = None;
         let spec = LaneSpec {
             top: self.repo.top.clone(),
             worktree: self.worktree(id),
@@ -1012,6 +1080,8 @@ impl Parallel {
             task: (!resumed).then_some(task),
             config,
             opening,
+            options,
+            parallel_run_id: self.options.run_id.clone(),
         };
         self.lanes.insert(
             id.to_owned(),
@@ -1024,6 +1094,7 @@ impl Parallel {
                     started: Instant::now(),
                     cost_usd: self.costs.get(id).copied().unwrap_or(0.0),
                 },
+                tip: None,
             },
         );
         self.record(id).state = LaneState::Running;
@@ -1047,6 +1118,9 @@ impl Parallel {
             config,
             worktree,
             branch,
+            mut options,
+            claim,
+            repository_lock,
         } = match prepared {
             Ok(prepared) => prepared,
             Err(ParallelError::Escalation(err)) => {
@@ -1063,7 +1137,7 @@ impl Parallel {
             // before (sent back by the queue, resumed) keeps its record for `--resume`.
             if self.record(id).run_id.is_none() {
                 self.session.lanes.remove(id);
-                drop(escalation);
+                drop((escalation, claim, repository_lock));
                 self.retire(id)?;
             } else {
                 self.record(id).state = LaneState::Stopped;
@@ -1072,7 +1146,6 @@ impl Parallel {
             return self.save();
         }
         let record = self.record(id).clone();
-        let mut options = self.options.engine.clone();
         options.file.config = config;
         if let Some(conflict) = &record.conflict {
             escalation.set_conflict(conflict.clone());
@@ -1080,24 +1153,21 @@ impl Parallel {
                 options.file.body.push_str("\n\n{{ story.conflict }}\n");
             }
         }
-        options.cwd = worktree.join(&self.cwd_rel);
-        options.run_id = new_run_id();
-        options.log_dir = Some(self.options.log_root.join(&options.run_id));
         // The run counts the budgets, over every lane.
         options.file.config.max_cost = None;
         options.file.config.max_runtime = None;
         options.overrides.max_cost = None;
         options.overrides.max_runtime = None;
-        options.resume = None;
         // The lane's prompt may carry the conflict; RALPH.md edits reach the next lane.
         options.reload = false;
         // A sweep at the end of one lane's iteration would take the other lanes' git for
         // strays (see docs/parallel.md); process groups and the watchdog still apply.
         options.subreaper = false;
         let lane_run_id = options.run_id.clone();
+        let (sweep_id, grace) = (lane_run_id.clone(), options.kill_grace);
         let log_dir = options.log_dir.clone().unwrap_or_default();
         let mut engine = Engine::new(options);
-        engine.set_task_source(escalation);
+        engine.set_task_source(escalation).set_folder_claim(claim);
         let (interrupts, lane_interrupts) = mpsc::unbounded_channel();
         engine.interrupts(lane_interrupts);
         let mut handle = engine.spawn();
@@ -1107,10 +1177,21 @@ impl Parallel {
             while let Some(event) = handle.next_event().await {
                 let _ = tx.send(LaneMessage::Event(task_id.clone(), Box::new(event)));
             }
-            let _ = tx.send(LaneMessage::Ended(task_id, handle.wait().await));
+            let ended = handle.wait().await;
+            // Lanes have no subreaper sweep: what the lane's processes left running (a daemon
+            // out of its group and of ralph's tree) is found by the run id its environment
+            // carries, which no other lane's process and none of the coordinator's git has.
+            let swept = ralph_process::end_carriers("RALPH_RUN_ID", &sweep_id, grace).await;
+            if !swept.is_empty() {
+                let _ = tx.send(LaneMessage::Swept(task_id.clone(), swept));
+            }
+            drop(repository_lock);
+            let _ = tx.send(LaneMessage::Ended(task_id, ended));
         });
+        let tip = git::rev(&self.repo.top, &format!("refs/heads/{branch}"))?;
         if let Some(lane) = self.lanes.get_mut(id) {
             lane.interrupts = Some(interrupts);
+            lane.tip = tip;
         }
         let title = self.title(id);
         let record = self.record(id);
@@ -1127,6 +1208,51 @@ impl Parallel {
             log_dir: log_dir.display().to_string(),
             returns,
         });
+        Ok(())
+    }
+
+    /// An agent that rewrote its lane's history (`git reset --hard HEAD~1`, `commit --amend`)
+    /// left the commits it dropped in the worktree's reflog alone, which goes with the
+    /// worktree: the branch's earlier commit, reachable from no ref any more, is saved under
+    /// `refs/ralph/attempts/<id>/<n>`. A revert of the lane's own loop saved its commit already.
+    fn keep_dropped_commits(&mut self, id: &str) -> Result<(), ParallelError> {
+        let branch = format!("refs/heads/{}", git::branch_name(id));
+        let Some(tip) = git::rev(&self.repo.top, &branch)? else {
+            return Ok(());
+        };
+        let Some(before) = self
+            .lanes
+            .get_mut(id)
+            .and_then(|lane| lane.tip.replace(tip.clone()))
+            .filter(|before| *before != tip)
+        else {
+            return Ok(());
+        };
+        let (kept, _) = git::attempt(
+            &self.repo.top,
+            &["merge-base", "--is-ancestor", &before, &tip],
+        )?;
+        let reachable = || -> Result<bool, ParallelError> {
+            let refs = git::run(
+                &self.repo.top,
+                &[
+                    "for-each-ref",
+                    "--count=1",
+                    "--format=%(refname)",
+                    "--contains",
+                    &before,
+                ],
+            )?;
+            Ok(!refs.is_empty())
+        };
+        if kept || reachable()? {
+            return Ok(());
+        }
+        let saved = queue::save_commit(&self.repo.top, id, &before)?;
+        self.warn(
+            Some(id),
+            format!("its agent rewrote its branch's history: the commits it dropped are saved under {saved}"),
+        );
         Ok(())
     }
 
@@ -1157,6 +1283,7 @@ impl Parallel {
                         });
                     }
                     Some("ITERATION_ENDED") => {
+                        self.keep_dropped_commits(&id)?;
                         let cost = value["usage"]["cost_usd"].as_f64().filter(|c| *c > 0.0);
                         let state = value["state"].as_str().map(str::to_owned);
                         if let Some(cost) = cost {
@@ -1191,6 +1318,11 @@ impl Parallel {
                 }
             }
             LaneMessage::Ended(id, outcome) => self.lane_ended(&id, outcome)?,
+            LaneMessage::Swept(id, warnings) => {
+                for warning in warnings {
+                    self.warn(Some(&id), warning);
+                }
+            }
             LaneMessage::Prepared(id, prepared) => self.lane_prepared(&id, *prepared)?,
         }
         Ok(())

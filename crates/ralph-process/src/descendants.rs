@@ -285,6 +285,76 @@ impl Drop for Reaper {
     }
 }
 
+/// Ends every process but ralph whose environment holds `name` with `value` as one of its
+/// `:`-separated parts (the watchdog's run token, one loop's `RALPH_RUN_ID`): SIGTERM, then
+/// SIGKILL after `grace`. Found through `/proc`, wherever it went: a daemon that left its
+/// process group and ralph's tree (`setsid`, a double fork) carries the environment it was
+/// started with. For a caller whose own subreaper sweep is off (lanes of a parallel run, which
+/// share ralph's tree): call it when nothing carrying `value` may run any more. Returns the
+/// warnings for the caller to emit. Elsewhere (no `/proc`), nothing is found.
+pub async fn end_carriers(name: &str, value: &str, grace: Duration) -> Vec<String> {
+    let me = std::process::id() as i32;
+    let carriers = || {
+        pids()
+            .filter(|&pid| pid != me && carries(pid, name, value))
+            .filter_map(stat)
+            .filter(|p| !p.zombie)
+            .collect::<Vec<Proc>>()
+    };
+    let kill_at = Instant::now() + grace;
+    let mut termed = HashSet::new();
+    let mut ended = Vec::new();
+    let mut warnings = Vec::new();
+    loop {
+        let live = carriers();
+        if live.is_empty() {
+            break;
+        }
+        let now = Instant::now();
+        if now >= kill_at + AFTER_KILL {
+            warnings.push(format!(
+                "{} process(es) carrying {name}={value} did not end after SIGKILL",
+                live.len()
+            ));
+            break;
+        }
+        for p in live {
+            if now >= kill_at {
+                send(p.id.pid, libc::SIGKILL);
+            } else if termed.insert(p.id) {
+                ended.push(describe(p.id.pid));
+                send(p.id.pid, libc::SIGTERM);
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    if !ended.is_empty() {
+        warnings.insert(
+            0,
+            format!(
+                "ended what was left running ({}): a process that must outlive the run has to \
+                 be started outside ralph",
+                ended.join(", ")
+            ),
+        );
+    }
+    warnings
+}
+
+/// Whether process `pid`'s environment holds `name` with `value` as one of its `:`-separated
+/// parts (false when it cannot be read: another user's, or gone).
+fn carries(pid: i32, name: &str, value: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    environ.split(|&b| b == 0).any(|entry| {
+        entry
+            .strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
+            .is_some_and(|v| v.split(|&b| b == b':').any(|part| part == value.as_bytes()))
+    })
+}
+
 /// Sets the subreaper flag; returns whether it was set before, or `None` if it cannot be set.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn set_subreaper() -> Option<bool> {

@@ -35,6 +35,7 @@ pub mod pty;
 mod supervisor;
 mod watchdog;
 
+pub use descendants::end_carriers;
 pub use program::find_on_path;
 pub use pty::{PtySize, PtyTerminal};
 use supervisor::{Read, Reader, Supervisor};
@@ -85,6 +86,20 @@ pub enum InterruptSignal {
     /// The embedder cancelled the run (ralph-engine's `RunHandle::cancel`). Stops now, as
     /// SIGTERM does.
     Cancel,
+}
+
+/// Whether process `pid` exists (a zombie counts, and a process of another user): a file a
+/// process named after its own pid is stale once this is false.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// The `PWD` a child started in `dir` gets: `dir` absolute, without `.` or `..`, and the
@@ -447,6 +462,9 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// The environment variable every process ralph starts carries, holding its runs' tokens.
+pub const RUN_TOKEN_VAR: &str = watchdog::TOKEN_VAR;
+
 /// What keeps a run's processes from outliving it, held for the length of the run.
 #[derive(Debug)]
 pub struct Containment {
@@ -478,6 +496,14 @@ impl Containment {
             _watchdog: watchdog,
             warning,
         }
+    }
+
+    /// The run's own token, one of the `:`-separated parts of [`RUN_TOKEN_VAR`] in the
+    /// environment of every process started while this containment holds the watchdog (and of
+    /// whatever they start): for [`end_carriers`]. `None` without a watchdog.
+    pub fn run_token(&self) -> Option<String> {
+        let token = &self._watchdog.as_ref()?.token;
+        token.rsplit(':').next().map(str::to_owned)
     }
 
     /// Why the watchdog could not start, once.

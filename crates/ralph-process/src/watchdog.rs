@@ -147,7 +147,7 @@ pub(crate) struct Watchdog {
     /// The groups to kill, shared with the watchdog. Dropped after the watchdog was reaped.
     registry: Registry,
     /// [`TOKEN_VAR`]'s value for ralph's children: the inherited tokens, then this run's.
-    token: String,
+    pub(crate) token: String,
 }
 
 /// The watchdog of the runs under way in this process, shared by concurrent runs.
