@@ -95,10 +95,12 @@ fn a_persons_commit_during_a_landing_never_takes_in_the_tasks_work() {
 }
 
 /// A git in `bin` that, once `bin/armed` exists, runs every git of the main worktree `main`
-/// with a file size limit of 128 blocks (at most 128 KiB) (and `SIGXFSZ` ignored): a write past it fails with
-/// `EFBIG`, as one fails with `ENOSPC` on a full disk, in the same place of git (writing a
-/// file it checks out), after the files before it were written. Returns PATH with `bin`
-/// first.
+/// with a file size limit of 128 blocks (at most 128 KiB; `SIGXFSZ` ignored): a write past it
+/// fails with `EFBIG` as one fails with `ENOSPC` on a full disk, in the same place of git (a
+/// file it checks out), the files before it written and those after it too, as on a disk
+/// that fills and then has room again. This reproduces a real failed write rather than a
+/// wrapper failing a command whole, and whichever git command brings the main worktree
+/// forward meets it. Returns PATH with `bin` first.
 fn git_with_a_full_disk(bin: &Path, main: &Path) -> String {
     let script = format!(
         "#!/bin/sh\nif [ -e '{bin}/armed' ] && [ \"$(pwd -P)\" = '{main}' ]; then\n\
@@ -117,6 +119,10 @@ fn git_with_a_full_disk(bin: &Path, main: &Path) -> String {
     )
 }
 
+/// A disk full as a landing brings the main worktree forward ([`git_with_a_full_disk`]): git
+/// writes some of the task's files and `passes: true`, fails on one, and leaves them there
+/// uncommitted. The run rolls them back, the person's own change kept, says the task is not
+/// landed and ends resumable; with room again `--resume` lands it.
 #[test]
 fn a_landing_cut_short_by_a_full_disk_is_rolled_back_and_never_reported_passed() {
     // Git writes the files in path order and goes on past a failed one: `a-first.txt`, then

@@ -308,10 +308,10 @@ impl Repo {
 
     /// Moves the base from the journal's `base_before` to its descendant `new`. With the base
     /// checked out in the main worktree, by a fast-forward there ([`Self::fast_forward`]),
-    /// which never overwrites a change of a person's: their uncommitted change (or untracked file) at a
-    /// path the step changes holds it ([`Moved::Held`]), except in the task list's files,
-    /// where the step's `mark` is applied to the file as the person left it and their edit
-    /// stays uncommitted. Otherwise by `git update-ref` from the old value.
+    /// which never overwrites a change of a person's: their uncommitted change (or untracked
+    /// file) at a path the step changes holds it ([`Moved::Held`]), except in the task list's
+    /// files, where the step's `mark` is applied to the file as the person left it and their
+    /// edit stays uncommitted. Otherwise by `git update-ref` from the old value.
     pub(crate) fn advance_base(
         &self,
         journal: &mut MergeJournal,
@@ -390,11 +390,11 @@ impl Repo {
     }
 
     /// The main worktree, on the base at the journal's `base_before`, brought forward to its
-    /// descendant `new` in one step as a person sees it: under the index's lock (a person's `git commit` meanwhile
-    /// fails, as against any git command, rather than taking in the step's files), the files
-    /// and a copy of the index brought forward (`git read-tree -m -u`, which like
-    /// `git merge --ff-only` never overwrites a change of a person's), then the base moved
-    /// from `base_before`, then the copy made the index. A step that fails half-way (a disk
+    /// descendant `new` in one step as a person sees it: under the index's lock (a person's
+    /// `git commit` meanwhile fails, as against any git command, rather than taking in the
+    /// step's files), the files and a copy of the index brought forward
+    /// (`git read-tree -m -u`, which like `git merge --ff-only` never overwrites a change of a
+    /// person's), then the base moved from `base_before`, then the copy made the index. A step that fails half-way (a disk
     /// full, the base moved meanwhile) is rolled back ([`Self::roll_back`]): the index as it
     /// was, the files the step wrote back to the base's. Why it failed, as git said it. The
     /// lock is journaled while held, for [`Self::finish_fast_forward`].
@@ -483,7 +483,7 @@ impl Repo {
             let now = std::fs::read(&path).ok();
             let was = git::blob(&self.top, old, rel)?;
             let written = match (&now, git::blob(&self.top, new, rel)?) {
-                (Some(now), Some(theirs)) => theirs.starts_with(now),
+                (Some(now), Some(landed)) => landed.starts_with(now),
                 // The step deletes it: it is gone since.
                 (None, None) => true,
                 _ => false,
