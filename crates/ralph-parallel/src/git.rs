@@ -116,7 +116,16 @@ pub(crate) fn run_untrimmed(dir: &Path, args: &[&str]) -> Result<String, Paralle
 
 /// `git args` in `dir`: whether it succeeded, and its stderr.
 pub(crate) fn attempt(dir: &Path, args: &[&str]) -> Result<(bool, String), ParallelError> {
-    let out = output(dir, args, &[], None)?;
+    attempt_with(dir, args, &[])
+}
+
+/// [`attempt`] with `env`.
+pub(crate) fn attempt_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+) -> Result<(bool, String), ParallelError> {
+    let out = output(dir, args, env, None)?;
     Ok((
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).trim().to_owned(),
@@ -242,3 +251,89 @@ pub(crate) fn commit_files(
 
 /// Tells apart the temporary indexes of commits made at once (a landing and a block).
 static INDEXES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A worktree's index held as git holds it for a change: `<index>.lock` made by us (git's own
+/// lock, so a person's `git commit` or `git add` meanwhile fails rather than taking in a half-made
+/// change), holding a copy of the index that git commands change through `GIT_INDEX_FILE`.
+/// [`IndexLock::commit`] makes the copy the index; dropped, it is removed and the index is as
+/// it was.
+pub(crate) struct IndexLock {
+    index: PathBuf,
+    lock: PathBuf,
+}
+
+impl IndexLock {
+    /// How long a lock another git holds is waited on (a person's `git status` holds it
+    /// for milliseconds).
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+    /// Takes the lock on the index of the worktree at `dir`; `None` when another git held it
+    /// all along [`Self::WAIT`].
+    pub(crate) fn take(dir: &Path) -> Result<Option<Self>, ParallelError> {
+        let (index, lock) = Self::paths(dir)?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ParallelError::Io { path, source }
+        };
+        let deadline = std::time::Instant::now() + Self::WAIT;
+        let mut file = loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock)
+            {
+                Ok(file) => break file,
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if std::time::Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(err) => return Err(io(&lock)(err)),
+            }
+        };
+        let held = Self { index, lock };
+        let bytes = std::fs::read(&held.index).map_err(io(&held.index))?;
+        file.write_all(&bytes).map_err(io(&held.lock))?;
+        Ok(Some(held))
+    }
+
+    /// The lock a killed ralph left on the index of the worktree at `dir` (the step's journal
+    /// says it held it), if it is there.
+    pub(crate) fn left(dir: &Path) -> Result<Option<Self>, ParallelError> {
+        let (index, lock) = Self::paths(dir)?;
+        Ok(lock.exists().then_some(Self { index, lock }))
+    }
+
+    /// The index of the worktree at `dir` and its lock.
+    fn paths(dir: &Path) -> Result<(PathBuf, PathBuf), ParallelError> {
+        let index = PathBuf::from(run(
+            dir,
+            &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        )?);
+        let mut name = index.clone().into_os_string();
+        name.push(".lock");
+        Ok((index, PathBuf::from(name)))
+    }
+
+    /// The copy git commands change, as `GIT_INDEX_FILE`.
+    pub(crate) fn env(&self) -> [(&'static str, &Path); 1] {
+        [("GIT_INDEX_FILE", self.lock.as_path())]
+    }
+
+    /// The copy becomes the index (a rename: git's own way to let go of its lock).
+    pub(crate) fn commit(self) -> Result<(), ParallelError> {
+        let renamed = std::fs::rename(&self.lock, &self.index);
+        renamed.map_err(|source| ParallelError::Io {
+            path: self.index.clone(),
+            source,
+        })
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        // Committed: renamed away already.
+        let _ = std::fs::remove_file(&self.lock);
+    }
+}

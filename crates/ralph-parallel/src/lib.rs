@@ -11,7 +11,8 @@
 //! `refs/ralph/attempts/<id>/<n>`, a worktree is only removed after its uncommitted work was
 //! saved the same way, the base only moves forward (from the commit it was expected at) and
 //! only by the merge queue, one step at a time (a landing, or a blocked task's mark), and
-//! the main worktree only by `git merge --ff-only`, which never overwrites a person's change.
+//! the main worktree only by a fast-forward under its index's lock, which never overwrites a
+//! person's change and is rolled back whole when it fails half-way.
 //! The task list (prd.json, a Markdown checklist, GitHub issues: any [`TaskList`]) is marked
 //! by the merge queue alone: a lane's loop marks its own one-task list (in its lane folder),
 //! a file list's pass mark reaches the base in the same landing as the task's code, never
@@ -852,6 +853,7 @@ impl Parallel {
             JournaledStep::Landing { .. } => Mark::passed(&journal.task_id),
             JournaledStep::Block { blocked } => blocked_mark(&journal.task_id, blocked),
         };
+        self.repo.finish_fast_forward(&journal, moved)?;
         self.repo.put_back_kept(&journal, moved.then_some(&mark))?;
         let id = journal.task_id;
         match journal.step {

@@ -182,6 +182,7 @@ impl Repo {
             },
             landing: None,
             kept: Vec::new(),
+            index_locked: false,
         };
         journal.save(&self.journal_path())?;
         let message = format!("ralph: bring {task_id} up to date with {}", self.base);
@@ -299,17 +300,18 @@ impl Repo {
             },
             landing: Some(commit.clone()),
             kept: Vec::new(),
+            index_locked: false,
         };
         journal.save(&self.journal_path())?;
         self.advance_base(&mut journal, &commit, mark).map(Some)
     }
 
     /// Moves the base from the journal's `base_before` to its descendant `new`. With the base
-    /// checked out in the main worktree, by `git merge --ff-only` there, which never
-    /// overwrites a change of a person's: their uncommitted change (or untracked file) at a
-    /// path the step changes holds it ([`Moved::Held`]), except in the task list's files,
-    /// where the step's `mark` is applied to the file as the person left it and their edit
-    /// stays uncommitted. Otherwise by `git update-ref` from the old value.
+    /// checked out in the main worktree, by a fast-forward there ([`Self::fast_forward`]),
+    /// which never overwrites a change of a person's: their uncommitted change (or untracked
+    /// file) at a path the step changes holds it ([`Moved::Held`]), except in the task list's
+    /// files, where the step's `mark` is applied to the file as the person left it and their
+    /// edit stays uncommitted. Otherwise by `git update-ref` from the old value.
     pub(crate) fn advance_base(
         &self,
         journal: &mut MergeJournal,
@@ -367,11 +369,11 @@ impl Repo {
             checkout.extend(list.iter().map(String::as_str));
             git::run(&self.top, &checkout)?;
         }
-        let (ok, stderr) = git::attempt(&self.top, &["merge", "--ff-only", "-q", new])?;
-        self.put_back(&theirs, ok.then_some(mark))?;
-        if ok {
+        let forward = self.fast_forward(journal, new, mark)?;
+        self.put_back(&theirs, forward.is_ok().then_some(mark))?;
+        let Err(stderr) = forward else {
             return Ok(Moved::Yes);
-        }
+        };
         // A change the person made meanwhile, or something else git names.
         let held: Vec<String> = self
             .persons_changes(&[&old, new])?
@@ -385,6 +387,135 @@ impl Repo {
             "the main worktree ({}) could not be brought forward: {stderr}",
             self.top.display()
         )))
+    }
+
+    /// The main worktree, on the base at the journal's `base_before`, brought forward to its
+    /// descendant `new` in one step as a person sees it: under the index's lock (a person's
+    /// `git commit` meanwhile fails, as against any git command, rather than taking in the
+    /// step's files), the files and a copy of the index brought forward
+    /// (`git read-tree -m -u`, which like `git merge --ff-only` never overwrites a change of a
+    /// person's), then the base moved from `base_before`, then the copy made the index. A step that fails half-way (a disk
+    /// full, the base moved meanwhile) is rolled back ([`Self::roll_back`]): the index as it
+    /// was, the files the step wrote back to the base's. Why it failed, as git said it. The
+    /// lock is journaled while held, for [`Self::finish_fast_forward`].
+    fn fast_forward(
+        &self,
+        journal: &mut MergeJournal,
+        new: &str,
+        mark: &Mark,
+    ) -> Result<Result<(), String>, ParallelError> {
+        let old = journal.base_before.clone();
+        let Some(lock) = git::IndexLock::take(&self.top)? else {
+            return Ok(Err(format!(
+                "another git held the index of the main worktree ({})",
+                self.top.display()
+            )));
+        };
+        journal.index_locked = true;
+        journal.save(&self.journal_path())?;
+        let forward = (|| {
+            let (read, stderr) = git::attempt_with(
+                &self.top,
+                &["read-tree", "-m", "-u", &old, new],
+                &lock.env(),
+            )?;
+            if !read {
+                return Ok(Err(stderr));
+            }
+            let message = format!("ralph: {} forward for {}", self.base, mark.story_id());
+            let (moved, stderr) = git::attempt(
+                &self.top,
+                &["update-ref", "-m", &message, &self.base_ref(), new, &old],
+            )?;
+            Ok(if moved { Ok(()) } else { Err(stderr) })
+        })();
+        match &forward {
+            Ok(Ok(())) => lock.commit()?,
+            _ => {
+                self.roll_back(&old, new)?;
+                drop(lock);
+            }
+        }
+        journal.index_locked = false;
+        journal.save(&self.journal_path())?;
+        forward
+    }
+
+    /// A fast-forward a kill cut short while it held the index's lock: the lock's copy made
+    /// the index when the base moved (git wrote it whole before moving the base), otherwise
+    /// the files rolled back and the lock let go.
+    pub(crate) fn finish_fast_forward(
+        &self,
+        journal: &MergeJournal,
+        moved: bool,
+    ) -> Result<(), ParallelError> {
+        if !journal.index_locked {
+            return Ok(());
+        }
+        let lock = git::IndexLock::left(&self.top)?;
+        match (moved, &journal.landing) {
+            (true, _) => {
+                if let Some(lock) = lock {
+                    lock.commit()?;
+                }
+            }
+            (false, Some(landing)) => {
+                self.roll_back(&journal.base_before, landing)?;
+                drop(lock);
+            }
+            (false, None) => drop(lock),
+        }
+        Ok(())
+    }
+
+    /// Puts back the files of the main worktree that a step from `old` to `new` cut short had
+    /// written: each path the step changes whose file now holds `new`'s version, or part of
+    /// it (a write cut short), gets `old`'s (gone when `old` has none). A file holding
+    /// anything else is a person's and stays. The index is not touched.
+    fn roll_back(&self, old: &str, new: &str) -> Result<(), ParallelError> {
+        let changed = git::run_untrimmed(
+            &self.top,
+            &["diff", "--name-only", "-z", "--no-renames", old, new],
+        )?;
+        let mut restore = Vec::new();
+        for rel in changed.split('\0').filter(|p| !p.is_empty()) {
+            let path = self.top.join(rel);
+            let now = std::fs::read(&path).ok();
+            let was = git::blob(&self.top, old, rel)?;
+            let written = match (&now, git::blob(&self.top, new, rel)?) {
+                (Some(now), Some(landed)) => landed.starts_with(now),
+                // The step deletes it: it is gone since.
+                (None, None) => true,
+                _ => false,
+            };
+            if !written || now == was {
+                continue;
+            }
+            match was {
+                Some(_) => restore.push(rel.to_owned()),
+                None => std::fs::remove_file(&path).map_err(|source| ParallelError::Io {
+                    path: path.clone(),
+                    source,
+                })?,
+            }
+        }
+        if restore.is_empty() {
+            return Ok(());
+        }
+        // `old`'s files as git writes them (modes, filters), from an index of their own.
+        let index = git::common_dir(&self.top)?.join(format!(
+            "ralph-parallel-index-{}-rollback",
+            std::process::id()
+        ));
+        let env = [("GIT_INDEX_FILE", index.as_path())];
+        let result = (|| {
+            git::run_with(&self.top, &["read-tree", old], &env, None)?;
+            let mut args = vec!["checkout-index", "-f", "--"];
+            args.extend(restore.iter().map(String::as_str));
+            git::run_with(&self.top, &args, &env, None)
+        })();
+        let _ = std::fs::remove_file(&index);
+        result.map(drop)
     }
 
     /// Writes the person's version of each list file back (temp + rename), `mark` applied to

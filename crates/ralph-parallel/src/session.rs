@@ -158,6 +158,11 @@ pub(crate) struct MergeJournal {
     /// worktree moves to `landing` and then put back with the step's mark applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) kept: Vec<KeptEdit>,
+    /// The step holds the main worktree's index lock (`<index>.lock`, its copy of the index
+    /// in it) while it brings the worktree forward: a `--resume` after a kill then finishes
+    /// or rolls back the fast-forward and lets go of the lock.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) index_locked: bool,
 }
 
 /// A person's uncommitted version of a task list file, stored as a blob while a step of the
@@ -254,6 +259,7 @@ mod tests {
             },
             landing: Some("c".to_owned()),
             kept: Vec::new(),
+            index_locked: false,
         };
         let text = serde_json::to_string(&block).unwrap();
         assert_eq!(
