@@ -935,16 +935,7 @@ fn a_worktree_that_cannot_be_checked_out_says_why_and_leaves_nothing_behind() {
         stderr.contains("reset"),
         "the failing git command is named: {stderr}"
     );
-    let worktrees = git(dir, &["worktree", "list", "--porcelain"]);
-    assert_eq!(
-        worktrees
-            .lines()
-            .filter(|l| l.starts_with("worktree "))
-            .count(),
-        1,
-        "only the main worktree: {worktrees}"
-    );
-    assert_eq!(git(dir, &["branch", "--list", "ralph/*"]), "");
+    nothing_left_behind(dir);
 }
 
 #[test]

@@ -190,33 +190,30 @@ mod tests {
         );
     }
 
-    /// A story's `dependsOn` is the task's `depends_on`: a parallel run waits on it.
-    #[test]
-    fn depends_on_comes_from_the_story() {
-        let story = Story {
+    /// Story `US-2` as `json` writes it.
+    fn story(json: &str) -> Story {
+        Story {
             id: "US-2".to_owned(),
             title: "Checkout".to_owned(),
             description: String::new(),
             acceptance_criteria: Vec::new(),
             priority: 2.0,
             passes: Passes::No,
-            json: r#"{"id": "US-2", "dependsOn": ["US-1", 7]}"#.to_owned(),
-        };
+            json: json.to_owned(),
+        }
+    }
+
+    /// A story's `dependsOn` is the task's `depends_on`: a parallel run waits on it.
+    #[test]
+    fn depends_on_comes_from_the_story() {
+        let story = story(r#"{"id": "US-2", "dependsOn": ["US-1", 7]}"#);
         assert_eq!(listed(&story).depends_on, ["US-1"]);
     }
 
     /// One id alone, not in a list, is that one dependency.
     #[test]
     fn depends_on_one_id_alone_is_that_dependency() {
-        let story = Story {
-            id: "US-2".to_owned(),
-            title: "Checkout".to_owned(),
-            description: String::new(),
-            acceptance_criteria: Vec::new(),
-            priority: 2.0,
-            passes: Passes::No,
-            json: r#"{"id": "US-2", "dependsOn": "US-1"}"#.to_owned(),
-        };
+        let story = story(r#"{"id": "US-2", "dependsOn": "US-1"}"#);
         assert_eq!(listed(&story).depends_on, ["US-1"]);
     }
 }
