@@ -65,6 +65,16 @@ pub(crate) fn prepare(
             humantime::format_rfc3339_seconds(ended.at)
         )));
     }
+    // A run that used up its iteration limit would start and end at once with the same one.
+    let limit = args.max_iterations.or(session.max_iterations);
+    if let Some(limit) = limit.filter(|limit| session.iteration >= *limit) {
+        return Err(CliError::Usage(format!(
+            "run {} stopped at its iteration limit ({limit}, `-n` or max_iterations): resumed \
+             with it, it would end at once; give a higher one: `{}`",
+            session.run_id,
+            resume_command(&args.path, &session),
+        )));
+    }
     options.run_id = session.run_id.clone();
     options.log_dir = Some(dir);
     options.resume_now = args.now;
@@ -97,9 +107,8 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
     }
     CliError::Usage(format!(
         "{}: uncommitted changes ({}): run {} stopped in the middle of {}, and this is likely \
-         its work. Go on with it: `ralph run --resume`; or start afresh with `ralph run \
-         --allow-dirty` (the changes are then saved under refs/ralph/attempts/preexisting/<n> and \
-         left to you)",
+         its work. Go on with it: `{}`; or start afresh with `ralph run --allow-dirty` (the \
+         changes are then saved under refs/ralph/attempts/preexisting/<n> and left to you)",
         dir.display(),
         paths.join(", "),
         session.run_id,
@@ -110,7 +119,22 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
                 format!("{} {id}", words.one)
             }
         ),
+        resume_command(Path::new("."), &session),
     ))
+}
+
+/// The command that resumes `session`'s run (its RALPH.md at `path`): `ralph run --resume`,
+/// with `-n` doubled when the run used up its iteration limit (the same limit would end the
+/// resumed run at once).
+fn resume_command(path: &Path, session: &Session) -> String {
+    let mut command = run_command(path, "--resume");
+    if let Some(limit) = session
+        .max_iterations
+        .filter(|limit| session.iteration >= *limit)
+    {
+        command.push_str(&format!(" -n {}", limit.saturating_mul(2)));
+    }
+    command
 }
 
 /// After a run that was interrupted (Ctrl+C, a signal), ran out of a budget, or of

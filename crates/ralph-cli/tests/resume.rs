@@ -59,6 +59,34 @@ fn wait_for_run_event(p: &Project, kind: &str, count: usize) {
     }
 }
 
+/// A run that used up its `-n` would start and end at once resumed with it: refused, naming
+/// the command with a higher limit, and nothing is written to the run.
+#[test]
+fn a_resume_without_a_higher_limit_than_the_one_used_up_is_refused_naming_the_command() {
+    let p = Project::new(&format!("agent: {}", fake_agent()), "work\n");
+    let out = p.run(&["run", "-n", "2"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let before = run_events(&p).len();
+    for args in [&["run", "--resume"][..], &["run", "--resume", "-n", "2"]] {
+        let out = p.run(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("stopped at its iteration limit (2")
+                && stderr(&out).contains("`ralph run --resume -n 4`"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(
+        run_events(&p).len(),
+        before,
+        "the refused resumes wrote nothing"
+    );
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(iterations_started(&run_events(&p)), [1, 2, 3]);
+}
+
 #[test]
 fn a_run_stopped_by_max_iterations_goes_on_with_the_next_iteration_and_its_idle_streak() {
     let agent = fake_agent();
@@ -138,9 +166,14 @@ fn a_resumed_run_keeps_its_n_unless_resume_is_given_another() {
     let out = p.run(&["run", "--resume", "-n", "4"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(iterations_started(&p.events()), [4]);
+    // Kept: resumed with it, the run would end at once, so that is refused.
     let out = p.run(&["run", "--resume"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(iterations_started(&p.events()).is_empty());
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`ralph run --resume -n 8`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
