@@ -273,7 +273,8 @@ impl LaneLines {
 impl ParallelSink for LaneLines {
     fn event(&mut self, event: &ParallelEvent, board: &Board) {
         if let ParallelEventKind::LaneStarted { task_id, title, .. } = &event.kind {
-            self.titles.insert(task_id.clone(), title.clone());
+            self.titles
+                .insert(task_id.clone(), crate::render::inert(title).into_owned());
         }
         let line = event_line(&event.kind, board, &self.titles, self.words);
         if line.is_none() && !self.terminal {
@@ -281,7 +282,8 @@ impl ParallelSink for LaneLines {
         }
         self.erase();
         if let Some(line) = line {
-            let _ = writeln!(self.out, "{}", wrap(&line, WIDTH));
+            // The line holds the list's and the agents' words, and no escape of ralph's own.
+            let _ = writeln!(self.out, "{}", wrap(&crate::render::inert(&line), WIDTH));
         }
         if matches!(event.kind, ParallelEventKind::ParallelEnded { .. }) {
             let _ = self.out.flush();

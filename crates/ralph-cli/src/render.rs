@@ -308,6 +308,21 @@ impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     }
 }
 
+/// `text` (a task list's words: an issue's title, a checklist line, a reason an agent gave)
+/// made inert on a terminal: each control character (an escape sequence's start, a bell, a
+/// carriage return) shown as `�`, so a title cannot clear the screen, set the window title or
+/// write to the clipboard.
+pub(crate) fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.chars().any(char::is_control) {
+        false => std::borrow::Cow::Borrowed(text),
+        true => text
+            .chars()
+            .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+            .collect::<String>()
+            .into(),
+    }
+}
+
 /// `850ms`, `3.2s`, `1m 12s`, `2h 5m`.
 pub(crate) fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();

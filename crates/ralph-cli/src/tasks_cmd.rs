@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::ralph_file;
+use crate::render::inert;
 
 /// The version of `ralph tasks --json`'s shape.
 const TASKS_JSON_VERSION: u64 = 1;
@@ -100,7 +101,11 @@ fn row(order: Option<usize>, t: &ListedTask) -> String {
         true => String::new(),
         false => format!(" (after {})", t.depends_on.join(", ")),
     };
-    format!("{order:>3}  {state:<8}  {}  {}{deps}", t.id, t.title)
+    format!(
+        "{order:>3}  {state:<8}  {}  {}{deps}",
+        inert(&t.id),
+        inert(&t.title)
+    )
 }
 
 /// `ralph check`'s lines: the tasks a run would work on, in order.
@@ -116,7 +121,14 @@ pub(crate) fn run_order_lines(list: &dyn TaskList, listed: &[ListedTask]) -> Str
         list.location()
     );
     for (i, t) in order.iter().enumerate() {
-        let _ = writeln!(out, "  {:<15} {}. {}  {}", "", i + 1, t.id, t.title);
+        let _ = writeln!(
+            out,
+            "  {:<15} {}. {}  {}",
+            "",
+            i + 1,
+            inert(&t.id),
+            inert(&t.title)
+        );
     }
     out
 }

@@ -475,3 +475,37 @@ fn a_checklist_run_says_task_where_prd_json_says_story() {
     assert!(report.contains("<th>task</th><th>attempt</th>"), "{report}");
     assert!(!report.contains(">story<"), "{report}");
 }
+
+/// A task's title is the list's text, which anyone with write access to it wrote: its escape
+/// sequences (clear the screen, set the window title, write to the clipboard) never reach the
+/// terminal raw, in `ralph tasks` or `ralph run`, one loop or parallel; `--json` keeps them.
+#[test]
+fn a_titles_escape_sequences_are_shown_inert() {
+    let title = "Fix it\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZWNobyBoaQ==\x07";
+    let repo = || {
+        todo_repo(
+            "agent: sh agent.sh\ntasks: {markdown: TODO.md}\ndone_when: ['true']",
+            "{{ task.title }}\n",
+            "cat >/dev/null\n",
+            &format!("- [ ] {title}\n"),
+        )
+    };
+    let p = repo();
+    assert_eq!(tasks(&p)[0]["title"], title);
+    let listed = p.run(&["tasks"]);
+    let shown = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        !shown.contains('\x1b') && !shown.contains('\x07'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("Fix it\u{FFFD}[2J"), "{shown:?}");
+    for args in [&["run"][..], &["run", "--parallel", "1"]] {
+        let out = repo().run(args);
+        let printed = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(printed.contains("Fix it"), "{args:?}: {printed:?}");
+        assert!(
+            !printed.contains('\x1b') && !printed.contains('\x07'),
+            "{args:?}: {printed:?}"
+        );
+    }
+}

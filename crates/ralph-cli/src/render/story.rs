@@ -4,7 +4,7 @@
 use ralph_engine::TaskEvent;
 use ralph_escalation::StoryEvent;
 
-use super::{Style, short_commit};
+use super::{Style, inert, short_commit};
 
 /// The line for a task event, if it has one. With `--quiet` only a story's fate is shown: a
 /// tripped breaker, a revert, a blocked or passed story.
@@ -18,7 +18,7 @@ pub(super) fn task_line(style: Style, event: &TaskEvent) -> Option<String> {
             title,
             attempt: 1,
             ..
-        } if !style.quiet => story_started_line(style, story_id, title),
+        } if !style.quiet => story_started_line(style, &inert(story_id), &inert(title)),
         StoryEvent::CircuitTripped {
             story_id,
             reason,
@@ -26,8 +26,8 @@ pub(super) fn task_line(style: Style, event: &TaskEvent) -> Option<String> {
             signature,
         } => circuit_tripped_line(
             style,
-            story_id.as_deref(),
-            reason,
+            story_id.as_deref().map(inert).as_deref(),
+            &inert(reason),
             *count,
             signature.as_deref(),
         ),
@@ -37,7 +37,7 @@ pub(super) fn task_line(style: Style, event: &TaskEvent) -> Option<String> {
             ..
         } => reverted_line(checkpoint, saved_ref),
         StoryEvent::StoryBlocked { story_id, reason } => {
-            story_blocked_line(style, story_id, reason)
+            story_blocked_line(style, &inert(story_id), &inert(reason))
         }
         StoryEvent::StoryPassed {
             story_id,
@@ -56,7 +56,7 @@ fn other_source_line(event: &TaskEvent) -> String {
         .iter()
         .map(|(key, value)| format!("{key}={value}"))
         .collect();
-    format!("  {} {}", event.type_name(), fields.join(" "))
+    inert(&format!("  {} {}", event.type_name(), fields.join(" "))).into_owned()
 }
 
 /// A story's first attempt: its id and title.
