@@ -16,6 +16,10 @@ const UNNAMED_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
 const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(3600);
 /// The reset time is whole seconds: a second more and the first request after the wait counts.
 const RESET_MARGIN: Duration = Duration::from_secs(1);
+/// The most pages one listing reads: 1,000 pages of 100 open issues (or comments) is more than
+/// a task list holds; past it the pages are taken as endless.
+const MAX_PAGES: usize = 1000;
+
 /// GitHub's largest page.
 const PER_PAGE: u32 = 100;
 
@@ -298,12 +302,28 @@ impl Client {
 
     fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
+        let mut read = std::collections::HashSet::new();
         let mut url = first;
         loop {
             let answer = self.send("GET", &url, None)?;
             items.extend(parse::<Vec<T>>(&url, answer.json)?);
+            read.insert(url.clone());
+            let endless = |url: String, why: String| Error::EndlessPages {
+                url,
+                pages: read.len(),
+                why,
+            };
             match answer.next {
                 None => return Ok(items),
+                Some(next) if read.contains(&next) => {
+                    return Err(endless(
+                        url,
+                        format!("the next page, {next}, was read already"),
+                    ));
+                }
+                Some(_) if read.len() >= MAX_PAGES => {
+                    return Err(endless(url, format!("more than {MAX_PAGES} pages")));
+                }
                 Some(next) if next.starts_with(&format!("{}/", self.base)) => url = next,
                 Some(next) => {
                     return Err(Error::ForeignLink {

@@ -87,6 +87,20 @@ pub enum Error {
         /// The API address in use.
         base: String,
     },
+    /// Pagination that does not end: a next page already read, or more pages than a list of
+    /// open issues or an issue's comments has.
+    #[error(
+        "{url}: GitHub's pages do not end ({why}); stopped after {pages} page(s) rather than ask \
+         for ever"
+    )]
+    EndlessPages {
+        /// The address asked last.
+        url: String,
+        /// Pages read.
+        pages: usize,
+        /// What was wrong: the link repeats one already read, or the page cap.
+        why: String,
+    },
 }
 
 impl Error {

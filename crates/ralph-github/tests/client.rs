@@ -205,3 +205,20 @@ fn a_next_page_on_another_host_is_not_followed_with_the_token() {
     assert!(matches!(err, Error::ForeignLink { .. }), "{err:?}");
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn a_next_page_link_to_a_page_already_read_ends_the_listing_with_an_error() {
+    let server = GithubServer::start();
+    server.open_issue("one", "", &[]);
+    server.link_pages_to_themselves();
+    let (mut client, _) = client(&server);
+
+    let err = client.open_issues(None).unwrap_err();
+
+    assert!(
+        matches!(err, Error::EndlessPages { pages: 1, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("was read already"), "{err}");
+    assert_eq!(server.requests().len(), 1, "no page asked twice");
+}

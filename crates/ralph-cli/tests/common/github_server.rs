@@ -67,6 +67,8 @@ struct State {
     /// Close an issue, as a person, when a request whose line contains the text comes in.
     close_on: Vec<(String, u64)>,
     per_page_cap: Option<usize>,
+    /// Every list of issues links to itself as its next page, as a broken proxy might.
+    self_link: bool,
     clock: u64,
 }
 
@@ -173,6 +175,11 @@ impl GithubServer {
     /// Pages hold at most `n` items, whatever `per_page` asks.
     pub fn cap_pages(&self, n: usize) {
         self.state.lock().unwrap().per_page_cap = Some(n);
+    }
+
+    /// From now on every list of issues names itself as its next page.
+    pub fn link_pages_to_themselves(&self) {
+        self.state.lock().unwrap().self_link = true;
     }
 
     pub fn issue(&self, number: u64) -> FakeIssue {
@@ -403,7 +410,14 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
                 .filter(|i| i.open && wanted.iter().all(|w| i.labels.contains(w)))
                 .map(|i| issue_json(port, i))
                 .collect();
-            page(port, &request.path, items, state.per_page_cap)
+            let reply = page(port, &request.path, items, state.per_page_cap);
+            match state.self_link {
+                true => reply.header(
+                    "link",
+                    &format!("<http://127.0.0.1:{port}{}>; rel=\"next\"", request.path),
+                ),
+                false => reply,
+            }
         }
         ("GET", Some(n), None) => {
             Reply::json(200, &issue_json(port, &state.issues[n as usize - 1]))
