@@ -574,8 +574,16 @@ pub async fn run(
         // landing.
         if step.is_none() && !this.stop_now {
             if let Some(block) = this.session.blocks.first().cloned() {
+                if this.gone(&block.task_id)? {
+                    this.forget_block(&block.task_id)?;
+                    continue;
+                }
                 step = Some(this.spawn_block(block));
             } else if let Some(id) = this.next_landing() {
+                if this.gone(&id)? {
+                    this.drop_gone(&id)?;
+                    continue;
+                }
                 this.board.merging = Some(id.clone());
                 step = Some(this.spawn_landing(id, check_stop.clone())?);
             }
@@ -1569,6 +1577,71 @@ impl Parallel {
             let result = join_blocking(move || repo.block(&mark, &block.reason)).await;
             (block.task_id, result.map(Stepped::Block))
         })
+    }
+
+    /// Whether `id` has left the run's task list (a person removed its line on the base, or
+    /// closed its issue, while its lane ran): the list as the base has it, or the list outside
+    /// git as it says now. As in one loop, a list that cannot be read now says nothing of it.
+    fn gone(&mut self, id: &str) -> Result<bool, ParallelError> {
+        let listed = match self.repo.list_rel.is_empty() {
+            true => self.list.load().ok(),
+            false => self.repo.listed_at(&self.repo.base_commit()?).ok(),
+        };
+        Ok(listed.is_some_and(|tasks| !tasks.iter().any(|t| t.id == id)))
+    }
+
+    /// `id` left the run's task list while its lane ran: dropped as one loop drops it, never
+    /// landed. Its branch is saved under `refs/ralph/attempts/<id>/<n>` (its worktree's
+    /// uncommitted work too), then its worktree and branch go, with a `WARNING`.
+    fn drop_gone(&mut self, id: &str) -> Result<(), ParallelError> {
+        let branch = format!("refs/heads/{}", git::branch_name(id));
+        let tip = git::rev(&self.repo.top, &branch)?;
+        let saved = match &tip {
+            Some(tip) => Some(queue::save_commit(&self.repo.top, id, tip)?),
+            None => None,
+        };
+        self.session.queue.retain(|q| q != id);
+        self.held_tried.remove(id);
+        let record = self.record(id);
+        record.state = LaneState::Dropped;
+        record.held.clear();
+        record.refused = None;
+        self.tasks.retain(|t| t.id != id);
+        // Recorded before anything goes: a kill from here on leaves its branch to the end of
+        // the run, which keeps it as any unlanded branch.
+        self.save()?;
+        self.retire(id)?;
+        if let Some(tip) = &tip {
+            git::run(&self.repo.top, &["update-ref", "-d", &branch, tip])?;
+        }
+        self.refresh_board();
+        let saved = saved.map_or_else(String::new, |saved| {
+            format!("; its work is saved under {saved}")
+        });
+        let message = format!(
+            "{}: {} {id} is no longer in the list (closed or removed by a person while it \
+             ran), so it is dropped, not landed{saved}",
+            self.list.location(),
+            self.words().one,
+        );
+        self.warn(Some(id), message);
+        Ok(())
+    }
+
+    /// `id`'s block waiting to be marked, when `id` left the run's task list meanwhile: there
+    /// is nothing to mark it in, so it is forgotten, with a `WARNING`.
+    fn forget_block(&mut self, id: &str) -> Result<(), ParallelError> {
+        self.session.blocks.retain(|b| b.task_id != id);
+        self.tasks.retain(|t| t.id != id);
+        self.save()?;
+        let message = format!(
+            "{}: {} {id} is no longer in the list (closed or removed by a person), so its \
+             block is not marked there",
+            self.list.location(),
+            self.words().one,
+        );
+        self.warn(Some(id), message);
+        Ok(())
     }
 
     /// The queue marked `id` blocked (`moved`: on the base; `None`: a list outside git, told

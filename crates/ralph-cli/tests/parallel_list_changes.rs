@@ -1,0 +1,132 @@
+//! The task list changing under `ralph run --parallel`: a task a person takes out of the list
+//! while its lane runs (its checklist line deleted on the base, its issue closed) is dropped as
+//! one loop drops it (its work saved under `refs/ralph/attempts/`, a `WARNING`, no landing),
+//! and a lane's branch that deletes other tasks from the list never deletes them on the base.
+
+mod common;
+
+use common::parallel::{nothing_left_behind, todo_repo};
+use common::{code, git, show};
+use serde_json::Value;
+
+/// The checklist's task id of `title` as `ralph tasks --json` gives it.
+fn task_id(p: &common::Project, title: &str) -> String {
+    let out = p.run(&["tasks", "--json"]);
+    let tasks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    tasks["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tasks}"))
+        .iter()
+        .find(|t| t["title"] == title)
+        .unwrap_or_else(|| panic!("{title} in {tasks}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn todo_on_main(p: &common::Project) -> String {
+    String::from_utf8(show(p.path(), "main", "TODO.md").unwrap()).unwrap()
+}
+
+#[test]
+fn a_task_a_person_deletes_from_the_checklist_while_its_lane_runs_is_dropped_not_landed() {
+    // The cart's agent is also the person: it deletes the cart's line on main in the main
+    // checkout and commits it there, then does the cart's work in its lane.
+    let marks = tempfile::tempdir().unwrap();
+    let todo = "# Shop\n\n- [ ] Build the cart\n- [ ] Add checkout\n";
+    let agent = format!(
+        "prompt=$(cat)\nid=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+         title=$(printf '%s\\n' \"$prompt\" | sed -n 's/^TITLE=//p')\n\
+         if [ \"$title\" = 'Build the cart' ] && [ ! -e {m}/deleted ]; then\n\
+           main=$(dirname \"$(git rev-parse --path-format=absolute --git-common-dir)\")\n\
+           (cd \"$main\" && sed -i '/Build the cart/d' TODO.md && git commit -qam 'no cart after all')\n\
+           touch {m}/deleted\n\
+         fi\n\
+         echo \"work of $title\" > \"$id.done\"\n",
+        m = marks.path().display()
+    );
+    let p = todo_repo(&agent, todo);
+    let cart = task_id(&p, "Build the cart");
+    let checkout = task_id(&p, "Add checkout");
+
+    let out = p.run(&["run", "--parallel", "1"]);
+    let events = p.events();
+    assert_eq!(code(&out), 0, "{events:#?}");
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "PARALLEL_ENDED", "{events:#?}");
+    assert_eq!(ended["landed"], 1, "{ended}");
+
+    // The cart never landed: no TASK_LANDED, its work not on main, a WARNING naming its save.
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["type"] == "TASK_LANDED" && e["task_id"] == cart.as_str()),
+        "{events:#?}"
+    );
+    assert!(show(p.path(), "main", &format!("{cart}.done")).is_none());
+    let saved = format!("refs/ralph/attempts/{cart}/1");
+    let warning = events
+        .iter()
+        .find(|e| e["type"] == "WARNING" && e["task_id"] == cart.as_str())
+        .unwrap_or_else(|| panic!("a WARNING for the cart: {events:#?}"));
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains("no longer in the list") && message.contains(&saved),
+        "{message}"
+    );
+    assert!(
+        show(p.path(), &saved, &format!("{cart}.done")).is_some(),
+        "the cart's work is saved under {saved}"
+    );
+
+    // The other task landed; the person's deletion stands.
+    assert!(show(p.path(), "main", &format!("{checkout}.done")).is_some());
+    assert_eq!(todo_on_main(&p), "# Shop\n\n- [x] Add checkout\n");
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join(".ralph/parallel/session.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(session["lanes"][&cart]["state"], "dropped", "{session}");
+    assert_eq!(session["ended"], true);
+    nothing_left_behind(p.path());
+    git(p.path(), &["diff", "--quiet", "HEAD"]);
+}
+
+#[test]
+fn a_lane_that_deletes_other_tasks_from_the_checklist_never_deletes_them_on_the_base() {
+    // The cart's agent deletes every other item from the checklist in its worktree, and its
+    // pass commits that; the checkout's agent changes nothing but its own work.
+    let todo = "# Shop\n\n- [ ] Build the cart\n- [ ] Add checkout\n- [ ] Ship it\n";
+    let agent = "prompt=$(cat)\nid=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+                 title=$(printf '%s\\n' \"$prompt\" | sed -n 's/^TITLE=//p')\n\
+                 if [ \"$title\" = 'Build the cart' ]; then sed -i '/Add checkout/d; /Ship it/d' TODO.md; fi\n\
+                 echo \"work of $title\" > \"$id.done\"\n";
+    let p = todo_repo(agent, todo);
+    let cart = task_id(&p, "Build the cart");
+
+    let out = p.run(&["run", "--parallel", "1"]);
+    let events = p.events();
+    assert_eq!(code(&out), 0, "{events:#?}");
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "PARALLEL_ENDED", "{events:#?}");
+    assert_eq!(ended["landed"], 3, "{ended}");
+
+    // The cart's landing kept the other items; every task landed and is ticked.
+    let landing = events
+        .iter()
+        .find(|e| e["type"] == "TASK_LANDED" && e["task_id"] == cart.as_str())
+        .unwrap_or_else(|| panic!("{events:#?}"))["commit"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at_landing = String::from_utf8(show(p.path(), &landing, "TODO.md").unwrap()).unwrap();
+    assert_eq!(
+        at_landing,
+        "# Shop\n\n- [x] Build the cart\n- [ ] Add checkout\n- [ ] Ship it\n"
+    );
+    assert_eq!(
+        todo_on_main(&p),
+        "# Shop\n\n- [x] Build the cart\n- [x] Add checkout\n- [x] Ship it\n"
+    );
+    nothing_left_behind(p.path());
+}
