@@ -5,12 +5,13 @@
 
 mod common;
 
+use common::github_server::{GithubServer, REPO, TOKEN};
 use common::parallel::{nothing_left_behind, todo_repo};
-use common::{code, git, show};
+use common::{Project, code, git, git_repo, show};
 use serde_json::Value;
 
 /// The checklist's task id of `title` as `ralph tasks --json` gives it.
-fn task_id(p: &common::Project, title: &str) -> String {
+fn task_id(p: &Project, title: &str) -> String {
     let out = p.run(&["tasks", "--json"]);
     let tasks: Value = serde_json::from_slice(&out.stdout).unwrap();
     tasks["tasks"]
@@ -24,7 +25,7 @@ fn task_id(p: &common::Project, title: &str) -> String {
         .to_owned()
 }
 
-fn todo_on_main(p: &common::Project) -> String {
+fn todo_on_main(p: &Project) -> String {
     String::from_utf8(show(p.path(), "main", "TODO.md").unwrap()).unwrap()
 }
 
@@ -128,5 +129,74 @@ fn a_lane_that_deletes_other_tasks_from_the_checklist_never_deletes_them_on_the_
         todo_on_main(&p),
         "# Shop\n\n- [x] Build the cart\n- [x] Add checkout\n- [x] Ship it\n"
     );
+    nothing_left_behind(p.path());
+}
+
+#[test]
+fn a_github_issue_a_person_closes_while_its_lane_runs_is_dropped_not_landed() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    // The first issue's agent is also the person: it closes the issue, then does the work.
+    let agent = format!(
+        "n=$(sed -n 's/^ISSUE=//p')\n\
+         if [ \"$n\" = {first} ]; then\n\
+           curl -sf -X PATCH -H 'Authorization: Bearer {TOKEN}' -d '{{\"state\":\"closed\"}}' \
+             '{url}/repos/{REPO}/issues/{first}' >/dev/null || exit 1\n\
+         fi\n\
+         echo \"work for $n\" > \"issue-$n.txt\"\n",
+        url = server.url()
+    );
+    let p = Project::new(
+        &format!(
+            "agent: sh agent.sh\ndone_when:\n  - 'ls issue-*.txt'\n\
+             tasks:\n  github: {REPO}\n  label: ralph\n"
+        ),
+        "ISSUE={{ task.id }}\n",
+    );
+    std::fs::write(p.path().join("agent.sh"), agent).unwrap();
+    std::fs::write(p.path().join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(p.path());
+
+    let out = p
+        .ralph(&["run", "--parallel", "1"])
+        .env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let events = p.events();
+    assert_eq!(code(&out), 0, "{events:#?}");
+    let (first, second) = (first.to_string(), second.to_string());
+
+    // The closed issue: not landed, nothing said on it, its work saved.
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["type"] == "TASK_LANDED" && e["task_id"] == first.as_str()),
+        "{events:#?}"
+    );
+    assert!(show(p.path(), "main", &format!("issue-{first}.txt")).is_none());
+    assert!(server.comments(1).is_empty(), "{:#?}", server.comments(1));
+    let saved = format!("refs/ralph/attempts/{first}/1");
+    assert!(
+        events.iter().any(|e| e["type"] == "WARNING"
+            && e["task_id"] == first.as_str()
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no longer in the list") && m.contains(&saved))),
+        "{events:#?}"
+    );
+    assert!(show(p.path(), &saved, &format!("issue-{first}.txt")).is_some());
+
+    // The other issue landed and was closed.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "TASK_LANDED" && e["task_id"] == second.as_str()),
+        "{events:#?}"
+    );
+    assert!(!server.issue(2).open);
     nothing_left_behind(p.path());
 }
