@@ -200,3 +200,50 @@ fn a_github_issue_a_person_closes_while_its_lane_runs_is_dropped_not_landed() {
     assert!(!server.issue(2).open);
     nothing_left_behind(p.path());
 }
+
+#[test]
+fn a_branch_kept_by_a_run_on_main_is_left_alone_by_a_run_on_another_base() {
+    // The first run's agent commits work in progress and never passes: `-n 1` ends the run
+    // with `ralph/<id>` kept. Once `<marks>/done` exists, it does the task.
+    let marks = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "prompt=$(cat)\nid=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+         if [ -e {m}/done ]; then echo done > \"$id.done\"; exit 0; fi\n\
+         echo 'half of it' > wip.txt && git add wip.txt && git commit -qm 'work in progress'\n",
+        m = marks.path().display()
+    );
+    let p = todo_repo(&agent, "# Shop\n\n- [ ] Build the cart\n");
+    let dir = p.path();
+    let cart = task_id(&p, "Build the cart");
+    let branch = format!("ralph/{cart}");
+    let out = p.run(&["run", "--parallel", "1", "-n", "1"]);
+    assert_eq!(code(&out), 1, "{:#?}", p.events());
+    let kept = git(dir, &["rev-parse", &branch]);
+
+    git(dir, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(marks.path().join("done"), "").unwrap();
+    std::fs::remove_file(p.events_path()).unwrap();
+    let out = p.run(&["run", "--parallel", "1"]);
+    let events = p.events();
+    assert_eq!(code(&out), 1, "{events:#?}");
+    assert!(
+        events.iter().all(|e| e["type"] != "LANE_STARTED"),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "WARNING"
+            && e["task_id"] == cart.as_str()
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&branch) && m.contains("on main"))),
+        "{events:#?}"
+    );
+    // main's work in progress never reached feature; the branch is as main's run left it.
+    assert!(show(dir, "feature", "wip.txt").is_none());
+    assert_eq!(git(dir, &["rev-parse", &branch]), kept);
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".ralph/parallel/session.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(session["ended"], true, "{session}");
+}
