@@ -247,3 +247,75 @@ fn a_branch_kept_by_a_run_on_main_is_left_alone_by_a_run_on_another_base() {
     .unwrap();
     assert_eq!(session["ended"], true, "{session}");
 }
+
+#[test]
+fn a_parallel_run_on_another_base_beside_a_running_one_ends_cleanly_and_the_next_start_works() {
+    // A lane on main waits for `<marks>/release`; one on feature works at once.
+    let marks = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "prompt=$(cat)\nid=$(printf '%s\\n' \"$prompt\" | sed -n 's/^ID=//p')\n\
+         if [ \"$(git rev-parse --abbrev-ref '@{{u}}')\" = main ]; then\n\
+           while [ ! -e {m}/release ]; do sleep 0.05; done\n\
+         fi\n\
+         echo done > \"$id.done\"\n",
+        m = marks.path().display()
+    );
+    let p = todo_repo(&agent, "# Shop\n\n- [ ] Build the cart\n");
+    let cart = task_id(&p, "Build the cart");
+    let other = tempfile::tempdir().unwrap();
+    let feature = other.path().join("feature");
+    git(
+        p.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            &feature.to_string_lossy(),
+        ],
+    );
+    let run_on_feature = || {
+        let _ = std::fs::remove_file(feature.join("events.jsonl"));
+        std::process::Command::new(env!("CARGO_BIN_EXE_ralph"))
+            .current_dir(&feature)
+            .args(["run", "--events", "events.jsonl", "--parallel", "1"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let feature_events = || -> Vec<Value> {
+        std::fs::read_to_string(feature.join("events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+
+    let mut on_main = p.spawn(&["run", "--parallel", "1"]);
+    p.wait_for("LANE_STARTED", 1);
+    let out = run_on_feature();
+    let events = feature_events();
+    assert_eq!(code(&out), 1, "{events:#?}\n{}", common::stderr(&out));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "WARNING" && e["task_id"] == cart.as_str()),
+        "{events:#?}"
+    );
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(feature.join(".ralph/parallel/session.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(session["ended"], true, "{session}");
+
+    std::fs::write(marks.path().join("release"), "").unwrap();
+    let out = on_main.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{:#?}", p.events());
+    assert!(show(p.path(), "main", &format!("{cart}.done")).is_some());
+
+    // The next start on feature is not refused, and does the task there.
+    let out = run_on_feature();
+    assert_eq!(code(&out), 0, "{:#?}", feature_events());
+    assert!(show(p.path(), "feature", &format!("{cart}.done")).is_some());
+}
