@@ -292,7 +292,7 @@ fn a_parallel_run_on_another_base_beside_a_running_one_ends_cleanly_and_the_next
             .collect()
     };
 
-    let mut on_main = p.spawn(&["run", "--parallel", "1"]);
+    let on_main = p.spawn(&["run", "--parallel", "1"]);
     p.wait_for("LANE_STARTED", 1);
     let out = run_on_feature();
     let events = feature_events();
