@@ -152,7 +152,7 @@ fn give_up_lane(
     if !on_base && !in_saved {
         saved.push(queue::save_commit(top, id, &commit)?);
     }
-    git::run(top, &["update-ref", "-d", &branch, &commit])?;
+    git::delete_branch(top, &format!("ralph/{folder}"), &commit)?;
     Ok(saved)
 }
 

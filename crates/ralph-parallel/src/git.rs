@@ -165,6 +165,33 @@ pub(crate) fn head_ref(dir: &Path) -> Result<Option<String>, ParallelError> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
 }
 
+/// The base branch the branch `name` was made from, as a lane records it (its upstream,
+/// `branch.<name>.merge`): `None` for a branch made before ralph recorded it.
+pub(crate) fn recorded_base(dir: &Path, name: &str) -> Result<Option<String>, ParallelError> {
+    let key = format!("branch.{name}.merge");
+    let out = output(dir, &["config", "--get", &key], &[], None)?;
+    Ok(out.status.success().then(|| {
+        let merge = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        merge.trim_start_matches("refs/heads/").to_owned()
+    }))
+}
+
+/// Deletes the branch `refs/heads/<name>` from `commit`, and the base a lane recorded for it
+/// (its upstream), so a branch of that name made later is not taken for this one.
+pub(crate) fn delete_branch(dir: &Path, name: &str, commit: &str) -> Result<(), ParallelError> {
+    run(
+        dir,
+        &["update-ref", "-d", &format!("refs/heads/{name}"), commit],
+    )?;
+    // Best effort: a left-over section is only a branch's upstream, overwritten when it is
+    // made again.
+    let _ = attempt(
+        dir,
+        &["config", "--remove-section", &format!("branch.{name}")],
+    );
+    Ok(())
+}
+
 /// `ralph/<id>`, with what git refuses in a ref name replaced.
 pub(crate) fn branch_name(id: &str) -> String {
     format!("ralph/{}", ralph_escalation::git::ref_component(id))

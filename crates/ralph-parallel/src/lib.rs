@@ -301,6 +301,9 @@ struct LaneSpec {
     branch: String,
     /// The base's commit a new branch starts from.
     base: String,
+    /// The base branch's name, recorded as a new branch's upstream: a run on another base
+    /// never takes the branch up.
+    base_branch: String,
     lane_dir: PathBuf,
     /// The task as the run's list has it, for the lane's own list; `None` keeps the lane's
     /// list as it is (a resumed lane: a pass recorded there stands).
@@ -375,6 +378,19 @@ impl LaneSpec {
                         ],
                     )?,
                 };
+                if new_branch {
+                    // Best effort: a branch without it is taken as any base's, as before.
+                    let _ = git::attempt(
+                        &self.top,
+                        &[
+                            "branch",
+                            "-q",
+                            "--set-upstream-to",
+                            &self.base_branch,
+                            &self.branch,
+                        ],
+                    );
+                }
             }
             if let Err(err) = git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"]) {
                 // Nothing of a lane that could not start stays: its worktree, and its branch
@@ -468,6 +484,8 @@ struct Parallel {
     interrupts: Interrupts,
     /// When each held landing was last tried; one the queue moved past since is tried again.
     held_tried: BTreeMap<String, Instant>,
+    /// Tasks whose branch holds a run's work on another base: this run leaves them alone.
+    elsewhere: Vec<String>,
 }
 
 /// A parallel run as its session tells it: what `ralph status` shows.
@@ -574,8 +592,16 @@ pub async fn run(
         // landing.
         if step.is_none() && !this.stop_now {
             if let Some(block) = this.session.blocks.first().cloned() {
+                if this.gone(&block.task_id)? {
+                    this.forget_block(&block.task_id)?;
+                    continue;
+                }
                 step = Some(this.spawn_block(block));
             } else if let Some(id) = this.next_landing() {
+                if this.gone(&id)? {
+                    this.drop_gone(&id)?;
+                    continue;
+                }
                 this.board.merging = Some(id.clone());
                 step = Some(this.spawn_landing(id, check_stop.clone())?);
             }
@@ -779,6 +805,7 @@ impl Parallel {
             stop_now: false,
             interrupts: Interrupts::default(),
             held_tried: BTreeMap::new(),
+            elsewhere: Vec::new(),
         };
         this.session.parallel = this.options.parallel;
         let base_commit = this.repo.base_commit()?;
@@ -979,7 +1006,9 @@ impl Parallel {
 
     /// Tasks that may start now, ignoring the slots.
     fn startable_now(&self) -> Vec<String> {
-        let busy = |id: &str| self.session.lanes.contains_key(id);
+        let busy = |id: &str| {
+            self.session.lanes.contains_key(id) || self.elsewhere.iter().any(|e| e == id)
+        };
         let mut ids: Vec<String> = self.again.iter().cloned().collect();
         ids.extend(
             startable(&self.tasks, busy, usize::MAX)
@@ -990,7 +1019,9 @@ impl Parallel {
     }
 
     fn waiting(&self) -> u64 {
-        let busy = |id: &str| self.session.lanes.contains_key(id);
+        let busy = |id: &str| {
+            self.session.lanes.contains_key(id) || self.elsewhere.iter().any(|e| e == id)
+        };
         self.tasks
             .iter()
             .filter(|t| t.state == TaskState::Pending && !busy(&t.id))
@@ -1005,6 +1036,10 @@ impl Parallel {
                 return Ok(());
             };
             self.again.retain(|a| a != &id);
+            if let Some(other) = self.other_base(&id)? {
+                self.leave_alone(&id, &other);
+                continue;
+            }
             // One look at the base and the list for every lane this round starts.
             let commit = match &base {
                 Some(commit) => commit,
@@ -1028,6 +1063,35 @@ impl Parallel {
             self.prepare_lane(&id, commit, task);
         }
         Ok(())
+    }
+
+    /// The other base `id`'s existing branch was made from, when a run on another base made
+    /// it (kept when that run ended, or that run's lane now): it is not this run's to take
+    /// up. A branch this run's session knows, or made before ralph recorded its base, is ours.
+    fn other_base(&self, id: &str) -> Result<Option<String>, ParallelError> {
+        let branch = git::branch_name(id);
+        if self.session.lanes.contains_key(id)
+            || git::rev(&self.repo.top, &format!("refs/heads/{branch}"))?.is_none()
+        {
+            return Ok(None);
+        }
+        Ok(git::recorded_base(&self.repo.top, &branch)?.filter(|base| *base != self.repo.base))
+    }
+
+    /// `id`'s branch holds a run's work on the base `other`: this run leaves the task alone
+    /// (never takes up, lands or removes that branch), with a `WARNING` saying how to go on.
+    fn leave_alone(&mut self, id: &str, other: &str) {
+        self.elsewhere.push(id.to_owned());
+        let branch = git::branch_name(id);
+        let message = format!(
+            "not started: {branch} holds the work of a parallel run on {other}, not on {}; \
+             this run leaves it alone. Land it with a run on {other}, or delete the branch \
+             (`git branch -D {branch}`) to do the {} here.",
+            self.repo.base,
+            self.words().one,
+        );
+        self.warn(Some(id), message);
+        self.refresh_board();
     }
 
     fn title(&self, id: &str) -> String {
@@ -1077,6 +1141,7 @@ impl Parallel {
             worktree: self.worktree(id),
             branch: git::branch_name(id),
             base,
+            base_branch: self.repo.base.clone(),
             lane_dir,
             // A resumed lane keeps its list: a pass recorded there stands.
             task: (!resumed).then_some(task),
@@ -1462,7 +1527,7 @@ impl Parallel {
                     .get(id)
                     .is_some_and(|lane| lane.state == LaneState::Landed);
             if merged || squashed {
-                git::run(&self.repo.top, &["update-ref", "-d", &branch, &commit])?;
+                git::delete_branch(&self.repo.top, &git::branch_name(id), &commit)?;
             }
         }
         Ok(())
@@ -1569,6 +1634,71 @@ impl Parallel {
             let result = join_blocking(move || repo.block(&mark, &block.reason)).await;
             (block.task_id, result.map(Stepped::Block))
         })
+    }
+
+    /// Whether `id` has left the run's task list (a person removed its line on the base, or
+    /// closed its issue, while its lane ran): the list as the base has it, or the list outside
+    /// git as it says now. As in one loop, a list that cannot be read now says nothing of it.
+    fn gone(&mut self, id: &str) -> Result<bool, ParallelError> {
+        let listed = match self.repo.list_rel.is_empty() {
+            true => self.list.load().ok(),
+            false => self.repo.listed_at(&self.repo.base_commit()?).ok(),
+        };
+        Ok(listed.is_some_and(|tasks| !tasks.iter().any(|t| t.id == id)))
+    }
+
+    /// `id` left the run's task list while its lane ran: dropped as one loop drops it, never
+    /// landed. Its branch is saved under `refs/ralph/attempts/<id>/<n>` (its worktree's
+    /// uncommitted work too), then its worktree and branch go, with a `WARNING`.
+    fn drop_gone(&mut self, id: &str) -> Result<(), ParallelError> {
+        let branch = format!("refs/heads/{}", git::branch_name(id));
+        let tip = git::rev(&self.repo.top, &branch)?;
+        let saved = match &tip {
+            Some(tip) => Some(queue::save_commit(&self.repo.top, id, tip)?),
+            None => None,
+        };
+        self.session.queue.retain(|q| q != id);
+        self.held_tried.remove(id);
+        let record = self.record(id);
+        record.state = LaneState::Dropped;
+        record.held.clear();
+        record.refused = None;
+        self.tasks.retain(|t| t.id != id);
+        // Recorded before anything goes: a kill from here on leaves its branch to the end of
+        // the run, which keeps it as any unlanded branch.
+        self.save()?;
+        self.retire(id)?;
+        if let Some(tip) = &tip {
+            git::delete_branch(&self.repo.top, &git::branch_name(id), tip)?;
+        }
+        self.refresh_board();
+        let saved = saved.map_or_else(String::new, |saved| {
+            format!("; its work is saved under {saved}")
+        });
+        let message = format!(
+            "{}: {} {id} is no longer in the list (closed or removed by a person while it \
+             ran), so it is dropped, not landed{saved}",
+            self.list.location(),
+            self.words().one,
+        );
+        self.warn(Some(id), message);
+        Ok(())
+    }
+
+    /// `id`'s block waiting to be marked, when `id` left the run's task list meanwhile: there
+    /// is nothing to mark it in, so it is forgotten, with a `WARNING`.
+    fn forget_block(&mut self, id: &str) -> Result<(), ParallelError> {
+        self.session.blocks.retain(|b| b.task_id != id);
+        self.tasks.retain(|t| t.id != id);
+        self.save()?;
+        let message = format!(
+            "{}: {} {id} is no longer in the list (closed or removed by a person), so its \
+             block is not marked there",
+            self.list.location(),
+            self.words().one,
+        );
+        self.warn(Some(id), message);
+        Ok(())
     }
 
     /// The queue marked `id` blocked (`moved`: on the base; `None`: a list outside git, told

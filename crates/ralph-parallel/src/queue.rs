@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::Mark;
+use ralph_escalation::{ListedTask, Mark, TaskList};
 
 use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
@@ -109,6 +109,22 @@ impl Repo {
         commit: &str,
         mark: &Mark,
     ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
+        let files = self.files_at(commit)?;
+        self.marked(files, mark)
+    }
+
+    /// The task list's tasks as `commit` has them (the list built over a copy of its files, so
+    /// no worktree is touched); empty for a list outside git.
+    pub(crate) fn listed_at(&self, commit: &str) -> Result<Vec<ListedTask>, ParallelError> {
+        let files = self.files_at(commit)?;
+        self.over_copy(files, "listed", |list, _| {
+            list.load()
+                .map_err(|err| ParallelError::TaskList(err.to_string()))
+        })
+    }
+
+    /// The task list's files as `commit` has them, top-relative, with their bytes.
+    fn files_at(&self, commit: &str) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
         let mut files = Vec::new();
         for rel in &self.list_rel {
             let bytes = git::blob(&self.top, commit, rel)?.ok_or_else(|| {
@@ -116,7 +132,7 @@ impl Repo {
             })?;
             files.push((rel.clone(), bytes));
         }
-        self.marked(files, mark)
+        Ok(files)
     }
 
     /// The task list's `files` (top-relative, with their bytes) with `mark` applied, every
@@ -126,12 +142,40 @@ impl Repo {
         files: Vec<(String, Vec<u8>)>,
         mark: &Mark,
     ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
+        let key = ralph_escalation::git::ref_component(mark.story_id());
+        self.over_copy(files, &key, |list, dir| {
+            let marked = list
+                .marked_files(mark)
+                .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+            let dir = dir.canonicalize().map_err(|source| ParallelError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            Ok(marked
+                .into_iter()
+                .filter_map(|(path, bytes)| {
+                    let path = std::path::absolute(&path).ok()?;
+                    let path = path.canonicalize().unwrap_or(path);
+                    let rel = path.strip_prefix(&dir).ok()?;
+                    Some((rel.to_string_lossy().replace('\\', "/"), bytes))
+                })
+                .collect())
+        })
+    }
+
+    /// `read` of the run's task list built over a copy of `files` (top-relative, with their
+    /// bytes) in the scratch folder `key`, which goes afterwards; `T::default()` without files
+    /// (a list outside git).
+    fn over_copy<T: Default>(
+        &self,
+        files: Vec<(String, Vec<u8>)>,
+        key: &str,
+        read: impl FnOnce(&mut dyn TaskList, &Path) -> Result<T, ParallelError>,
+    ) -> Result<T, ParallelError> {
         if files.is_empty() {
-            return Ok(Vec::new());
+            return Ok(T::default());
         }
-        let dir = self
-            .scratch
-            .join(ralph_escalation::git::ref_component(mark.story_id()));
+        let dir = self.scratch.join(key);
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ParallelError::Io { path, source }
@@ -147,19 +191,7 @@ impl Repo {
             }
             let mut list = (self.list_at)(&dir.join(&self.cwd_rel))
                 .map_err(|err| ParallelError::TaskList(err.to_string()))?;
-            let marked = list
-                .marked_files(mark)
-                .map_err(|err| ParallelError::TaskList(err.to_string()))?;
-            let dir = dir.canonicalize().map_err(io(&dir))?;
-            Ok(marked
-                .into_iter()
-                .filter_map(|(path, bytes)| {
-                    let path = std::path::absolute(&path).ok()?;
-                    let path = path.canonicalize().unwrap_or(path);
-                    let rel = path.strip_prefix(&dir).ok()?;
-                    Some((rel.to_string_lossy().replace('\\', "/"), bytes))
-                })
-                .collect())
+            read(list.as_mut(), &dir)
         })();
         let _ = std::fs::remove_dir_all(&dir);
         result
@@ -239,8 +271,10 @@ impl Repo {
         Ok(saved)
     }
 
-    /// Steps 4 and 5: the landing commit on `merged` (the task list's files with the task
-    /// passed; the same tree for a list outside git), journaled, then the base moved there.
+    /// Steps 4 and 5: the landing commit on `merged` (the task list's files as the base has
+    /// them with the task passed, so a branch that changed the list, deleting other tasks,
+    /// never changes it on the base; the same tree for a list outside git), journaled, then
+    /// the base moved there.
     /// With `land.history: squash` the landing commit has the same tree but the base as its
     /// parent and `title` as its subject: the task in one commit. The journal stays: the
     /// caller clears it once the run has recorded the landing, so a `--resume` after a kill
@@ -253,7 +287,7 @@ impl Repo {
         title: &str,
     ) -> Result<(String, Moved), ParallelError> {
         let mark = Mark::passed(&journal.task_id);
-        let files = self.marked_at(merged, &mark)?;
+        let files = self.marked_at(&journal.base_before, &mark)?;
         let (parent, message) = match self.history {
             History::Squash => (
                 journal.base_before.as_str(),

@@ -30,6 +30,9 @@ pub enum LaneState {
     Landed,
     /// Given up.
     Blocked,
+    /// Its task left the task list while it ran (a person removed it, closed its issue): its
+    /// work saved under `refs/ralph/attempts/<id>/<n>`, not landed.
+    Dropped,
 }
 
 impl LaneState {
@@ -41,6 +44,7 @@ impl LaneState {
             LaneState::Queued => "queued",
             LaneState::Landed => "landed",
             LaneState::Blocked => "blocked",
+            LaneState::Dropped => "dropped",
         }
     }
 }
