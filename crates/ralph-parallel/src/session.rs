@@ -70,6 +70,13 @@ pub(crate) struct LaneRecord {
     /// the run's end leaves it to `--resume`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) held: Vec<String>,
+    /// The agent's question its loop waits on a person's answer to, from when it asked until
+    /// its next iteration starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) question: Option<String>,
+    /// Where a person answers it (`TODO.md:3`, an issue's address), once it is put there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer_at: Option<String>,
 }
 
 /// A parallel run's session.
@@ -88,6 +95,10 @@ pub(crate) struct Session {
     /// each in its turn, before the next landing.
     #[serde(default)]
     pub(crate) blocks: Vec<PendingBlock>,
+    /// Lanes' questions not yet put where their tasks live, in order: the merge queue puts
+    /// each in its turn (a file list's in a commit on the base), as it marks a block.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asks: Vec<PendingAsk>,
     /// Whether the run ended by itself (nothing to resume).
     pub(crate) ended: bool,
 }
@@ -102,6 +113,7 @@ impl Session {
             lanes: BTreeMap::new(),
             queue: Vec::new(),
             blocks: Vec::new(),
+            asks: Vec::new(),
             ended: false,
         }
     }
@@ -140,6 +152,14 @@ pub(crate) struct PendingBlock {
     pub(crate) task_id: String,
     /// Why, as the task list will say it.
     pub(crate) reason: String,
+}
+
+/// A lane's question waiting for its turn in the merge queue to be put where its task lives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PendingAsk {
+    pub(crate) task_id: String,
+    /// The agent's question.
+    pub(crate) question: String,
 }
 
 /// The merge queue's step under way: a landing, written before the task's branch is touched,
@@ -183,6 +203,9 @@ pub(crate) enum JournaledStep {
     Landing { branch_before: String },
     /// Marking the task blocked in the task list, for this reason.
     Block { blocked: String },
+    /// Putting a lane's question in the task list: the list's record of it, to hand the lane
+    /// once the base moved.
+    Ask { asked: ralph_escalation::Asked },
 }
 
 impl MergeJournal {

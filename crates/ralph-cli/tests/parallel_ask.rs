@@ -1,0 +1,129 @@
+//! A lane's agent asks a person (`ask`) in `ralph run --parallel`: its lane waits while the
+//! others go on, the merge queue commits the question under its task on the base, `ralph
+//! status` shows it, and the person's answer, written where one loop reads it, reaches the
+//! lane's next prompt.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::parallel::{nothing_left_behind, todo_repo_prompting};
+use common::{code, git, show, stderr, stdout};
+
+/// "Ask …" asks which framework until its prompt has an answer (`{{ task.answer }}` stays as
+/// written until there is one), then writes the answer as its work; any other task is done at
+/// once.
+const ASKING_AGENT: &str = r#"prompt=$(cat)
+id=$(printf '%s\n' "$prompt" | sed -n 's/^ID=//p')
+title=$(printf '%s\n' "$prompt" | sed -n 's/^TITLE=//p')
+answer=$(printf '%s\n' "$prompt" | sed -n 's/^ANSWER=//p')
+case "$title" in
+Ask*)
+    case "$answer" in
+    "" | "{{"*) echo '<!-- ralph:state ask question="Which framework?" -->' ;;
+    *) echo "$answer" > "$id.done" ;;
+    esac
+    ;;
+*) echo "work of $title" > "$id.done" ;;
+esac
+"#;
+
+const QUESTION: &str = "  <!-- ralph: question: Which framework? -->\n";
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within 60s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The base's TODO.md.
+fn todo_on_main(dir: &Path) -> String {
+    String::from_utf8(show(dir, "main", "TODO.md").unwrap()).unwrap()
+}
+
+#[test]
+fn a_lane_that_asks_waits_for_the_answer_in_the_checklist_while_the_other_task_lands() {
+    let todo = "- [ ] Add the cart\n- [ ] Ask about the framework\n";
+    let p = todo_repo_prompting(
+        ASKING_AGENT,
+        todo,
+        "ID={{ task.id }}\nTITLE={{ task.title }}\nANSWER={{ task.answer }}\n",
+    );
+    let dir = p.path();
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+
+    // The other task lands; the question is committed under its task on the base.
+    wait_until("the cart to land and the question to be on main", || {
+        !p.events_of("TASK_LANDED").is_empty() && todo_on_main(dir).contains(QUESTION)
+    });
+    assert_eq!(
+        todo_on_main(dir),
+        format!("- [x] Add the cart\n- [ ] Ask about the framework\n{QUESTION}")
+    );
+    let log = git(dir, &["log", "--format=%s", "main"]);
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("ralph: ask-about-the-framework-")
+                && l.ends_with(" asks a person")),
+        "{log}"
+    );
+    // The main worktree has it as committed: nothing of the run's left uncommitted there.
+    assert_eq!(git(dir, &["status", "--porcelain", "--", "TODO.md"]), "");
+
+    // `ralph status` shows the lane waiting, with its question and where to answer.
+    wait_until("status to show the question", || {
+        let text = stdout(&p.run(&["status"]));
+        text.contains("asking")
+            && text.contains("asks \"Which framework?\": waiting for an answer in TODO.md:3")
+    });
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&p.run(&["status", "--json"]))).unwrap();
+    let asking = json["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["question"] == "Which framework?")
+        .unwrap_or_else(|| panic!("a lane with the question: {json:#}"));
+    assert_eq!(asking["answer_at"], "TODO.md:3");
+    assert!(
+        p.events_of("TASK_LANDED").len() == 1 && child.try_wait().unwrap().is_none(),
+        "the asking task waits: {:#?}",
+        p.events()
+    );
+
+    // A person answers under the question, as for one loop (uncommitted).
+    let answered =
+        format!("- [x] Add the cart\n- [ ] Ask about the framework\n{QUESTION}  Use axum.\n");
+    std::fs::write(dir.join("TODO.md"), &answered).unwrap();
+
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{:#?}", p.events());
+    let landed = p.events_of("TASK_LANDED");
+    assert_eq!(landed.len(), 2, "{landed:#?}");
+    let asked_id = landed[1]["task_id"].as_str().unwrap();
+    assert!(
+        asked_id.starts_with("ask-about-the-framework-"),
+        "{asked_id}"
+    );
+    // The answer reached the lane's prompt: its work is the answer.
+    assert_eq!(
+        show(dir, "main", &format!("{asked_id}.done")).unwrap(),
+        b"Use axum.\n"
+    );
+    assert_eq!(
+        todo_on_main(dir),
+        format!("- [x] Add the cart\n- [x] Ask about the framework\n{QUESTION}")
+    );
+    // The person's answer is theirs: kept, uncommitted, with the task ticked.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("TODO.md")).unwrap(),
+        answered.replace("- [ ] Ask", "- [x] Ask")
+    );
+    let out = p.run(&["status"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stdout(&out).contains("asks"), "{}", stdout(&out));
+    nothing_left_behind(dir);
+}
