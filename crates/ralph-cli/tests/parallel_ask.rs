@@ -70,6 +70,10 @@ fn a_lane_that_asks_waits_for_the_answer_in_the_checklist_while_the_other_task_l
                 && l.ends_with(" asks a person")),
         "{log}"
     );
+    let asked = p.events_of("LANE_ASKED");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["question"], "Which framework?");
+    assert_eq!(asked[0]["at"], "TODO.md:3");
     // The main worktree has it as committed: nothing of the run's left uncommitted there.
     assert_eq!(git(dir, &["status", "--porcelain", "--", "TODO.md"]), "");
 

@@ -1687,6 +1687,11 @@ impl Parallel {
                 let mut task = LaneTask::read(&path)
                     .map_err(|err| ParallelError::TaskList(err.to_string()))?;
                 self.record(id).answer_at = Some(asked.at.clone());
+                self.emit(ParallelEventKind::LaneAsked {
+                    task_id: id.to_owned(),
+                    question: asked.question.clone(),
+                    at: asked.at.clone(),
+                });
                 task.asked = Some(asked);
                 task.write(&path)
                     .map_err(|source| ParallelError::Io { path, source })?;
