@@ -1,15 +1,16 @@
 //! A lane's agent asks a person (`ask`) in `ralph run --parallel`: its lane waits while the
-//! others go on, the merge queue commits the question under its task on the base, `ralph
-//! status` shows it, and the person's answer, written where one loop reads it, reaches the
-//! lane's next prompt.
+//! others go on, the merge queue puts the question where the task lives (committed under its
+//! checklist item on the base, a comment on its issue), `ralph status` shows it, and the
+//! person's answer, written where one loop reads it, reaches the lane's next prompt.
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::github_server::{GithubServer, REPO, TOKEN};
 use common::parallel::{nothing_left_behind, todo_repo_prompting};
-use common::{code, git, show, stderr, stdout};
+use common::{Project, code, git, git_repo, show, stderr, stdout};
 
 /// "Ask …" asks which framework until its prompt has an answer (`{{ task.answer }}` stays as
 /// written until there is one), then writes the answer as its work; any other task is done at
@@ -37,6 +38,15 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "{what} within 60s");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `ralph ARGS` in `p` against the fake GitHub.
+fn against(server: &GithubServer, p: &Project, args: &[&str]) -> std::process::Command {
+    let mut cmd = p.ralph(args);
+    cmd.env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN");
+    cmd
 }
 
 /// The base's TODO.md.
@@ -129,5 +139,58 @@ fn a_lane_that_asks_waits_for_the_answer_in_the_checklist_while_the_other_task_l
     let out = p.run(&["status"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stdout(&out).contains("asks"), "{}", stdout(&out));
+    nothing_left_behind(dir);
+}
+
+#[test]
+fn a_lane_that_asks_on_its_issue_waits_for_a_persons_comment_while_the_other_issue_lands() {
+    let server = GithubServer::start();
+    let asking = server.open_issue("Ask about the framework", "", &["ralph"]);
+    let other = server.open_issue("Add the cart", "", &["ralph"]);
+    let p = Project::new(
+        &format!(
+            "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
+             convergence: {{max_attempts: 5, backoff: 10ms, max_backoff: 10ms}}\n\
+             failure: {{delay: 10ms, max_delay: 10ms}}\n\
+             tasks:\n  github: {REPO}\n  label: ralph"
+        ),
+        "ID={{ task.id }}\nTITLE={{ task.title }}\nANSWER={{ task.answer }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), ASKING_AGENT).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(dir);
+    let mut child = against(&server, &p, &["run", "--parallel", "2"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // The question is a comment on the issue; the other issue lands and closes meanwhile.
+    let asked = server.wait_for_comments(asking, Duration::from_secs(60), |c| !c.is_empty());
+    assert!(asked[0].body.contains("Which framework?"), "{asked:#?}");
+    wait_until("the other issue to land", || !server.issue(other).open);
+    let url = format!("https://github.com/{REPO}/issues/{asking}");
+    wait_until("status to show the question", || {
+        stdout(&against(&server, &p, &["status"]).output().unwrap()).contains(&format!(
+            "asks \"Which framework?\": waiting for an answer on {url}"
+        ))
+    });
+    assert!(server.issue(asking).open);
+    assert!(child.try_wait().unwrap().is_none(), "the asking lane waits");
+
+    server.comment_as(asking, "a-person", "Use Postgres");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{:#?}", p.events());
+    // The answer reached the lane's prompt: its work is the answer.
+    assert_eq!(
+        show(dir, "main", &format!("{asking}.done")).unwrap(),
+        b"Use Postgres\n"
+    );
+    assert!(!server.issue(asking).open);
+    // Nothing of the run's is committed for a question on an issue.
+    let log = git(dir, &["log", "--format=%s", "main"]);
+    assert!(!log.contains("asks a person"), "{log}");
     nothing_left_behind(dir);
 }
