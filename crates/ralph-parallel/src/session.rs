@@ -294,6 +294,29 @@ mod tests {
     }
 
     #[test]
+    fn a_journaled_question_reads_back_as_one_with_the_lists_record() {
+        let asked = ralph_escalation::Asked::new(
+            "US-3",
+            "Which framework?",
+            "TODO.md:3",
+            serde_json::Value::String("Which framework?".to_owned()),
+        );
+        let journal = MergeJournal {
+            task_id: "US-3".to_owned(),
+            base_before: "a".to_owned(),
+            step: JournaledStep::Ask {
+                asked: asked.clone(),
+            },
+            landing: Some("c".to_owned()),
+            kept: Vec::new(),
+            index_locked: false,
+        };
+        let text = serde_json::to_string(&journal).unwrap();
+        let back: MergeJournal = serde_json::from_str(&text).unwrap();
+        assert!(matches!(&back.step, JournaledStep::Ask { asked: read } if *read == asked));
+    }
+
+    #[test]
     fn a_session_written_before_blocks_reads_as_none_waiting() {
         let text = r#"{"version":1,"run_id":"r","base":"main","parallel":2,"lanes":{},"queue":[],"ended":false}"#;
         let session: Session = serde_json::from_str(text).unwrap();
