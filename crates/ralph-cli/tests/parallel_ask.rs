@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::github_server::{GithubServer, REPO, TOKEN};
-use common::parallel::{nothing_left_behind, todo_repo_prompting};
-use common::{Project, code, git, git_repo, show, stderr, stdout};
+use common::parallel::{READ_PROMPT, nothing_left_behind, passes, repo, todo_repo_prompting};
+use common::{Project, code, commit_all, git, git_repo, show, stderr, stdout};
 
 /// "Ask …" asks which framework until its prompt has an answer (`{{ task.answer }}` stays as
 /// written until there is one), then writes the answer as its work; any other task is done at
@@ -192,5 +192,70 @@ fn a_lane_that_asks_on_its_issue_waits_for_a_persons_comment_while_the_other_iss
     // Nothing of the run's is committed for a question on an issue.
     let log = git(dir, &["log", "--format=%s", "main"]);
     assert!(!log.contains("asks a person"), "{log}");
+    nothing_left_behind(dir);
+}
+
+/// US-002 asks which framework until its prompt has an answer, then writes the answer as its
+/// work; any other story is done at once.
+const ASKING_STORY_AGENT: &str = r#"answer=$(printf '%s\n' "$prompt" | sed -n 's/^ANSWER=//p')
+case "$story:$answer" in
+US-002: | "US-002:{{"*) echo '<!-- ralph:state ask question="Which framework?" -->' ;;
+US-002:*) echo "$answer" > "$story.done" ;;
+*) echo "work of $story" > "$story.done" ;;
+esac
+"#;
+
+#[test]
+fn a_lane_that_asks_in_prd_json_waits_for_the_answer_in_the_storys_notes() {
+    let agent = format!("{READ_PROMPT}{ASKING_STORY_AGENT}");
+    let p = repo(
+        &agent,
+        "ls *.done >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let dir = p.path();
+    let ralph_md = std::fs::read_to_string(dir.join("RALPH.md")).unwrap();
+    std::fs::write(
+        dir.join("RALPH.md"),
+        format!("{ralph_md}ANSWER={{{{ task.answer }}}}\n"),
+    )
+    .unwrap();
+    commit_all(dir, "the prompt has the answer");
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+
+    let notes = |rev: &str| -> String {
+        let prd: serde_json::Value =
+            serde_json::from_slice(&show(dir, rev, "prd.json").unwrap()).unwrap();
+        prd["userStories"][1]["notes"].as_str().unwrap().to_owned()
+    };
+    wait_until("US-001 to land and the question to be on main", || {
+        passes(dir, "main", "US-001") == true
+            && notes("main") == "ralph: question: Which framework?"
+    });
+    wait_until("status to show the question", || {
+        stdout(&p.run(&["status"])).contains(
+            "asks \"Which framework?\": waiting for an answer in prd.json (US-002's notes)",
+        )
+    });
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the asking story waits"
+    );
+
+    // A person answers under the question in the story's notes (uncommitted).
+    let text = std::fs::read_to_string(dir.join("prd.json")).unwrap();
+    let answered = text.replace(
+        "\"ralph: question: Which framework?\"",
+        "\"ralph: question: Which framework?\\nUse axum.\"",
+    );
+    assert_ne!(text, answered);
+    std::fs::write(dir.join("prd.json"), &answered).unwrap();
+
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{:#?}", p.events());
+    assert_eq!(show(dir, "main", "US-002.done").unwrap(), b"Use axum.\n");
+    assert_eq!(passes(dir, "main", "US-002"), true);
+    assert_eq!(notes("main"), "ralph: question: Which framework?");
     nothing_left_behind(dir);
 }
