@@ -496,6 +496,18 @@ fn event_line(
                 &commit[..commit.len().min(8)]
             )
         }
+        ParallelEventKind::LaneAsked {
+            task_id,
+            question,
+            at,
+        } => {
+            // An issue's address is a page the answer goes on; a file is a place it goes in.
+            let on = if at.contains("://") { "on" } else { "in" };
+            format!(
+                "? {} asks \"{question}\": waiting for your answer {on} {at}; the other lanes go on",
+                name(task_id)
+            )
+        }
         ParallelEventKind::TaskBlocked { task_id, reason } => {
             format!("✗ {} blocked: {reason}", name(task_id))
         }

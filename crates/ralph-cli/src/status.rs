@@ -119,6 +119,8 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                     "run_id": lane.run_id,
                     "refused": lane.refused,
                     "held": lane.held,
+                    "question": lane.question,
+                    "answer_at": lane.answer_at,
                 })
             })
             .collect();
@@ -150,6 +152,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         let state = match (&lane.refused, lane.held.is_empty()) {
             (_, false) => "waiting",
             (Some(_), true) => "refused",
+            (None, true) if lane.question.is_some() && lane_state(lane) == "running" => "asking",
             (None, true) => lane_state(lane),
         };
         text.push_str(&format!(
@@ -165,6 +168,17 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
             text.push_str(&format!(
                 "    waiting on your uncommitted changes to: {}\n",
                 lane.held.join(", ")
+            ));
+        }
+        if let Some(question) = &lane.question {
+            let at = match &lane.answer_at {
+                // An issue's address is a page the answer goes on; a file is a place it goes in.
+                Some(at) if at.contains("://") => format!("on {at}"),
+                Some(at) => format!("in {at}"),
+                None => "once the merge queue puts the question there".to_owned(),
+            };
+            text.push_str(&format!(
+                "    asks \"{question}\": waiting for an answer {at}\n"
             ));
         }
         if let Some(why) = &lane.refused {

@@ -434,6 +434,10 @@ impl TaskList for MarkdownList {
         Ok(())
     }
 
+    fn can_ask(&self) -> bool {
+        true
+    }
+
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
         let text = self.read()?;
         let Some(item) = items(&text).into_iter().find(|i| i.id == task_id) else {

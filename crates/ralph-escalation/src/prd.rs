@@ -25,6 +25,9 @@ use serde_json::value::RawValue;
 
 pub use crate::tasks::Mark;
 
+/// How a question put to a person starts its paragraph in a story's notes.
+const QUESTION_NOTE: &str = "ralph: question: ";
+
 /// A story's `passes`: `true`, `false` or `"blocked"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -579,6 +582,49 @@ impl Prd {
         self.set(id, Passes::Blocked, Some(&notes))
     }
 
+    /// Puts the agent's `question` (made one line) in story `id`'s notes as a paragraph of its
+    /// own, `ralph: question: <question>`, after the notes there are (a person's notes are never
+    /// replaced); `passes` stays. Returns the line as written, which the answer follows.
+    pub fn ask(&mut self, id: &str, question: &str) -> Result<String, PrdError> {
+        let eol = self.eol;
+        let asked = format!(
+            "{QUESTION_NOTE}{}",
+            question.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        let notes = match self.object_mut(id)?.get("notes") {
+            None | Some(Value::Null) => asked.clone(),
+            Some(Value::String(old)) if old.trim().is_empty() => asked.clone(),
+            Some(Value::String(old)) => format!("{old}{eol}{eol}{asked}"),
+            Some(other) => format!("{other}{eol}{eol}{asked}"),
+        };
+        let passes = self.story(id).map_or(Passes::No, |s| s.passes);
+        self.set(id, passes, Some(&notes))?;
+        Ok(asked)
+    }
+
+    /// A person's answer in story `id`'s notes to the question written as `asked` (see
+    /// [`ask`](Self::ask)): the non-empty lines after the last such line, up to the next
+    /// question; `None` while there are none (or the question was removed).
+    pub fn answer(&self, id: &str, asked: &str) -> Result<Option<String>, PrdError> {
+        let story = self.story(id).ok_or_else(|| PrdError::NoSuchStory {
+            path: self.path.clone(),
+            id: id.to_owned(),
+        })?;
+        let notes: Value = serde_json::from_str(&story.json).unwrap_or_default();
+        let notes = notes["notes"].as_str().unwrap_or_default();
+        let lines: Vec<&str> = notes.lines().map(str::trim).collect();
+        let Some(at) = lines.iter().rposition(|l| *l == asked.trim()) else {
+            return Ok(None);
+        };
+        let answer: Vec<&str> = lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with(QUESTION_NOTE.trim_end()))
+            .filter(|l| !l.is_empty())
+            .copied()
+            .collect();
+        Ok((!answer.is_empty()).then(|| answer.join("\n")))
+    }
+
     /// The file's text as ralph writes it: as read (byte order mark included), but for the
     /// `passes` and `notes` it set.
     pub fn to_text(&self) -> String {
@@ -806,6 +852,40 @@ mod tests {
 
     fn sample() -> Prd {
         Prd::parse(Path::new("prd.json"), SAMPLE).unwrap()
+    }
+
+    #[test]
+    fn a_question_goes_in_the_notes_and_the_lines_a_person_adds_under_it_answer_it() {
+        let mut prd = sample();
+        let asked = prd.ask("US-003", "Which\nframework?").unwrap();
+        assert_eq!(asked, "ralph: question: Which framework?");
+        // Only the notes change (added, as the story had none); `passes` stays.
+        let text = prd.to_text();
+        assert_eq!(
+            text,
+            SAMPLE.replace(
+                "\"passes\": false\n    }\n  ],",
+                "\"passes\": false,\n      \"notes\": \"ralph: question: Which framework?\"\n    }\n  ],"
+            )
+        );
+        assert_eq!(prd.answer("US-003", &asked).unwrap(), None);
+        let answered = text.replace(
+            "Which framework?\"",
+            "Which framework?\\n\\nUse axum.\\nWe know it.\"",
+        );
+        let prd = Prd::parse(Path::new("prd.json"), &answered).unwrap();
+        assert_eq!(
+            prd.answer("US-003", &asked).unwrap().as_deref(),
+            Some("Use axum.\nWe know it.")
+        );
+        // A person's notes stay ahead of a second question, which the old answer does not
+        // answer.
+        let mut prd = prd;
+        let again = prd.ask("US-003", "Which database?").unwrap();
+        assert_eq!(prd.answer("US-003", &again).unwrap(), None);
+        assert!(prd.to_text().contains(
+            "ralph: question: Which framework?\\n\\nUse axum.\\nWe know it.\\n\\nralph: question: Which database?"
+        ));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::prd::{self, Passes, Prd, PrdError, Story};
-use crate::tasks::{ListedTask, Mark, TaskList, TaskListError, TaskState};
+use crate::tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use crate::vocabulary::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
 
 /// Stories from a prd.json.
@@ -87,6 +87,30 @@ impl TaskList for PrdList {
     fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
         self.cache.write_mark(&self.path, mark)?;
         Ok(())
+    }
+
+    fn can_ask(&self) -> bool {
+        true
+    }
+
+    /// The question in the story's notes, as the file is now (every other byte kept).
+    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let mut prd = self.prd()?;
+        let asked = prd.ask(task_id, question)?;
+        self.cache.save(&prd)?;
+        Ok(Asked::new(
+            task_id,
+            question,
+            format!("{} ({task_id}'s notes)", self.location()),
+            serde_json::Value::String(asked),
+        ))
+    }
+
+    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let Some(question) = asked.token.as_str() else {
+            return Ok(None);
+        };
+        Ok(self.prd()?.answer(&asked.task_id, question)?)
     }
 }
 

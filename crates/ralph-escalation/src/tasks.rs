@@ -261,6 +261,13 @@ pub trait TaskList: Send + std::fmt::Debug {
         Ok(())
     }
 
+    /// Whether [`ask`](Self::ask) can put a question to a person (false, the default: it
+    /// answers [`TaskListError::CannotAsk`]). A parallel run's lane, which asks through the
+    /// run, says so before the run's list is asked.
+    fn can_ask(&self) -> bool {
+        false
+    }
+
     /// Puts the agent's `question` on task `task_id` to a person, where the task lives.
     /// The default: this list cannot ([`TaskListError::CannotAsk`]).
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {

@@ -202,6 +202,10 @@ impl TaskList for GithubList {
         self.settle(outcome)
     }
 
+    fn can_ask(&self) -> bool {
+        true
+    }
+
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
         let outcome = self.put_question(task_id, question);
         self.settle(outcome)

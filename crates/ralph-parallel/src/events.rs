@@ -190,6 +190,19 @@ pub enum ParallelEventKind {
         #[serde(default)]
         commit: String,
     },
+    /// A lane's agent asked a person: the merge queue put the question where the task lives
+    /// (committed under a checklist item on the base, a comment on an issue). The lane waits
+    /// for the answer there; the other lanes go on.
+    LaneAsked {
+        /// The task.
+        task_id: String,
+        /// The agent's question.
+        #[serde(default)]
+        question: String,
+        /// Where a person answers: `TODO.md:3`, an issue's address.
+        #[serde(default)]
+        at: String,
+    },
     /// A task was given up; its task list says so with the reason.
     TaskBlocked {
         /// The task.
@@ -297,6 +310,7 @@ impl ParallelEventKind {
             | ParallelEventKind::MergeCheckFailed { task_id, .. }
             | ParallelEventKind::MergeHeld { task_id, .. }
             | ParallelEventKind::TaskLanded { task_id, .. }
+            | ParallelEventKind::LaneAsked { task_id, .. }
             | ParallelEventKind::TaskBlocked { task_id, .. } => Some(task_id),
             ParallelEventKind::Warning { task_id, .. } => task_id.as_deref(),
             ParallelEventKind::ParallelStarted { .. }
@@ -586,6 +600,11 @@ mod tests {
             ParallelEventKind::TaskLanded {
                 task_id: task_id(),
                 commit: "c".into(),
+            },
+            ParallelEventKind::LaneAsked {
+                task_id: task_id(),
+                question: "Which framework?".into(),
+                at: "TODO.md:3".into(),
             },
             ParallelEventKind::TaskBlocked {
                 task_id: task_id(),

@@ -2,12 +2,19 @@
 //! progress file, outside its worktree. The lane's story mode reads and marks only this; the
 //! run's list (prd.json, a checklist, the issues) is marked by the merge queue on the base,
 //! so no lane's branch touches the shared list and the lanes never conflict over it.
+//!
+//! The agent's question goes the same way: the lane's list hands it to the run, whose merge
+//! queue puts it where the task lives and writes the list's record of it here; the answer is
+//! read from the run's list, as one loop reads it, in the main worktree.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::{LaneMessage, ListSource};
 
 /// The task as the lane's file holds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -22,6 +29,9 @@ pub(crate) struct LaneTask {
     /// Where the lane saved the abandoned work when it blocked the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) saved_ref: Option<String>,
+    /// The run's list's record of the agent's last question, once the run put it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) asked: Option<Asked>,
 }
 
 impl LaneTask {
@@ -34,6 +44,7 @@ impl LaneTask {
             state: TaskState::Pending,
             reason: None,
             saved_ref: None,
+            asked: None,
         }
     }
 
@@ -52,21 +63,49 @@ impl LaneTask {
     }
 }
 
+/// Where a lane's question goes and its answer comes from: the run's list.
+pub(crate) struct Asking {
+    /// The run, told of the question as `LaneMessage::Asked`.
+    pub(crate) run: mpsc::UnboundedSender<LaneMessage>,
+    /// Builds the run's list over a folder.
+    pub(crate) list_at: ListSource,
+    /// The RALPH.md's folder in the main worktree, where a person writes the answer.
+    pub(crate) main_cwd: PathBuf,
+}
+
 /// The lane's one task as a [`TaskList`].
-#[derive(Debug)]
 pub(crate) struct LaneList {
     path: PathBuf,
     /// The run's list's kind and location, for messages.
     kind: String,
     location: String,
+    /// `None`: the run's list cannot put a question to a person.
+    asking: Option<Asking>,
+}
+
+impl std::fmt::Debug for LaneList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaneList")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("location", &self.location)
+            .field("asks", &self.asking.is_some())
+            .finish()
+    }
 }
 
 impl LaneList {
-    pub(crate) fn new(path: PathBuf, kind: String, location: String) -> Self {
+    pub(crate) fn new(
+        path: PathBuf,
+        kind: String,
+        location: String,
+        asking: Option<Asking>,
+    ) -> Self {
         Self {
             path,
             kind,
             location,
+            asking,
         }
     }
 
@@ -116,6 +155,55 @@ impl TaskList for LaneList {
             // A mark this ralph does not know changes nothing.
             _ => {}
         }
+        self.write(&task)
+    }
+
+    fn can_ask(&self) -> bool {
+        self.asking.is_some()
+    }
+
+    /// Hands the question to the run, which puts it where the task lives in the merge
+    /// queue's turn; until then the lane's wait finds no answer.
+    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let Some(asking) = &self.asking else {
+            return Err(TaskListError::CannotAsk {
+                kind: self.kind.clone(),
+                location: self.location.clone(),
+            });
+        };
+        let mut task = self.read()?;
+        task.asked = None;
+        self.write(&task)?;
+        asking
+            .run
+            .send(LaneMessage::Asked(task_id.to_owned(), question.to_owned()))
+            .map_err(|_| TaskListError::Failed("the parallel run ended".into()))?;
+        Ok(Asked::new(
+            task_id,
+            question,
+            self.location.clone(),
+            serde_json::Value::Null,
+        ))
+    }
+
+    /// The run's list's answer to the question the run put there, read in the main worktree.
+    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let Some(asking) = &self.asking else {
+            return Ok(None);
+        };
+        let Some(put) = self
+            .read()?
+            .asked
+            .filter(|put| put.question == asked.question)
+        else {
+            return Ok(None);
+        };
+        (asking.list_at)(&asking.main_cwd)?.answer(&put)
+    }
+}
+
+impl LaneList {
+    fn write(&self, task: &LaneTask) -> Result<(), TaskListError> {
         task.write(&self.path)
             .map_err(|err| TaskListError::Failed(format!("{}: {err}", self.path.display()).into()))
     }

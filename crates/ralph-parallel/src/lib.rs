@@ -47,12 +47,12 @@ pub use events::{
 pub use land::{History, LandConfig};
 pub use tasks::{Task, TaskState, startable, tasks_from_list};
 
-use lane_list::{LaneList, LaneTask};
+use lane_list::{Asking, LaneList, LaneTask};
 
 use git::HalfMade;
-use queue::{Merged, Moved, Repo};
+use queue::{Change, Merged, Moved, Repo};
 pub use session::LaneState;
-use session::{JournaledStep, LaneRecord, MergeJournal, PendingBlock, Session};
+use session::{JournaledStep, LaneRecord, MergeJournal, PendingAsk, PendingBlock, Session};
 
 /// Why a parallel run cannot start, or failed.
 #[derive(Debug, thiserror::Error)]
@@ -243,6 +243,8 @@ enum LaneMessage {
     Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
     /// What the sweep at a lane's end has to say (what it ended).
     Swept(String, Vec<String>),
+    /// The lane's agent asked a person this question; its loop waits for the answer.
+    Asked(String, String),
 }
 
 /// The merge queue's step under way (a landing or a block): the task and what it gave.
@@ -255,6 +257,9 @@ enum Stepped {
     /// A block's mark: whether the base moved to it (`None`: a list outside git, which the
     /// coordinator tells).
     Block(Option<Moved>),
+    /// A lane's question: the list's record of it and whether the base moved to it (`None`:
+    /// a list outside git, which the coordinator asks).
+    Ask(Option<(ralph_escalation::Asked, Moved)>),
 }
 
 /// Where the queue's checks are told to stop now, and whether they were.
@@ -523,6 +528,10 @@ pub struct LaneStatus {
     /// The paths at which a person's uncommitted change in the main worktree holds its
     /// landing (empty: none).
     pub held: Vec<String>,
+    /// The agent's question its loop waits on a person's answer to.
+    pub question: Option<String>,
+    /// Where a person answers it, once the run put it there.
+    pub answer_at: Option<String>,
 }
 
 /// The file a repository's parallel runs append their events to
@@ -557,6 +566,8 @@ pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelErro
                 run_id: l.run_id,
                 refused: l.refused,
                 held: l.held,
+                question: l.question,
+                answer_at: l.answer_at,
             })
             .collect(),
         queue: session.queue,
@@ -597,6 +608,8 @@ pub async fn run(
                     continue;
                 }
                 step = Some(this.spawn_block(block));
+            } else if let Some(ask) = this.session.asks.first().cloned() {
+                step = Some(this.spawn_ask(ask));
             } else if let Some(id) = this.next_landing() {
                 if this.gone(&id)? {
                     this.drop_gone(&id)?;
@@ -609,7 +622,10 @@ pub async fn run(
         this.board.waiting = this.waiting();
         let idle = this.lanes.is_empty() && step.is_none();
         if idle
-            && ((this.only_held_queued() && this.session.blocks.is_empty()) || this.stop_now)
+            && ((this.only_held_queued()
+                && this.session.blocks.is_empty()
+                && this.session.asks.is_empty())
+                || this.stop_now)
             && (this.stop.is_some() || this.startable_now().is_empty())
         {
             break;
@@ -627,6 +643,7 @@ pub async fn run(
                 match result? {
                     Stepped::Landing(landed) => this.landed(&id, landed)?,
                     Stepped::Block(moved) => this.block_marked(&id, moved)?,
+                    Stepped::Ask(put) => this.ask_put(&id, put)?,
                 }
             }
             Some(signal) = interrupts.recv() => {
@@ -876,14 +893,36 @@ impl Parallel {
     /// moving to, otherwise undone for the queue to do again (a block stays first in line).
     fn take_up_step(&mut self, journal: MergeJournal) -> Result<(), ParallelError> {
         let moved = journal.landing.as_deref() == Some(self.repo.base_commit()?.as_str());
-        let mark = match &journal.step {
-            JournaledStep::Landing { .. } => Mark::passed(&journal.task_id),
-            JournaledStep::Block { blocked } => blocked_mark(&journal.task_id, blocked),
+        let change = match &journal.step {
+            JournaledStep::Landing { .. } => Change::Mark(Mark::passed(&journal.task_id)),
+            JournaledStep::Block { blocked } => {
+                Change::Mark(blocked_mark(&journal.task_id, blocked))
+            }
+            JournaledStep::Ask { asked } => Change::Ask {
+                task_id: journal.task_id.clone(),
+                question: asked.question.clone(),
+            },
         };
         self.repo.finish_fast_forward(&journal, moved)?;
-        self.repo.put_back_kept(&journal, moved.then_some(&mark))?;
+        self.repo
+            .put_back_kept(&journal, moved.then_some(&change))?;
         let id = journal.task_id;
         match journal.step {
+            JournaledStep::Ask { asked } => {
+                if !self.session.asks.iter().any(|a| a.task_id == id) {
+                    self.session.asks.insert(
+                        0,
+                        PendingAsk {
+                            task_id: id.clone(),
+                            question: asked.question.clone(),
+                        },
+                    );
+                }
+                if moved {
+                    // Recorded as the queue would have; that clears the journal.
+                    return self.ask_put(&id, Some((asked, Moved::Yes)));
+                }
+            }
             JournaledStep::Block { blocked } => {
                 if !self.session.blocks.iter().any(|b| b.task_id == id) {
                     self.session.blocks.insert(
@@ -968,6 +1007,8 @@ impl Parallel {
                 untold: None,
                 refused: None,
                 held: Vec::new(),
+                question: None,
+                answer_at: None,
             })
     }
 
@@ -1115,10 +1156,16 @@ impl Parallel {
         esc.progress = lane_dir.join("progress.txt");
         esc.revert = true;
         let mut opening = ralph_escalation::Options::new(worktree.join(&self.cwd_rel));
+        let asking = self.list.can_ask().then(|| Asking {
+            run: self.lane_tx.clone(),
+            list_at: self.repo.list_at.clone(),
+            main_cwd: self.repo.top.join(&self.cwd_rel),
+        });
         opening.tasks = Some(Box::new(LaneList::new(
             lane_dir.join(LANE_TASK_FILE),
             self.list.kind().to_owned(),
             self.list.location(),
+            asking,
         )));
         (config, opening)
     }
@@ -1343,6 +1390,12 @@ impl Parallel {
                             lane.view.iteration = iteration;
                             "running".clone_into(&mut lane.view.state);
                         }
+                        // Its loop waits for no answer any more.
+                        let record = self.record(&id);
+                        if record.question.take().is_some() {
+                            record.answer_at = None;
+                            self.save()?;
+                        }
                         self.refresh_board();
                         self.emit(ParallelEventKind::LaneIterationStarted {
                             task_id: id,
@@ -1391,6 +1444,7 @@ impl Parallel {
                 }
             }
             LaneMessage::Prepared(id, prepared) => self.lane_prepared(&id, *prepared)?,
+            LaneMessage::Asked(id, question) => self.asked(&id, question)?,
         }
         Ok(())
     }
@@ -1624,6 +1678,101 @@ impl Parallel {
             .await;
             (id, result.map(Stepped::Landing))
         }))
+    }
+
+    /// `id`'s agent asked a person: the lane waits (shown in `ralph status`), the merge queue
+    /// puts the question where the task lives in its turn.
+    fn asked(&mut self, id: &str, question: String) -> Result<(), ParallelError> {
+        if let Some(lane) = self.lanes.get_mut(id) {
+            "asking".clone_into(&mut lane.view.state);
+        }
+        let record = self.record(id);
+        record.question = Some(question.clone());
+        record.answer_at = None;
+        self.session.asks.retain(|a| a.task_id != id);
+        self.session.asks.push(PendingAsk {
+            task_id: id.to_owned(),
+            question,
+        });
+        self.save()?;
+        self.refresh_board();
+        Ok(())
+    }
+
+    /// The queue's step putting `ask`'s question where its task lives (see [`Repo::ask`]).
+    fn spawn_ask(&mut self, ask: PendingAsk) -> QueueStep {
+        let repo = self.repo.clone();
+        tokio::spawn(async move {
+            let task_id = ask.task_id.clone();
+            let result = join_blocking(move || repo.ask(&ask.task_id, &ask.question)).await;
+            (task_id, result.map(Stepped::Ask))
+        })
+    }
+
+    /// The queue put `id`'s question (`put`: on the base; `None`: a list outside git, asked
+    /// now). A base that could not move has the question written in the main worktree as
+    /// one loop writes it, where a person answers all the same. The lane's list gets the
+    /// list's record of it, through which the lane reads the answer.
+    fn ask_put(
+        &mut self,
+        id: &str,
+        put: Option<(ralph_escalation::Asked, Moved)>,
+    ) -> Result<(), ParallelError> {
+        let Some(at) = self.session.asks.iter().position(|a| a.task_id == id) else {
+            return MergeJournal::clear(&self.repo.journal_path());
+        };
+        let ask = self.session.asks.remove(at);
+        let asked = match put {
+            Some((asked, Moved::Yes)) => Ok(asked),
+            Some((_, moved)) => {
+                let why = match moved {
+                    Moved::Held(files) => format!(
+                        "the main worktree holds uncommitted changes to {}",
+                        files.join(", ")
+                    ),
+                    Moved::Refused(why) => why,
+                    Moved::Yes => String::new(),
+                };
+                self.warn(
+                    Some(id),
+                    format!(
+                        "{} on {} could not take the agent's question: {why}; it is written \
+                         in the main worktree, uncommitted",
+                        self.list.location(),
+                        self.repo.base
+                    ),
+                );
+                self.list.ask(id, &ask.question)
+            }
+            None => self.list.ask(id, &ask.question),
+        };
+        match asked {
+            Ok(asked) => {
+                let path = self.lane_dir(id).join(LANE_TASK_FILE);
+                let mut task = LaneTask::read(&path)
+                    .map_err(|err| ParallelError::TaskList(err.to_string()))?;
+                self.record(id).answer_at = Some(asked.at.clone());
+                self.emit(ParallelEventKind::LaneAsked {
+                    task_id: id.to_owned(),
+                    question: asked.question.clone(),
+                    at: asked.at.clone(),
+                });
+                task.asked = Some(asked);
+                task.write(&path)
+                    .map_err(|source| ParallelError::Io { path, source })?;
+            }
+            Err(err) => self.warn(
+                Some(id),
+                format!(
+                    "the agent asked \"{}\", but {err}; its lane waits for an answer",
+                    ask.question
+                ),
+            ),
+        }
+        self.save()?;
+        MergeJournal::clear(&self.repo.journal_path())?;
+        self.held_tried.clear();
+        Ok(())
     }
 
     /// The queue's step marking `block`'s task blocked on the base (see [`Repo::block`]).

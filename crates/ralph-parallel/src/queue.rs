@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{ListedTask, Mark, TaskList};
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList};
 
 use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
@@ -72,6 +72,27 @@ pub(crate) enum Merged {
     Conflict { files: Vec<String>, hunks: String },
 }
 
+/// A task list's file, top-relative and `/`-separated, with its bytes.
+type ListFile = (String, Vec<u8>);
+
+/// A step's one change to the task list's files: a task's mark, or a lane's question put
+/// under its task.
+#[derive(Debug, Clone)]
+pub(crate) enum Change {
+    Mark(Mark),
+    Ask { task_id: String, question: String },
+}
+
+impl Change {
+    /// The task it changes.
+    pub(crate) fn task_id(&self) -> &str {
+        match self {
+            Change::Mark(mark) => mark.story_id(),
+            Change::Ask { task_id, .. } => task_id,
+        }
+    }
+}
+
 /// Whether the base moved.
 #[derive(Debug)]
 pub(crate) enum Moved {
@@ -110,7 +131,8 @@ impl Repo {
         mark: &Mark,
     ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
         let files = self.files_at(commit)?;
-        self.marked(files, mark)
+        self.marked(files, &Change::Mark(mark.clone()))
+            .map(|(files, _)| files)
     }
 
     /// The task list's tasks as `commit` has them (the list built over a copy of its files, so
@@ -135,31 +157,56 @@ impl Repo {
         Ok(files)
     }
 
-    /// The task list's `files` (top-relative, with their bytes) with `mark` applied, every
-    /// other byte kept: the list built over a copy of them, so no worktree is touched.
+    /// The task list's `files` (top-relative, with their bytes) with `change` applied, every
+    /// other byte kept: the list built over a copy of them, so no worktree is touched. A
+    /// question comes with the list's record of it, its place top-relative.
     fn marked(
         &self,
         files: Vec<(String, Vec<u8>)>,
-        mark: &Mark,
-    ) -> Result<Vec<(String, Vec<u8>)>, ParallelError> {
-        let key = ralph_escalation::git::ref_component(mark.story_id());
+        change: &Change,
+    ) -> Result<(Vec<ListFile>, Option<Asked>), ParallelError> {
+        let key = ralph_escalation::git::ref_component(change.task_id());
         self.over_copy(files, &key, |list, dir| {
-            let marked = list
-                .marked_files(mark)
-                .map_err(|err| ParallelError::TaskList(err.to_string()))?;
-            let dir = dir.canonicalize().map_err(|source| ParallelError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            Ok(marked
+            let io = |path: &Path| {
+                let path = path.to_path_buf();
+                move |source| ParallelError::Io { path, source }
+            };
+            let list_error =
+                |err: ralph_escalation::TaskListError| ParallelError::TaskList(err.to_string());
+            let (marked, asked) = match change {
+                Change::Mark(mark) => (list.marked_files(mark).map_err(list_error)?, None),
+                // The list's own ask writes the question into the copy, read back whole.
+                Change::Ask { task_id, question } => {
+                    let asked = list.ask(task_id, question).map_err(list_error)?;
+                    let mut files = Vec::new();
+                    for path in list.files() {
+                        let bytes = std::fs::read(&path).map_err(io(&path))?;
+                        files.push((path, bytes));
+                    }
+                    (files, Some(asked))
+                }
+            };
+            let list_cwd = dir.join(&self.cwd_rel);
+            let dir = dir.canonicalize().map_err(io(dir))?;
+            let top_relative = |path: &Path| {
+                let path = std::path::absolute(path).ok()?;
+                let path = path.canonicalize().unwrap_or(path);
+                let rel = path.strip_prefix(&dir).ok()?;
+                Some(rel.to_string_lossy().replace('\\', "/"))
+            };
+            // Where a person answers, as one loop names it: the file (from the RALPH.md's
+            // folder, as the main worktree has it) and the line.
+            let asked = asked.map(|mut asked| {
+                if let Some(rest) = asked.at.strip_prefix(&*list_cwd.to_string_lossy()) {
+                    asked.at = rest.trim_start_matches('/').to_owned();
+                }
+                asked
+            });
+            let marked = marked
                 .into_iter()
-                .filter_map(|(path, bytes)| {
-                    let path = std::path::absolute(&path).ok()?;
-                    let path = path.canonicalize().unwrap_or(path);
-                    let rel = path.strip_prefix(&dir).ok()?;
-                    Some((rel.to_string_lossy().replace('\\', "/"), bytes))
-                })
-                .collect())
+                .filter_map(|(path, bytes)| Some((top_relative(&path)?, bytes)))
+                .collect();
+            Ok((marked, asked))
         })
     }
 
@@ -263,7 +310,9 @@ impl Repo {
         // A merge that went through is undone with the rest: the branch before it is saved.
         let branch_before = match &journal.step {
             JournaledStep::Landing { branch_before } => branch_before,
-            JournaledStep::Block { .. } => &git::run(worktree, &["rev-parse", "HEAD"])?,
+            JournaledStep::Block { .. } | JournaledStep::Ask { .. } => {
+                &git::run(worktree, &["rev-parse", "HEAD"])?
+            }
         };
         let saved = save_commit(&self.top, task_id, branch_before)?;
         git::run(worktree, &["reset", "-q", "--hard", &journal.base_before])?;
@@ -304,7 +353,7 @@ impl Repo {
         let landing = git::commit_files(&self.top, merged, parent, &files, &message)?;
         journal.landing = Some(landing.clone());
         journal.save(&self.journal_path())?;
-        let moved = self.advance_base(&mut journal, &landing, &mark)?;
+        let moved = self.advance_base(&mut journal, &landing, &Change::Mark(mark))?;
         Ok((landing, moved))
     }
 
@@ -337,20 +386,70 @@ impl Repo {
             index_locked: false,
         };
         journal.save(&self.journal_path())?;
-        self.advance_base(&mut journal, &commit, mark).map(Some)
+        self.advance_base(&mut journal, &commit, &Change::Mark(mark.clone()))
+            .map(Some)
+    }
+
+    /// The queue's ask step: a commit on the base putting the agent's `question` under task
+    /// `task_id` in the task list's files as the list's own ask does, journaled with the
+    /// list's record of it, and the base moved there. The journal stays, as a block's does.
+    /// `None` for a list outside git: the run asks it.
+    pub(crate) fn ask(
+        &self,
+        task_id: &str,
+        question: &str,
+    ) -> Result<Option<(Asked, Moved)>, ParallelError> {
+        if self.list_rel.is_empty() {
+            return Ok(None);
+        }
+        let base = self.base_commit()?;
+        let mut files = Vec::new();
+        for rel in &self.list_rel {
+            let bytes = git::blob(&self.top, &base, rel)?
+                .ok_or_else(|| ParallelError::TaskList(format!("{rel} is not in commit {base}")))?;
+            files.push((rel.clone(), bytes));
+        }
+        let change = Change::Ask {
+            task_id: task_id.to_owned(),
+            question: question.to_owned(),
+        };
+        let (files, asked) = self.marked(files, &change)?;
+        let asked = asked.ok_or_else(|| {
+            ParallelError::TaskList(format!("the task list did not ask about {task_id}"))
+        })?;
+        let commit = git::commit_files(
+            &self.top,
+            &base,
+            &base,
+            &files,
+            &format!("ralph: {task_id} asks a person"),
+        )?;
+        let mut journal = MergeJournal {
+            task_id: task_id.to_owned(),
+            base_before: base,
+            step: JournaledStep::Ask {
+                asked: asked.clone(),
+            },
+            landing: Some(commit.clone()),
+            kept: Vec::new(),
+            index_locked: false,
+        };
+        journal.save(&self.journal_path())?;
+        let moved = self.advance_base(&mut journal, &commit, &change)?;
+        Ok(Some((asked, moved)))
     }
 
     /// Moves the base from the journal's `base_before` to its descendant `new`. With the base
     /// checked out in the main worktree, by a fast-forward there ([`Self::fast_forward`]),
     /// which never overwrites a change of a person's: their uncommitted change (or untracked
     /// file) at a path the step changes holds it ([`Moved::Held`]), except in the task list's
-    /// files, where the step's `mark` is applied to the file as the person left it and their
+    /// files, where the step's `change` is applied to the file as the person left it and their
     /// edit stays uncommitted. Otherwise by `git update-ref` from the old value.
     pub(crate) fn advance_base(
         &self,
         journal: &mut MergeJournal,
         new: &str,
-        mark: &Mark,
+        change: &Change,
     ) -> Result<Moved, ParallelError> {
         let old = journal.base_before.clone();
         if git::head_ref(&self.top)?.as_deref() != Some(self.base_ref().as_str()) {
@@ -403,8 +502,8 @@ impl Repo {
             checkout.extend(list.iter().map(String::as_str));
             git::run(&self.top, &checkout)?;
         }
-        let forward = self.fast_forward(journal, new, mark)?;
-        self.put_back(&theirs, forward.is_ok().then_some(mark))?;
+        let forward = self.fast_forward(journal, new, change)?;
+        self.put_back(&theirs, forward.is_ok().then_some(change))?;
         let Err(stderr) = forward else {
             return Ok(Moved::Yes);
         };
@@ -436,7 +535,7 @@ impl Repo {
         &self,
         journal: &mut MergeJournal,
         new: &str,
-        mark: &Mark,
+        change: &Change,
     ) -> Result<Result<(), String>, ParallelError> {
         let old = journal.base_before.clone();
         let Some(lock) = git::IndexLock::take(&self.top)? else {
@@ -456,7 +555,7 @@ impl Repo {
             if !read {
                 return Ok(Err(stderr));
             }
-            let message = format!("ralph: {} forward for {}", self.base, mark.story_id());
+            let message = format!("ralph: {} forward for {}", self.base, change.task_id());
             let (moved, stderr) = git::attempt(
                 &self.top,
                 &["update-ref", "-m", &message, &self.base_ref(), new, &old],
@@ -552,19 +651,22 @@ impl Repo {
         result.map(drop)
     }
 
-    /// Writes the person's version of each list file back (temp + rename), `mark` applied to
-    /// it when given (every other byte of theirs kept; as they left it if it no longer takes
-    /// the mark).
+    /// Writes the person's version of each list file back (temp + rename), `change` applied
+    /// to it when given (every other byte of theirs kept; as they left it if it no longer
+    /// takes the change).
     fn put_back(
         &self,
         theirs: &[(String, Vec<u8>)],
-        mark: Option<&Mark>,
+        change: Option<&Change>,
     ) -> Result<(), ParallelError> {
         if theirs.is_empty() {
             return Ok(());
         }
-        let marked = match mark {
-            Some(mark) => self.marked(theirs.to_vec(), mark).unwrap_or_default(),
+        let marked = match change {
+            Some(change) => self
+                .marked(theirs.to_vec(), change)
+                .map(|(files, _)| files)
+                .unwrap_or_default(),
             None => Vec::new(),
         };
         for (rel, bytes) in theirs {
@@ -580,12 +682,12 @@ impl Repo {
     }
 
     /// A step a kill cut short between putting a person's list edits aside and putting them
-    /// back: each file that still holds the committed version gets theirs back, with `mark`
+    /// back: each file that still holds the committed version gets theirs back, with `change`
     /// applied when the base moved.
     pub(crate) fn put_back_kept(
         &self,
         journal: &MergeJournal,
-        mark: Option<&Mark>,
+        change: Option<&Change>,
     ) -> Result<(), ParallelError> {
         let mut theirs = Vec::new();
         for kept in &journal.kept {
@@ -598,7 +700,7 @@ impl Repo {
                 theirs.push((kept.path.clone(), bytes));
             }
         }
-        self.put_back(&theirs, mark)
+        self.put_back(&theirs, change)
     }
 
     /// The paths at which a person's changes in the main worktree hold `task_id`'s landing:

@@ -74,6 +74,13 @@ pub(crate) struct LaneRecord {
     /// the run's end leaves it to `--resume`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) held: Vec<String>,
+    /// The agent's question its loop waits on a person's answer to, from when it asked until
+    /// its next iteration starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) question: Option<String>,
+    /// Where a person answers it (`TODO.md:3`, an issue's address), once it is put there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer_at: Option<String>,
 }
 
 /// A parallel run's session.
@@ -92,6 +99,10 @@ pub(crate) struct Session {
     /// each in its turn, before the next landing.
     #[serde(default)]
     pub(crate) blocks: Vec<PendingBlock>,
+    /// Lanes' questions not yet put where their tasks live, in order: the merge queue puts
+    /// each in its turn (a file list's in a commit on the base), as it marks a block.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asks: Vec<PendingAsk>,
     /// Whether the run ended by itself (nothing to resume).
     pub(crate) ended: bool,
 }
@@ -106,6 +117,7 @@ impl Session {
             lanes: BTreeMap::new(),
             queue: Vec::new(),
             blocks: Vec::new(),
+            asks: Vec::new(),
             ended: false,
         }
     }
@@ -144,6 +156,14 @@ pub(crate) struct PendingBlock {
     pub(crate) task_id: String,
     /// Why, as the task list will say it.
     pub(crate) reason: String,
+}
+
+/// A lane's question waiting for its turn in the merge queue to be put where its task lives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PendingAsk {
+    pub(crate) task_id: String,
+    /// The agent's question.
+    pub(crate) question: String,
 }
 
 /// The merge queue's step under way: a landing, written before the task's branch is touched,
@@ -187,6 +207,9 @@ pub(crate) enum JournaledStep {
     Landing { branch_before: String },
     /// Marking the task blocked in the task list, for this reason.
     Block { blocked: String },
+    /// Putting a lane's question in the task list: the list's record of it, to hand the lane
+    /// once the base moved.
+    Ask { asked: ralph_escalation::Asked },
 }
 
 impl MergeJournal {
@@ -272,6 +295,29 @@ mod tests {
         );
         let back: MergeJournal = serde_json::from_str(&text).unwrap();
         assert!(matches!(&back.step, JournaledStep::Block { blocked } if blocked == "why"));
+    }
+
+    #[test]
+    fn a_journaled_question_reads_back_as_one_with_the_lists_record() {
+        let asked = ralph_escalation::Asked::new(
+            "US-3",
+            "Which framework?",
+            "TODO.md:3",
+            serde_json::Value::String("Which framework?".to_owned()),
+        );
+        let journal = MergeJournal {
+            task_id: "US-3".to_owned(),
+            base_before: "a".to_owned(),
+            step: JournaledStep::Ask {
+                asked: asked.clone(),
+            },
+            landing: Some("c".to_owned()),
+            kept: Vec::new(),
+            index_locked: false,
+        };
+        let text = serde_json::to_string(&journal).unwrap();
+        let back: MergeJournal = serde_json::from_str(&text).unwrap();
+        assert!(matches!(&back.step, JournaledStep::Ask { asked: read } if *read == asked));
     }
 
     #[test]

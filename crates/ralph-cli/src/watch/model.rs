@@ -66,6 +66,9 @@ pub(crate) enum LaneState {
     Merging,
     /// The queue sent the task back to its loop: why.
     SentBack(&'static str),
+    /// The agent asked a person; the loop waits for the answer: the question and where the
+    /// answer goes.
+    Asking { question: String, at: String },
     /// The loop is over: its reason (`passed`, `blocked`, a run's end reason).
     Ended(String),
 }
@@ -347,6 +350,12 @@ impl WatchModel {
                 lane.state = LaneState::Ended("landed".to_owned());
                 lane.ended = at;
                 leave_queue = true;
+            }
+            ParallelEventKind::LaneAsked { question, at, .. } => {
+                lane.state = LaneState::Asking {
+                    question: question.clone(),
+                    at: at.clone(),
+                };
             }
             ParallelEventKind::TaskBlocked { reason, .. } => {
                 lane.state = LaneState::Ended(if reason.is_empty() {

@@ -159,6 +159,9 @@ fn draw_lanes(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
                     (LaneState::Between(Some(state)), _) => format!("iteration ended ({state})"),
                     (LaneState::Merging, _) => queue_step(model, &lane.name),
                     (LaneState::SentBack(why), _) => format!("sent back: {why}"),
+                    (LaneState::Asking { question, at }, _) => {
+                        format!("asks \"{question}\": answer in {at}")
+                    }
                 };
                 let until = lane.ended.unwrap_or(run.now);
                 let row = Row::new([

@@ -49,12 +49,17 @@ pub fn repo(agent: &str, check: &str, ids: &[&str], files: &[(&str, &str)]) -> P
 /// A repository whose RALPH.md takes its tasks from TODO.md (`todo`), `agent.sh` as the agent
 /// and `ls *.done` as the check, all committed on `main`. The prompt is `ID={{ task.id }}` and `TITLE={{ task.title }}`.
 pub fn todo_repo(agent: &str, todo: &str) -> Project {
+    todo_repo_prompting(agent, todo, "ID={{ task.id }}\nTITLE={{ task.title }}\n")
+}
+
+/// [`todo_repo`] with `prompt` as the RALPH.md's prompt.
+pub fn todo_repo_prompting(agent: &str, todo: &str, prompt: &str) -> Project {
     let p = Project::new(
         "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
          convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
          failure: {delay: 10ms, max_delay: 10ms}\n\
          tasks:\n  markdown: TODO.md",
-        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
+        prompt,
     );
     let dir = p.path();
     std::fs::write(dir.join("agent.sh"), agent).unwrap();
