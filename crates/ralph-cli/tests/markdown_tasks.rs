@@ -6,20 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Project, code, git, git_repo, send_signal, show, stderr, stdout};
+use common::{Project, code, git, send_signal, show, stderr, stdout, todo_repo};
 use serde_json::Value;
-
-/// A project with RALPH.md, `agent.sh` and TODO.md committed in a fresh repository; the
-/// agent's prompts go to the ignored `prompts/`.
-fn todo_repo(frontmatter: &str, body: &str, agent: &str, todo: &str) -> Project {
-    let p = Project::new(frontmatter, body);
-    let dir = p.path();
-    std::fs::write(dir.join("agent.sh"), agent).unwrap();
-    std::fs::write(dir.join("TODO.md"), todo).unwrap();
-    std::fs::write(dir.join(".gitignore"), "prompts/\nevents.jsonl\n").unwrap();
-    git_repo(dir);
-    p
-}
 
 /// `ralph tasks --json`'s tasks.
 fn tasks(p: &Project) -> Vec<Value> {

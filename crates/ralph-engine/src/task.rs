@@ -348,8 +348,9 @@ pub trait TaskSource: Send {
     }
 
     /// Whether the source gives the state `name` a meaning of its own (story mode's `ask`),
-    /// so that the engine does not warn that nothing handles it. It learns of the state in
-    /// [`iteration_ended`](Self::iteration_ended), as of any other.
+    /// so that the engine does not warn that nothing handles it. An iteration ending in it is
+    /// not an attempt: the `done_when` checks do not judge it, and the source decides what
+    /// follows in [`iteration_ended`](Self::iteration_ended) (its report has no attempt).
     fn handles_state(&self, name: &str) -> bool {
         let _ = name;
         false

@@ -125,6 +125,9 @@ pub enum StoryEnd {
     /// `max_iterations` ran out with stories still to do (exit 1; `ralph run --resume` goes
     /// on).
     MaxIterationsWorkLeft,
+    /// No story can start, and some are still to do: they wait on a `dependsOn` that cannot
+    /// pass (a blocked or missing story) (exit 1), as a parallel run's `work_left`.
+    WorkLeft,
     /// `ralph run --task ID`: the story passed (exit 0; counts as converged).
     TaskPassed,
     /// `ralph run --task ID`: the story is blocked ([`TASK_BLOCKED_EXIT_CODE`]).
@@ -137,11 +140,12 @@ pub enum StoryEnd {
 pub const TASK_BLOCKED_EXIT_CODE: i32 = 3;
 
 impl StoryEnd {
-    pub(crate) const ALL: [StoryEnd; 6] = [
+    pub(crate) const ALL: [StoryEnd; 7] = [
         StoryEnd::StoriesDone,
         StoryEnd::StoriesBlocked,
         StoryEnd::CircuitOpen,
         StoryEnd::MaxIterationsWorkLeft,
+        StoryEnd::WorkLeft,
         StoryEnd::TaskPassed,
         StoryEnd::TaskBlocked,
     ];
@@ -153,6 +157,7 @@ impl StoryEnd {
             StoryEnd::StoriesBlocked => "stories_blocked",
             StoryEnd::CircuitOpen => "circuit_open",
             StoryEnd::MaxIterationsWorkLeft => "max_iterations_work_left",
+            StoryEnd::WorkLeft => "work_left",
             StoryEnd::TaskPassed => "task_passed",
             StoryEnd::TaskBlocked => "task_blocked",
         }

@@ -159,6 +159,11 @@ pub(crate) fn pass_message(id: &str) -> String {
     format!("ralph: {id} passes")
 }
 
+/// The message of the commit holding a blocked task's mark and progress.txt entry.
+pub(crate) fn blocked_message(id: &str) -> String {
+    format!("ralph: {id} blocked")
+}
+
 /// Finishes the step a killed (or stopped) ralph left in the journal, if any, and removes the
 /// journal. Returns what was found and what to tell the user.
 pub(crate) fn finish(

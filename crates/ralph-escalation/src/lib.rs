@@ -680,11 +680,11 @@ impl Escalation {
             _ => task.or_else(|| tasks::next(&tasks)),
         };
         let Some(task) = task else {
-            let (_, blocked, _) = tasks::counts(&tasks);
-            return Ok(NextTask::End(if blocked > 0 {
-                StoryEnd::StoriesBlocked.reason()
-            } else {
-                StoryEnd::StoriesDone.reason()
+            // Tasks still to do that none can start wait on a `dependsOn` that cannot pass.
+            return Ok(NextTask::End(match tasks::counts(&tasks) {
+                (_, _, remaining) if remaining > 0 => StoryEnd::WorkLeft.reason(),
+                (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),
+                _ => StoryEnd::StoriesDone.reason(),
             }));
         };
         if self.current.as_ref().is_none_or(|c| c.id != task.id) {
@@ -1202,6 +1202,15 @@ impl Escalation {
         });
         // Not now: the mark waits in the session, and the next look waits for the list.
         self.not_now = self.write_marks(cx)?;
+        // The mark and its progress.txt entry are committed, as a parallel run's queue does:
+        // left in the tree they would fail the next task's clean-tree check, and its pass
+        // commit would sweep them in.
+        if let Some(repo) = &mut self.repo {
+            repo.checkpoint =
+                repo.git
+                    .commit_checkpoint(&journal::blocked_message(&id), &repo.own, None)?;
+            repo.branch = repo.git.head_branch()?;
+        }
         self.recorded_done()?;
         cx.emit(StoryEvent::StoryBlocked {
             story_id: id,

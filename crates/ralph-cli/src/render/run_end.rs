@@ -105,6 +105,12 @@ pub(crate) fn story_end_sentence(end: StoryEnd, words: TaskWords) -> Option<Stri
             }
             StoryEnd::CircuitOpen => "circuit breaker open: the work was logged and reverted",
             StoryEnd::MaxIterationsWorkLeft => "reached max_iterations",
+            StoryEnd::WorkLeft => {
+                return Some(format!(
+                    "{} are left that cannot start: they depend on one blocked or not in the list",
+                    words.many
+                ));
+            }
             StoryEnd::TaskPassed => "the task passes",
             StoryEnd::TaskBlocked => "the task is blocked",
             _ => return None,
@@ -228,6 +234,10 @@ mod tests {
                 "circuit breaker open: the work was logged and reverted",
             ),
             (StoryEnd::MaxIterationsWorkLeft, "reached max_iterations"),
+            (
+                StoryEnd::WorkLeft,
+                "stories are left that cannot start: they depend on one blocked or not in the list",
+            ),
             (StoryEnd::TaskPassed, "the task passes"),
             (StoryEnd::TaskBlocked, "the task is blocked"),
         ];

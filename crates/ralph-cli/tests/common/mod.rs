@@ -271,6 +271,18 @@ pub fn commit_all(dir: &Path, message: &str) {
     git(dir, &["commit", "-q", "-m", message]);
 }
 
+/// A project with RALPH.md, `agent.sh` and TODO.md committed in a fresh repository; the
+/// agent's prompts go to the ignored `prompts/`.
+pub fn todo_repo(frontmatter: &str, body: &str, agent: &str, todo: &str) -> Project {
+    let p = Project::new(frontmatter, body);
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join("TODO.md"), todo).unwrap();
+    std::fs::write(dir.join(".gitignore"), "prompts/\nevents.jsonl\n").unwrap();
+    git_repo(dir);
+    p
+}
+
 /// Story mode: a git repository whose prd.json holds one story per title (`US-001`, `US-002`,
 /// ... in priority order, none passed), whose one check always fails the same way
 /// (`error: it fails`), with `agent` as `agent.sh`, all committed. The prompt is

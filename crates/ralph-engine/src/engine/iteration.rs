@@ -103,9 +103,11 @@ impl Run {
         };
         let state = ralph_marker::last_state(&findings).cloned();
         // A state with a handler (idle, say) is not an attempt: its handler decides the wait.
-        let handled = state
-            .as_ref()
-            .is_some_and(|m| self.engine.handlers.takes_iteration(&m.name));
+        // Nor is one the task source gives a meaning (story mode's `ask`): checks that pass
+        // would otherwise end the run while the source waits.
+        let handled = state.as_ref().is_some_and(|m| {
+            self.engine.handlers.takes_iteration(&m.name) || self.tasks.handles_state(&m.name)
+        });
         let checks_judge = self.attempts.is_some() && !handled;
         self.agent_run = self.judge_agent_run(&exit, &words, checks_judge);
         let failed = self.agent_run.failure.is_some();
