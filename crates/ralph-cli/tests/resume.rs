@@ -572,7 +572,12 @@ fn a_pass_the_session_never_heard_of_is_kept_when_a_later_story_reverts() {
     assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
     assert_eq!(of(&resumed, "STORY_BLOCKED")[0]["story_id"], "US-002");
     assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], pass.as_str());
-    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), pass);
+    // The block's own commit (its mark and progress.txt entry) on top of the checkpoint.
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD~1"]).trim(), pass);
+    assert_eq!(
+        git(p.path(), &["log", "-1", "--format=%s"]).trim(),
+        "ralph: US-002 blocked"
+    );
     assert!(
         git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
         "the pass commit stays on the branch"
@@ -603,7 +608,12 @@ fn a_commit_made_while_the_run_was_stopped_becomes_the_checkpoint_and_is_never_r
     // US-001 trips on its third attempt and is reverted to the person's commit, no further.
     assert_eq!(of(&resumed, "CIRCUIT_TRIPPED").len(), 1, "{}", stderr(&out));
     assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], mine.as_str());
-    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), mine);
+    // The block's own commit (its mark and progress.txt entry) on top of the checkpoint.
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD~1"]).trim(), mine);
+    assert_eq!(
+        git(p.path(), &["log", "-1", "--format=%s"]).trim(),
+        "ralph: US-001 blocked"
+    );
     assert_eq!(
         std::fs::read_to_string(p.path().join("mine.txt")).unwrap(),
         "my own work\n"
@@ -652,7 +662,12 @@ fn a_pass_commit_the_person_reset_away_while_the_run_was_stopped_is_not_redone()
     let resumed = p.events();
     assert_eq!(resumed[0]["type"], "RUN_RESUMED", "{}", stderr(&out));
     assert_eq!(of(&resumed, "REVERTED")[0]["checkpoint"], before.as_str());
-    assert_eq!(git(p.path(), &["rev-parse", "HEAD"]).trim(), before);
+    // The block's own commit (its mark and progress.txt entry) on top of the checkpoint.
+    assert_eq!(git(p.path(), &["rev-parse", "HEAD~1"]).trim(), before);
+    assert_eq!(
+        git(p.path(), &["log", "-1", "--format=%s"]).trim(),
+        "ralph: US-001 blocked"
+    );
     assert!(
         !git(p.path(), &["log", "--format=%s"]).contains("ralph: US-001 passes"),
         "the pass the person undid stays undone"
