@@ -101,11 +101,15 @@ pub(crate) fn run(
         None => {}
     }
     if !args.quiet {
-        let out: Box<dyn Write + Send> = match events_to_stdout {
-            true => Box::new(std::io::stderr()),
-            false => Box::new(std::io::stdout()),
+        let (out, fd): (Box<dyn Write + Send>, i32) = match events_to_stdout {
+            true => (Box::new(std::io::stderr()), 2),
+            false => (Box::new(std::io::stdout()), 1),
         };
-        sinks.push(Box::new(LaneLines::new(out, terminal, words)));
+        let width = match terminal {
+            true => WIDTH.min(crate::status_line::terminal_width(fd)),
+            false => WIDTH,
+        };
+        sinks.push(Box::new(LaneLines::new(out, terminal, width, words)));
     }
     let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
     runtime.block_on(async move {
@@ -227,10 +231,13 @@ fn way_on(err: ralph_parallel::ParallelError, path: &Path) -> CliError {
 }
 
 /// The terminal's view: a line per notable event, and on a terminal one live line per running
-/// lane above a summary line, redrawn in place. Every line fits [`WIDTH`] columns.
+/// lane above a summary line, redrawn in place. Every line fits [`WIDTH`] columns, and a
+/// narrower terminal's width: a live line that wrapped would not be erased whole.
 struct LaneLines {
     out: Box<dyn Write + Send>,
     terminal: bool,
+    /// The columns a line may take.
+    width: usize,
     /// Lines of the live block now on screen.
     drawn: usize,
     /// What the task list's tasks are called.
@@ -240,10 +247,11 @@ struct LaneLines {
 }
 
 impl LaneLines {
-    fn new(out: Box<dyn Write + Send>, terminal: bool, words: TaskWords) -> Self {
+    fn new(out: Box<dyn Write + Send>, terminal: bool, width: usize, words: TaskWords) -> Self {
         LaneLines {
             out,
             terminal,
+            width,
             drawn: 0,
             words,
             titles: HashMap::new(),
@@ -261,10 +269,12 @@ impl LaneLines {
         if !self.terminal {
             return;
         }
+        // One column spare: a line that fills the last one leaves some terminals' cursor there.
+        let fit = |line: String| shorten(&line, self.width.saturating_sub(1));
         for lane in &board.lanes {
-            let _ = writeln!(self.out, "{}", lane_line(lane, &self.titles));
+            let _ = writeln!(self.out, "{}", fit(lane_line(lane, &self.titles)));
         }
-        let _ = writeln!(self.out, "{}", summary_line(board, &self.titles));
+        let _ = writeln!(self.out, "{}", fit(summary_line(board, &self.titles)));
         self.drawn = board.lanes.len() + 1;
         let _ = self.out.flush();
     }
@@ -283,7 +293,11 @@ impl ParallelSink for LaneLines {
         self.erase();
         if let Some(line) = line {
             // The line holds the list's and the agents' words, and no escape of ralph's own.
-            let _ = writeln!(self.out, "{}", wrap(&crate::render::inert(&line), WIDTH));
+            let _ = writeln!(
+                self.out,
+                "{}",
+                wrap(&crate::render::inert(&line), self.width)
+            );
         }
         if matches!(event.kind, ParallelEventKind::ParallelEnded { .. }) {
             let _ = self.out.flush();

@@ -113,6 +113,26 @@ fn on_a_terminal_one_task_is_one_task_and_no_cost_is_shown_as_dollars() {
     assert!(!screen.contains('$'), "no `$0.00`, no `$-0.00`: {screen}");
 }
 
+/// A person follows a 4-lane run in an 80-column terminal: no line is wider, so the live lines
+/// never wrap, and each is erased whole when the next frame is drawn.
+#[test]
+fn a_four_lane_run_fits_an_80_column_terminal() {
+    let list: String = (1..=4)
+        .map(|n| format!("- [ ] {SIGNUP} number {n}\n"))
+        .collect();
+    let p = todo_repo(TODO_AGENT, &list);
+    let (screen, code) = common::run_on_terminal_of(&p, 80, &["--parallel", "4"], &[]);
+    assert_eq!(code, 0, "{screen}");
+    for line in screen_lines(&screen) {
+        assert!(
+            line.chars().count() < 80,
+            "{} columns: {line}\n{screen}",
+            line.chars().count()
+        );
+    }
+    assert!(screen.contains("landed 4"), "{screen}");
+}
+
 #[test]
 fn a_block_says_why_in_words_and_the_list_holds_no_local_path() {
     // The check fails the same way each time on the work of "Fail"; "Refuse" is refused.

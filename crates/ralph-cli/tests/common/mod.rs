@@ -321,11 +321,21 @@ pub fn story_repo(agent: &str, titles: &[&str]) -> Project {
 /// `ralph run ARGS` on a terminal of its own (24x100, `NO_COLOR` unset unless `env` sets it),
 /// with `env` added; returns everything it wrote there and its exit code.
 pub fn run_on_terminal(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (String, i32) {
+    run_on_terminal_of(p, 100, args, env)
+}
+
+/// [`run_on_terminal`] on a terminal `columns` wide.
+pub fn run_on_terminal_of(
+    p: &Project,
+    columns: u16,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (String, i32) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
 
     let (pty, pts) = pty_process::blocking::open().expect("a pty");
-    pty.resize(pty_process::Size::new(24, 100)).unwrap();
+    pty.resize(pty_process::Size::new(24, columns)).unwrap();
     let mut command = pty_process::blocking::Command::new(env!("CARGO_BIN_EXE_ralph"))
         .current_dir(p.path())
         .env_remove("NO_COLOR")
