@@ -48,6 +48,10 @@ pub(crate) struct Lane {
     /// The folder its iteration logs are in: empty for a single run (its run folder), the
     /// lane's run folder (`LANE_STARTED.log_dir`) in a parallel run.
     pub(crate) log_dir: PathBuf,
+    /// A lane's next loop's run folder, from its `LANE_STARTED` until its first iteration:
+    /// meanwhile the last loop's iteration and log stay shown (a lane a resume starts again
+    /// whose task had passed goes straight to the queue and lands without an iteration).
+    next_log_dir: Option<PathBuf>,
     cost: RunCost,
 }
 
@@ -103,6 +107,7 @@ impl Lane {
             started: at,
             ended: None,
             log_dir,
+            next_log_dir: None,
             cost: RunCost::default(),
         }
     }
@@ -289,13 +294,18 @@ impl WatchModel {
         match &event.kind {
             // Its loop starts, or starts again after the queue sent it back.
             ParallelEventKind::LaneStarted { title, log_dir, .. } => {
-                lane.log_dir = PathBuf::from(log_dir);
+                match lane.iteration {
+                    0 => lane.log_dir = PathBuf::from(log_dir),
+                    _ => lane.next_log_dir = Some(PathBuf::from(log_dir)),
+                }
                 lane.task = Some(title.clone());
-                lane.iteration = 0;
                 lane.state = LaneState::Starting;
                 lane.ended = None;
             }
             ParallelEventKind::LaneIterationStarted { iteration, .. } => {
+                if let Some(log_dir) = lane.next_log_dir.take() {
+                    lane.log_dir = log_dir;
+                }
                 lane.iteration = *iteration;
                 lane.state = LaneState::Working;
             }
@@ -377,6 +387,41 @@ impl WatchModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resume starts a lane again whose task had passed: it goes to the queue and lands
+    /// without an iteration of its new loop, and still shows its last iteration and log.
+    #[test]
+    fn a_lane_landed_after_a_resume_keeps_its_last_iteration_and_log() {
+        let lines = br#"{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":1,"tasks":["US-001"],"resumed":false}
+{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"LANE_STARTED","task_id":"US-001","title":"Cart","log_dir":".ralph/runs/l1","lane_run_id":"l1","returns":0}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-001","iteration":1}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-001","iteration":2}
+{"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":1,"tasks":["US-001"],"resumed":true}
+{"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"LANE_STARTED","task_id":"US-001","title":"Cart","log_dir":".ralph/runs/l2","lane_run_id":"l2","returns":0}
+{"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-001","position":1}
+{"ts":"2026-01-01T00:00:04Z","run_id":"p","type":"TASK_LANDED","task_id":"US-001","commit":"c"}
+"#;
+        let model = WatchModel::from_parallel_events("p", &ralph_parallel::parse_events(lines));
+        let lane = &model.lanes[0];
+        assert_eq!(lane.state, LaneState::Ended("landed".to_owned()));
+        assert_eq!(lane.iteration, 2);
+        assert_eq!(
+            lane.log_file(),
+            Some(PathBuf::from(".ralph/runs/l1/iteration-002.log"))
+        );
+
+        // Its new loop's first iteration shows that loop's log.
+        let more = br#"{"ts":"2026-01-01T00:00:05Z","run_id":"p","type":"LANE_STARTED","task_id":"US-001","title":"Cart","log_dir":".ralph/runs/l3","lane_run_id":"l3","returns":1}
+{"ts":"2026-01-01T00:00:06Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-001","iteration":1}
+"#;
+        let mut events = ralph_parallel::parse_events(lines);
+        events.extend(ralph_parallel::parse_events(more));
+        let model = WatchModel::from_parallel_events("p", &events);
+        assert_eq!(
+            model.lanes[0].log_file(),
+            Some(PathBuf::from(".ralph/runs/l3/iteration-001.log"))
+        );
+    }
 
     /// A landing a person's changes hold shows as waiting on them, with the files, and
     /// leaves the queue once it lands.
