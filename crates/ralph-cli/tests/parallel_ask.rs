@@ -139,6 +139,13 @@ fn a_lane_that_asks_waits_for_the_answer_in_the_checklist_while_the_other_task_l
     let out = p.run(&["status"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!stdout(&out).contains("asks"), "{}", stdout(&out));
+    // The report has the question among the merge queue's steps.
+    let out = p.run(&["report", "-o", "-"]);
+    assert!(
+        stdout(&out).contains("asks a person \"Which framework?\": answer in TODO.md:3"),
+        "{}",
+        stdout(&out)
+    );
     nothing_left_behind(dir);
 }
 

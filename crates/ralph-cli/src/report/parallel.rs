@@ -255,6 +255,15 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 );
                 queue_rows.push((t, task.to_owned(), "failed".to_owned(), what));
             }
+            // The queue puts the question where the task lives, as a step of its own.
+            ParallelEventKind::LaneAsked { question, at, .. } => {
+                let what = format!(
+                    "asks a person \"{}\": answer in {}",
+                    escape(question),
+                    escape(at)
+                );
+                queue_rows.push((t, task.to_owned(), "queued".to_owned(), what));
+            }
             ParallelEventKind::TaskLanded { commit, .. } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "converged");
