@@ -30,6 +30,24 @@ Ask*)
 esac
 "#;
 
+/// [`ASKING_AGENT`] in Node, run as the agent itself (no shell before it, which would fix
+/// `PWD`): it writes its work where `$PWD` says it is, as opencode does, so a lane's `PWD` must
+/// be its worktree.
+const ASKING_NODE_AGENT: &str = r#"const fs = require("fs");
+const path = require("path");
+const prompt = fs.readFileSync(0, "utf8");
+const field = (name) => (prompt.match(new RegExp("^" + name + "=(.*)$", "m")) || [])[1] || "";
+const [id, title, answer] = ["ID", "TITLE", "ANSWER"].map(field);
+const work = (text) => fs.writeFileSync(path.join(process.env.PWD, id + ".done"), text + "\n");
+if (!title.startsWith("Ask")) {
+  work("work of " + title);
+} else if (answer === "" || answer.startsWith("{{")) {
+  console.log('<!-- ralph:state ask question="Which framework?" -->');
+} else {
+  work(answer);
+}
+"#;
+
 const QUESTION: &str = "  <!-- ralph: question: Which framework? -->\n";
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
@@ -63,7 +81,23 @@ fn a_lane_that_asks_waits_for_the_answer_in_the_checklist_while_the_other_task_l
         "ID={{ task.id }}\nTITLE={{ task.title }}\nANSWER={{ task.answer }}\n",
     );
     let dir = p.path();
-    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    // The agent is Node, started in each lane's worktree with ralph's own PWD the checkout's.
+    std::fs::write(dir.join("agent.js"), ASKING_NODE_AGENT).unwrap();
+    let ralph_md = std::fs::read_to_string(dir.join("RALPH.md")).unwrap();
+    std::fs::write(
+        dir.join("RALPH.md"),
+        ralph_md.replace("agent: sh agent.sh", "agent: node agent.js"),
+    )
+    .unwrap();
+    commit_all(dir, "a Node agent");
+    let mut command = p.ralph(&["run", "--parallel", "2"]);
+    let mut child = command
+        .env("PWD", dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
 
     // The other task lands; the question is committed under its task on the base.
     wait_until("the cart to land and the question to be on main", || {
