@@ -18,7 +18,18 @@ fn main() {
         .or_else(|| commit_from_git(&manifest_dir))
         .unwrap_or_else(|| "commit unknown".to_owned());
     println!("cargo:rustc-env=RALPH_VERSION={version} ({commit})");
-    println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
+    // Without any rerun-if-changed line cargo would run this again on every change in the
+    // package; this file is always there.
+    println!("cargo:rerun-if-changed=build.rs");
+    watch(&manifest_dir.join(".cargo_vcs_info.json"));
+}
+
+/// Tells cargo to run this again when `path` changes, if it exists: cargo runs a build script
+/// whose watched file is missing on every build, which re-links `ralph` each time.
+fn watch(path: &Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
 }
 
 /// `commit 1a2b3c4d5e6f`, and tells cargo to run this again when HEAD moves.
@@ -35,21 +46,18 @@ fn commit_from_git(dir: &Path) -> Option<String> {
             .filter(|s| !s.is_empty())
     };
     let sha = git(&["rev-parse", "--short=12", "HEAD"])?;
-    // HEAD, the branch it names and packed-refs: a commit changes one of them.
+    // HEAD, its reflog, the branch it names and packed-refs: a commit, checkout or reset
+    // changes one of them. The reflog also catches a branch that lived only in packed-refs
+    // getting its loose file on the next commit.
     let git_dir = PathBuf::from(git(&["rev-parse", "--absolute-git-dir"])?);
     let common_dir = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
         .map(PathBuf::from)
         .unwrap_or_else(|| git_dir.clone());
-    println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
-    println!(
-        "cargo:rerun-if-changed={}",
-        common_dir.join("packed-refs").display()
-    );
+    watch(&git_dir.join("HEAD"));
+    watch(&git_dir.join("logs").join("HEAD"));
+    watch(&common_dir.join("packed-refs"));
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        println!(
-            "cargo:rerun-if-changed={}",
-            common_dir.join(branch).display()
-        );
+        watch(&common_dir.join(branch));
     }
     Some(format!("commit {sha}"))
 }
