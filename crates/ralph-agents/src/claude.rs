@@ -123,8 +123,14 @@ impl ClaudeStreamJsonAdapter {
                 let Some(message) = event.message else {
                     return;
                 };
-                if message.model.as_deref().is_some_and(is_real_model) {
-                    self.usage.model.clone_from(&message.model);
+                match message.model.as_deref() {
+                    Some(model) if is_real_model(model) => {
+                        self.usage.model.clone_from(&message.model);
+                    }
+                    // Claude Code's own copy of an API error (`API Error: 429 ...`): the
+                    // result's error repeats it, and the loop's failure line shows it once.
+                    Some(_) => return,
+                    None => {}
                 }
                 if self.flavour == Flavour::Amp {
                     self.count_message(message.id.as_deref(), message.usage.as_ref());
@@ -230,19 +236,9 @@ impl ClaudeStreamJsonAdapter {
                 .filter(|s| !s.trim().is_empty())
                 .or_else(|| json::error_message(event.error.as_ref()))
                 .or_else(|| (!result.trim().is_empty()).then(|| result.clone()));
-            // The agent's own words are the failure; the subtype only when it gave none.
-            let words = error_words(errors.as_deref().unwrap_or(subtype));
-            // `is_error` with subtype `success` is an API error (a bad key, a limit): no
-            // subtype worth naming.
-            let shown = if words == subtype {
-                format!("✗ the agent's run ended with {subtype}\n")
-            } else if subtype == "success" {
-                format!("✗ the agent's run ended with an error: {words}\n")
-            } else {
-                format!("✗ the agent's run ended with {subtype}: {words}\n")
-            };
-            out.show(Stream::Stdout, shown.as_bytes());
-            self.error = Some(words);
+            // The agent's own words are the failure; the subtype only when it gave none. Not
+            // shown here: the loop's failure line says it, once.
+            self.error = Some(error_words(errors.as_deref().unwrap_or(subtype)));
         } else {
             self.error = None;
             if self.flavour == Flavour::Json {
@@ -842,12 +838,9 @@ mod tests {
             adapter.reported_error().as_deref(),
             Some("You've hit your session limit · resets 9:59pm (UTC)")
         );
-        assert_eq!(
-            out.shown(),
-            "You've hit your session limit · resets 9:59pm (UTC)\n\
-             ✗ the agent's run ended with an error: You've hit your session limit · resets \
-             9:59pm (UTC)\n"
-        );
+        // Claude Code's made-up assistant message and its result both carry the words: the
+        // adapter shows neither, the loop's failure line shows them once.
+        assert_eq!(out.shown(), "");
         assert_eq!(usage.model.as_deref(), Some("claude-test-model"));
     }
 
@@ -901,13 +894,7 @@ mod tests {
             out.error.as_deref(),
             Some("Invalid API key · Fix external API key")
         );
-        assert!(
-            out.shown().ends_with(
-                "✗ the agent's run ended with an error: Invalid API key · Fix external API key\n"
-            ),
-            "{}",
-            out.shown()
-        );
+        assert!(!out.shown().contains("Invalid API key"), "{}", out.shown());
     }
 
     #[test]
@@ -1157,7 +1144,7 @@ mod tests {
             out.error.as_deref(),
             Some("Invalid API key · Please run /login")
         );
-        assert!(out.shown().contains("Invalid API key"), "{}", out.shown());
+        assert_eq!(out.shown(), "");
     }
 
     #[test]
@@ -1169,7 +1156,7 @@ mod tests {
             out.error.as_deref(),
             Some("Reached maximum number of turns (10)")
         );
-        assert!(out.shown().contains("Reached maximum number of turns"));
+        assert_eq!(out.shown(), "");
         assert_eq!(out.usage.unwrap().num_turns, Some(11));
     }
 

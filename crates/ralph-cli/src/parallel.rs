@@ -525,6 +525,21 @@ fn event_line(
         ParallelEventKind::TaskBlocked { task_id, reason } => {
             format!("✗ {} blocked: {reason}", name(task_id))
         }
+        ParallelEventKind::LaneRateLimited {
+            task_id,
+            until,
+            wait_ms,
+            ..
+        } => {
+            let next = match wait_ms {
+                Some(ms) => format!(
+                    "; it runs again in {}",
+                    crate::render::human_duration(Duration::from_millis(*ms))
+                ),
+                None => "; its loop ends".to_owned(),
+            };
+            format!("⏸ {} rate-limited until {until}{next}", name(task_id))
+        }
         ParallelEventKind::Warning { message, task_id } => match task_id {
             Some(id) => format!("warning: {}: {message}", name(id)),
             None => format!("warning: {message}"),
@@ -544,7 +559,14 @@ fn event_line(
                 other => other.to_owned(),
             };
             let cost = cost(*cost_usd).unwrap_or_else(|| "cost unknown".to_owned());
-            format!("ralph: {why}: {landed} landed, {blocked} blocked, {remaining} left · {cost}")
+            // Tokens an agent reported without a cost (Codex, gemini-cli): still what it spent.
+            let tokens = match board.tokens {
+                0 => String::new(),
+                n => format!(" · {} tokens", crate::render::compact(n)),
+            };
+            format!(
+                "ralph: {why}: {landed} landed, {blocked} blocked, {remaining} left{tokens} · {cost}"
+            )
         }
         _ => return None,
     })

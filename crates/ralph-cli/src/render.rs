@@ -179,9 +179,12 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 next_delay_ms,
                 ..
             } => iteration_failed_line(style, *consecutive_failures, failure, *next_delay_ms),
-            EventKind::RateLimited { until, wait_ms, .. } => {
-                rate_limited_line(style, *until, *wait_ms)
-            }
+            EventKind::RateLimited {
+                until,
+                wait_ms,
+                why,
+                ..
+            } => rate_limited_line(style, *until, why, *wait_ms),
             EventKind::AgentRetrying {
                 reason,
                 attempt,
@@ -599,6 +602,7 @@ mod tests {
                     iteration: 4,
                     until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
                     wait_ms: Some(21_600_000),
+                    why: "exit 1: You've hit your session limit · resets 3pm (UTC)".into(),
                 },
                 EventKind::WaitSkipped {
                     iteration: 4,
@@ -912,6 +916,7 @@ mod tests {
                 iteration: 1,
                 until: SystemTime::UNIX_EPOCH,
                 wait_ms: None,
+                why: String::new(),
             },
             EventKind::StopRequested { iteration: 2 },
             story(ralph_escalation::StoryEvent::StoryPassed {

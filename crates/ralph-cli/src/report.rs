@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use ralph_engine::run_folder::{self, IterationRecord, RunDir, RunRecord, RunStatus};
+use ralph_engine::run_folder::{
+    self, IterationOutcome, IterationRecord, RunDir, RunRecord, RunStatus,
+};
 use ralph_escalation::TaskWords;
 use ralph_escalation::run_folder::RunStories;
 
@@ -162,7 +164,7 @@ svg{display:block;width:100%;height:auto;background:#f6f8fa;border:1px solid #d0
 svg text{font:11px system-ui,sans-serif;fill:#57606a}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 .worked{fill:#2da44e;background:#2da44e}.idle{fill:#8c959f;background:#8c959f}.failed{fill:#cf222e;background:#cf222e}
-.converged{fill:#0969da;background:#0969da}.blocked{fill:#8250df;background:#8250df}.interrupted{fill:#bf8700;background:#bf8700}
+.rate_limited{fill:#fb8f44;background:#fb8f44}.converged{fill:#0969da;background:#0969da}.blocked{fill:#8250df;background:#8250df}.interrupted{fill:#bf8700;background:#bf8700}
 .running{fill:#1b7c83;background:#1b7c83}
 .wait{fill:#d0d7de;background:#d0d7de}.wait.failure,.wait.rate_limit{fill:#ffcecb;background:#ffcecb}.wait.retry{fill:#fff1c2;background:#fff1c2}
 .cost{fill:#0969da}.cum{fill:none;stroke:#cf222e;stroke-width:1.5}
@@ -174,14 +176,15 @@ pre{margin:4px 0 0;max-height:320px;overflow:auto;background:#f6f8fa;padding:8px
 summary{cursor:pointer;color:#0969da}
 "#;
 
-const OUTCOMES: [&str; 7] = [
-    "worked",
-    "idle",
-    "failed",
-    "converged",
-    "blocked",
-    "interrupted",
-    "running",
+const OUTCOMES: [IterationOutcome; 8] = [
+    IterationOutcome::Worked,
+    IterationOutcome::Idle,
+    IterationOutcome::Failed,
+    IterationOutcome::RateLimited,
+    IterationOutcome::Converged,
+    IterationOutcome::Blocked,
+    IterationOutcome::Interrupted,
+    IterationOutcome::Running,
 ];
 
 /// The whole report.
@@ -287,7 +290,12 @@ fn timeline(html: &mut String, run: &RunRecord, stories: &RunStories) {
     let height = lanes.len() as f64 * LANE + 24.0;
     html.push_str("<h2>Timeline</h2><p class=\"legend\">");
     for o in OUTCOMES {
-        let _ = write!(html, "<span><i class=\"{o}\"></i>{o}</span>");
+        let _ = write!(
+            html,
+            "<span><i class=\"{}\"></i>{}</span>",
+            o.as_str(),
+            o.label()
+        );
     }
     html.push_str(
         "<span><i class=\"wait\"></i>wait</span><span><i class=\"wait failure\"></i>wait after a \
@@ -326,8 +334,9 @@ fn timeline(html: &mut String, run: &RunRecord, stories: &RunStories) {
         let _ = write!(
             html,
             "<rect class=\"bar {o}\" x=\"{x:.1}\" y=\"{y:.1}\" \
-             width=\"{w:.1}\" height=\"{h}\"><title>iteration {n}{story}: {o}, {d}</title></rect>",
+             width=\"{w:.1}\" height=\"{h}\"><title>iteration {n}{story}: {l}, {d}</title></rect>",
             o = it.outcome.as_str(),
+            l = it.outcome.label(),
             n = it.iteration,
             h = LANE - 6.0,
             d = dur(it.duration_ms),
@@ -573,7 +582,7 @@ fn iterations(
         .zip(tails)
         .zip(costs)
     {
-        let o = it.outcome.as_str();
+        let (o, label) = (it.outcome.as_str(), it.outcome.label());
         let _ = write!(html, "<tr><td>{}</td>", it.iteration);
         if story_mode {
             let _ = write!(
@@ -585,7 +594,7 @@ fn iterations(
         }
         let _ = write!(
             html,
-            "<td><b class=\"badge {o}\">{o}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<td><b class=\"badge {o}\">{label}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>",
             escape(it.state.as_deref().unwrap_or("-")),
             escape(&exit_text(it)),

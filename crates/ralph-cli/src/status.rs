@@ -349,6 +349,10 @@ impl Status {
             if let (Some(i), Some(o)) = (s.input_tokens, s.output_tokens) {
                 usage.push(format!("{i} input and {o} output tokens"));
             }
+            // Tokens without a cost: the agent reports none (Codex, gemini-cli), not $0.
+            if s.cost_usd.is_none() {
+                usage.push("cost unknown".to_owned());
+            }
             lines.push(format!("cost: {}", usage.join(", ")));
         }
         lines.push(format!("logs: {}", self.log_dir.display()));

@@ -282,6 +282,8 @@ struct AgentRun {
     failure: Option<String>,
     /// The agent is rate-limited until then.
     rate_limited_until: Option<SystemTime>,
+    /// The agent's words for its rate limit (its exit and error), when it is rate-limited.
+    rate_limit_words: String,
 }
 
 impl Run {
@@ -555,6 +557,7 @@ impl Run {
                 iteration,
                 until,
                 wait_ms: wait,
+                why: run.rate_limit_words,
             });
         } else if let Some(failure) = run.failure {
             self.emit(EventKind::IterationFailed {

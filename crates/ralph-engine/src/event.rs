@@ -193,6 +193,10 @@ pub enum EventKind {
         until: SystemTime,
         /// The wait before the next run; `None` when the loop ends instead.
         wait_ms: Option<u64>,
+        /// The agent's words for it, with its exit (`exit 1: You've hit your session limit ·
+        /// resets 9:59pm (UTC)`); empty in events from before ralph 0.4.
+        #[serde(default)]
+        why: String,
     },
     /// The agent is retrying a request on its own (Claude Code's `api_retry`, Codex's
     /// `Reconnecting... 1/5`): it may stay silent for minutes meanwhile. Not a failure.
@@ -787,6 +791,7 @@ mod tests {
                 iteration: 2,
                 until: humantime::parse_rfc3339("2026-11-23T14:00:00.500Z").unwrap(),
                 wait_ms: Some(1000),
+                why: "exit 1: You've hit your session limit · resets 2pm (UTC)".into(),
             },
             EventKind::AgentRetrying {
                 iteration: 2,

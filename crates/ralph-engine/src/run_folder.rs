@@ -209,6 +209,8 @@ pub enum IterationOutcome {
     /// The agent failed (a non-zero exit, a signal, a timeout, `ITERATION_FAILED`), or its
     /// `done_when` checks did.
     Failed,
+    /// The agent was refused by a rate limit (`RATE_LIMITED`): the loop waited for its reset.
+    RateLimited,
     /// Its `done_when` checks all passed, or (as its task source's reader says) its task was
     /// done: ralph-escalation's story passed.
     Converged,
@@ -222,12 +224,22 @@ pub enum IterationOutcome {
 }
 
 impl IterationOutcome {
-    /// The name used in `--json`, the report and the docs.
+    /// The name a person reads: [`as_str`](Self::as_str) with a hyphen for the underscore
+    /// (`rate-limited`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate-limited",
+            other => other.as_str(),
+        }
+    }
+
+    /// The name used in `--json`, the report's classes and the docs.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Worked => "worked",
             Self::Idle => "idle",
             Self::Failed => "failed",
+            Self::RateLimited => "rate_limited",
             Self::Converged => "converged",
             Self::Blocked => "blocked",
             Self::Interrupted => "interrupted",
@@ -487,6 +499,11 @@ impl RunRecord {
                 EventKind::IterationFailed { .. } => {
                     if let Some(it) = current {
                         it.outcome = IterationOutcome::Failed;
+                    }
+                }
+                EventKind::RateLimited { iteration, .. } => {
+                    if let Some(it) = current.filter(|it| it.iteration == *iteration) {
+                        it.outcome = IterationOutcome::RateLimited;
                     }
                 }
                 EventKind::AttemptEnded {

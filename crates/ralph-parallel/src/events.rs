@@ -115,6 +115,24 @@ pub enum ParallelEventKind {
         /// What the agent reported it cost, in US dollars.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
+        /// Input plus output tokens, when the agent reported them (with or without a cost).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+    },
+    /// A lane's agent was refused by a rate limit: its loop waits for the reset (its own
+    /// `RATE_LIMITED`). The iteration that ended before it is a rate-limited one.
+    LaneRateLimited {
+        /// The task.
+        task_id: String,
+        /// The lane's iteration number.
+        #[serde(default)]
+        iteration: u64,
+        /// When the limit resets, as the lane's loop wrote it (RFC 3339 UTC).
+        #[serde(default)]
+        until: String,
+        /// The lane's wait before its next run; `None` when its loop ends instead.
+        #[serde(default)]
+        wait_ms: Option<u64>,
     },
     /// A lane's loop ended.
     LaneEnded {
@@ -303,6 +321,7 @@ impl ParallelEventKind {
             ParallelEventKind::LaneStarted { task_id, .. }
             | ParallelEventKind::LaneIterationStarted { task_id, .. }
             | ParallelEventKind::LaneIterationEnded { task_id, .. }
+            | ParallelEventKind::LaneRateLimited { task_id, .. }
             | ParallelEventKind::LaneEnded { task_id, .. }
             | ParallelEventKind::MergeQueued { task_id, .. }
             | ParallelEventKind::MergeStarted { task_id, .. }
@@ -383,6 +402,8 @@ pub struct ParallelRecord {
     pub iterations: u64,
     /// The lanes' cost, in US dollars; `None` when no lane's agent reported one.
     pub cost_usd: Option<f64>,
+    /// The lanes' input plus output tokens; `None` when no lane's agent reported them.
+    pub tokens: Option<u64>,
     /// Each lane's loops, in start order: (task id, the loop's run id).
     pub lanes: Vec<(String, String)>,
 }
@@ -406,6 +427,7 @@ impl ParallelRecord {
                         blocked: 0,
                         iterations: 0,
                         cost_usd: None,
+                        tokens: None,
                         lanes: Vec::new(),
                     });
                     records.len() - 1
@@ -433,10 +455,15 @@ impl ParallelRecord {
             } if !lane_run_id.is_empty() => {
                 self.lanes.push((task_id.clone(), lane_run_id.clone()));
             }
-            ParallelEventKind::LaneIterationEnded { cost_usd, .. } => {
+            ParallelEventKind::LaneIterationEnded {
+                cost_usd, tokens, ..
+            } => {
                 self.iterations += 1;
                 if let Some(cost) = cost_usd {
                     *self.cost_usd.get_or_insert(0.0) += cost;
+                }
+                if let Some(tokens) = tokens {
+                    *self.tokens.get_or_insert(0) += tokens;
                 }
             }
             ParallelEventKind::TaskLanded { .. } => self.landed += 1,
@@ -498,6 +525,9 @@ pub struct Board {
     pub merging: Option<String>,
     /// The lanes' cost, in US dollars: what their agents reported, 0 when none did.
     pub cost_usd: f64,
+    /// The lanes' input plus output tokens, as their agents reported them (0 when none did):
+    /// an agent that reports no cost (Codex, gemini-cli) still reports these.
+    pub tokens: u64,
 }
 
 /// Where a parallel run's events go.
@@ -564,6 +594,13 @@ mod tests {
                 state: Some("idle".into()),
                 failed: true,
                 cost_usd: Some(0.5),
+                tokens: Some(2200),
+            },
+            ParallelEventKind::LaneRateLimited {
+                task_id: task_id(),
+                iteration: 3,
+                until: "2026-03-02T11:00:00Z".into(),
+                wait_ms: Some(3_600_000),
             },
             ParallelEventKind::LaneEnded {
                 task_id: task_id(),

@@ -1404,11 +1404,22 @@ impl Parallel {
                     }
                     Some("ITERATION_ENDED") => {
                         self.keep_dropped_commits(&id)?;
-                        let cost = value["usage"]["cost_usd"].as_f64().filter(|c| *c > 0.0);
+                        let usage = &value["usage"];
+                        let cost = usage["cost_usd"].as_f64().filter(|c| *c > 0.0);
+                        let tokens = match (
+                            usage["input_tokens"].as_u64(),
+                            usage["output_tokens"].as_u64(),
+                        ) {
+                            (None, None) => None,
+                            (input, output) => {
+                                Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)))
+                            }
+                        };
                         let state = value["state"].as_str().map(str::to_owned);
                         if let Some(cost) = cost {
                             *self.costs.entry(id.clone()).or_default() += cost;
                         }
+                        self.board.tokens = self.board.tokens.saturating_add(tokens.unwrap_or(0));
                         let total = self.costs.get(&id).copied().unwrap_or(0.0);
                         if let Some(lane) = self.lanes.get_mut(&id) {
                             lane.view.cost_usd = total;
@@ -1424,6 +1435,7 @@ impl Parallel {
                             state,
                             failed: value["failed"].as_bool().unwrap_or(false),
                             cost_usd: cost,
+                            tokens,
                         });
                         if self.stop.is_none()
                             && self
@@ -1434,6 +1446,12 @@ impl Parallel {
                             self.stop_lanes(Stop::MaxCost);
                         }
                     }
+                    Some("RATE_LIMITED") => self.emit(ParallelEventKind::LaneRateLimited {
+                        task_id: id,
+                        iteration: value["iteration"].as_u64().unwrap_or(iteration),
+                        until: value["until"].as_str().unwrap_or_default().to_owned(),
+                        wait_ms: value["wait_ms"].as_u64(),
+                    }),
                     _ => {}
                 }
             }

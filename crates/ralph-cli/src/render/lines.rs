@@ -140,16 +140,22 @@ pub(super) fn iteration_failed_line(
     )
 }
 
-/// `  rate-limited until 2025-08-19T15:00:00Z · next run in 6h`.
+/// `  rate-limited until 2025-08-19T15:00:00Z (exit 1: You've hit your limit) · next run in
+/// 6h`: the agent's words are said here, the one place they are shown.
 pub(super) fn rate_limited_line(
     style: Style,
     until: std::time::SystemTime,
+    why: &str,
     wait_ms: Option<u64>,
 ) -> String {
     let until = humantime::format_rfc3339_seconds(until);
+    let why = match why {
+        "" => String::new(),
+        why => format!(" ({why})"),
+    };
     let next = wait_ms.map(|ms| next_run_in(style, ms)).unwrap_or_default();
     format!(
-        "  {} until {until}{next}",
+        "  {} until {until}{why}{next}",
         style.paint("33", "rate-limited")
     )
 }

@@ -102,6 +102,8 @@ struct Lane {
     loops: Vec<String>,
     iterations: u64,
     cost: f64,
+    /// Input plus output tokens its agents reported.
+    tokens: u64,
     /// (start, end, class, what) of each bar.
     bars: Vec<(u64, Option<u64>, &'static str, String)>,
     outcome: String,
@@ -133,6 +135,7 @@ pub(crate) fn render(run: &ParallelRun) -> String {
     };
     let mut facts = Vec::new();
     let mut ended = None;
+    let mut all_tokens = 0;
     for e in &run.events {
         let t = since_start(e.ts);
         let task = e.kind.task_id().unwrap_or("");
@@ -174,14 +177,29 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 let what = format!("iteration {iteration}");
                 lanes[i].bars.push((t, None, "running", what));
             }
-            ParallelEventKind::LaneIterationEnded { failed, state, .. } => {
+            ParallelEventKind::LaneIterationEnded {
+                failed,
+                state,
+                tokens,
+                ..
+            } => {
                 let i = lane_of(&mut lanes, task);
+                lanes[i].tokens += tokens.unwrap_or(0);
+                all_tokens += tokens.unwrap_or(0);
                 let class = match (failed, state.as_deref()) {
                     (true, _) => "failed",
                     (false, Some("idle")) => "idle",
                     _ => "worked",
                 };
                 close(&mut lanes[i], t, class);
+            }
+            // Its iteration ended before its loop said why: a rate limit refused it.
+            ParallelEventKind::LaneRateLimited { until, .. } => {
+                let i = lane_of(&mut lanes, task);
+                if let Some(bar) = lanes[i].bars.iter_mut().rev().find(|b| b.1.is_some()) {
+                    bar.2 = "rate_limited";
+                    bar.3 = format!("{}, rate-limited until {until}", bar.3);
+                }
             }
             ParallelEventKind::LaneEnded {
                 reason,
@@ -290,8 +308,9 @@ pub(crate) fn render(run: &ParallelRun) -> String {
             } => {
                 ended = Some(format!(
                     "ended: <b>{}</b> (exit {exit_code}) · <b>{landed}</b> landed, {blocked} \
-                     blocked, {remaining} left · cost <b>${cost_usd:.2}</b>",
+                     blocked, {remaining} left · {}",
                     escape(reason),
+                    spent(*cost_usd, all_tokens),
                 ));
             }
             _ => {}
@@ -323,6 +342,17 @@ pub(crate) fn render(run: &ParallelRun) -> String {
 }
 
 /// Ends the lane's open bar (an iteration, or a merge) at `t`.
+/// `$1.20`; `12.3k tokens, cost unknown` for agents that report tokens but no cost (Codex,
+/// gemini-cli); `cost unknown` when they report neither. The coordinator counts only costs
+/// above zero, so zero is none reported.
+fn spent(cost_usd: f64, tokens: u64) -> String {
+    match (cost_usd > 0.0, tokens) {
+        (true, _) => format!("${cost_usd:.2}"),
+        (false, 0) => "cost unknown".to_owned(),
+        (false, n) => format!("{} tokens, cost unknown", crate::render::compact(n)),
+    }
+}
+
 fn close(lane: &mut Lane, t: u64, class: &'static str) {
     if let Some(bar) = lane.bars.iter_mut().rev().find(|b| b.1.is_none()) {
         bar.1 = Some(t);
@@ -336,7 +366,7 @@ fn timeline(html: &mut String, lanes: &[Lane], total: u64) {
     html.push_str(
         "<h2>Lanes</h2><p class=\"legend\"><span><i class=\"worked\"></i>iteration</span>\
          <span><i class=\"idle\"></i>idle</span><span><i class=\"failed\"></i>failed, or sent \
-         back by the queue</span><span><i class=\"merging\"></i>in the merge queue</span>\
+         back by the queue</span><span><i class=\"rate_limited\"></i>rate-limited</span><span><i class=\"merging\"></i>in the merge queue</span>\
          <span><i class=\"converged\"></i>landed</span><span><i class=\"blocked\"></i>blocked\
          </span><span><i class=\"running\"></i>not finished</span></p>\n",
     );
@@ -420,14 +450,14 @@ fn lane_table(html: &mut String, lanes: &[Lane]) {
         };
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{logs}</td><td>{}</td><td>${:.2}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{logs}</td><td>{}</td><td>{}</td>\
              <td>{checks}</td><td>{outcome}</td></tr>",
             row + 1,
             escape(&lane.task),
             escape(&lane.title),
             loops.join("<br>"),
             lane.iterations,
-            lane.cost
+            spent(lane.cost, lane.tokens),
         );
     }
     html.push_str("</table>\n");

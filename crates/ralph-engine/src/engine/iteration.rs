@@ -284,17 +284,26 @@ impl Run {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,
                     rate_limited_until: Some(until),
+                    rate_limit_words: failure,
                 },
-                // No reset time to wait for (or one already past): back off as for a failure.
-                _ => AgentRun {
+                // No reset time to wait for, or one already past (the agent still refused after
+                // the reset it gave, or gave one late): back off as for a failure.
+                Some(until) => AgentRun {
+                    failure: Some(format!(
+                        "rate-limited, the reset it gave ({}) has passed ({failure})",
+                        humantime::format_rfc3339_seconds(until)
+                    )),
+                    ..AgentRun::default()
+                },
+                None => AgentRun {
                     failure: Some(format!("rate-limited, no reset time given ({failure})")),
-                    rate_limited_until: None,
+                    ..AgentRun::default()
                 },
             },
             None if checks_judge && words.not_started.is_none() => AgentRun::default(),
             None => AgentRun {
                 failure: Some(failure),
-                rate_limited_until: None,
+                ..AgentRun::default()
             },
         }
     }
