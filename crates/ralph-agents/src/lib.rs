@@ -286,13 +286,18 @@ impl Usage {
 /// Turns token counts reported as a session's running totals
 /// ([`Usage::tokens_are_session_total`]) into each agent run's own share: a run that goes on
 /// with the session of the run before it counts only what it added.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionTokens {
     /// The last session and its running totals.
     last: Option<(String, Usage)>,
 }
 
 impl SessionTokens {
+    /// Whether no session's totals are known yet.
+    pub fn is_empty(&self) -> bool {
+        self.last.is_none()
+    }
+
     /// `usage` with running totals made this run's own share; other usage as it is.
     pub fn own_share(&mut self, mut usage: Usage) -> Usage {
         if !usage.tokens_are_session_total {

@@ -81,6 +81,34 @@ fn a_resumed_thread_counts_each_runs_own_tokens() {
     assert_eq!(usage["reasoning_tokens"], 3 * 7);
 }
 
+/// Trust 0.4, item 7: a run stopped and resumed goes on counting each agent run's own tokens:
+/// the first iteration after `--resume`, in the same Codex thread, counts what it added, not
+/// the whole thread again; the cached and reasoning tokens from before the stop stay in the
+/// run's usage.
+#[test]
+fn a_resumed_run_in_the_same_thread_counts_each_runs_own_tokens() {
+    let server = ModelServer::start(vec![responses::text("Working.", TOKENS)]);
+    let env = AgentEnv::codex(&server, 0);
+    let p = project("resume --last", "max_iterations: 2\ndelay: 1ms");
+    let out = env.run(&p, &["run"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let thread = p.events_of("ITERATION_ENDED")[0]["usage"]["session_id"].clone();
+    // The events file holds the resumed part's events.
+    let out = env.run(&p, &["run", "--resume", "-n", "3"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let ended = p.events_of("ITERATION_ENDED");
+    assert_eq!(ended.len(), 1, "{:#?}", p.events());
+    let third = &ended[0];
+    assert_eq!(third["iteration"], 3);
+    assert_eq!(third["usage"]["session_id"], thread);
+    assert_eq!(third["usage"]["input_tokens"], 1200, "{third}");
+    assert_eq!(third["usage"]["output_tokens"], 45, "{third}");
+    let usage = &p.run_ended()["usage"];
+    assert_eq!(usage["input_tokens"], 3 * 1200, "{usage}");
+    assert_eq!(usage["cached_input_tokens"], 3 * 300, "{usage}");
+    assert_eq!(usage["reasoning_tokens"], 3 * 7, "{usage}");
+}
+
 /// Issue 24, item 3: Codex's usage limit is a rate limit, with the reset it names.
 #[test]
 fn a_usage_limit_waits_for_the_time_codex_names() {

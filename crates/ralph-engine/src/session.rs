@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use ralph_agents::SessionTokens;
 use serde::{Deserialize, Serialize};
 
 use crate::event::WaitReason;
@@ -78,6 +79,16 @@ pub struct Session {
     pub input_tokens: Option<u64>,
     /// The agents' reported output tokens so far.
     pub output_tokens: Option<u64>,
+    /// The part of `input_tokens` read from the prompt cache, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// The part of `output_tokens` spent reasoning, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// The last agent session's token running totals (Codex's thread), so the first agent
+    /// run after a resume that goes on with it counts only what it added.
+    #[serde(default, skip_serializing_if = "SessionTokens::is_empty")]
+    pub agent_session_tokens: SessionTokens,
     /// Failed agent runs in a row (the failure streak).
     pub consecutive_failures: u64,
     /// The last agent run failed.
@@ -259,6 +270,9 @@ impl Session {
             num_turns: None,
             input_tokens: None,
             output_tokens: None,
+            cached_input_tokens: None,
+            reasoning_tokens: None,
+            agent_session_tokens: SessionTokens::default(),
             consecutive_failures: 0,
             last_failed: false,
             consecutive_idle: 0,

@@ -226,6 +226,9 @@ impl Run {
         before.cost_usd = old.cost_usd;
         before.input_tokens = old.input_tokens;
         before.output_tokens = old.output_tokens;
+        before.cached_input_tokens = old.cached_input_tokens;
+        before.reasoning_tokens = old.reasoning_tokens;
+        self.session_tokens = old.agent_session_tokens.clone();
         before.num_turns = old.num_turns;
         self.usage = (before != Usage::default()).then_some(before);
         self.failures = FailureStreak::resumed(old.consecutive_failures);
@@ -397,6 +400,9 @@ impl Run {
         session.num_turns = self.num_turns;
         session.input_tokens = self.usage.as_ref().and_then(|u| u.input_tokens);
         session.output_tokens = self.usage.as_ref().and_then(|u| u.output_tokens);
+        session.cached_input_tokens = self.usage.as_ref().and_then(|u| u.cached_input_tokens);
+        session.reasoning_tokens = self.usage.as_ref().and_then(|u| u.reasoning_tokens);
+        session.agent_session_tokens = self.session_tokens.clone();
         session.consecutive_failures = self.failures.consecutive();
         session.last_failed = self.last_failed;
         session.consecutive_idle = consecutive_idle;
