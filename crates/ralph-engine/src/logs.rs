@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-/// Creates `dir` (and parents). When `dir` lies inside a `.ralph` folder, that folder gets a
-/// `.gitignore` of `*` so run logs never dirty the user's repository.
+/// Creates `dir` (and parents), with a `.gitignore` of `*` so run logs never dirty the
+/// user's repository: in the `.ralph` folder `dir` lies in, or else (`--log-dir .`, say) in
+/// `dir` itself, which a later run's clean-tree check would otherwise take for work.
 pub(crate) fn create_run_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    if let Some(ralph_dir) = dir
+    let ignored = dir
         .ancestors()
         .find(|a| a.file_name() == Some(".ralph".as_ref()))
-    {
-        let ignore = ralph_dir.join(".gitignore");
-        if !ignore.exists() {
-            write_atomic(&ignore, b"*\n")?;
-        }
+        .unwrap_or(dir);
+    let ignore = ignored.join(".gitignore");
+    if !ignore.exists() {
+        write_atomic(&ignore, b"*\n")?;
     }
     Ok(())
 }

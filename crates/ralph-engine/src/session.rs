@@ -195,6 +195,19 @@ pub enum SessionError {
         /// Its version.
         found: u64,
     },
+    /// The file's run id cannot be one (a hand-edited `../elsewhere`): it names the run's
+    /// folder and files, so it is never taken as a path.
+    #[error(
+        "{}: run_id {run_id:?} is not a run id (letters, digits, `-`, `_` and `.`, not starting \
+         with `.`)",
+        .path.display()
+    )]
+    RunId {
+        /// The file.
+        path: PathBuf,
+        /// The run id it holds.
+        run_id: String,
+    },
 }
 
 impl Session {
@@ -231,7 +244,18 @@ impl Session {
         if found != u64::from(SESSION_VERSION) {
             return Err(SessionError::Version { path, found });
         }
-        serde_json::from_value(value).map_err(|source| SessionError::Parse { path, source })
+        let session: Self =
+            serde_json::from_value(value).map_err(|source| SessionError::Parse {
+                path: path.clone(),
+                source,
+            })?;
+        if !is_run_id(&session.run_id) {
+            return Err(SessionError::RunId {
+                path,
+                run_id: session.run_id,
+            });
+        }
+        Ok(session)
     }
 
     /// Replaces `dir`'s session file with this one (temporary file, fsync, rename).
@@ -356,6 +380,17 @@ pub fn write_current(folder: &Path, log_dir: &Path) -> std::io::Result<()> {
     let mut text = log_dir.into_os_string().into_encoded_bytes();
     text.push(b'\n');
     crate::logs::write_atomic(&path, &text)
+}
+
+/// Whether `id` can be a run id: one path component ralph could have made, never `..` or a
+/// path.
+fn is_run_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// The log folder of `folder`'s last run, from its [`CURRENT_FILE`].

@@ -328,7 +328,7 @@ impl Git {
                 .map(|a| a.to_string_lossy())
                 .collect::<Vec<_>>()
                 .join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            stderr: what_git_said(out),
         }
     }
 
@@ -1158,6 +1158,47 @@ fn parse_porcelain_z(out: &str) -> Vec<String> {
         }
     }
     paths
+}
+
+/// What a failed git command said: its standard error, else its output's last line, else its
+/// exit status, so an error never ends in `failed:` with nothing after it (a hook that fails
+/// silently, a `git diff --quiet`).
+pub fn what_git_said(out: &Output) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.trim().is_empty() {
+        return stderr.trim().to_owned();
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if let Some(line) = stdout.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+        return line.to_owned();
+    }
+    match (out.status.code(), out.status.signal()) {
+        (Some(code), _) => format!("it exited with {code} and said nothing"),
+        (None, Some(signal)) => format!("it was killed by signal {signal}"),
+        (None, None) => "it said nothing".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod what_git_said_tests {
+    use super::what_git_said;
+
+    fn said(script: &str) -> String {
+        let out = std::process::Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        what_git_said(&out)
+    }
+
+    #[test]
+    fn a_silent_failure_still_says_something() {
+        assert_eq!(said("echo 'fatal: bad' >&2; exit 128"), "fatal: bad");
+        assert_eq!(said("echo one; echo two; exit 1"), "two");
+        assert_eq!(said("exit 3"), "it exited with 3 and said nothing");
+        assert_eq!(said("kill -9 $$"), "it was killed by signal 9");
+    }
 }
 
 #[cfg(test)]

@@ -234,7 +234,12 @@ impl<'a> Checker<'a> {
                 None
             }
             None if matches!(value, Value::Number(_)) => {
-                self.expected(path, value, "a finite number of seconds >= 0");
+                // 1e308 is finite, but past what a duration holds: say the real bound.
+                self.expected(
+                    path,
+                    value,
+                    &format!("a number of seconds from 0 to {}", u64::MAX),
+                );
                 None
             }
             None => {

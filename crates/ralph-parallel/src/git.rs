@@ -94,7 +94,7 @@ pub(crate) fn run_with(
         return Err(ParallelError::Git {
             dir: dir.to_path_buf(),
             command: format!("git {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            stderr: ralph_escalation::git::what_git_said(&out),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
@@ -108,7 +108,7 @@ pub(crate) fn run_untrimmed(dir: &Path, args: &[&str]) -> Result<String, Paralle
         return Err(ParallelError::Git {
             dir: dir.to_path_buf(),
             command: format!("git {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            stderr: ralph_escalation::git::what_git_said(&out),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())

@@ -291,10 +291,13 @@ impl Run {
             .max_iterations
             .is_some_and(|max| self.iterations >= max);
         let wait = resumed.wait.filter(|_| !limit_reached)?;
+        // Never past the whole wait it planned: a clock set back, or a hand-edited `until` in
+        // year 9999, must not park the loop for ever.
         let left = wait
             .until
             .duration_since(SystemTime::now())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .min(Duration::from_millis(wait.delay_ms));
         if left.is_zero() {
             return None;
         }
