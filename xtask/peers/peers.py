@@ -102,26 +102,41 @@ def make_repo(work):
     return repo, agent_bin
 
 
-def proc_table():
-    """pid -> (ppid, exe basename, cmdline, cpu seconds, VmHWM bytes) for every process."""
-    table = {}
+def proc_table(root):
+    """pid -> (ppid, exe basename, cmdline, cpu seconds, VmHWM bytes) for ROOT and every
+    process below it."""
+    parents = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = (int(stat[stat.rindex(")") + 2:].split()[1]), stat)
+    tree = {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, (ppid, _) in parents.items():
+            if pid not in tree and ppid in tree:
+                tree.add(pid)
+                changed = True
+    table = {}
+    for pid in tree & parents.keys():
+        ppid, stat = parents[pid]
+        fields = stat[stat.rindex(")") + 2:].split()
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                 errors="replace")
-            exe = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
+            exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
             hwm = 0
-            for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     hwm = int(line.split()[1]) * 1024
         except (OSError, ValueError):
             continue
         cpu = (int(fields[11]) + int(fields[12])) / TICK
-        table[int(entry)] = (int(fields[1]), exe, cmdline, cpu, hwm)
+        table[pid] = (ppid, exe, cmdline, cpu, hwm)
     return table
 
 
@@ -133,35 +148,30 @@ def measure(cmd, cwd, env, agent_path, log_path, timeout):
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                             stderr=subprocess.STDOUT, start_new_session=True)
     runner = {}  # (pid, exe) -> (cpu, hwm): the last sample of each runner process
-    seen = {}  # (pid, exe) -> samples it was in
     timed_out = False
     while proc.poll() is None:
         if time.monotonic() - start > timeout:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             break
-        table = proc_table()
-        tree = {proc.pid}
+        table = proc_table(proc.pid)
         agents = set()
         changed = True
         while changed:
             changed = False
             for pid, (ppid, _, cmdline, _, _) in table.items():
-                if pid not in tree and ppid in tree:
-                    tree.add(pid)
-                    changed = True
-                if pid not in agents and (ppid in agents or agent_path in cmdline) and pid in tree:
+                if pid not in agents and (ppid in agents or agent_path in cmdline):
                     agents.add(pid)
                     changed = True
-        for pid in tree - agents:
-            if pid in table:
-                _, exe, _, cpu, hwm = table[pid]
-                if exe not in HELPERS and not exe.startswith("python"):
-                    seen[(pid, exe)] = seen.get((pid, exe), 0) + 1
-                    # A child caught between fork and exec shows the runner's exe and its
-                    # parent's RSS as its own peak: only a process seen twice is counted.
-                    if seen[(pid, exe)] >= 2:
-                        runner[(pid, exe)] = (cpu, hwm)
+        for pid in table.keys() - agents:
+            ppid, exe, _, cpu, hwm = table[pid]
+            # A program of the runner's own: the runner, or a program it started (ralphy's
+            # node wrapper starts its binary); not a command it runs, and not a child caught
+            # between fork and exec, which shows its parent's exe and memory.
+            parent_exe = table[ppid][1] if ppid in table else None
+            own = pid == proc.pid or exe != parent_exe
+            if own and exe not in HELPERS and not exe.startswith("python"):
+                runner[(pid, exe)] = (cpu, hwm)
         time.sleep(0.02)
     proc.wait()
     wall = time.monotonic() - start
@@ -218,7 +228,7 @@ def judge(repo, branch, work):
     return suite.returncode == 0, failing, landed
 
 
-def run_one(name, spec, agent_seconds, timeout, peers_bin):
+def run_one(name, spec, agent_seconds, timeout, peers_bin, keep):
     work = Path(tempfile.mkdtemp(prefix="ralph-peers-"))
     repo, agent_bin = make_repo(work)
     agent_log = work / "agents.jsonl"
@@ -247,13 +257,37 @@ def run_one(name, spec, agent_seconds, timeout, peers_bin):
         found = re.findall(spec["branch"], output)
         branch = found[-1] if found else "main"
     passes, failing, landed = judge(repo, branch, work)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
     return {
         "runner": name, **figures,
         "reported_done": int(reported[-1]) if reported else None,
         "result_branch": branch, "tasks_on_branch": len(landed),
         "missing": sorted(set(task_checks(Path("/nonexistent"))) - set(landed)),
-        "suite_passes": passes, "failing_tests": failing, "work": str(work),
+        "suite_passes": passes, "failing_tests": failing, "work": str(work) if keep else None,
     }
+
+
+def context(ralph, peers_bin):
+    """Date, machine and versions, for the report's first lines."""
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+        except OSError as err:
+            return f"({err})"
+        return out.strip().splitlines()[0] if out.strip() else "?"
+
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                if l.startswith("model name")), "?")
+    mem = int(open("/proc/meminfo").readline().split()[1]) / 2**20
+    return [
+        f"- Date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+        f"- Machine: {cpu}, {os.cpu_count()} cores, {mem:.1f} GiB, Linux {os.uname().release};"
+        f" load average {os.getloadavg()[0]:.2f} at the start",
+        f"- ralph: {first_line([ralph, '--version'])}; ralphy {first_line([peers_bin / 'ralphy', '--version'])};"
+        f" ralph-tui {PEERS['ralph-tui']} on bun {first_line([peers_bin / 'bun', '--version'])};"
+        f" git {first_line(['git', '--version']).split()[-1]}; Python {sys.version.split()[0]}",
+    ]
 
 
 def table(results):
@@ -286,24 +320,32 @@ def main():
     parser.add_argument("--timeout", type=float, default=600.0, help="per run, in seconds")
     parser.add_argument("--only", action="append", help="run only runners whose name starts so")
     parser.add_argument("--json", type=Path, help="also append each run's JSON line here")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep each run's folder (repository, output, agent log)")
     args = parser.parse_args()
 
     peers_bin = install_peers()
     specs = runners(os.path.abspath(args.ralph), peers_bin, args.lanes)
     if args.only:
         specs = {n: s for n, s in specs.items() if any(n.startswith(o) for o in args.only)}
+    header = context(os.path.abspath(args.ralph), peers_bin)
+    header.append(f"- {args.lanes} lanes; each fake agent call takes {args.agent_seconds:g} s")
+    print("\n".join(header), flush=True)
     results = []
     # Interleaved: repetition 1 of every runner, then repetition 2, so load drifts evenly.
     for rep in range(args.reps):
         for name, spec in specs.items():
-            result = run_one(name, spec, args.agent_seconds, args.timeout, peers_bin)
+            result = run_one(name, spec, args.agent_seconds, args.timeout, peers_bin, args.keep)
             result["rep"] = rep + 1
+            result["load_average"] = round(os.getloadavg()[0], 2)
             results.append(result)
             line = json.dumps(result)
             print(line, flush=True)
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(line + "\n")
+    print()
+    print("\n".join(header))
     print()
     print(table(results))
 
