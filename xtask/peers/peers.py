@@ -250,7 +250,8 @@ def run_one(name, spec, agent_seconds, timeout, peers_bin, keep):
         if agent_log.exists() else []
     agent_cpu = sum(a["cpu_s"] for a in agent_runs)
     figures["cpu_but_agents_s"] = round(figures.pop("tree_cpu_s") - agent_cpu, 3)
-    figures["agent_runs"] = len(agent_runs)
+    # Calls that did work (a task, a conflict), not a runner's `claude --version`.
+    figures["agent_calls"] = sum(1 for a in agent_runs if a["action"] != "--version")
     reported = re.findall(spec["reported"], output)
     branch = "main"
     if spec["branch"]:
@@ -293,8 +294,9 @@ def context(ralph, peers_bin):
 def table(results):
     lines = [
         "| Runner | Runs | Wall (median, min-max) | Runner CPU | CPU, all but the agents "
-        "| Runner peak RSS | Reported done | Tasks on the result branch | Suite passes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Runner peak RSS | Agent calls | Reported done | Tasks on the result branch "
+        "| Suite passes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in dict.fromkeys(r["runner"] for r in results):
         rs = [r for r in results if r["runner"] == name]
@@ -304,7 +306,8 @@ def table(results):
         lines.append(
             f"| {name} | {len(rs)} | {med('wall_s'):.1f} s ({min(walls):.1f}-{max(walls):.1f})"
             f" | {med('runner_cpu_s'):.2f} s | {med('cpu_but_agents_s'):.2f} s"
-            f" | {med('runner_peak_rss_mib'):.0f} MiB | {counts('reported_done')}"
+            f" | {med('runner_peak_rss_mib'):.0f} MiB | {counts('agent_calls')}"
+            f" | {counts('reported_done')}"
             f" | {counts('tasks_on_branch')} | {sum(r['suite_passes'] for r in rs)} of {len(rs)} |"
         )
     return "\n".join(lines)
