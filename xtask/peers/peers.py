@@ -147,6 +147,16 @@ def measure(cmd, cwd, env, agent_path, log_path, timeout):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    # Stopped by Ctrl+C or a TERM, the harness ends the runner's session with it.
+    def stop(signum, _frame):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     runner = {}  # (pid, exe) -> (cpu, hwm): the last sample of each runner process
     timed_out = False
     while proc.poll() is None:
