@@ -331,7 +331,8 @@ def main():
     parser.add_argument("--agent-seconds", type=float, default=2.0,
                         help="how long each fake agent call takes (default 2)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per run, in seconds")
-    parser.add_argument("--only", action="append", help="run only runners whose name starts so")
+    parser.add_argument("--only", action="append",
+                        help="run only this runner: ralph, ralphy (both task lists), ralph-tui")
     parser.add_argument("--json", type=Path, help="also append each run's JSON line here")
     parser.add_argument("--keep", action="store_true",
                         help="keep each run's folder (repository, output, agent log)")
@@ -340,7 +341,7 @@ def main():
     peers_bin = install_peers()
     specs = runners(os.path.abspath(args.ralph), peers_bin, args.lanes)
     if args.only:
-        specs = {n: s for n, s in specs.items() if any(n.startswith(o) for o in args.only)}
+        specs = {n: s for n, s in specs.items() if n.split()[0] in args.only}
     header = context(os.path.abspath(args.ralph), peers_bin)
     header.append(f"- {args.lanes} lanes; each fake agent call takes {args.agent_seconds:g} s")
     print("\n".join(header), flush=True)
