@@ -66,18 +66,21 @@ def runners(ralph, peers_bin, lanes):
             "cmd": [ralph, "run", "--parallel", str(lanes)],
             "reported": r"ralph: .*?(\d+) landed",
             "branch": None,
+            "list": ("TODO.md", r"(?m)^- \[x\]"),
         },
         "ralphy (Markdown PRD)": {
             "cmd": [str(peers_bin / "ralphy"), "--prd", "TODO.md", "--parallel",
                     "--max-parallel", str(lanes)],
             "reported": r"Completed:\s+(\d+)",
             "branch": None,
+            "list": ("TODO.md", r"(?m)^- \[x\]"),
         },
         "ralphy (YAML, one parallel group)": {
             "cmd": [str(peers_bin / "ralphy"), "--yaml", "tasks.yaml", "--parallel",
                     "--max-parallel", str(lanes)],
             "reported": r"Completed:\s+(\d+)",
             "branch": None,
+            "list": ("tasks.yaml", r"completed: true"),
         },
         "ralph-tui": {
             "cmd": [str(peers_bin / "ralph-tui"), "run", "--prd", "prd.json", "--agent",
@@ -85,6 +88,7 @@ def runners(ralph, peers_bin, lanes):
                     "--no-notify"],
             "reported": r"Tasks:\s+(\d+)/\d+ completed",
             "branch": r"Changes are on branch:\s+(\S+)",
+            "list": ("prd.json", r'"passes": true'),
         },
     }
 
@@ -268,11 +272,15 @@ def run_one(name, spec, agent_seconds, timeout, peers_bin, keep):
         found = re.findall(spec["branch"], output)
         branch = found[-1] if found else "main"
     passes, failing, landed = judge(repo, branch, work)
+    # The task list as the person finds it in their checkout after the run.
+    list_file, mark = spec["list"]
+    marked = len(re.findall(mark, (repo / list_file).read_text()))
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
     return {
         "runner": name, **figures,
         "reported_done": int(reported[-1]) if reported else None,
+        "marked_in_list": marked,
         "result_branch": branch, "tasks_on_branch": len(landed),
         "missing": sorted(set(task_checks(Path("/nonexistent"))) - set(landed)),
         "suite_passes": passes, "failing_tests": failing, "work": str(work) if keep else None,
@@ -304,9 +312,9 @@ def context(ralph, peers_bin):
 def table(results):
     lines = [
         "| Runner | Runs | Wall (median, min-max) | Runner CPU | CPU, all but the agents "
-        "| Runner peak RSS | Agent calls | Reported done | Tasks on the result branch "
-        "| Suite passes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| Runner peak RSS | Agent calls | Reported done | Marked done in the checkout's list "
+        "| Tasks on the result branch | Suite passes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in dict.fromkeys(r["runner"] for r in results):
         rs = [r for r in results if r["runner"] == name]
@@ -317,7 +325,7 @@ def table(results):
             f"| {name} | {len(rs)} | {med('wall_s'):.1f} s ({min(walls):.1f}-{max(walls):.1f})"
             f" | {med('runner_cpu_s'):.2f} s | {med('cpu_but_agents_s'):.2f} s"
             f" | {med('runner_peak_rss_mib'):.0f} MiB | {counts('agent_calls')}"
-            f" | {counts('reported_done')}"
+            f" | {counts('reported_done')} | {counts('marked_in_list')}"
             f" | {counts('tasks_on_branch')} | {sum(r['suite_passes'] for r in rs)} of {len(rs)} |"
         )
     return "\n".join(lines)
