@@ -303,7 +303,8 @@ def context(ralph, peers_bin):
         f"- Date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
         f"- Machine: {cpu}, {os.cpu_count()} cores, {mem:.1f} GiB, Linux {os.uname().release};"
         f" load average {os.getloadavg()[0]:.2f} at the start",
-        f"- ralph: {first_line([ralph, '--version'])}; ralphy {first_line([peers_bin / 'ralphy', '--version'])};"
+        f"- ralph: {first_line([ralph, '--version'])};"
+        f" ralphy {first_line([peers_bin / 'ralphy', '--version'])};"
         f" ralph-tui {PEERS['ralph-tui']} on bun {first_line([peers_bin / 'bun', '--version'])};"
         f" git {first_line(['git', '--version']).split()[-1]}; Python {sys.version.split()[0]}",
     ]
