@@ -123,9 +123,10 @@ pub(crate) struct ReportArgs {
     pub(crate) run_id: Option<String>,
 
     /// The HTML file to write (`-` for standard output). A FIFO or a device is written into,
-    /// never replaced.
-    #[arg(short, long, value_name = "FILE", default_value = "ralph-report.html")]
-    pub(crate) output: PathBuf,
+    /// never replaced. By default `report.html` in the run's own folder, which git ignores
+    /// (beside the work, a later pass would commit it).
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 
     /// The loop's folder (where `ralph run` ran).
     #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]

@@ -74,7 +74,7 @@ fn main() -> ExitCode {
             &args.dir,
             args.log_dir.as_deref(),
             args.run_id.as_deref(),
-            &args.output,
+            args.output.as_deref(),
         ),
     };
     match result {

@@ -36,12 +36,14 @@ const LANE: f64 = 22.0;
 const LABEL: f64 = 90.0;
 
 /// Writes the report of run `id` (the newest by default) of the loop in `folder` (its runs in
-/// `log_dir`, when they went there) to `output`, or to standard output for `-`.
+/// `log_dir`, when they went there) to `output`, or to standard output for `-`; by default to
+/// `report.html` in the run's own folder (a parallel run's: `.ralph/parallel/<run id>/`), where
+/// git never sees it.
 pub(crate) fn write(
     folder: &Path,
     log_dir: Option<&Path>,
     id: Option<&str>,
-    output: &Path,
+    output: Option<&Path>,
 ) -> Result<i32, CliError> {
     // A parallel run is "the last run" when it started after the folder's last loop; its id
     // is not a run folder's (its lanes' loops have those).
@@ -49,15 +51,29 @@ pub(crate) fn write(
         (None, Some(_)) => None,
         _ => parallel::ParallelRun::find(folder, id),
     };
-    let html = match parallel {
-        Some(run) => parallel::render(&run),
+    let (html, own_folder) = match parallel {
+        Some(run) => (parallel::render(&run), run.folder(folder)),
         None => {
             let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
             let mut run = RunRecord::read(&dir, folder)?;
             let stories = RunStories::read(&mut run);
             let tails = tails(&dir, &run);
-            render(&run, &stories, &tails, task_words(&dir, &run))
+            let html = render(&run, &stories, &tails, task_words(&dir, &run));
+            (html, Some(dir.path))
         }
+    };
+    let default;
+    let output = match (output, own_folder) {
+        (Some(output), _) => output,
+        (None, Some(own)) => {
+            std::fs::create_dir_all(&own).map_err(|source| CliError::Write {
+                path: own.clone(),
+                source,
+            })?;
+            default = own.join("report.html");
+            &default
+        }
+        (None, None) => Path::new("ralph-report.html"),
     };
     if output == Path::new("-") {
         crate::print_out(html.as_bytes())?;

@@ -39,3 +39,29 @@ fn a_duration_too_large_names_the_bound() {
     );
     assert!(!said.contains("finite"), "{said}");
 }
+
+/// `ralph report` without `-o` writes into the run's own folder, where git never sees it: a
+/// report beside the work was committed by the next story's pass.
+#[test]
+fn a_report_written_by_default_is_not_committed_by_the_next_pass() {
+    let p = common::parallel::repo(
+        "echo work >> \"$(cat | grep -o 'STORY=[A-Z0-9-]*' | cut -d= -f2).txt\"\n",
+        "ls US-*.txt >/dev/null 2>&1\n",
+        &["US-001", "US-002"],
+        &[],
+    );
+    let first = p.run(&["run", "-n", "1"]);
+    assert_eq!(code(&first), 1, "one story left: {}", stderr(&first));
+    let report = p.run(&["report"]);
+    assert_eq!(code(&report), 0, "{}", stderr(&report));
+    let said = common::stdout(&report);
+    assert!(
+        said.contains(".ralph/runs/") && said.contains("report.html"),
+        "{said}"
+    );
+    let second = p.run(&["run", "--resume", "-n", "2"]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let committed = common::git(p.path(), &["log", "--name-only", "--format="]);
+    assert!(!committed.contains("report"), "{committed}");
+    assert_eq!(common::git(p.path(), &["status", "--porcelain"]), "");
+}

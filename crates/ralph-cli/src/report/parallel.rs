@@ -35,6 +35,13 @@ impl ParallelRun {
     /// The parallel run `id` (a run id or a unique prefix of one) of the repository `folder` is
     /// in; with no id, the repository's parallel run when it is newer than the folder's last
     /// single loop. `None` when there is no such parallel run (the id may name a loop's run).
+    /// Its own folder, `.ralph/parallel/<run id>/` at the top of the repository, where its
+    /// report goes by default.
+    pub(crate) fn folder(&self, folder: &Path) -> Option<PathBuf> {
+        let events = ralph_parallel::events_file(folder)?;
+        Some(events.parent()?.join(&self.run_id))
+    }
+
     pub(crate) fn find(folder: &Path, id: Option<&str>) -> Option<Self> {
         let wanted = match id {
             None => crate::status::newest_parallel_run(folder)?.run_id,
