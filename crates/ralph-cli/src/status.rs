@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ralph_engine::WaitReason;
-use ralph_engine::lock::{FOLDER_LOCK, LockHolder};
+use ralph_engine::lock::LockHolder;
 use ralph_engine::run_folder;
 use ralph_engine::session::{self, Session};
 use ralph_escalation::{StoriesSummary, TaskWords};
@@ -50,7 +50,24 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
             }
         }
     };
-    let session = Session::read(&log_dir).map_err(|err| CliError::Usage(err.to_string()))?;
+    // The folder's run, when one is going: it may have started after `.ralph/current` was
+    // read, or not have written its session yet. Only the folder's last run (no id asked for)
+    // can be that one.
+    let starting = (args.run_id.is_none() && args.log_dir.is_none())
+        .then(|| run_folder::running(folder))
+        .flatten();
+    let session = match Session::read(&log_dir) {
+        Ok(session) => session,
+        Err(err) => match starting {
+            Some(holder) if !log_dir.join(session::SESSION_FILE).exists() => {
+                return print_starting(&holder, args.json);
+            }
+            _ => return Err(CliError::Usage(err.to_string())),
+        },
+    };
+    if let Some(holder) = starting.filter(|h| h.run_id != session.run_id) {
+        return print_starting(&holder, args.json);
+    }
     let holder = running(folder, &session.run_id);
     let status = Status {
         session,
@@ -206,22 +223,31 @@ fn not_found(err: run_folder::RunFolderError, id: Option<&str>) -> CliError {
     }
 }
 
-/// The holder of `folder`'s lock, when it runs `run_id` and its process is alive. The file is
-/// only read: its holder writes its name there while it holds the lock, and clears it at the end.
-/// A name left by a killed run, whose pid another process took since (after a reboot), is told
-/// apart through the kernel's list of locks where there is one.
+/// The holder of `folder`'s lock, when it runs `run_id` and is alive (the lock is only read).
 fn running(folder: &Path, run_id: &str) -> Option<LockHolder> {
-    let path = folder.join(FOLDER_LOCK);
-    if flock_held(&path) == Some(false) {
-        return None;
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    let holder: LockHolder = serde_json::from_str(text.trim()).ok()?;
-    let pid = i32::try_from(holder.pid).ok().filter(|pid| *pid > 0)?;
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
-    let alive = unsafe { libc::kill(pid, 0) } == 0
-        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    (alive && holder.run_id == run_id).then_some(holder)
+    run_folder::running(folder).filter(|holder| holder.run_id == run_id)
+}
+
+/// A run that holds the folder but has not written its session yet: what is known of it.
+fn print_starting(holder: &LockHolder, json: bool) -> Result<i32, CliError> {
+    let text = match json {
+        true => format!(
+            "{}\n",
+            json!({
+                "run_id": holder.run_id,
+                "running": true,
+                "pid": holder.pid,
+                "started": holder.started,
+                "state": "starting",
+            })
+        ),
+        false => format!(
+            "run {}\nrunning: pid {}, since {}\nstate: starting\n",
+            holder.run_id, holder.pid, holder.started
+        ),
+    };
+    crate::print_out(text.as_bytes())?;
+    Ok(0)
 }
 
 impl Status {
@@ -376,22 +402,4 @@ fn stories_line(stories: StoriesSummary, words: TaskWords) -> String {
         "{}: {} passed, {} blocked, {} remaining",
         words.many, stories.passed, stories.blocked, stories.remaining
     )
-}
-
-/// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
-/// that cannot be told.
-fn flock_held(path: &Path) -> Option<bool> {
-    use std::os::unix::fs::MetadataExt as _;
-    let inode = std::fs::metadata(path).ok()?.ino();
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a waiter's line has `->` after the id.
-    Some(locks.lines().any(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        fields.get(1) == Some(&"FLOCK")
-            && fields
-                .get(5)
-                .and_then(|id| id.rsplit(':').next())
-                .and_then(|ino| ino.parse::<u64>().ok())
-                == Some(inode)
-    }))
 }

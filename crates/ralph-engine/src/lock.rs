@@ -264,7 +264,33 @@ fn try_flock(file: &File, mode: LockMode) -> std::io::Result<bool> {
 /// there. `None` when the file is missing or empty, or names a process that is gone (a crash
 /// leaves the name behind).
 pub fn live_holder(path: &Path) -> Option<LockHolder> {
+    // A name left by a killed run, whose pid another process took since (after a reboot, or
+    // on a busy machine), is no holder: nobody holds the lock any more. Told through the
+    // kernel's list of locks where there is one; only read, never taken (taking it even for a
+    // moment could refuse a run starting at that moment).
+    if flock_held(path) == Some(false) {
+        return None;
+    }
     read_holder(File::open(path).ok()?).filter(|h| alive(h.pid))
+}
+
+/// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
+/// that cannot be told.
+pub fn flock_held(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a waiter's line has `->` after the
+    // id. The device is `major:minor` in hex, the inode in decimal.
+    Some(locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&"FLOCK")
+            && fields
+                .get(5)
+                .and_then(|id| id.rsplit(':').next())
+                .and_then(|ino| ino.parse::<u64>().ok())
+                == Some(meta.ino())
+    }))
 }
 
 fn read_holder(mut file: File) -> Option<LockHolder> {
