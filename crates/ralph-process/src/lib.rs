@@ -59,7 +59,7 @@ pub enum Termination {
     Natural,
     /// ralph killed it for running past `timeout`.
     Timeout,
-    /// PTY mode: ralph ended it after `idle_timeout` without output.
+    /// ralph ended it after `idle_timeout` without output.
     IdleTimeout,
     /// ralph stopped it on the user's request.
     Interrupted,
@@ -164,6 +164,9 @@ pub struct ProcessSpec {
     pub stdin: Option<Arc<[u8]>>,
     /// How long it may run before it is stopped; `None` for no limit.
     pub timeout: Option<Duration>,
+    /// How long it may print nothing before it is stopped ([`Termination::IdleTimeout`]),
+    /// on pipes and on a terminal alike; `None` for no limit.
+    pub idle_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
     pub kill_grace: Duration,
 }
@@ -178,6 +181,7 @@ impl ProcessSpec {
             env: Vec::new(),
             stdin: None,
             timeout: None,
+            idle_timeout: None,
             kill_grace,
         }
     }
@@ -328,7 +332,7 @@ pub async fn run(
         eof_reported: false,
     };
     spawned
-        .supervise(&mut reader, spec, None, supervision, signals)
+        .supervise(&mut reader, spec, supervision, signals)
         .await
 }
 
@@ -367,17 +371,21 @@ impl Spawned {
         })
     }
 
-    /// Supervises the child to its end with `spec`'s timeout and kill grace, and
-    /// `idle_timeout`, its output read by `reader`; then lets go of its group.
+    /// Supervises the child to its end with `spec`'s timeouts and kill grace, its output read
+    /// by `reader`; then lets go of its group.
     async fn supervise<R: Reader>(
         mut self,
         reader: &mut R,
         spec: &ProcessSpec,
-        idle_timeout: Option<Duration>,
         supervision: &mut dyn Supervision,
         signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
     ) -> std::io::Result<ProcessExit> {
-        let supervisor = Supervisor::new(self.started, spec.timeout, idle_timeout, spec.kill_grace);
+        let supervisor = Supervisor::new(
+            self.started,
+            spec.timeout,
+            spec.idle_timeout,
+            spec.kill_grace,
+        );
         let (status, stopping) = supervisor::drive(
             &mut self.child,
             self.pgid,

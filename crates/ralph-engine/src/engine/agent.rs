@@ -78,6 +78,7 @@ impl Run {
             env: self.env(iteration),
             stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
             timeout: self.settings.timeout,
+            idle_timeout: self.settings.idle_timeout,
             kill_grace: self.engine.options.kill_grace,
         };
         // The log keeps the agent's output as it came; its header names the built-in format it
