@@ -61,6 +61,8 @@ pub enum Termination {
     Timeout,
     /// ralph ended it after `idle_timeout` without output.
     IdleTimeout,
+    /// ralph ended it for retrying without end ([`Supervision::give_up`]).
+    RetryLimit,
     /// ralph stopped it on the user's request.
     Interrupted,
     /// It was killed by a signal ralph did not send.
@@ -262,6 +264,12 @@ pub trait Supervision: Send {
 
     /// An interrupt arrived; return `true` to stop the process now.
     fn interrupt(&mut self, signal: InterruptSignal) -> bool;
+
+    /// Asked after each chunk of output: `true` stops the process now, as
+    /// [`Termination::RetryLimit`] (an agent retrying without end).
+    fn give_up(&mut self) -> bool {
+        false
+    }
 
     /// PTY interactive mode: an interrupt arrived while the user drives the agent. Return
     /// `true` to stop the process now; `false` hands a Ctrl+C to the agent instead.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::supervise::AgentRetries;
 use crate::event::{Termination, exit_status};
 use ralph_agents::{RateLimit, strip_escapes};
 use ralph_process::ProcessExit;
@@ -23,6 +24,8 @@ pub(super) struct AgentWords {
     pub(super) tail: String,
     /// Why it could not be started, when it could not.
     pub(super) not_started: Option<String>,
+    /// Its own retries (`AGENT_RETRYING`).
+    pub(super) retries: AgentRetries,
 }
 
 /// The limits a run's agent ran under, for the words of the one it ran into.
@@ -60,6 +63,15 @@ pub(super) fn failure_of(exit: &ProcessExit, words: &AgentWords, limits: Limits)
             }
             None => return None,
         },
+        (Termination::RetryLimit, _, _) => {
+            let retries = &words.retries;
+            let last = retries.last.as_deref().unwrap_or("no reason given");
+            return Some(format!(
+                "the agent retried {} times without end (last: {last}), more than \
+                 failure.max_consecutive ({}), so ralph stopped it",
+                retries.count, retries.limit
+            ));
+        }
         (Termination::Timeout, _, _) => {
             let status = format!(
                 "timed out after {}",
@@ -147,6 +159,7 @@ mod tests {
             rate_limit: None,
             tail: tail.to_owned(),
             not_started: None,
+            retries: AgentRetries::default(),
         }
     }
 
