@@ -39,7 +39,7 @@ fn a_codex_run_stopped_by_its_timeout_says_so_without_a_json_line() {
     ]);
     let env = AgentEnv::codex(&server, 0);
     let p = Project::new(
-        "agent: codex exec --json --skip-git-repo-check\ntimeout: 5s\nidle_timeout: 0\n\
+        "agent: codex exec --json --skip-git-repo-check\ntimeout: 8s\nidle_timeout: 0\n\
          max_iterations: 1",
         "Do the work.\n",
     );
@@ -47,7 +47,7 @@ fn a_codex_run_stopped_by_its_timeout_says_so_without_a_json_line() {
     env.run_within(&p, &["run"], HANG);
     let transcript = AgentEnv::transcript(&p, 1);
     assert!(!transcript.is_empty(), "Codex printed its events");
-    assert_eq!(failure(&p), "timed out after 5s");
+    assert_eq!(failure(&p), "timed out after 8s");
 }
 
 /// A Gemini API stream event: `text`, and the finish reason when it is the last.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use common::Project;
 use common::http_server::Ending;
 use common::model_server::Tokens;
-use common::model_server::{ModelServer, chat, gemini};
+use common::model_server::{ModelServer, Reply, chat};
 use common::real_agents::AgentEnv;
+use serde_json::json;
 
 const TOKENS: Tokens = Tokens {
     input: 1200,
@@ -63,9 +64,16 @@ fn opencode_on_a_model_that_stops_mid_stream_is_stopped_by_the_no_output_limit()
 
 #[test]
 fn gemini_on_a_model_that_stops_mid_stream_is_stopped_by_the_no_output_limit() {
-    let server = ModelServer::start(vec![
-        gemini::text("Working on it, slowly", TOKENS).after_first_event(Ending::Stall(0)),
+    let part = |text: &str, finish: Option<&str>| {
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                               "finishReason": finish, "index": 0}],
+               "modelVersion": "gemini-test"})
+    };
+    let stream = Reply::sse(&[
+        (None, part("Working on it", None)),
+        (None, part(" and done.", Some("STOP"))),
     ]);
+    let server = ModelServer::start(vec![stream.after_first_event(Ending::Stall(0))]);
     let env = AgentEnv::gemini(&server, 1);
     let p = project("gemini -o stream-json --yolo -m gemini-test");
     let code = env.run_within(&p, &["run"], HANG);
