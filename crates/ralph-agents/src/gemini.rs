@@ -191,7 +191,10 @@ impl JsonEvents for GeminiStreamJsonAdapter {
                 if let Some(stats) = event.get("stats") {
                     self.stats(stats);
                 }
-                if json::text(event.get("status")) == Some("error") {
+                // A result that fails without words (a cut stream) follows the `error` event
+                // that has them: those stay the run's.
+                let failed = json::text(event.get("status")) == Some("error");
+                if failed && (event.get("error").is_some() || self.run.error.is_none()) {
                     self.fail(&error_in(event, &["error"]), out);
                 }
             }
@@ -242,6 +245,17 @@ mod tests {
         let error = gemini("quota.jsonl").error.unwrap();
         assert!(error.contains("You exceeded your current quota"), "{error}");
         assert!(error.contains("Please retry in 2.5s."), "{error}");
+    }
+
+    /// gemini-cli 0.61 on a cut stream (recorded): its `error` event's words, not the bare
+    /// failed `result` after it.
+    #[test]
+    fn a_cut_stream_fails_with_the_words_of_its_error_event() {
+        let error = gemini("cut-stream.jsonl").error;
+        assert_eq!(
+            error.as_deref(),
+            Some("Model stream ended without a finish reason.")
+        );
     }
 
     /// Issue 24, item 6: a delta without its newline is ended before standard error is shown.

@@ -172,13 +172,16 @@ output_adapters!(
     OpencodeJsonAdapter,
 );
 
+/// The words of an error event that carries none.
+pub(crate) const UNSAID_ERROR: &str = "an error the agent did not describe";
+
 /// The words of the error an agent's event reports: the message in the first of `fields` that
-/// carries one (a string, or an object with a `message`), `error` when none does.
+/// carries one (a string, or an object with a `message`), [`UNSAID_ERROR`] when none does.
 pub(crate) fn error_in(event: &Map<String, Value>, fields: &[&str]) -> String {
     fields
         .iter()
         .find_map(|field| json::error_message(event.get(*field)))
-        .unwrap_or_else(|| "error".to_owned())
+        .unwrap_or_else(|| UNSAID_ERROR.to_owned())
 }
 
 /// Shows that the run ended without its final answer and gives the error that says so.
@@ -247,11 +250,11 @@ mod tests {
         // An error that says nothing more.
         assert_eq!(
             read(json!({"type": "turn.failed", "error": {}}), &["error"]),
-            "error"
+            UNSAID_ERROR
         );
         assert_eq!(
             read(json!({"type": "error"}), &["message", "error"]),
-            "error"
+            UNSAID_ERROR
         );
     }
 

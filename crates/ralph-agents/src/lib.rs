@@ -682,14 +682,18 @@ pub(crate) fn error_words(text: &str) -> String {
     text
 }
 
-/// `text` without terminal escape sequences (`ESC [ ... letter`, and a lone `ESC x`): an
-/// agent's colours, which `NO_COLOR` does not always turn off, are no part of its words.
+/// `text` without terminal escape sequences (`ESC [ ... letter`, `ESC ] ... BEL`, a charset
+/// switch `ESC ( B`, and a lone `ESC x`) nor other control characters (shift-in, backspace,
+/// bell, ...; newlines, carriage returns and tabs are kept): an agent's colours, which
+/// `NO_COLOR` does not always turn off, and a terminal's housekeeping are no part of its words.
 pub fn strip_escapes(text: &str) -> String {
     let mut plain = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         if c != '\u{1b}' {
-            plain.push(c);
+            if !c.is_control() || matches!(c, '\n' | '\r' | '\t') {
+                plain.push(c);
+            }
             continue;
         }
         match chars.next() {
@@ -704,6 +708,15 @@ pub fn strip_escapes(text: &str) -> String {
                 // An OSC sequence, ended by BEL or ESC \.
                 for c in chars.by_ref() {
                     if c == '\u{7}' || c == '\\' {
+                        break;
+                    }
+                }
+            }
+            Some(' '..='/') => {
+                // Intermediate bytes, then a final one: `ESC ( B`, the charset `tput sgr0`
+                // switches back to.
+                for c in chars.by_ref() {
+                    if !(' '..='/').contains(&c) {
                         break;
                     }
                 }

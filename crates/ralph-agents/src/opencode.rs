@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::json;
 use super::json_lines::{JsonEvents, JsonRun, error_in};
-use super::{AdapterOutput, Answer, add_cost, show_text, show_tool};
+use super::{AdapterOutput, AgentRetry, Answer, add_cost, show_text, show_tool};
 
 /// opencode's `opencode run --format json` (`step_start`, `text`, `tool_use`, `step_finish`,
 /// `error`, each with its `part`).
@@ -14,13 +14,16 @@ use super::{AdapterOutput, Answer, add_cost, show_text, show_tool};
 /// Shown: the text parts and one line per tool call (`✗` when its state is `error`). Result
 /// text: the text parts of the last step that has any (the final answer). Usage: every
 /// `step_finish`'s `cost` and `tokens`, summed; a step is a turn. An `error` event fails the
-/// iteration with opencode's words.
+/// iteration with opencode's words. A step that ends with reason `unknown` (the model's
+/// stream ended before it finished, which opencode asks again for at once) is a retry.
 #[derive(Debug, Default)]
 pub struct OpencodeJsonAdapter {
     /// The text of the last step that had any is its answer.
     run: JsonRun,
     /// The text parts of the step under way.
     step: Answer,
+    /// Steps in a row whose model stream ended before it finished.
+    cut_steps: u64,
 }
 
 impl OpencodeJsonAdapter {
@@ -93,7 +96,21 @@ impl JsonEvents for OpencodeJsonAdapter {
                     .or(json::text(state.and_then(|s| s.get("title"))));
                 show_tool(name, arg, failed, "", out);
             }
-            "step_finish" => self.step_finish(part),
+            "step_finish" => {
+                // A stream cut before its finish ends the step with reason `unknown`, and
+                // opencode asks again at once, without end and without a word: a retry.
+                if json::text(part.get("reason")) == Some("unknown") {
+                    self.cut_steps += 1;
+                    out.retrying(AgentRetry {
+                        reason: "the model's stream ended before it finished".to_owned(),
+                        attempt: Some(self.cut_steps),
+                        ..AgentRetry::default()
+                    });
+                } else {
+                    self.cut_steps = 0;
+                }
+                self.step_finish(part);
+            }
             "error" => {
                 self.run.fail(&error_in(event, &["error"]), out);
                 self.run.rate_limit_reset = rate_limit_reset(event);
@@ -151,6 +168,22 @@ fn go_duration(text: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    /// opencode 1.18 on a stream cut on every request (recorded): each step it ends with
+    /// reason `unknown` is a retry, counted from 1.
+    #[test]
+    fn a_step_whose_stream_was_cut_is_a_retry() {
+        let read =
+            testing::read_fixture(OpencodeJsonAdapter::new(), "opencode", "cut-stream.jsonl");
+        let attempts: Vec<Option<u64>> = read.retries.iter().map(|r| r.attempt).collect();
+        assert_eq!(attempts, [Some(1), Some(2)]);
+        assert_eq!(
+            read.retries[0].reason,
+            "the model's stream ended before it finished"
+        );
+        let none = opencode("tool-use.jsonl");
+        assert!(none.retries.is_empty());
+    }
+
     #[test]
     fn openai_reset_headers_read_as_durations() {
         use super::go_duration;

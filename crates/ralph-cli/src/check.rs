@@ -70,6 +70,20 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
         "timeout",
         c.timeout.map_or_else(|| "none".to_owned(), human_duration),
     );
+    let silence = c
+        .idle_timeout
+        .unwrap_or_else(|| Config::default_idle_timeout(c.pty.is_some()));
+    row(
+        "idle_timeout",
+        match (silence.is_zero(), c.idle_timeout.is_some()) {
+            (true, _) => "off (an agent may print nothing for ever)".to_owned(),
+            (false, true) => format!("{} without output ends the agent", human_duration(silence)),
+            (false, false) => format!(
+                "{} without output ends the agent (the default)",
+                human_duration(silence)
+            ),
+        },
+    );
     row("delay", human_duration(c.delay));
     row(
         "idle",
@@ -156,12 +170,7 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
         "pty",
         match &c.pty {
             None => "off".to_owned(),
-            Some(p) => format!(
-                "{:?} · idle timeout {}",
-                p.mode,
-                human_duration(p.idle_timeout)
-            )
-            .to_lowercase(),
+            Some(p) => format!("{:?}", p.mode).to_lowercase(),
         },
     );
     let f = &c.failure;

@@ -292,8 +292,9 @@ pub(crate) struct RunArgs {
     #[arg(short, long)]
     pub(crate) interactive: bool,
 
-    /// PTY mode: end the agent after this long without output, e.g. `30s` (implies --pty).
-    #[arg(long, value_name = "DURATION", value_parser = text(parse_limit), allow_hyphen_values = true)]
+    /// End an agent run that prints nothing for this long, e.g. `30s`; `0` never (RALPH.md's
+    /// `idle_timeout`: 10m by default, 30s with --pty).
+    #[arg(long, value_name = "DURATION", value_parser = text(parse_duration), allow_hyphen_values = true)]
     pub(crate) idle_timeout: Option<Duration>,
 
     /// Values for the RALPH.md's `args`, in declaration order (after PATH; after `--` for

@@ -608,10 +608,20 @@ fn iterations(
                 on.attempt.map_or("-".to_owned(), |a| a.to_string())
             );
         }
+        // An agent that retried on its own says so beside the outcome: a run of retries
+        // without end reads as such, not as a quiet failure with no tokens.
+        let retried = match (&it.last_retry, it.agent_retries) {
+            (Some(last), n) => format!(
+                " <span class=\"retries\">agent retrying ↻ {n} {}, last: {}</span>",
+                if n == 1 { "retry" } else { "retries" },
+                escape(last)
+            ),
+            (None, _) => String::new(),
+        };
         let _ = write!(
             html,
-            "<td><b class=\"badge {o}\">{label}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>",
+            "<td><b class=\"badge {o}\">{label}</b>{retried}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>",
             escape(it.state.as_deref().unwrap_or("-")),
             escape(&exit_text(it)),
             dur(it.duration_ms),

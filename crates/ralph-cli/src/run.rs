@@ -35,14 +35,9 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     options.overrides.max_cost = args.max_cost;
     options.overrides.max_runtime = args.max_runtime;
     options.reload = true;
-    let pty = crate::terminal::pty_config(
-        options.file.config.pty,
-        args.pty,
-        args.interactive,
-        args.idle_timeout,
-    )
-    .map_err(CliError::Usage)?;
+    let pty = crate::terminal::pty_config(options.file.config.pty, args.pty, args.interactive);
     options.overrides.pty = pty;
+    options.overrides.idle_timeout = args.idle_timeout;
     let log_root = args
         .log_dir
         .clone()

@@ -290,6 +290,10 @@ impl Status {
         let s = &self.session;
         let now = SystemTime::now();
         let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+        let retrying = match self.state(now) {
+            "working" => agent_retrying(&self.log_dir),
+            _ => None,
+        };
         json!({
             "run_id": s.run_id,
             "running": self.holder.is_some(),
@@ -310,6 +314,9 @@ impl Status {
             "attempt": self.attempt().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
             "stories": StoriesSummary::from_fields(&s.task_fields).map(|st| json!({
                 "passed": st.passed, "blocked": st.blocked, "remaining": st.remaining,
+            })),
+            "agent_retrying": retrying.as_ref().map(|(count, last)| json!({
+                "retries": count, "last": last,
             })),
             "cost_usd": s.cost_usd,
             "input_tokens": s.input_tokens,
@@ -347,7 +354,15 @@ impl Status {
                         Some(why) => why,
                         None => format!("waiting until {until}"),
                     },
-                    _ => format!("working on iteration {}", s.iteration),
+                    _ => match agent_retrying(&self.log_dir) {
+                        Some((count, last)) => format!(
+                            "working on iteration {}; the agent is retrying: {last} \
+                             ({count} {} so far)",
+                            s.iteration,
+                            if count == 1 { "retry" } else { "retries" }
+                        ),
+                        None => format!("working on iteration {}", s.iteration),
+                    },
                 }
             ));
         }
@@ -394,6 +409,44 @@ impl Status {
         text.push('\n');
         text
     }
+}
+
+/// How much of the end of `events.jsonl` is read for the agent's retries.
+const RETRY_TAIL_BYTES: u64 = 256 * 1024;
+
+/// The running agent's own retries in the iteration under way (`AGENT_RETRYING` since the last
+/// `ITERATION_STARTED`, read from the end of the run's `events.jsonl`): how many, and the last
+/// as the status line shows it. `None` when it has not retried.
+fn agent_retrying(log_dir: &Path) -> Option<(u64, String)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(log_dir.join("events.jsonl")).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(RETRY_TAIL_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let (mut count, mut last) = (0, None);
+    for line in text.lines().rev() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        match event["type"].as_str() {
+            Some("AGENT_RETRYING") => {
+                count += 1;
+                last.get_or_insert_with(|| {
+                    ralph_engine::agents::describe_retry(
+                        event["reason"].as_str().unwrap_or_default(),
+                        event["attempt"].as_u64(),
+                        event["max_attempts"].as_u64(),
+                    )
+                });
+            }
+            Some("ITERATION_STARTED" | "ITERATION_ENDED") => break,
+            _ => {}
+        }
+    }
+    last.map(|last| (count, last))
 }
 
 /// `stories: 1 passed, 0 blocked, 2 remaining` (`tasks:` for a list of tasks).

@@ -9,7 +9,6 @@
 
 use std::io::{IsTerminal, Read};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use ralph_engine::frontmatter::{PtyConfig, PtyMode};
 use ralph_engine::{InterruptSignal, PtySize, PtyTerminal};
@@ -20,28 +19,21 @@ use tokio::sync::{mpsc, watch};
 /// which cannot reach the guard.
 static SAVED: OnceLock<libc::termios> = OnceLock::new();
 
-/// The PTY settings of a run: the frontmatter's `pty` block with the command line's `--pty`,
-/// `-i` and `--idle-timeout` over it (each of them turns PTY mode on).
+/// The PTY settings of a run: the frontmatter's `pty` block with the command line's `--pty`
+/// and `-i` over it (each of them turns PTY mode on).
 pub(crate) fn pty_config(
     file: Option<PtyConfig>,
     pty: bool,
     interactive: bool,
-    idle_timeout: Option<Duration>,
-) -> Result<Option<PtyConfig>, String> {
-    if idle_timeout == Some(Duration::ZERO) {
-        return Err("--idle-timeout: expected a duration > 0, got 0".to_owned());
-    }
-    if file.is_none() && !pty && !interactive && idle_timeout.is_none() {
-        return Ok(None);
+) -> Option<PtyConfig> {
+    if file.is_none() && !pty && !interactive {
+        return None;
     }
     let mut config = file.unwrap_or_default();
     if interactive {
         config.mode = PtyMode::Interactive;
     }
-    if let Some(t) = idle_timeout {
-        config.idle_timeout = t;
-    }
-    Ok(Some(config))
+    Some(config)
 }
 
 /// Connects ralph's terminal to the engine for a PTY run: the size (80x24 without a terminal),
@@ -228,48 +220,28 @@ extern "C" fn restore_and_reraise(sig: libc::c_int) {
 mod tests {
     use super::*;
 
-    const FILE: PtyConfig = PtyConfig::new(PtyMode::Autonomous, Duration::from_secs(45));
+    const FILE: PtyConfig = PtyConfig::new(PtyMode::Autonomous);
 
     #[test]
     fn no_pty_without_the_block_or_a_flag() {
-        assert_eq!(pty_config(None, false, false, None), Ok(None));
+        assert_eq!(pty_config(None, false, false), None);
     }
 
     #[test]
     fn the_frontmatter_block_is_kept_without_flags() {
-        assert_eq!(pty_config(Some(FILE), false, false, None), Ok(Some(FILE)));
+        assert_eq!(pty_config(Some(FILE), false, false), Some(FILE));
     }
 
     #[test]
-    fn pty_flag_turns_autonomous_mode_on_with_the_default_idle_timeout() {
-        let got = pty_config(None, true, false, None).unwrap().unwrap();
+    fn pty_flag_turns_autonomous_mode_on() {
+        let got = pty_config(None, true, false).unwrap();
         assert_eq!(got.mode, PtyMode::Autonomous);
-        assert_eq!(got.idle_timeout, PtyConfig::default().idle_timeout);
     }
 
     #[test]
     fn interactive_implies_pty_and_overrides_the_mode() {
-        let got = pty_config(Some(FILE), false, true, None).unwrap().unwrap();
+        let got = pty_config(Some(FILE), false, true).unwrap();
         assert_eq!(got.mode, PtyMode::Interactive);
-        assert_eq!(got.idle_timeout, FILE.idle_timeout);
-        assert!(pty_config(None, false, true, None).unwrap().is_some());
-    }
-
-    #[test]
-    fn idle_timeout_flag_overrides_the_frontmatter_and_implies_pty() {
-        let t = Duration::from_millis(200);
-        assert_eq!(
-            pty_config(Some(FILE), false, false, Some(t))
-                .unwrap()
-                .unwrap()
-                .idle_timeout,
-            t
-        );
-        assert!(pty_config(None, false, false, Some(t)).unwrap().is_some());
-    }
-
-    #[test]
-    fn a_zero_idle_timeout_is_refused() {
-        assert!(pty_config(None, true, false, Some(Duration::ZERO)).is_err());
+        assert!(pty_config(None, false, true).is_some());
     }
 }

@@ -287,6 +287,10 @@ pub struct IterationRecord {
     pub log_file: Option<String>,
     /// How it went.
     pub outcome: IterationOutcome,
+    /// How many times the agent retried a request on its own (`AGENT_RETRYING`).
+    pub agent_retries: u64,
+    /// The agent's last retry, as the status line shows it (`529 overloaded_error (3/10)`).
+    pub last_retry: Option<String>,
 }
 
 /// A wait between iterations.
@@ -462,7 +466,24 @@ impl RunRecord {
                         tokens: None,
                         log_file: None,
                         outcome: IterationOutcome::Running,
+                        agent_retries: 0,
+                        last_retry: None,
                     });
+                }
+                EventKind::AgentRetrying {
+                    reason,
+                    attempt,
+                    max_attempts,
+                    ..
+                } => {
+                    if let Some(it) = current {
+                        it.agent_retries += 1;
+                        it.last_retry = Some(ralph_agents::describe_retry(
+                            reason,
+                            *attempt,
+                            *max_attempts,
+                        ));
+                    }
                 }
                 EventKind::IterationEnded {
                     exit_code,

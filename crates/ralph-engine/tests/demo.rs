@@ -53,6 +53,9 @@ fn the_demos_idle_streak_waits_1s_2s_4s_then_stops_at_its_limit() {
 #[tokio::test(start_paused = true)]
 async fn the_demo_runs_in_process_works_twice_then_backs_off_until_its_idle_limit() {
     let mut options = EngineOptions::new("fixtures/demo/RALPH.md", demo());
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    options.overrides.idle_timeout = Some(std::time::Duration::ZERO);
     options.cwd = root();
     let mut engine = Engine::new(options);
     let recorder = Recorder::default();

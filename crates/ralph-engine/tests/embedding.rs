@@ -59,7 +59,10 @@ fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
 async fn the_embedding_example_runs_its_custom_state_and_writes_its_events() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("RALPH.md");
-    std::fs::write(&path, example::RALPH_MD).unwrap();
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    let ralph_md = example::RALPH_MD.replacen("---\n", "---\nidle_timeout: 0\n", 1);
+    std::fs::write(&path, ralph_md).unwrap();
     let logs = dir.path().join("logs");
     let outcome = example::run_loop(&path, logs.clone()).await.unwrap();
     assert_eq!(outcome.reason.as_str(), "max_iterations");

@@ -46,6 +46,9 @@ async fn run(
     let text = format!("---\n{IDLE}\n---\nx\n");
     let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    options.overrides.idle_timeout = Some(std::time::Duration::ZERO);
     options.cwd = std::env::temp_dir();
     options.log_dir = Some(dir.to_path_buf());
     options.overrides.max_iterations = max_iterations;

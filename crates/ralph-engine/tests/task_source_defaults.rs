@@ -30,6 +30,9 @@ async fn iterations(max_iterations: Option<u64>) -> u64 {
     let text = "---\nagent: 'true'\n---\nx\n";
     let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    options.overrides.idle_timeout = Some(std::time::Duration::ZERO);
     options.cwd = std::env::temp_dir();
     options.overrides.max_iterations = max_iterations;
     let mut engine = Engine::new(options);
@@ -55,6 +58,9 @@ async fn iterations_of(file_max: Option<u64>, overridden: Option<u64>) -> u64 {
     let text = "---\nagent: 'true'\nmax_iterations: 5\n---\nx\n";
     let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    options.overrides.idle_timeout = Some(std::time::Duration::ZERO);
     options.cwd = std::env::temp_dir();
     options.file.config.max_iterations = file_max;
     options.overrides.max_iterations = overridden;

@@ -62,6 +62,9 @@ async fn a_source_that_waits_is_asked_again_and_the_wait_is_said_once_per_stretc
     let text = "---\nagent: 'true'\n---\nx\n";
     let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    // On the paused clock time jumps to the next timer while the agent runs: the no-output
+    // limit (idle_timeout) would end every agent run at once.
+    options.overrides.idle_timeout = Some(std::time::Duration::ZERO);
     options.cwd = std::env::temp_dir();
     let mut engine = Engine::new(options);
     let recorder = Recorder::default();

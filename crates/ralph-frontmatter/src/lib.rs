@@ -83,6 +83,10 @@ pub struct Config {
     pub max_iterations: Option<u64>,
     /// Kill an agent run that takes longer than this.
     pub timeout: Option<Duration>,
+    /// End an agent run that prints nothing for this long (zero: never), as the file says it
+    /// (`idle_timeout`, or its old spelling `pty.idle_timeout`); `None` when it does not, for
+    /// the default of [`default_idle_timeout`](Self::default_idle_timeout).
+    pub idle_timeout: Option<Duration>,
     /// Wait between iterations.
     pub delay: Duration,
     /// Idle handling; `None` when the file has no `idle` key.
@@ -246,31 +250,42 @@ impl Default for EscalationConfig {
     }
 }
 
-/// The `pty` block.
+/// The `pty` block. Its `idle_timeout` is the old spelling of the top-level one
+/// ([`Config::idle_timeout`]), which every agent run has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PtyConfig {
     /// Autonomous or interactive.
     pub mode: PtyMode,
-    /// End the agent after this long without output.
-    pub idle_timeout: Duration,
 }
 
 impl PtyConfig {
-    /// A `pty` block in `mode`, ending a silent agent after `idle_timeout`.
+    /// A `pty` block in `mode`.
     #[must_use]
-    pub const fn new(mode: PtyMode, idle_timeout: Duration) -> Self {
-        Self { mode, idle_timeout }
+    pub const fn new(mode: PtyMode) -> Self {
+        Self { mode }
     }
 }
 
 impl Default for PtyConfig {
-    /// An empty `pty:` block (and `--pty` without one): autonomous, with the field table's
-    /// `idle_timeout`.
+    /// An empty `pty:` block (and `--pty` without one): autonomous.
     fn default() -> Self {
         Self {
             mode: PtyMode::Autonomous,
-            idle_timeout: schema::default_duration(schema::PTY_FIELDS, "idle_timeout"),
+        }
+    }
+}
+
+impl Config {
+    /// How long an agent run may print nothing when the file does not say: the field table's
+    /// `idle_timeout` (10 minutes, past the minutes an agent CLI waits on a slow model), or on
+    /// a terminal (`pty`) its `pty.idle_timeout` (30 s: an interactive agent waits for input
+    /// when it is done).
+    #[must_use]
+    pub fn default_idle_timeout(pty: bool) -> Duration {
+        match pty {
+            true => schema::default_duration(schema::PTY_FIELDS, "idle_timeout"),
+            false => schema::default_duration(schema::FIELDS, "idle_timeout"),
         }
     }
 }

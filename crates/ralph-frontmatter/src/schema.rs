@@ -360,9 +360,9 @@ pub const PTY_FIELDS: &[Field] = &[
     ),
     optional(
         "idle_timeout",
-        Kind::Duration { positive: true },
+        Kind::Duration { positive: false },
         Some(DefaultValue::Duration("30s")),
-        "End the agent after this long without output.",
+        "Old spelling of the top-level `idle_timeout`; on a terminal its default is this one.",
     ),
 ];
 
@@ -443,6 +443,13 @@ pub const FIELDS: &[Field] = &[
         Kind::Duration { positive: true },
         None,
         "Kill an agent run that takes longer.",
+    ),
+    optional(
+        "idle_timeout",
+        Kind::Duration { positive: false },
+        Some(DefaultValue::Duration("10m")),
+        "End an agent run that prints nothing for this long (0: never); \
+         30s on a terminal (`pty`) unless set.",
     ),
     optional(
         "delay",
@@ -718,7 +725,15 @@ mod tests {
         assert_eq!(e.revert, boolean(ESCALATION_FIELDS, "revert"));
 
         let pty = config.pty.unwrap();
-        assert_eq!(pty.idle_timeout, duration(PTY_FIELDS, "idle_timeout"));
+        assert_eq!(config.idle_timeout, None);
+        assert_eq!(
+            crate::Config::default_idle_timeout(true),
+            duration(PTY_FIELDS, "idle_timeout")
+        );
+        assert_eq!(
+            crate::Config::default_idle_timeout(false),
+            duration(FIELDS, "idle_timeout")
+        );
         assert_eq!(
             field(PTY_FIELDS, "mode").default,
             Some(DefaultValue::Choice("autonomous"))

@@ -416,6 +416,8 @@ pub(crate) fn config(
     let max_iterations = present(root, "max_iterations")
         .map(|v| checker.integer_at_least(&top.key("max_iterations"), v, 1));
     let timeout = present(root, "timeout").map(|v| checker.duration(&top.key("timeout"), v, true));
+    let idle_timeout =
+        present(root, "idle_timeout").map(|v| checker.duration(&top.key("idle_timeout"), v, false));
     let delay = present(root, "delay").map(|v| checker.duration(&top.key("delay"), v, false));
     let idle = root.get("idle").map(|v| idle(checker, &top.key("idle"), v));
     let done_when = match present(root, "done_when") {
@@ -446,7 +448,9 @@ pub(crate) fn config(
         present(root, "max_turns").map(|v| checker.integer_at_least(&top.key("max_turns"), v, 1));
     let max_turns_grace = present(root, "max_turns_grace")
         .map(|v| checker.integer_at_least(&top.key("max_turns_grace"), v, 0));
-    let pty = root.get("pty").map(|v| pty(checker, &top.key("pty"), v));
+    let pty = root
+        .get("pty")
+        .map(|v| pty(checker, &top.key("pty"), v, idle_timeout.is_some()));
     let output = present(root, "output").map(|v| {
         checker
             .choice(&top.key("output"), v, OUTPUT_FORMATS)
@@ -478,6 +482,10 @@ pub(crate) fn config(
         );
     }
     let (failure, rate_limit) = (failure?, rate_limit?);
+    let (pty, old_idle_timeout) = match optional(pty)? {
+        Some((pty, old)) => (Some(pty), old),
+        None => (None, None),
+    };
     Some(Config {
         agent,
         agent_argv,
@@ -486,6 +494,7 @@ pub(crate) fn config(
         credit: optional(credit)?,
         max_iterations: optional(max_iterations)?,
         timeout: optional(timeout)?,
+        idle_timeout: optional(idle_timeout)?.or(old_idle_timeout),
         delay: optional(delay)?.unwrap_or(Duration::ZERO),
         idle: optional(idle)?,
         done_when,
@@ -496,7 +505,7 @@ pub(crate) fn config(
         max_turns,
         max_turns_grace,
         escalation: optional(escalation)?,
-        pty: optional(pty)?,
+        pty,
         output: optional(output)?,
         failure,
         rate_limit,
@@ -991,10 +1000,18 @@ fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Opti
     None
 }
 
-fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<PtyConfig> {
+/// The `pty` block, and its `idle_timeout` (the old spelling of the top-level one, refused
+/// beside it: `idle_set`).
+fn pty(
+    checker: &mut Checker<'_>,
+    path: &FieldPath,
+    value: &Value,
+    idle_set: bool,
+) -> Option<(PtyConfig, Option<Duration>)> {
     let mut config = PtyConfig::default();
+    let mut idle_timeout = None;
     let Some(mapping) = block(checker, path, value, &keys("pty"))? else {
-        return Some(config);
+        return Some((config, idle_timeout));
     };
     let mut ok = true;
     if let Some(v) = present(mapping, "mode") {
@@ -1005,12 +1022,22 @@ fn pty(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<Pty
         }
     }
     if let Some(v) = present(mapping, "idle_timeout") {
-        match checker.duration(&path.key("idle_timeout"), v, true) {
-            Some(timeout) => config.idle_timeout = timeout,
+        let key = path.key("idle_timeout");
+        match checker.duration(&key, v, false) {
+            Some(_) if idle_set => {
+                checker.value_error(
+                    &key,
+                    "is the old spelling of the top-level `idle_timeout`, which is set too; \
+                     keep one"
+                        .to_owned(),
+                );
+                ok = false;
+            }
+            Some(timeout) => idle_timeout = Some(timeout),
             None => ok = false,
         }
     }
-    ok.then_some(config)
+    ok.then_some((config, idle_timeout))
 }
 
 /// The `states` mapping: each name a new marker meaning, none of the built-in states.

@@ -141,9 +141,34 @@ fn bare_numbers_are_seconds_and_strings_are_humantime() {
     .config;
     assert_eq!(config.timeout, Some(Duration::from_secs(5400)));
     assert_eq!(config.delay, Duration::from_millis(1500));
+    assert_eq!(config.idle_timeout, Some(Duration::from_millis(250)));
+}
+
+/// `idle_timeout` is every agent run's no-output limit; `pty.idle_timeout` its old spelling,
+/// which means the same, and is refused beside it.
+#[test]
+fn idle_timeout_is_one_setting_with_its_old_spelling_under_pty() {
+    let idle = |text: &str| {
+        parse("RALPH.md", &format!("---\nagent: a\n{text}\n---\n"))
+            .map(|parsed| parsed.file.config.idle_timeout)
+    };
     assert_eq!(
-        config.pty.expect("pty").idle_timeout,
-        Duration::from_millis(250)
+        idle("idle_timeout: 2m").unwrap(),
+        Some(Duration::from_secs(120))
+    );
+    assert_eq!(idle("idle_timeout: 0").unwrap(), Some(Duration::ZERO));
+    assert_eq!(
+        idle("pty: {idle_timeout: 45s}").unwrap(),
+        Some(Duration::from_secs(45))
+    );
+    assert_eq!(idle("pty: {}").unwrap(), None);
+    let both = idle("idle_timeout: 1m\npty: {idle_timeout: 45s}")
+        .unwrap_err()
+        .errors[0]
+        .to_string();
+    assert!(
+        both.contains("pty.idle_timeout: is the old spelling of the top-level `idle_timeout`"),
+        "{both}"
     );
 }
 

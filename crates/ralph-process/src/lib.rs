@@ -59,8 +59,10 @@ pub enum Termination {
     Natural,
     /// ralph killed it for running past `timeout`.
     Timeout,
-    /// PTY mode: ralph ended it after `idle_timeout` without output.
+    /// ralph ended it after `idle_timeout` without output.
     IdleTimeout,
+    /// ralph ended it for retrying without end ([`Supervision::give_up`]).
+    RetryLimit,
     /// ralph stopped it on the user's request.
     Interrupted,
     /// It was killed by a signal ralph did not send.
@@ -164,6 +166,9 @@ pub struct ProcessSpec {
     pub stdin: Option<Arc<[u8]>>,
     /// How long it may run before it is stopped; `None` for no limit.
     pub timeout: Option<Duration>,
+    /// How long it may print nothing before it is stopped ([`Termination::IdleTimeout`]),
+    /// on pipes and on a terminal alike; `None` for no limit.
+    pub idle_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
     pub kill_grace: Duration,
 }
@@ -178,6 +183,7 @@ impl ProcessSpec {
             env: Vec::new(),
             stdin: None,
             timeout: None,
+            idle_timeout: None,
             kill_grace,
         }
     }
@@ -259,6 +265,12 @@ pub trait Supervision: Send {
     /// An interrupt arrived; return `true` to stop the process now.
     fn interrupt(&mut self, signal: InterruptSignal) -> bool;
 
+    /// Asked after each chunk of output: `true` stops the process now, as
+    /// [`Termination::RetryLimit`] (an agent retrying without end).
+    fn give_up(&mut self) -> bool {
+        false
+    }
+
     /// PTY interactive mode: an interrupt arrived while the user drives the agent. Return
     /// `true` to stop the process now; `false` hands a Ctrl+C to the agent instead.
     fn interrupt_interactive(&mut self, signal: InterruptSignal) -> bool {
@@ -328,7 +340,7 @@ pub async fn run(
         eof_reported: false,
     };
     spawned
-        .supervise(&mut reader, spec, None, supervision, signals)
+        .supervise(&mut reader, spec, supervision, signals)
         .await
 }
 
@@ -367,17 +379,21 @@ impl Spawned {
         })
     }
 
-    /// Supervises the child to its end with `spec`'s timeout and kill grace, and
-    /// `idle_timeout`, its output read by `reader`; then lets go of its group.
+    /// Supervises the child to its end with `spec`'s timeouts and kill grace, its output read
+    /// by `reader`; then lets go of its group.
     async fn supervise<R: Reader>(
         mut self,
         reader: &mut R,
         spec: &ProcessSpec,
-        idle_timeout: Option<Duration>,
         supervision: &mut dyn Supervision,
         signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
     ) -> std::io::Result<ProcessExit> {
-        let supervisor = Supervisor::new(self.started, spec.timeout, idle_timeout, spec.kill_grace);
+        let supervisor = Supervisor::new(
+            self.started,
+            spec.timeout,
+            spec.idle_timeout,
+            spec.kill_grace,
+        );
         let (status, stopping) = supervisor::drive(
             &mut self.child,
             self.pgid,

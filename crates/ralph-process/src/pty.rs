@@ -2,7 +2,7 @@
 //! (interactive TUIs, tools that buffer or change their output when piped).
 //!
 //! Still the process layer: the same [`Supervision`] and the same supervisor (group kill,
-//! timeout, drain) as [`super::run`], plus an idle timeout. The agent is the session leader of its terminal, so its
+//! timeouts, drain) as [`super::run`]. The agent is the session leader of its terminal, so its
 //! process group is its pid. Output (stdout and stderr are one stream on a terminal) is handed
 //! over chunk by chunk as [`Stream::Stdout`], raw, escape sequences included.
 //!
@@ -159,13 +159,7 @@ pub async fn run(
         to_pty,
     };
     spawned
-        .supervise(
-            &mut reader,
-            spec,
-            Some(config.idle_timeout),
-            supervision,
-            signals,
-        )
+        .supervise(&mut reader, spec, supervision, signals)
         .await
 }
 

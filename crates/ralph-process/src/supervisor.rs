@@ -31,6 +31,8 @@ pub(super) enum Input {
     Eof,
     /// The caller decided that an interrupt stops the child.
     Interrupted,
+    /// The caller gave up on the child (it retries without end).
+    GaveUp,
     /// The time of [`Supervisor::deadline`] came.
     Deadline,
 }
@@ -118,6 +120,10 @@ impl Supervisor {
         match input {
             Input::Output => self.last_output = now,
             Input::Interrupted => self.stop(Termination::Interrupted, now, &mut actions),
+            Input::GaveUp => {
+                self.last_output = now;
+                self.stop(Termination::RetryLimit, now, &mut actions);
+            }
             Input::Exited => {
                 self.exited = true;
                 self.kill_at = None;
@@ -211,7 +217,10 @@ pub(super) async fn drive<R: Reader>(
             read = reader.next(supervisor.running(), supervisor.exited()) => match read {
                 Read::Chunk(stream, n) => {
                     supervision.output(stream, reader.chunk(stream, n));
-                    Input::Output
+                    match supervisor.running() && supervision.give_up() {
+                        true => Input::GaveUp,
+                        false => Input::Output,
+                    }
                 }
                 Read::Eof => Input::Eof,
             },
@@ -410,6 +419,18 @@ mod tests {
         assert_eq!(
             child.at(0.0, Input::Eof),
             vec![Action::Finish(Some(Termination::IdleTimeout))]
+        );
+    }
+
+    #[test]
+    fn giving_up_stops_the_child_as_a_retry_limit_with_the_grace() {
+        let mut child = Fake::new(None, None);
+        assert_eq!(child.at(1.0, Input::GaveUp), vec![Action::Terminate]);
+        assert_eq!(child.secs_to_deadline(), Some(3.0));
+        assert_eq!(child.at(0.0, Input::Exited), vec![Action::ReleaseGroup]);
+        assert_eq!(
+            child.at(0.0, Input::Eof),
+            vec![Action::Finish(Some(Termination::RetryLimit))]
         );
     }
 

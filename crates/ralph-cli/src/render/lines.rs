@@ -92,6 +92,7 @@ pub(super) fn iteration_ended_line(
         (Termination::Timeout, _) => style.paint("31", "timed out"),
         (Termination::Interrupted, _) => style.paint("33", "stopped"),
         (Termination::IdleTimeout, _) => style.paint("33", "idle timeout"),
+        (Termination::RetryLimit, _) => style.paint("31", "stopped retrying"),
         (_, Some(0)) => style.paint("32", "exit 0"),
         // No exit code and no signal: the program could not be started.
         (Termination::Natural, None) if signal.is_none() => style.paint("31", "not started"),

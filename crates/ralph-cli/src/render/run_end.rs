@@ -70,9 +70,7 @@ pub(crate) fn end_sentence(
         EndReason::AgentFailing => "the agent kept failing (failure.max_consecutive runs in a row)",
         EndReason::MaxCost => "max_cost reached: the agents' cost hit the budget",
         EndReason::MaxRuntime => "max_runtime reached",
-        EndReason::PtyIdleTimeout => {
-            "the agent printed nothing for pty.idle_timeout (a safety stop)"
-        }
+        EndReason::PtyIdleTimeout => "the agent printed nothing for idle_timeout (a safety stop)",
         EndReason::Converged => match (outcome, flake_retries) {
             (Some(Outcome::CleanWithFlake), Some(n)) => {
                 return Cow::Owned(format!(
@@ -186,7 +184,7 @@ mod tests {
             (EndReason::MaxRuntime, "max_runtime reached"),
             (
                 EndReason::PtyIdleTimeout,
-                "the agent printed nothing for pty.idle_timeout (a safety stop)",
+                "the agent printed nothing for idle_timeout (a safety stop)",
             ),
             (EndReason::Converged, "converged: every check passes"),
             (

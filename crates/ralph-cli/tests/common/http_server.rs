@@ -52,6 +52,20 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// How the body ends: whole, or after its first bytes.
+    pub ending: Ending,
+}
+
+/// How a reply's body ends (its `content-length` always says the whole body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Written whole.
+    Whole,
+    /// The first `n` bytes are written, then nothing more: the connection stays open, silent,
+    /// as a model that stopped mid-stream leaves it (for ten minutes).
+    Stall(usize),
+    /// The first `n` bytes are written, then the connection is closed: a stream cut short.
+    Cut(usize),
 }
 
 impl Reply {
@@ -61,6 +75,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.to_string().into_bytes(),
+            ending: Ending::Whole,
         }
     }
 
@@ -77,7 +92,20 @@ impl Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             body: body.into_bytes(),
+            ending: Ending::Whole,
         }
+    }
+
+    /// The same reply stopping after its first server-sent event (or its first `n` bytes,
+    /// when it has none), as `ending` says: `Ending::Stall(0)` or `Ending::Cut(0)`.
+    pub fn after_first_event(mut self, ending: Ending) -> Self {
+        let first = memchr_event_end(&self.body);
+        self.ending = match ending {
+            Ending::Whole => Ending::Whole,
+            Ending::Stall(_) => Ending::Stall(first),
+            Ending::Cut(_) => Ending::Cut(first),
+        };
+        self
     }
 
     /// The same reply with one more header.
@@ -205,6 +233,13 @@ fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
     Ok(request)
 }
 
+/// Where the body's first server-sent event ends (after its blank line), or the whole body.
+fn memchr_event_end(body: &[u8]) -> usize {
+    body.windows(2)
+        .position(|w| w == b"\n\n")
+        .map_or(body.len(), |i| i + 2)
+}
+
 fn write_reply(mut stream: TcpStream, reply: &Reply) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -217,7 +252,15 @@ fn write_reply(mut stream: TcpStream, reply: &Reply) -> std::io::Result<()> {
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;
-    stream.write_all(&reply.body)?;
+    match reply.ending {
+        Ending::Whole => stream.write_all(&reply.body)?,
+        Ending::Stall(n) => {
+            stream.write_all(&reply.body[..n.min(reply.body.len())])?;
+            stream.flush()?;
+            std::thread::sleep(std::time::Duration::from_secs(600));
+        }
+        Ending::Cut(n) => stream.write_all(&reply.body[..n.min(reply.body.len())])?,
+    }
     stream.flush()
 }
 

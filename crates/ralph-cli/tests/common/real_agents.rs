@@ -196,6 +196,36 @@ stream_idle_timeout_ms = 60000
             .collect()
     }
 
+    /// `ralph ARGS` in `p` with this environment, to the end, which must come within
+    /// `limit`: a run still going then is stopped (SIGTERM, then SIGKILL) and the test fails,
+    /// rather than hang. Its output is not kept (the events say what happened); the exit code
+    /// is returned.
+    pub fn run_within(&self, p: &Project, args: &[&str], limit: std::time::Duration) -> i32 {
+        let mut child = p
+            .ralph(args)
+            .envs(self.vars.iter().map(|(n, v)| (n, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ralph starts");
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().expect("ralph's status") {
+                return status.code().unwrap_or(-1);
+            }
+            if std::time::Instant::now() > deadline {
+                // SAFETY: kill(2) only sends a signal (to a child not yet reaped).
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                std::thread::sleep(std::time::Duration::from_secs(5));
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("ralph still ran after {limit:?}; events: {:#?}", p.events());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// `ralph ARGS` in `p` with this environment, to the end.
     pub fn run(&self, p: &Project, args: &[&str]) -> Output {
         p.ralph(args)

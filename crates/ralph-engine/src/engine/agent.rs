@@ -9,7 +9,7 @@ use ralph_marker::{Finding, MarkerScanner};
 
 use super::assemble::{agent_words, max_turns_args};
 use super::failure::{AgentWords, FAILURE_TAIL_BYTES};
-use super::supervise::{AgentOutput, AgentReader, Collector};
+use super::supervise::{AgentOutput, AgentReader, AgentRetries, Collector};
 use super::{EngineError, Run};
 use crate::logs::IterationLog;
 use crate::signal::{self, SignalMatcher};
@@ -78,6 +78,7 @@ impl Run {
             env: self.env(iteration),
             stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
             timeout: self.settings.timeout,
+            idle_timeout: self.settings.idle_timeout,
             kill_grace: self.engine.options.kill_grace,
         };
         // The log keeps the agent's output as it came; its header names the built-in format it
@@ -106,6 +107,7 @@ impl Run {
                 scanners: &mut scanners,
                 findings: Vec::new(),
                 tail: Tail::new(FAILURE_TAIL_BYTES),
+                retries: AgentRetries::new(self.settings.failure.max_consecutive),
             }),
             interrupts: &mut self.interrupts,
         };
@@ -123,16 +125,17 @@ impl Run {
             }
             None => process::run(&spec, &mut collector, &mut self.engine.signals).await,
         };
-        let (mut findings, tail) = collector
+        let (mut findings, tail, mut retries) = collector
             .agent
-            .map(|a| (a.findings, a.tail))
-            .unwrap_or_else(|| (Vec::new(), Tail::new(0)));
+            .map(|a| (a.findings, a.tail, a.retries))
+            .unwrap_or_else(|| (Vec::new(), Tail::new(0), AgentRetries::default()));
         let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.engine.sinks,
             run_id: &self.engine.options.run_id,
             scanners: &mut scanners,
             findings: &mut findings,
+            retries: &mut retries,
         });
         let tail = tail.into_text().0;
         let words = AgentWords {
@@ -140,6 +143,7 @@ impl Run {
             rate_limit: adapter.rate_limit(&tail, SystemTime::now()),
             tail,
             not_started: None,
+            retries,
         };
         for scanner in &mut scanners {
             scanner.finish(&mut findings);

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::supervise::AgentRetries;
 use crate::event::{Termination, exit_status};
 use ralph_agents::{RateLimit, strip_escapes};
 use ralph_process::ProcessExit;
@@ -23,43 +24,104 @@ pub(super) struct AgentWords {
     pub(super) tail: String,
     /// Why it could not be started, when it could not.
     pub(super) not_started: Option<String>,
+    /// Its own retries (`AGENT_RETRYING`).
+    pub(super) retries: AgentRetries,
+}
+
+/// The limits a run's agent ran under, for the words of the one it ran into.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Limits {
+    /// `timeout`.
+    pub(super) timeout: Option<Duration>,
+    /// `idle_timeout`, when silence fails a run (on pipes; on a terminal it is how an agent's
+    /// turn ends).
+    pub(super) silence: Option<Duration>,
 }
 
 /// Why an agent run failed, in words, or `None` when it did not: a non-zero exit, a signal ralph
-/// did not send, a timeout, an agent that could not start, or an error its adapter reported. A
-/// run ralph stopped (Ctrl+C, PTY silence) did not fail.
-pub(super) fn failure_of(
-    exit: &ProcessExit,
-    words: &AgentWords,
-    timeout: Option<Duration>,
-) -> Option<String> {
+/// did not send, a timeout, silence past `idle_timeout` (on pipes), an agent that could not
+/// start, or an error its adapter reported. A run ralph stopped (Ctrl+C, PTY silence) did not
+/// fail.
+///
+/// The words after the status are the adapter's (the error the agent reported); without them,
+/// the last line of the agent's output that reads as words ([`last_words`]), unless ralph
+/// stopped the agent (a timeout or silence: its last line then says nothing of why).
+pub(super) fn failure_of(exit: &ProcessExit, words: &AgentWords, limits: Limits) -> Option<String> {
     if let Some(why) = &words.not_started {
         return Some(why.clone());
     }
-    let reported = words.reported_error.as_deref().and_then(last_line);
+    let reported = words.reported_error.as_deref().and_then(last_words);
     let status = match (exit.termination, exit.exit_code, exit.signal) {
-        (Termination::Interrupted | Termination::IdleTimeout, _, _) => return None,
-        (Termination::Timeout, _, _) => format!(
-            "timed out after {}",
-            humantime::format_duration(timeout.unwrap_or(exit.duration))
-        ),
+        (Termination::Interrupted, _, _) => return None,
+        (Termination::IdleTimeout, _, _) => match limits.silence {
+            Some(silence) => {
+                let status = format!(
+                    "printed nothing for {} (idle_timeout), so ralph stopped it",
+                    humantime::format_duration(silence)
+                );
+                return Some(with_words(status, reported));
+            }
+            None => return None,
+        },
+        (Termination::RetryLimit, _, _) => {
+            let retries = &words.retries;
+            let last = retries.last.as_deref().unwrap_or("no reason given");
+            return Some(format!(
+                "the agent retried {} times without end (last: {last}), more than \
+                 failure.max_consecutive ({}), so ralph stopped it",
+                retries.count, retries.limit
+            ));
+        }
+        (Termination::Timeout, _, _) => {
+            let status = format!(
+                "timed out after {}",
+                humantime::format_duration(limits.timeout.unwrap_or(exit.duration))
+            );
+            return Some(with_words(status, reported));
+        }
         (_, Some(_), _) if exit.success() => {
             return reported.map(|words| format!("the agent reported an error: {words}"));
         }
         (_, code, signal) => exit_status(code, signal),
     };
-    match reported.or_else(|| last_line(&words.tail)) {
-        Some(words) => Some(format!("{status}: {words}")),
-        None => Some(status),
+    Some(with_words(
+        status,
+        reported.or_else(|| last_words(&words.tail)),
+    ))
+}
+
+/// `STATUS: WORDS`, or the status alone.
+fn with_words(status: String, words: Option<String>) -> String {
+    match words {
+        Some(words) => format!("{status}: {words}"),
+        None => status,
     }
 }
 
-/// The last non-blank line of `text`, without colour escapes (an agent's colours, which
-/// `NO_COLOR` and `--no-color` do not always turn off), trimmed, at most
-/// [`FAILURE_DETAIL_CHARS`] characters.
-fn last_line(text: &str) -> Option<String> {
+/// The last line of `text` that reads as words, trimmed, at most [`FAILURE_DETAIL_CHARS`]
+/// characters: terminal escapes (an agent's colours, which `NO_COLOR` does not always turn
+/// off, a PTY's charset switches) and other control characters left out, a line redrawn with
+/// `\r` read as its last drawing, and a JSON line (an agent's event, which its adapter reads)
+/// skipped.
+fn last_words(text: &str) -> Option<String> {
     let text = strip_escapes(text);
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    let line = text
+        .lines()
+        .rev()
+        .map(|line| {
+            line.rsplit('\r')
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+        })
+        .map(|line| {
+            line.chars()
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .filter(|c| !c.is_control())
+                .collect::<String>()
+        })
+        .map(|line| line.trim().to_owned())
+        .find(|line| line.chars().any(char::is_alphanumeric) && !is_json(line))?;
     let mut words: String = line.chars().take(FAILURE_DETAIL_CHARS).collect();
     if words.len() < line.len() {
         words.push('…');
@@ -67,9 +129,20 @@ fn last_line(text: &str) -> Option<String> {
     Some(words)
 }
 
+/// Whether `line` is a JSON object or array: an agent's event, not its words.
+fn is_json(line: &str) -> bool {
+    (line.starts_with('{') || line.starts_with('['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NONE: Limits = Limits {
+        timeout: None,
+        silence: None,
+    };
 
     fn exit(exit_code: Option<i32>, signal: Option<i32>, termination: Termination) -> ProcessExit {
         ProcessExit {
@@ -86,13 +159,14 @@ mod tests {
             rate_limit: None,
             tail: tail.to_owned(),
             not_started: None,
+            retries: AgentRetries::default(),
         }
     }
 
     #[test]
     fn a_clean_exit_is_no_failure() {
         let ok = exit(Some(0), None, Termination::Natural);
-        assert_eq!(failure_of(&ok, &words(None, "all done\n"), None), None);
+        assert_eq!(failure_of(&ok, &words(None, "all done\n"), NONE), None);
     }
 
     #[test]
@@ -100,11 +174,11 @@ mod tests {
         let failed = exit(Some(1), None, Termination::Natural);
         let said = words(None, "starting\nInvalid API key · Please run /login\n\n");
         assert_eq!(
-            failure_of(&failed, &said, None).as_deref(),
+            failure_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: Invalid API key · Please run /login")
         );
         assert_eq!(
-            failure_of(&failed, &words(None, ""), None).as_deref(),
+            failure_of(&failed, &words(None, ""), NONE).as_deref(),
             Some("exit 1")
         );
     }
@@ -113,12 +187,12 @@ mod tests {
     fn the_adapters_error_fails_a_clean_exit_and_explains_a_failed_one() {
         let ok = exit(Some(0), None, Termination::Natural);
         assert_eq!(
-            failure_of(&ok, &words(Some("error_max_turns"), "x"), None).as_deref(),
+            failure_of(&ok, &words(Some("error_max_turns"), "x"), NONE).as_deref(),
             Some("the agent reported an error: error_max_turns")
         );
         let failed = exit(Some(1), None, Termination::Natural);
         assert_eq!(
-            failure_of(&failed, &words(Some("API Error: 500"), "{json}"), None).as_deref(),
+            failure_of(&failed, &words(Some("API Error: 500"), "{json}"), NONE).as_deref(),
             Some("exit 1: API Error: 500")
         );
     }
@@ -127,7 +201,7 @@ mod tests {
     fn signals_and_timeouts_fail_but_ralphs_own_stops_do_not() {
         let killed = exit(None, Some(9), Termination::Killed);
         assert_eq!(
-            failure_of(&killed, &words(None, ""), None).as_deref(),
+            failure_of(&killed, &words(None, ""), NONE).as_deref(),
             Some("killed by signal 9")
         );
         let timed_out = exit(None, Some(15), Termination::Timeout);
@@ -135,7 +209,10 @@ mod tests {
             failure_of(
                 &timed_out,
                 &words(None, ""),
-                Some(Duration::from_secs(1800))
+                Limits {
+                    timeout: Some(Duration::from_secs(1800)),
+                    silence: None,
+                }
             )
             .as_deref(),
             Some("timed out after 30m")
@@ -143,11 +220,62 @@ mod tests {
         for ours in [Termination::Interrupted, Termination::IdleTimeout] {
             let stopped = exit(None, Some(15), ours);
             assert_eq!(
-                failure_of(&stopped, &words(None, ""), None),
+                failure_of(&stopped, &words(None, ""), NONE),
                 None,
                 "{ours:?}"
             );
         }
+    }
+
+    #[test]
+    fn silence_fails_a_piped_run_and_a_timeout_keeps_only_the_adapters_words() {
+        let silent = exit(None, Some(15), Termination::IdleTimeout);
+        let piped = Limits {
+            timeout: None,
+            silence: Some(Duration::from_secs(600)),
+        };
+        let event = r#"{"type":"item.completed","item":{"type":"agent_message"}}"#;
+        assert_eq!(
+            failure_of(&silent, &words(None, event), piped).as_deref(),
+            Some("printed nothing for 10m (idle_timeout), so ralph stopped it")
+        );
+        let timed_out = exit(None, Some(15), Termination::Timeout);
+        let said = words(None, "Working on it\n");
+        assert_eq!(
+            failure_of(&timed_out, &said, NONE).as_deref(),
+            Some("timed out after 2s")
+        );
+        let said = words(Some("stream disconnected"), "x");
+        assert_eq!(
+            failure_of(&timed_out, &said, NONE).as_deref(),
+            Some("timed out after 2s: stream disconnected")
+        );
+    }
+
+    #[test]
+    fn json_lines_and_terminal_residue_are_never_the_words() {
+        let failed = exit(Some(1), None, Termination::Natural);
+        let event = r#"{"type":"step_finish","part":{"reason":"unknown"}}"#;
+        let said = words(None, &format!("Error: connection reset\n{event}\n"));
+        assert_eq!(
+            failure_of(&failed, &said, NONE).as_deref(),
+            Some("exit 1: Error: connection reset")
+        );
+        // `tput sgr0` on a terminal: a charset switch, colours off, shift-in.
+        let said = words(None, "fatal: no model\r\n\x1b(B\x1b[m\x0f\r\n");
+        assert_eq!(
+            failure_of(&failed, &said, NONE).as_deref(),
+            Some("exit 1: fatal: no model")
+        );
+        let said = words(None, "50%\r75%\rdone badly\r\n");
+        assert_eq!(
+            failure_of(&failed, &said, NONE).as_deref(),
+            Some("exit 1: done badly")
+        );
+        assert_eq!(
+            failure_of(&failed, &words(None, "\x1b(B\x0f\n{}\n"), NONE).as_deref(),
+            Some("exit 1")
+        );
     }
 
     #[test]
@@ -158,12 +286,12 @@ mod tests {
             "\x1b[31mError when talking to Gemini API\x1b[0m\n\x1b[2K",
         );
         assert_eq!(
-            failure_of(&failed, &said, None).as_deref(),
+            failure_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: Error when talking to Gemini API")
         );
         let reported = words(Some("\x1b[1;31m[API Error: quota]\x1b[0m"), "");
         assert_eq!(
-            failure_of(&failed, &reported, None).as_deref(),
+            failure_of(&failed, &reported, NONE).as_deref(),
             Some("exit 1: [API Error: quota]")
         );
     }
@@ -172,7 +300,7 @@ mod tests {
     fn long_words_are_cut() {
         let failed = exit(Some(2), None, Termination::Natural);
         let long = "e".repeat(500);
-        let failure = failure_of(&failed, &words(None, &long), None).unwrap();
+        let failure = failure_of(&failed, &words(None, &long), NONE).unwrap();
         assert_eq!(
             failure.chars().count(),
             "exit 2: ".len() + FAILURE_DETAIL_CHARS + 1

@@ -8,7 +8,7 @@ use ralph_frontmatter::{PtyConfig, PtyMode};
 use ralph_marker::Finding;
 use tokio::time::Instant;
 
-use super::failure::{AgentWords, failure_of};
+use super::failure::{AgentWords, Limits, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
@@ -275,7 +275,15 @@ impl Run {
         words: &AgentWords,
         checks_judge: bool,
     ) -> AgentRun {
-        let Some(failure) = failure_of(exit, words, self.settings.timeout) else {
+        let limits = Limits {
+            timeout: self.settings.timeout,
+            // On a terminal silence is how an agent's turn ends, not a failure.
+            silence: self
+                .settings
+                .idle_timeout
+                .filter(|_| self.settings.pty.is_none()),
+        };
+        let Some(failure) = failure_of(exit, words, limits) else {
             return AgentRun::default();
         };
         // The adapter's verdict: the engine reads no agent's words for a rate limit itself.

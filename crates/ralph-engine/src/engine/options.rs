@@ -107,8 +107,10 @@ pub struct Overrides {
     pub max_cost: Option<f64>,
     /// Runtime budget (`--max-runtime`).
     pub max_runtime: Option<Duration>,
-    /// The pseudo-terminal to run the agent on (`--pty`, `-i`, `--idle-timeout`).
+    /// The pseudo-terminal to run the agent on (`--pty`, `-i`).
     pub pty: Option<PtyConfig>,
+    /// How long an agent run may print nothing (`--idle-timeout`); zero: no limit.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// A run's settings, fixed as it starts (a reload of the file changes none of them): the
@@ -123,6 +125,8 @@ pub(crate) struct Settings {
     pub(crate) max_runtime: Option<Duration>,
     /// `None` pipes.
     pub(crate) pty: Option<PtyConfig>,
+    /// How long an agent run may print nothing; `None`: no limit (`idle_timeout: 0`).
+    pub(crate) idle_timeout: Option<Duration>,
     pub(crate) failure: FailurePolicy,
     pub(crate) rate_limit_max_wait: Duration,
 }
@@ -146,13 +150,19 @@ impl Settings {
                 config.max_runtime,
             ),
         };
+        let pty = over.pty.or(config.pty);
+        let idle_timeout = over
+            .idle_timeout
+            .or(config.idle_timeout)
+            .unwrap_or_else(|| ralph_frontmatter::Config::default_idle_timeout(pty.is_some()));
         Self {
             max_iterations: over.max_iterations.or(limits.0),
             delay: over.delay.unwrap_or(config.delay),
             timeout: over.timeout.or(config.timeout),
             max_cost: over.max_cost.or(limits.1),
             max_runtime: over.max_runtime.or(limits.2),
-            pty: over.pty.or(config.pty),
+            pty,
+            idle_timeout: (!idle_timeout.is_zero()).then_some(idle_timeout),
             failure: config.failure,
             rate_limit_max_wait: config.rate_limit.max_wait,
         }

@@ -85,6 +85,35 @@ pub(super) struct AgentReader<'a> {
     pub(super) findings: Vec<Finding>,
     /// The end of the agent's raw output, for a failed run's words.
     pub(super) tail: Tail,
+    /// The agent's own retries so far in this run.
+    pub(super) retries: AgentRetries,
+}
+
+/// An agent run's own retries (`AGENT_RETRYING`), which count toward the failure policy: one
+/// retrying more than `failure.max_consecutive` times is stopped, a failed run.
+#[derive(Debug, Clone, Default)]
+pub(super) struct AgentRetries {
+    /// Retries so far.
+    pub(super) count: u64,
+    /// The last one, as the status line shows it (`529 overloaded_error (3/10)`).
+    pub(super) last: Option<String>,
+    /// Retries past this many stop the agent.
+    pub(super) limit: u64,
+}
+
+impl AgentRetries {
+    /// No retries yet; more than `limit` stop the agent.
+    pub(super) fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the agent retried more than its limit.
+    pub(super) fn exceeded(&self) -> bool {
+        self.count > self.limit
+    }
 }
 
 /// Where an adapter's display goes (the sinks) and its result text (the scanners).
@@ -94,6 +123,8 @@ pub(super) struct AgentOutput<'a> {
     pub(super) run_id: &'a str,
     pub(super) scanners: &'a mut [MarkerScanner; 2],
     pub(super) findings: &'a mut Vec<Finding>,
+    /// Where the agent's retries are counted.
+    pub(super) retries: &'a mut AgentRetries,
 }
 
 impl AdapterOutput for AgentOutput<'_> {
@@ -118,6 +149,8 @@ impl AdapterOutput for AgentOutput<'_> {
     }
 
     fn retrying(&mut self, retry: AgentRetry) {
+        self.retries.count += 1;
+        self.retries.last = Some(retry.describe());
         let kind = EventKind::AgentRetrying {
             iteration: self.iteration,
             reason: retry.reason,
@@ -158,9 +191,14 @@ impl Supervision for Collector<'_> {
                     run_id: self.run_id,
                     scanners: agent.scanners,
                     findings: &mut agent.findings,
+                    retries: &mut agent.retries,
                 },
             );
         }
+    }
+
+    fn give_up(&mut self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.retries.exceeded())
     }
 
     fn interrupt(&mut self, signal: InterruptSignal) -> bool {
