@@ -70,6 +70,10 @@ pub(crate) enum Step {
     Revert {
         /// The ref the attempt was saved under.
         saved_ref: String,
+        /// The saved attempt's commit, journaled before `saved_ref` names it: a kill in
+        /// between leaves the ref to the next start to make.
+        #[serde(default)]
+        saved_commit: Option<String>,
         /// progress.txt (absolute).
         progress: PathBuf,
         /// The progress.txt entry, appended once.
@@ -208,6 +212,7 @@ pub(crate) fn finish(
         (
             Step::Revert {
                 saved_ref,
+                saved_commit,
                 progress,
                 entry,
                 notes,
@@ -215,6 +220,13 @@ pub(crate) fn finish(
             },
             _,
         ) => {
+            // The entry names the ref: it is made first when the kill came before it was.
+            if let Some(commit) = saved_commit {
+                git.name_saved(&Saved {
+                    refname: saved_ref.clone(),
+                    commit: commit.clone(),
+                })?;
+            }
             said.extend(finish_revert(
                 git,
                 &journal,

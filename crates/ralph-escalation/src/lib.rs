@@ -940,7 +940,8 @@ impl Escalation {
             cx.warn(format!("{gone}; its work stays in the folder"));
             return Ok(());
         };
-        let work = repo.git.save(
+        // Named after the journal entry: a kill in between leaves no saved work unjournaled.
+        let work = repo.git.save_unnamed(
             &format!("refs/ralph/attempts/{}", git::ref_component(&current.id)),
             &format!(
                 "ralph: work on {} saved as the task left {location}",
@@ -957,6 +958,7 @@ impl Escalation {
         self.record(
             journal::Step::Revert {
                 saved_ref: work.refname.clone(),
+                saved_commit: Some(work.commit.clone()),
                 progress: std::path::absolute(&self.progress)
                     .unwrap_or_else(|_| self.progress.clone()),
                 entry: entry.clone(),
@@ -965,10 +967,11 @@ impl Escalation {
             },
             Some(&current.id),
         )?;
-        progress::append(&self.progress, &entry)?;
         let Some(repo) = &self.repo else {
             return Ok(());
         };
+        repo.git.name_saved(&work)?;
+        progress::append(&self.progress, &entry)?;
         repo.git
             .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, &work)?;
         cx.warn(format!(
@@ -1086,10 +1089,12 @@ impl Escalation {
         let why = trip.describe(&last_failure);
 
         // Save before anything is logged or reverted: the log never names a missing ref, and
-        // nothing is reset that is not stored.
+        // nothing is reset that is not stored. The saved work is named only once the journal
+        // holds the revert (below): a kill in between must not leave an attempt saved while
+        // the next start takes up its work in the tree.
         let mut saved = None;
         if let Some(repo) = &self.repo {
-            let work = repo.git.save(
+            let work = repo.git.save_unnamed(
                 &format!("refs/ralph/attempts/{}", git::ref_component(what)),
                 &format!("ralph: abandoned attempt at {what} ({why})"),
                 &repo.own,
@@ -1166,6 +1171,7 @@ impl Escalation {
             self.record(
                 journal::Step::Revert {
                     saved_ref: work.refname.clone(),
+                    saved_commit: Some(work.commit.clone()),
                     progress: std::path::absolute(&self.progress)
                         .unwrap_or_else(|_| self.progress.clone()),
                     entry: entry.clone(),
@@ -1176,6 +1182,9 @@ impl Escalation {
                 },
                 story_id.as_deref(),
             )?;
+            if let Some(repo) = &self.repo {
+                repo.git.name_saved(work)?;
+            }
         }
         let line = progress::append(&self.progress, &entry)?;
 
