@@ -337,10 +337,14 @@ impl Escalation {
         let progress = followed(at(&esc.progress));
         let first = list.as_ref().and_then(|l| l.files().into_iter().next());
         progress::check_path(&progress, first.as_deref(), None)?;
-        let counts = match list.as_mut().map(|list| list.load()) {
-            Some(Ok(tasks)) => Some(summary(&tasks)),
-            // Not now (a rate limit): the first look waits for it, in the run.
-            Some(Err(TaskListError::RetryAfter { .. })) | None => None,
+        let (counts, not_now) = match list.as_mut().map(|list| list.load()) {
+            Some(Ok(tasks)) => (Some(summary(&tasks)), None),
+            // Not now (a rate limit, a 5xx): the first look waits as long as the list asked,
+            // in the run, saying why, before it asks again.
+            Some(Err(TaskListError::RetryAfter { wait, why })) => {
+                (None, Some(TaskWait::new(wait, why)))
+            }
+            None => (None, None),
             Some(Err(err)) => return Err(err.into()),
         };
         Ok(Some(Self {
@@ -358,7 +362,7 @@ impl Escalation {
             only: None,
             asked: None,
             answered: None,
-            not_now: None,
+            not_now,
             only_passed: false,
         }))
     }

@@ -236,6 +236,10 @@ impl Client {
     /// # Errors
     /// See [`Error`]: a refused token, an unknown repository, the network down through every retry.
     pub fn open_issues(&mut self, label: Option<&str>) -> Result<Vec<Issue>, Error> {
+        self.hiding(|client| client.list_open_issues(label))
+    }
+
+    fn list_open_issues(&mut self, label: Option<&str>) -> Result<Vec<Issue>, Error> {
         let mut query = format!("?state=open&sort=created&direction=asc&per_page={PER_PAGE}");
         if let Some(label) = label {
             query.push_str("&labels=");
@@ -255,9 +259,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn issue(&mut self, number: u64) -> Result<Issue, Error> {
-        let url = self.repo_url(&format!("/issues/{number}"));
-        let answer = self.send("GET", &url, None)?;
-        parse::<WireIssue>(&url, answer.json).map(Issue::from)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}"));
+            let answer = client.send("GET", &url, None)?;
+            parse::<WireIssue>(&url, answer.json).map(Issue::from)
+        })
     }
 
     /// An issue's comments, oldest first, every page.
@@ -265,9 +271,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn comments(&mut self, number: u64) -> Result<Vec<Comment>, Error> {
-        let url = self.repo_url(&format!("/issues/{number}/comments?per_page={PER_PAGE}"));
-        let wires: Vec<WireComment> = self.all_pages(url)?;
-        Ok(wires.into_iter().map(Comment::from).collect())
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/comments?per_page={PER_PAGE}"));
+            let wires: Vec<WireComment> = client.all_pages(url)?;
+            Ok(wires.into_iter().map(Comment::from).collect())
+        })
     }
 
     /// Posts `body` as a comment on the issue.
@@ -275,9 +283,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn post_comment(&mut self, number: u64, body: &str) -> Result<Comment, Error> {
-        let url = self.repo_url(&format!("/issues/{number}/comments"));
-        let answer = self.send("POST", &url, Some(&json!({ "body": body })))?;
-        parse::<WireComment>(&url, answer.json).map(Comment::from)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/comments"));
+            let answer = client.send("POST", &url, Some(&json!({ "body": body })))?;
+            parse::<WireComment>(&url, answer.json).map(Comment::from)
+        })
     }
 
     /// Closes the issue as completed.
@@ -285,9 +295,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn close_issue(&mut self, number: u64) -> Result<(), Error> {
-        let url = self.repo_url(&format!("/issues/{number}"));
-        let body = json!({ "state": "closed", "state_reason": "completed" });
-        self.send("PATCH", &url, Some(&body)).map(drop)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}"));
+            let body = json!({ "state": "closed", "state_reason": "completed" });
+            client.send("PATCH", &url, Some(&body)).map(drop)
+        })
     }
 
     /// Adds `label` to the issue (GitHub creates the label in the repository if it is new).
@@ -295,9 +307,23 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn add_label(&mut self, number: u64, label: &str) -> Result<(), Error> {
-        let url = self.repo_url(&format!("/issues/{number}/labels"));
-        self.send("POST", &url, Some(&json!({ "labels": [label] })))
-            .map(drop)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/labels"));
+            client
+                .send("POST", &url, Some(&json!({ "labels": [label] })))
+                .map(drop)
+        })
+    }
+
+    /// `call`'s result, with a user and password in the API address (`https://USER:TOKEN@HOST`)
+    /// replaced by `***` wherever its error shows the address: errors are printed, and go into
+    /// events (`WAIT_STARTED.why`, `WARNING`).
+    fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+        let result = call(self);
+        match crate::token::userinfo(&self.base) {
+            Some(userinfo) => result.map_err(|err| err.hiding(userinfo)),
+            None => result,
+        }
     }
 
     fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {

@@ -122,3 +122,67 @@ impl Error {
         }
     }
 }
+
+impl Error {
+    /// The error with every `userinfo` (an API address's `USER:TOKEN`) in its text shown as
+    /// `***`.
+    pub(crate) fn hiding(self, userinfo: &str) -> Self {
+        let hide = |text: String| text.replace(userinfo, crate::token::HIDDEN);
+        match self {
+            Error::BadRepo { value } => Error::BadRepo { value: hide(value) },
+            Error::BadApiUrl { value } => Error::BadApiUrl { value: hide(value) },
+            Error::Status {
+                method,
+                url,
+                status,
+                message,
+                hint,
+            } => Error::Status {
+                method,
+                url: hide(url),
+                status,
+                message: hide(message),
+                hint,
+            },
+            Error::Unreachable {
+                method,
+                url,
+                reason,
+                status_page,
+            } => Error::Unreachable {
+                method,
+                url: hide(url),
+                reason: hide(reason),
+                status_page,
+            },
+            Error::RateLimited {
+                method,
+                url,
+                status,
+                wait,
+                until,
+            } => Error::RateLimited {
+                method,
+                url: hide(url),
+                status,
+                wait,
+                until,
+            },
+            Error::BadAnswer { url, reason } => Error::BadAnswer {
+                url: hide(url),
+                reason: hide(reason),
+            },
+            Error::ForeignLink { url, next, base } => Error::ForeignLink {
+                url: hide(url),
+                next: hide(next),
+                base: hide(base),
+            },
+            Error::EndlessPages { url, pages, why } => Error::EndlessPages {
+                url: hide(url),
+                pages,
+                why: hide(why),
+            },
+            Error::NoToken => Error::NoToken,
+        }
+    }
+}
