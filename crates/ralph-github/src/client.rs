@@ -230,6 +230,20 @@ impl Client {
         )
     }
 
+    /// The login of the account the token acts for (`GET /user`): who ralph's comments are
+    /// written by.
+    ///
+    /// # Errors
+    /// See [`Error`]: a GitHub App's token (GitHub Actions' `GITHUB_TOKEN`) may not read its
+    /// user, a [`Error::Status`] 403.
+    pub fn login(&mut self) -> Result<String, Error> {
+        self.hiding(|client| {
+            let url = format!("{}/user", client.base);
+            let answer = client.send("GET", &url, None)?;
+            parse::<WireUser>(&url, answer.json).map(|user| user.login)
+        })
+    }
+
     /// The open issues, with `label` when given, oldest first, every page; pull requests are
     /// left out.
     ///

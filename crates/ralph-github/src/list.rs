@@ -10,7 +10,7 @@ use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
 use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde_json::{Value, json};
 
-use crate::issues::{self, BLOCKED_LABEL, DONE_LABEL};
+use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
@@ -35,6 +35,8 @@ pub struct GithubList {
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run: passed whatever GitHub says until it is told.
     passed: BTreeSet<u64>,
+    /// Who ralph's comments are by: asked of GitHub once, the first time a comment is read.
+    ralph: Option<Author>,
 }
 
 impl GithubList {
@@ -60,7 +62,35 @@ impl GithubList {
             max_wait,
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
+            ralph: None,
         }
+    }
+
+    /// Who ralph's comments are by: the token's login, asked once (`GET /user`). A token that
+    /// may not read its user (403, 404: a GitHub App's) writes as an app: any app's signed
+    /// comment is taken for ralph's until ralph posts one of its own.
+    fn ralph(&mut self) -> Result<Author, TaskListError> {
+        if let Some(ralph) = &self.ralph {
+            return Ok(ralph.clone());
+        }
+        let ralph = match self.client.login() {
+            Ok(login) => Author::Login(login),
+            Err(Error::Status {
+                status: 403 | 404, ..
+            }) => Author::AnyApp,
+            Err(err) => return Err(list_error(err)),
+        };
+        Ok(self.ralph.insert(ralph).clone())
+    }
+
+    /// `body` posted on issue `n`; its author is ralph's login from now on, when it was not
+    /// known.
+    fn post(&mut self, n: u64, body: &str) -> Result<crate::Comment, TaskListError> {
+        let posted = self.client.post_comment(n, body).map_err(list_error)?;
+        if matches!(self.ralph, None | Some(Author::AnyApp)) && !posted.author.is_empty() {
+            self.ralph = Some(Author::Login(posted.author.clone()));
+        }
+        Ok(posted)
     }
 
     /// A pass on the issue: a comment naming the commit and the branch, then closed (or
@@ -82,7 +112,7 @@ impl GithubList {
         }
         let commits: Vec<&str> = commit.into_iter().collect();
         let body = issues::passed_comment(&commits, branch);
-        self.client.post_comment(n, &body).map_err(list_error)?;
+        self.post(n, &body)?;
         if self.close {
             self.client.close_issue(n).map_err(list_error)
         } else {
@@ -230,7 +260,11 @@ impl GithubList {
             .find(|i| state(i) == TaskState::Pending && !self.passed.contains(&i.number))
             .map(|i| i.number);
         let comments = match next {
-            Some(n) => issues::render_comments(&self.client.comments(n).map_err(list_error)?),
+            Some(n) => {
+                let ralph = self.ralph()?;
+                let comments = self.client.comments(n).map_err(list_error)?;
+                issues::render_comments(&comments, &ralph)
+            }
             None => String::new(),
         };
         self.seen = issues.iter().map(|i| (i.number, i.clone())).collect();
@@ -292,7 +326,7 @@ impl GithubList {
                     return Ok(());
                 }
                 let body = issues::blocked_comment(reason, saved_ref.as_deref());
-                self.client.post_comment(n, &body).map_err(list_error)?;
+                self.post(n, &body)?;
                 self.client.add_label(n, BLOCKED_LABEL).map_err(list_error)
             }
             _ => Ok(()),
@@ -302,10 +336,7 @@ impl GithubList {
     /// The question posted on the task's issue.
     fn put_question(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
         let n = number(task_id)?;
-        let posted = self
-            .client
-            .post_comment(n, &issues::question_comment(question))
-            .map_err(list_error)?;
+        let posted = self.post(n, &issues::question_comment(question))?;
         let at = self
             .seen
             .get(&n)
@@ -324,7 +355,8 @@ impl GithubList {
         let Some(question) = asked.token.get("comment").and_then(Value::as_u64) else {
             return Ok(None);
         };
+        let ralph = self.ralph()?;
         let comments = self.client.comments(n).map_err(list_error)?;
-        Ok(issues::answer_after(&comments, question))
+        Ok(issues::answer_after(&comments, question, &ralph))
     }
 }

@@ -1,7 +1,8 @@
 //! A fake GitHub for the task-source tests: a small HTTP/1.1 server on 127.0.0.1 that speaks
 //! the REST endpoints ralph uses (list open issues by label, page by page with `link`; one
 //! issue; its comments; post a comment; close; add labels), keeps issues, comments and labels in
-//! memory, checks the token, and records every request. A test can queue faults (a rate limit,
+//! memory, checks the token, says whose it is (`GET /user`: [`LOGIN`], who ralph's comments are
+//! by), and records every request. A test can queue faults (a rate limit,
 //! a 500) for the next matching request, and act as a person meanwhile (comment, close).
 //! The HTTP itself is `http_server`'s. `ralph-github`'s own tests include this file too, and
 //! `http_server.rs` beside it.
@@ -19,6 +20,8 @@ use super::http_server::{HttpServer, Reply, Request};
 pub const TOKEN: &str = "ghp_fake_token_for_tests";
 /// The repository it serves.
 pub const REPO: &str = "acme/widgets";
+/// The account [`TOKEN`] acts for: the author of every comment ralph posts.
+pub const LOGIN: &str = "ralph-bot";
 
 /// What a queued fault answers.
 #[derive(Debug, Clone)]
@@ -391,6 +394,9 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
         return message(401, "Bad credentials");
     }
     let path = request.path.split('?').next().unwrap_or_default();
+    if request.method == "GET" && path == "/user" {
+        return Reply::json(200, &json!({"login": LOGIN, "type": "User"}));
+    }
     let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/issues")) else {
         return message(404, "Not Found");
     };
@@ -448,7 +454,7 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
             else {
                 return message(422, "Validation Failed: body");
             };
-            let comment = add_comment(state, n, "ralph-bot", &body);
+            let comment = add_comment(state, n, LOGIN, &body);
             Reply::json(201, &comment_json(&comment))
         }
         ("POST", Some(n), Some("labels")) => {
