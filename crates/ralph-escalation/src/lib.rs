@@ -483,6 +483,14 @@ impl Escalation {
     /// Refused without a task list, or when the list has no task `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
+        // The list said "not now" as it opened: its wait comes first, for the caller to make.
+        if let Some(wait) = self.not_now.take() {
+            return Err(TaskListError::RetryAfter {
+                wait: wait.poll,
+                why: wait.why,
+            }
+            .into());
+        }
         let tasks = self
             .load()?
             .ok_or_else(|| EscalationError::NotStoryMode { id: id.to_owned() })?;
@@ -599,9 +607,11 @@ impl Escalation {
         let Some(list) = &mut self.list else {
             return Ok(None);
         };
+        let mut wrote = false;
         while let Some(mark) = self.unwritten.first() {
             match list.write_mark(mark) {
                 Ok(()) => {
+                    wrote = true;
                     if let Err(err) = list.after_landed(&Landed::new(mark)) {
                         cx.warn(format!(
                             "{}: \"{mark}\" is written, but: {err}",
@@ -629,8 +639,16 @@ impl Escalation {
             }
             self.unwritten.remove(0);
         }
-        if let Ok(tasks) = list.load() {
-            self.counts = Some(summary(&tasks));
+        // The counts after the marks; with none written the next look reads the list anyway,
+        // and a "not now" here is a wait, never a try made and forgotten.
+        if wrote {
+            match list.load() {
+                Ok(tasks) => self.counts = Some(summary(&tasks)),
+                Err(TaskListError::RetryAfter { wait, why }) => {
+                    return Ok(Some(TaskWait::new(wait, why)));
+                }
+                Err(_) => {}
+            }
         }
         Ok(None)
     }

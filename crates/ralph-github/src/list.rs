@@ -4,6 +4,7 @@
 //! issue itself.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
@@ -12,6 +13,10 @@ use serde_json::{Value, json};
 
 use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
+
+/// Failures in a row (network errors, 5xx answers) that lists share
+/// ([`GithubList::sharing_failures`]).
+pub type SharedFailures = Arc<Mutex<FailureStreak>>;
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
 /// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
@@ -27,8 +32,9 @@ pub struct GithubList {
     close: bool,
     /// The run's `failure:` backoff, for network errors and 5xx answers.
     failure: FailurePolicy,
-    /// Network errors and 5xx answers in a row.
-    failures: FailureStreak,
+    /// Network errors and 5xx answers in a row: shared by the lists a run makes of one
+    /// repository ([`GithubList::sharing_failures`]).
+    failures: SharedFailures,
     /// The longest rate-limit wait (`rate_limit.max_wait`).
     max_wait: Duration,
     /// The issues as last read, by number.
@@ -58,7 +64,7 @@ impl GithubList {
             label,
             close,
             failure,
-            failures: FailureStreak::new(),
+            failures: Arc::default(),
             max_wait,
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
@@ -91,6 +97,15 @@ impl GithubList {
             self.ralph = Some(Author::Login(posted.author.clone()));
         }
         Ok(posted)
+    }
+
+    /// The same list counting its failures in a row in `failures`, with the other lists of the
+    /// run: a run's start makes more than one (`--task` checks the task, then opens the run),
+    /// and each try is one more of the run's, its wait the backoff's next.
+    #[must_use]
+    pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
+        self.failures = failures;
+        self
     }
 
     /// A pass on the issue: a comment naming the commit and the branch, then closed (or
@@ -130,7 +145,7 @@ impl GithubList {
     fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
         let err = match outcome {
             Ok(value) => {
-                self.failures.record_success();
+                self.streak().record_success();
                 return Ok(value);
             }
             Err(TaskListError::Failed(err)) => err,
@@ -148,7 +163,7 @@ impl GithubList {
                     why: format!("{err}; asking again in {}", seconds(wait)),
                 })
             }
-            Error::Unreachable { .. } => match self.failures.record_failure(&self.failure) {
+            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
                 FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
                     wait: delay,
                     why: format!(
@@ -167,6 +182,12 @@ impl GithubList {
             },
             other => Err(TaskListError::Failed(Box::new(other))),
         }
+    }
+}
+
+impl GithubList {
+    fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

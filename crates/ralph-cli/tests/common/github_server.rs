@@ -34,6 +34,8 @@ pub enum Fault {
     Status(u16),
     /// The connection closes with no answer at all.
     Hangup,
+    /// No answer for this long, then the connection closes.
+    Stall(Duration),
 }
 
 /// An issue as the server keeps it.
@@ -103,7 +105,15 @@ impl GithubServer {
             let mut state = shared.lock().unwrap();
             let reply = answer(&mut state, port, &request);
             state.requests.push(request);
-            reply
+            drop(state);
+            match reply {
+                Answered::Reply(reply) => Some(reply),
+                Answered::Hangup => None,
+                Answered::Stall(time) => {
+                    std::thread::sleep(time);
+                    None
+                }
+            }
         });
         Self { http, state }
     }
@@ -338,8 +348,16 @@ fn page(port: u16, path: &str, items: Vec<Value>, cap: Option<usize>) -> Reply {
     reply
 }
 
-/// The reply to `request`, or `None` for a hang-up.
-fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
+/// What the server does with a request.
+enum Answered {
+    Reply(Reply),
+    Hangup,
+    /// Nothing for this long (the state unlocked meanwhile), then a hang-up.
+    Stall(Duration),
+}
+
+/// The answer to `request`.
+fn answer(state: &mut State, port: u16, request: &Request) -> Answered {
     let line = request.line();
     if let Some(at) = state
         .close_on
@@ -372,20 +390,21 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
             .unwrap()
             .as_secs();
         return match fault {
-            Fault::RateLimitReset(secs) => Some(
+            Fault::RateLimitReset(secs) => Answered::Reply(
                 message(403, "API rate limit exceeded for user ID 1.")
                     .header("x-ratelimit-remaining", "0")
                     .header("x-ratelimit-reset", &(now + secs).to_string()),
             ),
-            Fault::RetryAfter(secs) => Some(
+            Fault::RetryAfter(secs) => Answered::Reply(
                 message(429, "You have exceeded a secondary rate limit.")
                     .header("retry-after", &secs.to_string()),
             ),
-            Fault::Status(status) => Some(message(status, "Server Error")),
-            Fault::Hangup => None,
+            Fault::Status(status) => Answered::Reply(message(status, "Server Error")),
+            Fault::Hangup => Answered::Hangup,
+            Fault::Stall(time) => Answered::Stall(time),
         };
     }
-    Some(route(state, port, request))
+    Answered::Reply(route(state, port, request))
 }
 
 /// The API's answer to `request`.
