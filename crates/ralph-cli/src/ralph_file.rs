@@ -124,7 +124,9 @@ pub(crate) fn task_list(
     Ok(match tasks {
         Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
         Some(TasksConfig::Github { repo, label, close }) => {
-            let client = ralph_github::Client::from_env(&repo)?;
+            // A request under way is given up at an interrupt: ralph never waits out its timeout.
+            let client =
+                ralph_github::Client::from_env(&repo)?.with_interrupts(&crate::interrupts::COUNT);
             // GitHub's waits are the run's: its failure backoff, its longest rate-limit wait,
             // its failures in a row counted across the lists its start makes.
             static FAILURES: std::sync::OnceLock<ralph_github::SharedFailures> =

@@ -54,7 +54,7 @@ impl<'a> StartWaits<'a> {
             let outcome = match &mut self.signals {
                 // Until a wait takes them, a signal ends ralph as usual, wherever it is.
                 None => step(),
-                Some((_, signals, _)) => stoppable(self.runtime, signals, &mut step),
+                Some(_) => stoppable(&mut step),
             };
             match outcome {
                 Err(CliError::Escalation(EscalationError::Tasks(TaskListError::RetryAfter {
@@ -103,27 +103,21 @@ impl<'a> StartWaits<'a> {
     }
 }
 
-/// `step` run on a thread of its own while this one watches `signals`: a signal that comes
+/// `step` run on a thread of its own while this one watches for signals: a signal that comes
 /// before it is done ends ralph there and then (a request GitHub does not answer ends only at
 /// its timeout, a minute on). The step is cut short where it is, as a signal before the first
 /// wait cuts it short: what it changes on disk is journaled first.
 fn stoppable<T: Send>(
-    runtime: &Runtime,
-    signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
     step: &mut (impl FnMut() -> Result<T, CliError> + Send),
 ) -> Result<T, CliError> {
+    let before = crate::interrupts::count();
     std::thread::scope(|scope| {
         let worker = scope.spawn(step);
-        let stopped = runtime.block_on(async {
-            while !worker.is_finished() {
-                tokio::select! {
-                    Some(signal) = signals.recv() => return Some(signal),
-                    () = tokio::time::sleep(STEP_POLL) => {}
-                }
-            }
-            None
-        });
-        if let Some(signal) = stopped {
+        // A request the signal cut short ends the step too: the signal is looked at last.
+        while !worker.is_finished() && crate::interrupts::since(before).is_none() {
+            std::thread::sleep(STEP_POLL);
+        }
+        if let Some(signal) = crate::interrupts::since(before) {
             let err = CliError::StoppedBeforeStart {
                 why: "a request to the task list's service had not answered yet".to_owned(),
                 signal,

@@ -3,6 +3,8 @@
 //! calls a task source makes.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -157,6 +159,8 @@ pub struct Client {
     token: Token,
     repo: Repo,
     clock: Box<dyn Clock>,
+    /// A count of the program's interrupts: a request under way when it grows is given up.
+    interrupts: Option<&'static AtomicU64>,
 }
 
 impl fmt::Debug for Client {
@@ -192,6 +196,7 @@ impl Client {
             token,
             repo,
             clock: Box::new(SystemClock),
+            interrupts: None,
         }
     }
 
@@ -391,6 +396,12 @@ impl Client {
                 });
             }
             Ok(Reply::ServerError(reason)) | Err(reason) => reason,
+            Ok(Reply::Interrupted) => {
+                return Err(Error::Interrupted {
+                    method: method.to_owned(),
+                    url: url.to_owned(),
+                });
+            }
             Ok(Reply::Refused { status, message }) => {
                 return Err(Error::Status {
                     method: method.to_owned(),
@@ -409,17 +420,74 @@ impl Client {
         })
     }
 
-    /// One try: GitHub's answer sorted, or the network's failure in words.
+    /// One try: GitHub's answer sorted, or the network's failure in words. With
+    /// [`with_interrupts`](Self::with_interrupts), the try is made on a thread of its own and
+    /// given up ([`Reply::Interrupted`]) as soon as the count grows.
     fn send_once(&self, method: &str, url: &str, body: Option<&Value>) -> Result<Reply, String> {
+        let exchange = Exchange {
+            agent: self.agent.clone(),
+            authorization: format!("Bearer {}", self.token.secret()),
+            method: method.to_owned(),
+            url: url.to_owned(),
+            body: body.map(Value::to_string),
+            now: self.clock.now(),
+        };
+        let Some(interrupts) = self.interrupts else {
+            return exchange.run();
+        };
+        let before = interrupts.load(Ordering::SeqCst);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Left to finish alone when given up: it ends at the agent's timeout at the latest.
+        std::thread::spawn(move || {
+            let _ = tx.send(exchange.run());
+        });
+        loop {
+            match rx.recv_timeout(INTERRUPT_POLL) {
+                Ok(reply) => return reply,
+                Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::SeqCst) == before => {}
+                Err(RecvTimeoutError::Timeout) => return Ok(Reply::Interrupted),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the request's thread ended without an answer".to_owned());
+                }
+            }
+        }
+    }
+
+    /// The same client giving up a request under way as soon as `interrupts` grows: a program
+    /// counts there the interrupts it receives (Ctrl+C, SIGTERM), so that none waits on a
+    /// request GitHub does not answer (until the one-minute timeout).
+    #[must_use]
+    pub fn with_interrupts(mut self, interrupts: &'static AtomicU64) -> Self {
+        self.interrupts = Some(interrupts);
+        self
+    }
+}
+
+/// How often a request made on a thread of its own looks at the interrupt count.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// One request, owned, so that it can be made on a thread of its own.
+struct Exchange {
+    agent: ureq::Agent,
+    authorization: String,
+    method: String,
+    url: String,
+    body: Option<String>,
+    /// The time a rate limit's reset is read against.
+    now: SystemTime,
+}
+
+impl Exchange {
+    fn run(self) -> Result<Reply, String> {
         let request = ureq::http::Request::builder()
-            .method(method)
-            .uri(url)
-            .header("authorization", format!("Bearer {}", self.token.secret()))
+            .method(self.method.as_str())
+            .uri(self.url.as_str())
+            .header("authorization", self.authorization.as_str())
             .header("x-github-api-version", "2022-11-28");
-        let sent = match body {
+        let sent = match self.body {
             Some(body) => request
                 .header("content-type", "application/json")
-                .body(body.to_string())
+                .body(body)
                 .map_err(|err| err.to_string())
                 .and_then(|r| self.agent.run(r).map_err(|err| err.to_string())),
             None => request
@@ -474,7 +542,7 @@ impl Client {
             reset: reset.as_deref(),
             message: &message,
         };
-        if let Some(wait) = rate_limit_wait(status, &limits, self.clock.now()) {
+        if let Some(wait) = rate_limit_wait(status, &limits, self.now) {
             return Ok(Reply::RateLimited { status, wait });
         }
         if status >= 500 {
@@ -487,9 +555,17 @@ impl Client {
 /// One try's answer, sorted by what the request loop does next.
 enum Reply {
     Answer(Answer),
-    RateLimited { status: u16, wait: Duration },
+    RateLimited {
+        status: u16,
+        wait: Duration,
+    },
     ServerError(String),
-    Refused { status: u16, message: String },
+    Refused {
+        status: u16,
+        message: String,
+    },
+    /// Given up: the program was interrupted while it waited for the answer.
+    Interrupted,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {

@@ -87,6 +87,15 @@ pub enum Error {
         /// The API address in use.
         base: String,
     },
+    /// The request was given up: the program was interrupted (Ctrl+C, SIGTERM) while it
+    /// waited for GitHub's answer.
+    #[error("{method} {url}: given up, ralph was interrupted before GitHub answered")]
+    Interrupted {
+        /// The request's method.
+        method: String,
+        /// The address asked.
+        url: String,
+    },
     /// Pagination that does not end: a next page already read, or more pages than a list of
     /// open issues or an issue's comments has.
     #[error(
@@ -181,6 +190,10 @@ impl Error {
                 url: hide(url),
                 pages,
                 why: hide(why),
+            },
+            Error::Interrupted { method, url } => Error::Interrupted {
+                method,
+                url: hide(url),
             },
             Error::NoToken => Error::NoToken,
         }

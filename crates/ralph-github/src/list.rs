@@ -180,10 +180,19 @@ impl GithubList {
                     })))
                 }
             },
+            // A wait like any other, for the interrupt to be answered as during a wait: a
+            // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
+            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
+                wait: AFTER_INTERRUPT,
+                why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
+            }),
             other => Err(TaskListError::Failed(Box::new(other))),
         }
     }
 }
+
+/// The wait after a request given up at an interrupt.
+const AFTER_INTERRUPT: Duration = Duration::from_secs(1);
 
 impl GithubList {
     fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
