@@ -119,7 +119,9 @@ fn stoppable<T: Send>(
         }
         if let Some(signal) = crate::interrupts::since(before) {
             let err = CliError::StoppedBeforeStart {
-                why: "a request to the task list's service had not answered yet".to_owned(),
+                why: "a step of the start was under way, such as a request the task list's \
+                      service had not answered"
+                    .to_owned(),
                 signal,
             };
             crate::report(&err);
