@@ -826,20 +826,25 @@ impl Git {
         Ok(Saved { refname, commit })
     }
 
-    /// Points `saved.refname` at `saved.commit` ([`save_unnamed`](Self::save_unnamed)); nothing
-    /// when it does already, an error when the ref names another commit.
-    pub fn name_saved(&self, saved: &Saved) -> Result<(), GitError> {
+    /// Points `saved.refname` at `saved.commit` ([`save_unnamed`](Self::save_unnamed)), and
+    /// returns the saved work as named: as given, also when the ref names it already; when
+    /// another writer took the name meanwhile, its ref is left alone and the first free
+    /// `<prefix>/<n>` names the work instead.
+    pub fn name_saved(&self, saved: &Saved) -> Result<Saved, GitError> {
         match self.run(&["update-ref", &saved.refname, &saved.commit, ""]) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(saved.clone()),
             Err(_) if self.ref_exists(&saved.refname)? => {
-                let named = self.ref_commit(&saved.refname)?;
-                match named == saved.commit {
-                    true => Ok(()),
-                    false => Err(GitError::Failed {
-                        args: format!("update-ref {} {}", saved.refname, saved.commit),
-                        stderr: format!("{} names {named} already", saved.refname),
-                    }),
+                if self.ref_commit(&saved.refname)? == saved.commit {
+                    return Ok(saved.clone());
                 }
+                let prefix = saved
+                    .refname
+                    .rsplit_once('/')
+                    .map_or(saved.refname.as_str(), |(prefix, _)| prefix);
+                Ok(Saved {
+                    refname: self.create_ref(prefix, &saved.commit)?,
+                    commit: saved.commit.clone(),
+                })
             }
             Err(err) => Err(err),
         }

@@ -220,19 +220,29 @@ pub(crate) fn finish(
             },
             _,
         ) => {
-            // The entry names the ref: it is made first when the kill came before it was.
+            // The entry names the ref: it is made first when the kill came before it was (under
+            // another number, and the entry and notes with it, when that one was taken since).
+            let (mut saved_ref, mut entry, mut notes) =
+                (saved_ref.clone(), entry.clone(), notes.clone());
             if let Some(commit) = saved_commit {
-                git.name_saved(&Saved {
+                let named = git.name_saved(&Saved {
                     refname: saved_ref.clone(),
                     commit: commit.clone(),
                 })?;
+                if named.refname != saved_ref {
+                    entry = entry.replace(&saved_ref, &named.refname);
+                    for part in notes.iter_mut().flatten() {
+                        *part = part.replace(&saved_ref, &named.refname);
+                    }
+                    saved_ref = named.refname;
+                }
             }
             said.extend(finish_revert(
                 git,
                 &journal,
-                saved_ref,
+                &saved_ref,
                 progress,
-                entry,
+                &entry,
                 notes.as_ref().map(|n| (n, reason.as_str())),
                 list,
             )?);

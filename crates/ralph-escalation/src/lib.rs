@@ -972,27 +972,31 @@ impl Escalation {
             &repo.own,
         )?;
         let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        let entry = format!(
+        let mut entry = format!(
             "## {now} · {} · dropped: no longer in {location}\nabandoned work saved as {} \
              (get it back: git checkout {})\n",
             current.id, work.refname, work.refname
         );
-        self.record(
-            journal::Step::Revert {
-                saved_ref: work.refname.clone(),
-                saved_commit: Some(work.commit.clone()),
-                progress: std::path::absolute(&self.progress)
-                    .unwrap_or_else(|_| self.progress.clone()),
-                entry: entry.clone(),
-                notes: None,
-                reason: "no longer in the list".to_owned(),
-            },
-            Some(&current.id),
-        )?;
+        let step = |work: &Saved, entry: &str| journal::Step::Revert {
+            saved_ref: work.refname.clone(),
+            saved_commit: Some(work.commit.clone()),
+            progress: std::path::absolute(&self.progress).unwrap_or_else(|_| self.progress.clone()),
+            entry: entry.to_owned(),
+            notes: None,
+            reason: "no longer in the list".to_owned(),
+        };
+        self.record(step(&work, &entry), Some(&current.id))?;
         let Some(repo) = &self.repo else {
             return Ok(());
         };
-        repo.git.name_saved(&work)?;
+        let mut work = work;
+        let named = repo.git.name_saved(&work)?;
+        if named.refname != work.refname {
+            // Another writer took the number meanwhile: the entry names the next.
+            entry = entry.replace(&work.refname, &named.refname);
+            work = named;
+            self.record(step(&work, &entry), Some(&current.id))?;
+        }
         progress::append(&self.progress, &entry)?;
         repo.git
             .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, &work)?;
@@ -1184,28 +1188,34 @@ impl Escalation {
         );
         // The story's notes, around the entry's line number.
         let notes_before = format!("blocked by ralph at {now}: {why}. Details: {progress_name}:");
-        let notes_after = match &saved {
+        let mut notes_after = match &saved {
             Some((work, _, _)) => format!("; abandoned work: git checkout {}", work.refname),
             None => String::new(),
         };
         // From here on a killed ralph leaves the trip half done: the next start finishes it.
-        if let Some((work, _, _)) = &saved {
-            self.record(
-                journal::Step::Revert {
-                    saved_ref: work.refname.clone(),
-                    saved_commit: Some(work.commit.clone()),
-                    progress: std::path::absolute(&self.progress)
-                        .unwrap_or_else(|_| self.progress.clone()),
-                    entry: entry.clone(),
-                    notes: story_id
-                        .as_ref()
-                        .map(|_| [notes_before.clone(), notes_after.clone()]),
-                    reason: why.clone(),
-                },
-                story_id.as_deref(),
-            )?;
+        if let Some((work, _, _)) = &mut saved {
+            let step = |work: &Saved, entry: &str, notes_after: &str| journal::Step::Revert {
+                saved_ref: work.refname.clone(),
+                saved_commit: Some(work.commit.clone()),
+                progress: std::path::absolute(&self.progress)
+                    .unwrap_or_else(|_| self.progress.clone()),
+                entry: entry.to_owned(),
+                notes: story_id
+                    .as_ref()
+                    .map(|_| [notes_before.clone(), notes_after.to_owned()]),
+                reason: why.clone(),
+            };
+            self.record(step(work, &entry, &notes_after), story_id.as_deref())?;
             if let Some(repo) = &self.repo {
-                repo.git.name_saved(work)?;
+                // Another writer took the number meanwhile: the work is saved under the next,
+                // and the entry says which.
+                let named = repo.git.name_saved(work)?;
+                if named.refname != work.refname {
+                    entry = entry.replace(&work.refname, &named.refname);
+                    notes_after = notes_after.replace(&work.refname, &named.refname);
+                    *work = named;
+                    self.record(step(work, &entry, &notes_after), story_id.as_deref())?;
+                }
             }
         }
         let line = progress::append(&self.progress, &entry)?;
