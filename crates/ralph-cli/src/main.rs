@@ -10,6 +10,7 @@ mod cli;
 mod dry_run;
 mod error;
 mod init;
+mod interrupts;
 mod logs_cmd;
 mod parallel;
 mod ralph_file;

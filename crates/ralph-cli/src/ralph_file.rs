@@ -124,15 +124,23 @@ pub(crate) fn task_list(
     Ok(match tasks {
         Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
         Some(TasksConfig::Github { repo, label, close }) => {
-            let client = ralph_github::Client::from_env(&repo)?;
-            // GitHub's waits are the run's: its failure backoff, its longest rate-limit wait.
-            Some(Box::new(ralph_github::GithubList::new(
-                client,
-                label,
-                close,
-                file.config.failure,
-                file.config.rate_limit.max_wait,
-            )))
+            // A request under way is given up at an interrupt: ralph never waits out its timeout.
+            let client =
+                ralph_github::Client::from_env(&repo)?.with_interrupts(&crate::interrupts::COUNT);
+            // GitHub's waits are the run's: its failure backoff, its longest rate-limit wait,
+            // its failures in a row counted across the lists its start makes.
+            static FAILURES: std::sync::OnceLock<ralph_github::SharedFailures> =
+                std::sync::OnceLock::new();
+            Some(Box::new(
+                ralph_github::GithubList::new(
+                    client,
+                    label,
+                    close,
+                    file.config.failure,
+                    file.config.rate_limit.max_wait,
+                )
+                .sharing_failures(FAILURES.get_or_init(Default::default).clone()),
+            ))
         }
         // prd.json, however it is named, is `escalation.prd` by now.
         _ => file

@@ -256,6 +256,7 @@ pub(crate) fn wants_color(
 /// left running (a closed terminal window or a dropped SSH session sends SIGHUP to ralph only).
 /// Returns a warning for each signal that cannot be watched.
 pub(crate) fn forward_signals(tx: &mpsc::UnboundedSender<InterruptSignal>) -> Vec<String> {
+    crate::interrupts::count_from_now();
     let mut warnings = Vec::new();
     for (kind, what) in [
         (SignalKind::interrupt(), InterruptSignal::Int),

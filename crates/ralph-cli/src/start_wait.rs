@@ -1,7 +1,9 @@
 //! Waits before a run starts. What prepares a run (`--task ID` checked in the task list, a step
 //! a killed ralph left half done finished) may be told "not now" by the list's service (a
 //! rate limit): it waits as the run waits for its task list, counting down with Ctrl+C to look
-//! at once (twice to stop), then is tried again, instead of failing the start.
+//! at once (twice to stop), then is tried again, instead of failing the start. Once a wait has
+//! taken the signals, a step runs on a thread of its own, so that a Ctrl+C or a SIGTERM while
+//! it waits on a request that does not answer ends ralph at once, as before the first wait.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -44,12 +46,17 @@ impl<'a> StartWaits<'a> {
     }
 
     /// `step`'s result, `step` tried again after each "not now" of the task list's service.
-    pub(crate) fn retry<T>(
+    pub(crate) fn retry<T: Send>(
         &mut self,
-        mut step: impl FnMut() -> Result<T, CliError>,
+        mut step: impl FnMut() -> Result<T, CliError> + Send,
     ) -> Result<T, CliError> {
         loop {
-            match step() {
+            let outcome = match &mut self.signals {
+                // Until a wait takes them, a signal ends ralph as usual, wherever it is.
+                None => step(),
+                Some(_) => stoppable(&mut step),
+            };
+            match outcome {
                 Err(CliError::Escalation(EscalationError::Tasks(TaskListError::RetryAfter {
                     wait,
                     why,
@@ -95,6 +102,40 @@ impl<'a> StartWaits<'a> {
             .map_err(|signal| CliError::StoppedBeforeStart { why, signal })
     }
 }
+
+/// `step` run on a thread of its own while this one watches for signals: a signal that comes
+/// before it is done ends ralph there and then (a request GitHub does not answer ends only at
+/// its timeout, a minute on). The step is cut short where it is, as a signal before the first
+/// wait cuts it short: what it changes on disk is journaled first.
+fn stoppable<T: Send>(
+    step: &mut (impl FnMut() -> Result<T, CliError> + Send),
+) -> Result<T, CliError> {
+    let before = crate::interrupts::count();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(step);
+        // A request the signal cut short ends the step too: the signal is looked at last.
+        while !worker.is_finished() && crate::interrupts::since(before).is_none() {
+            std::thread::sleep(STEP_POLL);
+        }
+        if let Some(signal) = crate::interrupts::since(before) {
+            let err = CliError::StoppedBeforeStart {
+                why: "a step of the start was under way, such as a request the task list's \
+                      service had not answered"
+                    .to_owned(),
+                signal,
+            };
+            crate::report(&err);
+            // The step cannot be joined: it may wait a minute more on its request.
+            std::process::exit(err.exit_code());
+        }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// How often [`stoppable`] looks whether its step is done.
+const STEP_POLL: Duration = Duration::from_millis(20);
 
 /// SIGINT, SIGTERM and SIGHUP sent to a channel from now on ([`crate::run::forward_signals`]).
 fn take_signals(runtime: &Runtime) -> Signals {

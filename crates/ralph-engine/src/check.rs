@@ -28,8 +28,8 @@ impl Supervision for TailOnly {
 }
 
 /// Runs `check` through `sh -c` in `cwd` to its end (or `timeout`; SIGTERM, then SIGKILL after
-/// `kill_grace`), as the loop runs a `done_when` check. An interrupt sent on `stop` ends it
-/// now. A check that cannot start fails with no exit code, its reason as its tail. The check
+/// `kill_grace`), as the loop runs a `done_when` check, without the variables `env_remove`
+/// names ([`ralph_process::withheld_env`]). An interrupt sent on `stop` ends it now. A check that cannot start fails with no exit code, its reason as its tail. The check
 /// holds the watchdog while it runs, so a ralph killed meanwhile takes it along, and a loop
 /// of the same process that ends meanwhile (its handle the last) does not.
 pub async fn run_check(
@@ -37,6 +37,7 @@ pub async fn run_check(
     cwd: PathBuf,
     timeout: Duration,
     kill_grace: Duration,
+    env_remove: &[String],
     stop: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> CheckResult {
     // The watchdog ends when its last holder lets go and kills every group it knows, this
@@ -44,6 +45,7 @@ pub async fn run_check(
     let _containment = process::Containment::start(false);
     let mut spec = process::ProcessSpec::shell(check, cwd, kill_grace);
     spec.timeout = Some(timeout);
+    spec.env_remove = env_remove.to_vec();
     let mut tail = TailOnly(Tail::new(convergence::TAIL_BYTES));
     let result = process::run(&spec, &mut tail, stop).await;
     let (text, truncated) = tail.0.into_text();

@@ -806,6 +806,52 @@ impl Git {
         message: &str,
         excluded: &[PathBuf],
     ) -> Result<Saved, GitError> {
+        let commit = self.save_commit(message, excluded)?;
+        let refname = self.create_ref(prefix, &commit)?;
+        Ok(Saved { refname, commit })
+    }
+
+    /// What [`save`](Self::save) stores, as a commit no ref names yet, with the first free
+    /// `<prefix>/<n>` it is to be named by ([`name_saved`](Self::name_saved)). A step that must
+    /// be journaled before its saved work has a name (a revert: a kill in between would leave
+    /// a saved attempt the next start knows nothing of) records both, then names it.
+    pub fn save_unnamed(
+        &self,
+        prefix: &str,
+        message: &str,
+        excluded: &[PathBuf],
+    ) -> Result<Saved, GitError> {
+        let commit = self.save_commit(message, excluded)?;
+        let refname = self.next_ref(prefix)?;
+        Ok(Saved { refname, commit })
+    }
+
+    /// Points `saved.refname` at `saved.commit` ([`save_unnamed`](Self::save_unnamed)), and
+    /// returns the saved work as named: as given, also when the ref names it already; when
+    /// another writer took the name meanwhile, its ref is left alone and the first free
+    /// `<prefix>/<n>` names the work instead.
+    pub fn name_saved(&self, saved: &Saved) -> Result<Saved, GitError> {
+        match self.run(&["update-ref", &saved.refname, &saved.commit, ""]) {
+            Ok(_) => Ok(saved.clone()),
+            Err(_) if self.ref_exists(&saved.refname)? => {
+                if self.ref_commit(&saved.refname)? == saved.commit {
+                    return Ok(saved.clone());
+                }
+                let prefix = saved
+                    .refname
+                    .rsplit_once('/')
+                    .map_or(saved.refname.as_str(), |(prefix, _)| prefix);
+                Ok(Saved {
+                    refname: self.create_ref(prefix, &saved.commit)?,
+                    commit: saved.commit.clone(),
+                })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The commit [`save`](Self::save) stores.
+    fn save_commit(&self, message: &str, excluded: &[PathBuf]) -> Result<String, GitError> {
         let index = TempIndex::new(&self.git_dir);
         let head = self.head()?;
         let mut parents = vec![head.clone()];
@@ -814,9 +860,7 @@ impl Git {
         }
         self.stage_work(&head, excluded, index.path(), Nested::Files)?;
         let tree = self.write_tree(index.path())?;
-        let commit = self.commit_tree(&tree, &parents, message)?;
-        let refname = self.create_ref(prefix, &commit)?;
-        Ok(Saved { refname, commit })
+        self.commit_tree(&tree, &parents, message)
     }
 
     /// The tree of everything in the working tree outside `excluded` (untracked files too,

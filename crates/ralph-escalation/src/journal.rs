@@ -70,6 +70,10 @@ pub(crate) enum Step {
     Revert {
         /// The ref the attempt was saved under.
         saved_ref: String,
+        /// The saved attempt's commit, journaled before `saved_ref` names it: a kill in
+        /// between leaves the ref to the next start to make.
+        #[serde(default)]
+        saved_commit: Option<String>,
         /// progress.txt (absolute).
         progress: PathBuf,
         /// The progress.txt entry, appended once.
@@ -208,6 +212,7 @@ pub(crate) fn finish(
         (
             Step::Revert {
                 saved_ref,
+                saved_commit,
                 progress,
                 entry,
                 notes,
@@ -215,12 +220,29 @@ pub(crate) fn finish(
             },
             _,
         ) => {
+            // The entry names the ref: it is made first when the kill came before it was (under
+            // another number, and the entry and notes with it, when that one was taken since).
+            let (mut saved_ref, mut entry, mut notes) =
+                (saved_ref.clone(), entry.clone(), notes.clone());
+            if let Some(commit) = saved_commit {
+                let named = git.name_saved(&Saved {
+                    refname: saved_ref.clone(),
+                    commit: commit.clone(),
+                })?;
+                if named.refname != saved_ref {
+                    entry = entry.replace(&saved_ref, &named.refname);
+                    for part in notes.iter_mut().flatten() {
+                        *part = part.replace(&saved_ref, &named.refname);
+                    }
+                    saved_ref = named.refname;
+                }
+            }
             said.extend(finish_revert(
                 git,
                 &journal,
-                saved_ref,
+                &saved_ref,
                 progress,
-                entry,
+                &entry,
                 notes.as_ref().map(|n| (n, reason.as_str())),
                 list,
             )?);

@@ -337,10 +337,14 @@ impl Escalation {
         let progress = followed(at(&esc.progress));
         let first = list.as_ref().and_then(|l| l.files().into_iter().next());
         progress::check_path(&progress, first.as_deref(), None)?;
-        let counts = match list.as_mut().map(|list| list.load()) {
-            Some(Ok(tasks)) => Some(summary(&tasks)),
-            // Not now (a rate limit): the first look waits for it, in the run.
-            Some(Err(TaskListError::RetryAfter { .. })) | None => None,
+        let (counts, not_now) = match list.as_mut().map(|list| list.load()) {
+            Some(Ok(tasks)) => (Some(summary(&tasks)), None),
+            // Not now (a rate limit, a 5xx): the first look waits as long as the list asked,
+            // in the run, saying why, before it asks again.
+            Some(Err(TaskListError::RetryAfter { wait, why })) => {
+                (None, Some(TaskWait::new(wait, why)))
+            }
+            None => (None, None),
             Some(Err(err)) => return Err(err.into()),
         };
         Ok(Some(Self {
@@ -358,7 +362,7 @@ impl Escalation {
             only: None,
             asked: None,
             answered: None,
-            not_now: None,
+            not_now,
             only_passed: false,
         }))
     }
@@ -479,6 +483,14 @@ impl Escalation {
     /// Refused without a task list, or when the list has no task `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
+        // The list said "not now" as it opened: its wait comes first, for the caller to make.
+        if let Some(wait) = self.not_now.take() {
+            return Err(TaskListError::RetryAfter {
+                wait: wait.poll,
+                why: wait.why,
+            }
+            .into());
+        }
         let tasks = self
             .load()?
             .ok_or_else(|| EscalationError::NotStoryMode { id: id.to_owned() })?;
@@ -595,9 +607,11 @@ impl Escalation {
         let Some(list) = &mut self.list else {
             return Ok(None);
         };
+        let mut wrote = false;
         while let Some(mark) = self.unwritten.first() {
             match list.write_mark(mark) {
                 Ok(()) => {
+                    wrote = true;
                     if let Err(err) = list.after_landed(&Landed::new(mark)) {
                         cx.warn(format!(
                             "{}: \"{mark}\" is written, but: {err}",
@@ -625,8 +639,16 @@ impl Escalation {
             }
             self.unwritten.remove(0);
         }
-        if let Ok(tasks) = list.load() {
-            self.counts = Some(summary(&tasks));
+        // The counts after the marks; with none written the next look reads the list anyway,
+        // and a "not now" here is a wait, never a try made and forgotten.
+        if wrote {
+            match list.load() {
+                Ok(tasks) => self.counts = Some(summary(&tasks)),
+                Err(TaskListError::RetryAfter { wait, why }) => {
+                    return Ok(Some(TaskWait::new(wait, why)));
+                }
+                Err(_) => {}
+            }
         }
         Ok(None)
     }
@@ -940,7 +962,8 @@ impl Escalation {
             cx.warn(format!("{gone}; its work stays in the folder"));
             return Ok(());
         };
-        let work = repo.git.save(
+        // Named after the journal entry: a kill in between leaves no saved work unjournaled.
+        let work = repo.git.save_unnamed(
             &format!("refs/ralph/attempts/{}", git::ref_component(&current.id)),
             &format!(
                 "ralph: work on {} saved as the task left {location}",
@@ -949,26 +972,32 @@ impl Escalation {
             &repo.own,
         )?;
         let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        let entry = format!(
+        let mut entry = format!(
             "## {now} · {} · dropped: no longer in {location}\nabandoned work saved as {} \
              (get it back: git checkout {})\n",
             current.id, work.refname, work.refname
         );
-        self.record(
-            journal::Step::Revert {
-                saved_ref: work.refname.clone(),
-                progress: std::path::absolute(&self.progress)
-                    .unwrap_or_else(|_| self.progress.clone()),
-                entry: entry.clone(),
-                notes: None,
-                reason: "no longer in the list".to_owned(),
-            },
-            Some(&current.id),
-        )?;
-        progress::append(&self.progress, &entry)?;
+        let step = |work: &Saved, entry: &str| journal::Step::Revert {
+            saved_ref: work.refname.clone(),
+            saved_commit: Some(work.commit.clone()),
+            progress: std::path::absolute(&self.progress).unwrap_or_else(|_| self.progress.clone()),
+            entry: entry.to_owned(),
+            notes: None,
+            reason: "no longer in the list".to_owned(),
+        };
+        self.record(step(&work, &entry), Some(&current.id))?;
         let Some(repo) = &self.repo else {
             return Ok(());
         };
+        let mut work = work;
+        let named = repo.git.name_saved(&work)?;
+        if named.refname != work.refname {
+            // Another writer took the number meanwhile: the entry names the next.
+            entry = entry.replace(&work.refname, &named.refname);
+            work = named;
+            self.record(step(&work, &entry), Some(&current.id))?;
+        }
+        progress::append(&self.progress, &entry)?;
         repo.git
             .restore(&repo.checkpoint, repo.branch.as_deref(), &repo.keep, &work)?;
         cx.warn(format!(
@@ -1086,10 +1115,12 @@ impl Escalation {
         let why = trip.describe(&last_failure);
 
         // Save before anything is logged or reverted: the log never names a missing ref, and
-        // nothing is reset that is not stored.
+        // nothing is reset that is not stored. The saved work is named only once the journal
+        // holds the revert (below): a kill in between must not leave an attempt saved while
+        // the next start takes up its work in the tree.
         let mut saved = None;
         if let Some(repo) = &self.repo {
-            let work = repo.git.save(
+            let work = repo.git.save_unnamed(
                 &format!("refs/ralph/attempts/{}", git::ref_component(what)),
                 &format!("ralph: abandoned attempt at {what} ({why})"),
                 &repo.own,
@@ -1157,25 +1188,35 @@ impl Escalation {
         );
         // The story's notes, around the entry's line number.
         let notes_before = format!("blocked by ralph at {now}: {why}. Details: {progress_name}:");
-        let notes_after = match &saved {
+        let mut notes_after = match &saved {
             Some((work, _, _)) => format!("; abandoned work: git checkout {}", work.refname),
             None => String::new(),
         };
         // From here on a killed ralph leaves the trip half done: the next start finishes it.
-        if let Some((work, _, _)) = &saved {
-            self.record(
-                journal::Step::Revert {
-                    saved_ref: work.refname.clone(),
-                    progress: std::path::absolute(&self.progress)
-                        .unwrap_or_else(|_| self.progress.clone()),
-                    entry: entry.clone(),
-                    notes: story_id
-                        .as_ref()
-                        .map(|_| [notes_before.clone(), notes_after.clone()]),
-                    reason: why.clone(),
-                },
-                story_id.as_deref(),
-            )?;
+        if let Some((work, _, _)) = &mut saved {
+            let step = |work: &Saved, entry: &str, notes_after: &str| journal::Step::Revert {
+                saved_ref: work.refname.clone(),
+                saved_commit: Some(work.commit.clone()),
+                progress: std::path::absolute(&self.progress)
+                    .unwrap_or_else(|_| self.progress.clone()),
+                entry: entry.to_owned(),
+                notes: story_id
+                    .as_ref()
+                    .map(|_| [notes_before.clone(), notes_after.to_owned()]),
+                reason: why.clone(),
+            };
+            self.record(step(work, &entry, &notes_after), story_id.as_deref())?;
+            if let Some(repo) = &self.repo {
+                // Another writer took the number meanwhile: the work is saved under the next,
+                // and the entry says which.
+                let named = repo.git.name_saved(work)?;
+                if named.refname != work.refname {
+                    entry = entry.replace(&work.refname, &named.refname);
+                    notes_after = notes_after.replace(&work.refname, &named.refname);
+                    *work = named;
+                    self.record(step(work, &entry, &notes_after), story_id.as_deref())?;
+                }
+            }
         }
         let line = progress::append(&self.progress, &entry)?;
 

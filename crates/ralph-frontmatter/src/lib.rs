@@ -122,6 +122,38 @@ pub struct Config {
     pub max_cost: Option<f64>,
     /// Start no iteration or wait once the run has lasted this long.
     pub max_runtime: Option<Duration>,
+    /// The child processes' environment.
+    pub env: EnvConfig,
+}
+
+/// The `env` block: which of the [`schema::WITHHELD_VARIABLES`] the agent, the commands, the
+/// checks and the state hooks get all the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvConfig {
+    /// The withheld variables passed on, by name, as written.
+    pub pass: Vec<String>,
+}
+
+impl EnvConfig {
+    /// The variables a child's environment goes without: the withheld ones not passed on, of
+    /// which `GITHUB_API_URL` only when it holds a user or password (`https://USER:TOKEN@HOST`).
+    /// `var` reads ralph's environment (`std::env::var` in a program, a map in a test).
+    pub fn withheld(&self, var: impl Fn(&str) -> Option<String>) -> Vec<&'static str> {
+        schema::WITHHELD_VARIABLES
+            .iter()
+            .copied()
+            .filter(|name| !self.pass.iter().any(|p| p == name))
+            .filter(|&name| name != "GITHUB_API_URL" || var(name).is_some_and(|v| has_userinfo(&v)))
+            .collect()
+    }
+}
+
+/// Whether the address holds a user (and maybe a password) before its host.
+fn has_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
 }
 
 /// The `rate_limit` block.

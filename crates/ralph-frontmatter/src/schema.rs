@@ -402,6 +402,22 @@ pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
     "Longest wait for a rate limit's reset; a later reset time is waited for this long.",
 )];
 
+/// The variables of ralph's environment that no agent, command, check or hook gets unless
+/// `env.pass` names them: GitHub tokens (the tokens a GitHub task list reads; an agent's prompt
+/// may be issue text anyone can write), and `GITHUB_API_URL` when it holds a user or password.
+pub const WITHHELD_VARIABLES: &[&str] = &["GITHUB_TOKEN", "GH_TOKEN", "GITHUB_API_URL"];
+
+/// The keys of the `env` block.
+pub const ENV_FIELDS: &[Field] = &[optional(
+    "pass",
+    Kind::List {
+        item: &Kind::Choice(WITHHELD_VARIABLES),
+        unique: true,
+    },
+    Some(DefaultValue::EmptyList),
+    "Withheld variables the agent, commands, checks and hooks get all the same, by name.",
+)];
+
 /// The top-level keys of the frontmatter.
 pub const FIELDS: &[Field] = &[
     required(
@@ -555,6 +571,12 @@ pub const FIELDS: &[Field] = &[
         Kind::Duration { positive: true },
         None,
         "Start no iteration or wait after the run has lasted this long; a wait is cut short.",
+    ),
+    optional(
+        "env",
+        Kind::Block(ENV_FIELDS),
+        None,
+        "The child processes' environment: ralph's own, less GitHub tokens unless passed on.",
     ),
 ];
 
@@ -774,6 +796,7 @@ mod tests {
             ("pty", PTY_FIELDS),
             ("failure", FAILURE_FIELDS),
             ("rate_limit", RATE_LIMIT_FIELDS),
+            ("env", ENV_FIELDS),
         ] {
             for f in fields {
                 let text = format!("---\nagent: x\n{block}:\n  {}:\n---\n", f.name);

@@ -20,6 +20,8 @@ use crate::{
     StateThen, Vocabulary,
 };
 
+mod env;
+
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
     schema::names(schema::nested(block))
@@ -462,6 +464,7 @@ pub(crate) fn config(
         present(root, "max_cost").map(|v| checker.number_at_least(&top.key("max_cost"), v, 0.0));
     let max_runtime =
         present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
+    let env = env::env(checker, &top.key("env"), root.get("env"));
 
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
@@ -511,6 +514,7 @@ pub(crate) fn config(
         rate_limit,
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
+        env: env?,
     })
 }
 

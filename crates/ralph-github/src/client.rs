@@ -3,6 +3,8 @@
 //! calls a task source makes.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -157,6 +159,8 @@ pub struct Client {
     token: Token,
     repo: Repo,
     clock: Box<dyn Clock>,
+    /// A count of the program's interrupts: a request under way when it grows is given up.
+    interrupts: Option<&'static AtomicU64>,
 }
 
 impl fmt::Debug for Client {
@@ -192,6 +196,7 @@ impl Client {
             token,
             repo,
             clock: Box::new(SystemClock),
+            interrupts: None,
         }
     }
 
@@ -230,12 +235,30 @@ impl Client {
         )
     }
 
+    /// The login of the account the token acts for (`GET /user`): who ralph's comments are
+    /// written by.
+    ///
+    /// # Errors
+    /// See [`Error`]: a GitHub App's token (GitHub Actions' `GITHUB_TOKEN`) may not read its
+    /// user, a [`Error::Status`] 403.
+    pub fn login(&mut self) -> Result<String, Error> {
+        self.hiding(|client| {
+            let url = format!("{}/user", client.base);
+            let answer = client.send("GET", &url, None)?;
+            parse::<WireUser>(&url, answer.json).map(|user| user.login)
+        })
+    }
+
     /// The open issues, with `label` when given, oldest first, every page; pull requests are
     /// left out.
     ///
     /// # Errors
     /// See [`Error`]: a refused token, an unknown repository, the network down through every retry.
     pub fn open_issues(&mut self, label: Option<&str>) -> Result<Vec<Issue>, Error> {
+        self.hiding(|client| client.list_open_issues(label))
+    }
+
+    fn list_open_issues(&mut self, label: Option<&str>) -> Result<Vec<Issue>, Error> {
         let mut query = format!("?state=open&sort=created&direction=asc&per_page={PER_PAGE}");
         if let Some(label) = label {
             query.push_str("&labels=");
@@ -255,9 +278,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn issue(&mut self, number: u64) -> Result<Issue, Error> {
-        let url = self.repo_url(&format!("/issues/{number}"));
-        let answer = self.send("GET", &url, None)?;
-        parse::<WireIssue>(&url, answer.json).map(Issue::from)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}"));
+            let answer = client.send("GET", &url, None)?;
+            parse::<WireIssue>(&url, answer.json).map(Issue::from)
+        })
     }
 
     /// An issue's comments, oldest first, every page.
@@ -265,9 +290,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn comments(&mut self, number: u64) -> Result<Vec<Comment>, Error> {
-        let url = self.repo_url(&format!("/issues/{number}/comments?per_page={PER_PAGE}"));
-        let wires: Vec<WireComment> = self.all_pages(url)?;
-        Ok(wires.into_iter().map(Comment::from).collect())
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/comments?per_page={PER_PAGE}"));
+            let wires: Vec<WireComment> = client.all_pages(url)?;
+            Ok(wires.into_iter().map(Comment::from).collect())
+        })
     }
 
     /// Posts `body` as a comment on the issue.
@@ -275,9 +302,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn post_comment(&mut self, number: u64, body: &str) -> Result<Comment, Error> {
-        let url = self.repo_url(&format!("/issues/{number}/comments"));
-        let answer = self.send("POST", &url, Some(&json!({ "body": body })))?;
-        parse::<WireComment>(&url, answer.json).map(Comment::from)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/comments"));
+            let answer = client.send("POST", &url, Some(&json!({ "body": body })))?;
+            parse::<WireComment>(&url, answer.json).map(Comment::from)
+        })
     }
 
     /// Closes the issue as completed.
@@ -285,9 +314,11 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn close_issue(&mut self, number: u64) -> Result<(), Error> {
-        let url = self.repo_url(&format!("/issues/{number}"));
-        let body = json!({ "state": "closed", "state_reason": "completed" });
-        self.send("PATCH", &url, Some(&body)).map(drop)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}"));
+            let body = json!({ "state": "closed", "state_reason": "completed" });
+            client.send("PATCH", &url, Some(&body)).map(drop)
+        })
     }
 
     /// Adds `label` to the issue (GitHub creates the label in the repository if it is new).
@@ -295,9 +326,23 @@ impl Client {
     /// # Errors
     /// See [`Error`].
     pub fn add_label(&mut self, number: u64, label: &str) -> Result<(), Error> {
-        let url = self.repo_url(&format!("/issues/{number}/labels"));
-        self.send("POST", &url, Some(&json!({ "labels": [label] })))
-            .map(drop)
+        self.hiding(|client| {
+            let url = client.repo_url(&format!("/issues/{number}/labels"));
+            client
+                .send("POST", &url, Some(&json!({ "labels": [label] })))
+                .map(drop)
+        })
+    }
+
+    /// `call`'s result, with a user and password in the API address (`https://USER:TOKEN@HOST`)
+    /// replaced by `***` wherever its error shows the address: errors are printed, and go into
+    /// events (`WAIT_STARTED.why`, `WARNING`).
+    fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+        let result = call(self);
+        match crate::token::userinfo(&self.base) {
+            Some(userinfo) => result.map_err(|err| err.hiding(userinfo)),
+            None => result,
+        }
     }
 
     fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
@@ -351,6 +396,12 @@ impl Client {
                 });
             }
             Ok(Reply::ServerError(reason)) | Err(reason) => reason,
+            Ok(Reply::Interrupted) => {
+                return Err(Error::Interrupted {
+                    method: method.to_owned(),
+                    url: url.to_owned(),
+                });
+            }
             Ok(Reply::Refused { status, message }) => {
                 return Err(Error::Status {
                     method: method.to_owned(),
@@ -369,17 +420,74 @@ impl Client {
         })
     }
 
-    /// One try: GitHub's answer sorted, or the network's failure in words.
+    /// One try: GitHub's answer sorted, or the network's failure in words. With
+    /// [`with_interrupts`](Self::with_interrupts), the try is made on a thread of its own and
+    /// given up ([`Reply::Interrupted`]) as soon as the count grows.
     fn send_once(&self, method: &str, url: &str, body: Option<&Value>) -> Result<Reply, String> {
+        let exchange = Exchange {
+            agent: self.agent.clone(),
+            authorization: format!("Bearer {}", self.token.secret()),
+            method: method.to_owned(),
+            url: url.to_owned(),
+            body: body.map(Value::to_string),
+            now: self.clock.now(),
+        };
+        let Some(interrupts) = self.interrupts else {
+            return exchange.run();
+        };
+        let before = interrupts.load(Ordering::SeqCst);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Left to finish alone when given up: it ends at the agent's timeout at the latest.
+        std::thread::spawn(move || {
+            let _ = tx.send(exchange.run());
+        });
+        loop {
+            match rx.recv_timeout(INTERRUPT_POLL) {
+                Ok(reply) => return reply,
+                Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::SeqCst) == before => {}
+                Err(RecvTimeoutError::Timeout) => return Ok(Reply::Interrupted),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the request's thread ended without an answer".to_owned());
+                }
+            }
+        }
+    }
+
+    /// The same client giving up a request under way as soon as `interrupts` grows: a program
+    /// counts there the interrupts it receives (Ctrl+C, SIGTERM), so that none waits on a
+    /// request GitHub does not answer (until the one-minute timeout).
+    #[must_use]
+    pub fn with_interrupts(mut self, interrupts: &'static AtomicU64) -> Self {
+        self.interrupts = Some(interrupts);
+        self
+    }
+}
+
+/// How often a request made on a thread of its own looks at the interrupt count.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// One request, owned, so that it can be made on a thread of its own.
+struct Exchange {
+    agent: ureq::Agent,
+    authorization: String,
+    method: String,
+    url: String,
+    body: Option<String>,
+    /// The time a rate limit's reset is read against.
+    now: SystemTime,
+}
+
+impl Exchange {
+    fn run(self) -> Result<Reply, String> {
         let request = ureq::http::Request::builder()
-            .method(method)
-            .uri(url)
-            .header("authorization", format!("Bearer {}", self.token.secret()))
+            .method(self.method.as_str())
+            .uri(self.url.as_str())
+            .header("authorization", self.authorization.as_str())
             .header("x-github-api-version", "2022-11-28");
-        let sent = match body {
+        let sent = match self.body {
             Some(body) => request
                 .header("content-type", "application/json")
-                .body(body.to_string())
+                .body(body)
                 .map_err(|err| err.to_string())
                 .and_then(|r| self.agent.run(r).map_err(|err| err.to_string())),
             None => request
@@ -434,7 +542,7 @@ impl Client {
             reset: reset.as_deref(),
             message: &message,
         };
-        if let Some(wait) = rate_limit_wait(status, &limits, self.clock.now()) {
+        if let Some(wait) = rate_limit_wait(status, &limits, self.now) {
             return Ok(Reply::RateLimited { status, wait });
         }
         if status >= 500 {
@@ -447,9 +555,17 @@ impl Client {
 /// One try's answer, sorted by what the request loop does next.
 enum Reply {
     Answer(Answer),
-    RateLimited { status: u16, wait: Duration },
+    RateLimited {
+        status: u16,
+        wait: Duration,
+    },
     ServerError(String),
-    Refused { status: u16, message: String },
+    Refused {
+        status: u16,
+        message: String,
+    },
+    /// Given up: the program was interrupted while it waited for the answer.
+    Interrupted,
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {

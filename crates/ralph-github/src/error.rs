@@ -87,6 +87,15 @@ pub enum Error {
         /// The API address in use.
         base: String,
     },
+    /// The request was given up: the program was interrupted (Ctrl+C, SIGTERM) while it
+    /// waited for GitHub's answer.
+    #[error("{method} {url}: given up, ralph was interrupted before GitHub answered")]
+    Interrupted {
+        /// The request's method.
+        method: String,
+        /// The address asked.
+        url: String,
+    },
     /// Pagination that does not end: a next page already read, or more pages than a list of
     /// open issues or an issue's comments has.
     #[error(
@@ -119,6 +128,74 @@ impl Error {
             410 => "issues are turned off for this repository",
             422 => "GitHub refused the request's content",
             _ => "see the message above",
+        }
+    }
+}
+
+impl Error {
+    /// The error with every `userinfo` (an API address's `USER:TOKEN`) in its text shown as
+    /// `***`.
+    pub(crate) fn hiding(self, userinfo: &str) -> Self {
+        let hide = |text: String| text.replace(userinfo, crate::token::HIDDEN);
+        match self {
+            Error::BadRepo { value } => Error::BadRepo { value: hide(value) },
+            Error::BadApiUrl { value } => Error::BadApiUrl { value: hide(value) },
+            Error::Status {
+                method,
+                url,
+                status,
+                message,
+                hint,
+            } => Error::Status {
+                method,
+                url: hide(url),
+                status,
+                message: hide(message),
+                hint,
+            },
+            Error::Unreachable {
+                method,
+                url,
+                reason,
+                status_page,
+            } => Error::Unreachable {
+                method,
+                url: hide(url),
+                reason: hide(reason),
+                status_page,
+            },
+            Error::RateLimited {
+                method,
+                url,
+                status,
+                wait,
+                until,
+            } => Error::RateLimited {
+                method,
+                url: hide(url),
+                status,
+                wait,
+                until,
+            },
+            Error::BadAnswer { url, reason } => Error::BadAnswer {
+                url: hide(url),
+                reason: hide(reason),
+            },
+            Error::ForeignLink { url, next, base } => Error::ForeignLink {
+                url: hide(url),
+                next: hide(next),
+                base: hide(base),
+            },
+            Error::EndlessPages { url, pages, why } => Error::EndlessPages {
+                url: hide(url),
+                pages,
+                why: hide(why),
+            },
+            Error::Interrupted { method, url } => Error::Interrupted {
+                method,
+                url: hide(url),
+            },
+            Error::NoToken => Error::NoToken,
         }
     }
 }

@@ -13,8 +13,32 @@ pub const DONE_LABEL: &str = "ralph:done";
 pub const BLOCKED_LABEL: &str = "ralph:blocked";
 /// Ends every comment ralph writes, so its own comments are never taken for a person's
 /// answer, even when ralph runs with that person's token. Not a `ralph:` marker, so an agent
-/// that quotes it states nothing.
+/// that quotes it states nothing. Anyone can end a comment with it: a comment is ralph's only
+/// when its author is ralph's account too (see [`is_ralphs`]).
 pub const SIGNATURE: &str = "<!-- posted by ralph -->";
+
+/// Who ralph's comments are written by: the login of the account its token acts for, or, for
+/// a token that may not read its own user (a GitHub App's, such as GitHub Actions'
+/// `GITHUB_TOKEN`, whose comments are an app's), any app (`NAME[bot]`) until ralph learns the
+/// login from a comment it posts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Author {
+    /// The token's login.
+    Login(String),
+    /// Not known: an app's login.
+    AnyApp,
+}
+
+impl Author {
+    /// Whether `login` is ralph's. Logins are compared as GitHub does, ignoring case.
+    #[must_use]
+    pub fn is(&self, login: &str) -> bool {
+        match self {
+            Author::Login(me) => me.eq_ignore_ascii_case(login),
+            Author::AnyApp => login.ends_with("[bot]"),
+        }
+    }
+}
 
 /// The issue's priority: the smallest N of its `priority:N` labels.
 #[must_use]
@@ -41,13 +65,14 @@ pub fn run_order(mut issues: Vec<Issue>) -> Vec<Issue> {
     issues
 }
 
-/// Whether ralph wrote the comment.
+/// Whether ralph wrote the comment: signed, by ralph's account (a person's comment that ends
+/// with the signature is that person's).
 #[must_use]
-pub fn is_ralphs(comment: &Comment) -> bool {
-    comment.body.trim_end().ends_with(SIGNATURE)
+pub fn is_ralphs(comment: &Comment, ralph: &Author) -> bool {
+    comment.body.trim_end().ends_with(SIGNATURE) && ralph.is(&comment.author)
 }
 
-/// A comment's text without ralph's signature.
+/// A comment's text without ralph's signature (a person's too: it is no more than a mark).
 fn text(comment: &Comment) -> &str {
     comment
         .body
@@ -58,13 +83,17 @@ fn text(comment: &Comment) -> &str {
 }
 
 /// The comments as `{{ task.comments }}` shows them: each headed by its author and time
-/// (ralph's as `ralph`), oldest first, separated by a blank line.
+/// (ralph's as `ralph`, see [`is_ralphs`]), oldest first, separated by a blank line.
 #[must_use]
-pub fn render_comments(comments: &[Comment]) -> String {
+pub fn render_comments(comments: &[Comment], ralph: &Author) -> String {
     comments
         .iter()
         .map(|c| {
-            let author = if is_ralphs(c) { "ralph" } else { &c.author };
+            let author = if is_ralphs(c, ralph) {
+                "ralph"
+            } else {
+                &c.author
+            };
             format!("{author} ({}):\n{}", c.created_at, text(c))
         })
         .collect::<Vec<_>>()
@@ -113,13 +142,13 @@ pub fn question_comment(question: &str) -> String {
 }
 
 /// The answer to the question posted as comment `question_id`: every comment after it that
-/// ralph did not write, joined by a blank line; `None` while there is none.
+/// ralph did not write ([`is_ralphs`]), joined by a blank line; `None` while there is none.
 #[must_use]
-pub fn answer_after(comments: &[Comment], question_id: u64) -> Option<String> {
+pub fn answer_after(comments: &[Comment], question_id: u64, ralph: &Author) -> Option<String> {
     let start = comments.iter().position(|c| c.id == question_id)? + 1;
     let answers: Vec<&str> = comments[start..]
         .iter()
-        .filter(|c| !is_ralphs(c))
+        .filter(|c| !is_ralphs(c, ralph))
         .map(text)
         .collect();
     (!answers.is_empty()).then(|| answers.join("\n\n"))
@@ -174,13 +203,14 @@ mod tests {
             comment(2, "me", &question),
             comment(3, "me", &passed_comment(&["abc"], None)),
         ];
-        assert_eq!(answer_after(&comments, 2), None);
-        assert_eq!(answer_after(&comments, 99), None);
+        let me = Author::Login("me".into());
+        assert_eq!(answer_after(&comments, 2, &me), None);
+        assert_eq!(answer_after(&comments, 99, &me), None);
         let mut answered = comments.to_vec();
         answered.push(comment(4, "me", "Postgres, please"));
         answered.push(comment(5, "someone", "and use sqlx"));
         assert_eq!(
-            answer_after(&answered, 2).as_deref(),
+            answer_after(&answered, 2, &me).as_deref(),
             Some("Postgres, please\n\nand use sqlx")
         );
     }
@@ -191,7 +221,7 @@ mod tests {
             comment(1, "a-person", "please hurry"),
             comment(2, "bot", &question_comment("Which one?")),
         ];
-        let shown = render_comments(&comments);
+        let shown = render_comments(&comments, &Author::Login("bot".into()));
         assert!(shown.starts_with("a-person (2026-01-01T00:00:01Z):\nplease hurry\n\nralph ("));
         assert!(shown.contains("**ralph asks:** Which one?"));
         assert!(!shown.contains(SIGNATURE));
@@ -208,7 +238,25 @@ mod tests {
         assert!(blocked.contains("same error 3 times"), "{blocked}");
         assert!(blocked.contains("refs/ralph/attempts/7/1"), "{blocked}");
         for body in [passed, blocked] {
-            assert!(is_ralphs(&comment(1, "x", &body)));
+            assert!(is_ralphs(
+                &comment(1, "x", &body),
+                &Author::Login("X".into())
+            ));
         }
+    }
+
+    #[test]
+    fn a_signed_comment_is_ralphs_only_by_ralphs_account() {
+        let signed = passed_comment(&["abc"], None);
+        let me = Author::Login("ralph-bot".into());
+        assert!(!is_ralphs(&comment(1, "mallory", &signed), &me));
+        assert!(!is_ralphs(&comment(1, "ralph-bot", "unsigned"), &me));
+        assert!(is_ralphs(
+            &comment(1, "github-actions[bot]", &signed),
+            &Author::AnyApp
+        ));
+        assert!(!is_ralphs(&comment(1, "mallory", &signed), &Author::AnyApp));
+        let shown = render_comments(&[comment(1, "mallory", &signed)], &me);
+        assert!(shown.starts_with("mallory ("), "{shown}");
     }
 }

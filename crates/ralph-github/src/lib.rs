@@ -23,7 +23,7 @@ mod token;
 
 pub use client::{Client, Clock, Comment, Issue, IssueState, SystemClock};
 pub use error::Error;
-pub use list::GithubList;
+pub use list::{GithubList, SharedFailures};
 pub use repo::Repo;
 pub use token::{TOKEN_VARIABLES, Token, api_url_from_env, token_from_env};
 

@@ -4,14 +4,19 @@
 //! issue itself.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
 use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde_json::{Value, json};
 
-use crate::issues::{self, BLOCKED_LABEL, DONE_LABEL};
+use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
+
+/// Failures in a row (network errors, 5xx answers) that lists share
+/// ([`GithubList::sharing_failures`]).
+pub type SharedFailures = Arc<Mutex<FailureStreak>>;
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
 /// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
@@ -27,14 +32,17 @@ pub struct GithubList {
     close: bool,
     /// The run's `failure:` backoff, for network errors and 5xx answers.
     failure: FailurePolicy,
-    /// Network errors and 5xx answers in a row.
-    failures: FailureStreak,
+    /// Network errors and 5xx answers in a row: shared by the lists a run makes of one
+    /// repository ([`GithubList::sharing_failures`]).
+    failures: SharedFailures,
     /// The longest rate-limit wait (`rate_limit.max_wait`).
     max_wait: Duration,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run: passed whatever GitHub says until it is told.
     passed: BTreeSet<u64>,
+    /// Who ralph's comments are by: asked of GitHub once, the first time a comment is read.
+    ralph: Option<Author>,
 }
 
 impl GithubList {
@@ -56,11 +64,48 @@ impl GithubList {
             label,
             close,
             failure,
-            failures: FailureStreak::new(),
+            failures: Arc::default(),
             max_wait,
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
+            ralph: None,
         }
+    }
+
+    /// Who ralph's comments are by: the token's login, asked once (`GET /user`). A token that
+    /// may not read its user (403, 404: a GitHub App's) writes as an app: any app's signed
+    /// comment is taken for ralph's until ralph posts one of its own.
+    fn ralph(&mut self) -> Result<Author, TaskListError> {
+        if let Some(ralph) = &self.ralph {
+            return Ok(ralph.clone());
+        }
+        let ralph = match self.client.login() {
+            Ok(login) => Author::Login(login),
+            Err(Error::Status {
+                status: 403 | 404, ..
+            }) => Author::AnyApp,
+            Err(err) => return Err(list_error(err)),
+        };
+        Ok(self.ralph.insert(ralph).clone())
+    }
+
+    /// `body` posted on issue `n`; its author is ralph's login from now on, when it was not
+    /// known.
+    fn post(&mut self, n: u64, body: &str) -> Result<crate::Comment, TaskListError> {
+        let posted = self.client.post_comment(n, body).map_err(list_error)?;
+        if matches!(self.ralph, None | Some(Author::AnyApp)) && !posted.author.is_empty() {
+            self.ralph = Some(Author::Login(posted.author.clone()));
+        }
+        Ok(posted)
+    }
+
+    /// The same list counting its failures in a row in `failures`, with the other lists of the
+    /// run: a run's start makes more than one (`--task` checks the task, then opens the run),
+    /// and each try is one more of the run's, its wait the backoff's next.
+    #[must_use]
+    pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
+        self.failures = failures;
+        self
     }
 
     /// A pass on the issue: a comment naming the commit and the branch, then closed (or
@@ -82,7 +127,7 @@ impl GithubList {
         }
         let commits: Vec<&str> = commit.into_iter().collect();
         let body = issues::passed_comment(&commits, branch);
-        self.client.post_comment(n, &body).map_err(list_error)?;
+        self.post(n, &body)?;
         if self.close {
             self.client.close_issue(n).map_err(list_error)
         } else {
@@ -100,7 +145,7 @@ impl GithubList {
     fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
         let err = match outcome {
             Ok(value) => {
-                self.failures.record_success();
+                self.streak().record_success();
                 return Ok(value);
             }
             Err(TaskListError::Failed(err)) => err,
@@ -118,7 +163,7 @@ impl GithubList {
                     why: format!("{err}; asking again in {}", seconds(wait)),
                 })
             }
-            Error::Unreachable { .. } => match self.failures.record_failure(&self.failure) {
+            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
                 FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
                     wait: delay,
                     why: format!(
@@ -135,8 +180,23 @@ impl GithubList {
                     })))
                 }
             },
+            // A wait like any other, for the interrupt to be answered as during a wait: a
+            // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
+            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
+                wait: AFTER_INTERRUPT,
+                why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
+            }),
             other => Err(TaskListError::Failed(Box::new(other))),
         }
+    }
+}
+
+/// The wait after a request given up at an interrupt.
+const AFTER_INTERRUPT: Duration = Duration::from_secs(1);
+
+impl GithubList {
+    fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -230,7 +290,11 @@ impl GithubList {
             .find(|i| state(i) == TaskState::Pending && !self.passed.contains(&i.number))
             .map(|i| i.number);
         let comments = match next {
-            Some(n) => issues::render_comments(&self.client.comments(n).map_err(list_error)?),
+            Some(n) => {
+                let ralph = self.ralph()?;
+                let comments = self.client.comments(n).map_err(list_error)?;
+                issues::render_comments(&comments, &ralph)
+            }
             None => String::new(),
         };
         self.seen = issues.iter().map(|i| (i.number, i.clone())).collect();
@@ -292,7 +356,7 @@ impl GithubList {
                     return Ok(());
                 }
                 let body = issues::blocked_comment(reason, saved_ref.as_deref());
-                self.client.post_comment(n, &body).map_err(list_error)?;
+                self.post(n, &body)?;
                 self.client.add_label(n, BLOCKED_LABEL).map_err(list_error)
             }
             _ => Ok(()),
@@ -302,10 +366,7 @@ impl GithubList {
     /// The question posted on the task's issue.
     fn put_question(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
         let n = number(task_id)?;
-        let posted = self
-            .client
-            .post_comment(n, &issues::question_comment(question))
-            .map_err(list_error)?;
+        let posted = self.post(n, &issues::question_comment(question))?;
         let at = self
             .seen
             .get(&n)
@@ -324,7 +385,8 @@ impl GithubList {
         let Some(question) = asked.token.get("comment").and_then(Value::as_u64) else {
             return Ok(None);
         };
+        let ralph = self.ralph()?;
         let comments = self.client.comments(n).map_err(list_error)?;
-        Ok(issues::answer_after(&comments, question))
+        Ok(issues::answer_after(&comments, question, &ralph))
     }
 }

@@ -72,10 +72,25 @@ pub fn api_url_from_env(var: impl Fn(&str) -> Option<String>) -> Result<String, 
             if url.starts_with("https://") || url.starts_with("http://") {
                 Ok(url.to_owned())
             } else {
+                let value = match userinfo(&value) {
+                    Some(userinfo) => value.replace(userinfo, HIDDEN),
+                    None => value,
+                };
                 Err(Error::BadApiUrl { value })
             }
         }
     }
+}
+
+/// What a user and password in an address are shown as.
+pub(crate) const HIDDEN: &str = "***";
+
+/// The `USER:PASSWORD` part of `url` (before its host's `@`), if it has one.
+pub(crate) fn userinfo(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _host) = authority.rsplit_once('@')?;
+    (!userinfo.is_empty()).then_some(userinfo)
 }
 
 #[cfg(test)]
@@ -97,6 +112,20 @@ mod tests {
         assert_eq!(token_from_env(env(&both)).unwrap(), Token::new("first"));
         let blank = [("GITHUB_TOKEN", "  "), ("GH_TOKEN", "second\n")];
         assert_eq!(token_from_env(env(&blank)).unwrap(), Token::new("second"));
+    }
+
+    #[test]
+    fn the_user_and_password_of_an_address_are_found_before_its_host_only() {
+        assert_eq!(userinfo("https://me:tok@ghe.example/api"), Some("me:tok"));
+        assert_eq!(userinfo("http://tok@127.0.0.1:80"), Some("tok"));
+        assert_eq!(userinfo("https://ghe.example/api?a=b@c"), None);
+        assert_eq!(userinfo("https://api.github.com"), None);
+        let bad = [("GITHUB_API_URL", "ftp://me:tok@ghe.example")];
+        let err = api_url_from_env(env(&bad)).unwrap_err().to_string();
+        assert!(
+            err.contains("ftp://***@ghe.example") && !err.contains("tok"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -151,6 +151,15 @@ fn same_folder(a: &Path, b: &Path) -> bool {
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// The variables of ralph's environment a child goes without, by the RALPH.md's `env` block
+/// (see [`ralph_frontmatter::EnvConfig::withheld`]), read from ralph's environment now.
+pub fn withheld_env(env: &ralph_frontmatter::EnvConfig) -> Vec<String> {
+    env.withheld(|name| std::env::var(name).ok())
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A process to run.
 #[derive(Debug, Clone)]
 pub struct ProcessSpec {
@@ -162,6 +171,9 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// Environment variables added to ralph's own.
     pub env: Vec<(String, String)>,
+    /// Variables of ralph's own environment the process goes without (secrets it is not to
+    /// have: see `ralph_frontmatter::EnvConfig::withheld`).
+    pub env_remove: Vec<String>,
     /// Bytes written to standard input, which is then closed; `None` gives it /dev/null.
     pub stdin: Option<Arc<[u8]>>,
     /// How long it may run before it is stopped; `None` for no limit.
@@ -181,6 +193,7 @@ impl ProcessSpec {
             args: vec!["-c".to_owned(), command.to_owned()],
             cwd,
             env: Vec::new(),
+            env_remove: Vec::new(),
             stdin: None,
             timeout: None,
             idle_timeout: None,
@@ -298,7 +311,11 @@ pub async fn run(
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .env("PWD", child_pwd(&spec.cwd))
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .envs(spec.env.iter().map(|(k, v)| (k, v)));
+        for name in &spec.env_remove {
+            command.env_remove(name);
+        }
+        command
             .stdin(if spec.stdin.is_some() {
                 Stdio::piped()
             } else {

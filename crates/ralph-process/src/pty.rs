@@ -129,6 +129,10 @@ pub async fn run(
             Some(token) => command.env(super::watchdog::TOKEN_VAR, token),
             None => command,
         };
+        let command = spec
+            .env_remove
+            .iter()
+            .fold(command, |command, name| command.env_remove(name));
         command
             .args(&spec.args)
             .current_dir(&spec.cwd)

@@ -1,7 +1,8 @@
 //! A fake GitHub for the task-source tests: a small HTTP/1.1 server on 127.0.0.1 that speaks
 //! the REST endpoints ralph uses (list open issues by label, page by page with `link`; one
 //! issue; its comments; post a comment; close; add labels), keeps issues, comments and labels in
-//! memory, checks the token, and records every request. A test can queue faults (a rate limit,
+//! memory, checks the token, says whose it is (`GET /user`: [`LOGIN`], who ralph's comments are
+//! by), and records every request. A test can queue faults (a rate limit,
 //! a 500) for the next matching request, and act as a person meanwhile (comment, close).
 //! The HTTP itself is `http_server`'s. `ralph-github`'s own tests include this file too, and
 //! `http_server.rs` beside it.
@@ -19,6 +20,8 @@ use super::http_server::{HttpServer, Reply, Request};
 pub const TOKEN: &str = "ghp_fake_token_for_tests";
 /// The repository it serves.
 pub const REPO: &str = "acme/widgets";
+/// The account [`TOKEN`] acts for: the author of every comment ralph posts.
+pub const LOGIN: &str = "ralph-bot";
 
 /// What a queued fault answers.
 #[derive(Debug, Clone)]
@@ -31,6 +34,8 @@ pub enum Fault {
     Status(u16),
     /// The connection closes with no answer at all.
     Hangup,
+    /// No answer for this long, then the connection closes.
+    Stall(Duration),
 }
 
 /// An issue as the server keeps it.
@@ -100,7 +105,15 @@ impl GithubServer {
             let mut state = shared.lock().unwrap();
             let reply = answer(&mut state, port, &request);
             state.requests.push(request);
-            reply
+            drop(state);
+            match reply {
+                Answered::Reply(reply) => Some(reply),
+                Answered::Hangup => None,
+                Answered::Stall(time) => {
+                    std::thread::sleep(time);
+                    None
+                }
+            }
         });
         Self { http, state }
     }
@@ -335,8 +348,16 @@ fn page(port: u16, path: &str, items: Vec<Value>, cap: Option<usize>) -> Reply {
     reply
 }
 
-/// The reply to `request`, or `None` for a hang-up.
-fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
+/// What the server does with a request.
+enum Answered {
+    Reply(Reply),
+    Hangup,
+    /// Nothing for this long (the state unlocked meanwhile), then a hang-up.
+    Stall(Duration),
+}
+
+/// The answer to `request`.
+fn answer(state: &mut State, port: u16, request: &Request) -> Answered {
     let line = request.line();
     if let Some(at) = state
         .close_on
@@ -369,20 +390,21 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
             .unwrap()
             .as_secs();
         return match fault {
-            Fault::RateLimitReset(secs) => Some(
+            Fault::RateLimitReset(secs) => Answered::Reply(
                 message(403, "API rate limit exceeded for user ID 1.")
                     .header("x-ratelimit-remaining", "0")
                     .header("x-ratelimit-reset", &(now + secs).to_string()),
             ),
-            Fault::RetryAfter(secs) => Some(
+            Fault::RetryAfter(secs) => Answered::Reply(
                 message(429, "You have exceeded a secondary rate limit.")
                     .header("retry-after", &secs.to_string()),
             ),
-            Fault::Status(status) => Some(message(status, "Server Error")),
-            Fault::Hangup => None,
+            Fault::Status(status) => Answered::Reply(message(status, "Server Error")),
+            Fault::Hangup => Answered::Hangup,
+            Fault::Stall(time) => Answered::Stall(time),
         };
     }
-    Some(route(state, port, request))
+    Answered::Reply(route(state, port, request))
 }
 
 /// The API's answer to `request`.
@@ -391,6 +413,9 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
         return message(401, "Bad credentials");
     }
     let path = request.path.split('?').next().unwrap_or_default();
+    if request.method == "GET" && path == "/user" {
+        return Reply::json(200, &json!({"login": LOGIN, "type": "User"}));
+    }
     let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/issues")) else {
         return message(404, "Not Found");
     };
@@ -448,7 +473,7 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
             else {
                 return message(422, "Validation Failed: body");
             };
-            let comment = add_comment(state, n, "ralph-bot", &body);
+            let comment = add_comment(state, n, LOGIN, &body);
             Reply::json(201, &comment_json(&comment))
         }
         ("POST", Some(n), Some("labels")) => {

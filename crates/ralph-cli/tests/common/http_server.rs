@@ -24,6 +24,8 @@ pub struct Request {
     /// Names in lower case, in the order sent.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When its request line arrived.
+    pub at: std::time::Instant,
 }
 
 impl Request {
@@ -186,6 +188,7 @@ fn serve(stream: TcpStream, port: u16, answer: &Answer) -> std::io::Result<()> {
 fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
+    let arrived = std::time::Instant::now();
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_owned();
     let path = parts.next().unwrap_or_default().to_owned();
@@ -204,6 +207,7 @@ fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
         path,
         headers,
         body: String::new(),
+        at: arrived,
     };
     let mut body = Vec::new();
     if request

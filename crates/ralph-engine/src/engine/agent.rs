@@ -76,6 +76,7 @@ impl Run {
             args: args.to_vec(),
             cwd: self.engine.options.cwd.clone(),
             env: self.env(iteration),
+            env_remove: self.env_remove(),
             stdin: (!uses_argv).then(|| Arc::from(prompt.into_bytes())),
             timeout: self.settings.timeout,
             idle_timeout: self.settings.idle_timeout,

@@ -36,6 +36,12 @@ impl Run {
         ]
     }
 
+    /// The variables of ralph's environment a child goes without: GitHub tokens the RALPH.md
+    /// does not pass on (`env.pass`), as an agent's prompt may be text anyone could write.
+    pub(super) fn env_remove(&self) -> Vec<String> {
+        process::withheld_env(&self.engine.options.file.config.env)
+    }
+
     pub(super) async fn run_command(
         &mut self,
         iteration: u64,
@@ -54,6 +60,7 @@ impl Run {
                     .unwrap_or(self.engine.options.command_timeout),
             );
             spec.env = self.env(iteration);
+            spec.env_remove = self.env_remove();
             spec
         });
         let shown = line.as_ref().map_or(command.run.clone(), shown_command);

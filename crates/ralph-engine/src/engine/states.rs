@@ -74,6 +74,7 @@ impl Run {
             ProcessSpec::command(&line, self.cwd_for(hook), self.engine.options.kill_grace);
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
+        spec.env_remove = self.env_remove();
         let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
         let (tail, _) = tail.into_text();
         let name = &marker.name;
