@@ -230,6 +230,8 @@ pub struct Escalation {
     /// Warnings from before the run started (opening the repository), said as `WARNING`
     /// events at the first [`TaskContext`] the engine hands over.
     pending: Vec<String>,
+    /// The list's load warnings already said in this run: each is said once.
+    said: std::collections::BTreeSet<String>,
     /// ralph's marks not yet in the task list, oldest first: the list did not parse when they
     /// were made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
@@ -353,6 +355,7 @@ impl Escalation {
             counts,
             preexisting: None,
             pending: Vec::new(),
+            said: std::collections::BTreeSet::new(),
             unwritten: Vec::new(),
             conflict: String::new(),
             only: None,
@@ -571,6 +574,11 @@ impl Escalation {
             return Ok(None);
         };
         let tasks = list.load()?;
+        for warning in list.load_warnings() {
+            if self.said.insert(warning.clone()) {
+                self.pending.push(warning);
+            }
+        }
         self.counts = Some(summary(&tasks));
         Ok(Some(tasks))
     }
@@ -1009,6 +1017,8 @@ impl Escalation {
             Ok(None) => self.pick(cx).unwrap_or_else(|err| not_now(err, cx)),
             Err(err) => not_now(err, cx),
         };
+        // What the list's look found (a title on two items), said before the task starts.
+        self.say_pending(cx);
         if let NextTask::Work(task) = &next {
             // Recorded so that a ralph killed during it is understood: without checks the
             // agent's own `passes: true` passes the story (the next start commits the pass),

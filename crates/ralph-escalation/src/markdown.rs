@@ -1,5 +1,6 @@
 //! A Markdown checklist as a [`TaskList`]: every `- [ ]` (`* [ ]`, `+ [ ]`, `1. [ ]`,
-//! `1) [ ]`) line outside a code fence is a task, its more-indented lines below (notes,
+//! `1) [ ]`) line with a title, outside code blocks and HTML comments as CommonMark reads
+//! them, is a task, its more-indented lines below (notes,
 //! sub-items, nested checkboxes) its body. A pass changes exactly that line's `[ ]` to `[x]`;
 //! a block appends ` <!-- ralph: blocked: reason -->` to it; a question goes on a line of its
 //! own under the item. Every other byte of the file stays as it was (CRLF, tabs, trailing
@@ -8,7 +9,8 @@
 //! A task's id is its title made into a slug (at most 40 characters) and 8 hex digits of a
 //! hash of the title with its spaces collapsed: stable while the line's text is unchanged
 //! (ticking it, blocking it or adding notes under it keeps it). A second item with the very
-//! same title gets `-2`, a third `-3`.
+//! same title gets `-2`, a third `-3`; as those go by order, a title on two items is a load
+//! warning.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,33 +74,99 @@ struct Item {
     body_indent: String,
 }
 
-/// The items of `text`, in file order.
+/// A block that hides what is in it from the checklist, as CommonMark reads it.
+#[derive(Debug, Clone, Copy)]
+enum Hidden {
+    /// A fenced code block: closed only by a fence of the same character at least as long.
+    Fence { char: u8, len: usize },
+    /// An HTML block opened by `<!--`: closed by the first line holding `-->`.
+    Comment,
+    /// An indented code block: its lines are indented at least `column`.
+    Code { column: usize },
+}
+
+/// The items of `text`, in file order. Lines are read as CommonMark reads blocks: no item
+/// inside a fenced or indented code block or an HTML comment, and an item indented four
+/// columns past its container is code or text, not an item.
 fn items(text: &str) -> Vec<Item> {
     let lines = lines(text);
     let mut items = Vec::new();
-    let mut fence: Option<String> = None;
+    let mut hidden: Option<Hidden> = None;
+    // The content columns of the plain list items (no checkbox) the line may be inside.
+    let mut containers: Vec<usize> = Vec::new();
+    // Whether an indented code block may start here (not in a paragraph's continuation).
+    let mut code_may_start = true;
     let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     let mut i = 0;
     while i < lines.len() {
         let (start, content) = lines[i];
         let trimmed = content.trim_start();
-        if let Some(open) = &fence {
-            if trimmed.starts_with(open.as_str()) {
-                fence = None;
+        let indent = width(&content[..content.len() - trimmed.len()]);
+        match hidden {
+            Some(Hidden::Fence { char, len }) => {
+                if closes_fence(trimmed, char, len) {
+                    hidden = None;
+                    code_may_start = true;
+                }
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Comment) => {
+                if content.contains("-->") {
+                    hidden = None;
+                    code_may_start = true;
+                }
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Code { column }) if trimmed.is_empty() || indent >= column => {
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Code { .. }) => hidden = None,
+            None => {}
+        }
+        if trimmed.is_empty() {
+            code_may_start = true;
+            i += 1;
+            continue;
+        }
+        while containers.last().is_some_and(|&column| column > indent) {
+            containers.pop();
+        }
+        let base = containers.last().copied().unwrap_or(0);
+        if indent >= base + 4 {
+            // Four columns past its container: code after a break, else a paragraph's text.
+            if code_may_start {
+                hidden = Some(Hidden::Code { column: base + 4 });
             }
             i += 1;
             continue;
         }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(trimmed[..3].to_owned());
+        if let Some((char, len)) = opens_fence(trimmed) {
+            hidden = Some(Hidden::Fence { char, len });
             i += 1;
             continue;
         }
-        let Some(found) = checkbox(content) else {
+        if let Some(after) = trimmed.strip_prefix("<!--") {
+            if !after.contains("-->") {
+                hidden = Some(Hidden::Comment);
+            }
+            code_may_start = true;
+            i += 1;
+            continue;
+        }
+        code_may_start = trimmed.starts_with('#');
+        let found = checkbox(content)
+            .filter(|f| !strip_comments(&content[f.title_start..]).trim().is_empty());
+        let Some(found) = found else {
+            // A plain list item: the lines indented to its text are inside it.
+            if let Some(column) = list_marker(content).map(|m| m.text_column) {
+                containers.push(column);
+            }
             i += 1;
             continue;
         };
-        let indent = width(&content[..content.len() - trimmed.len()]);
         // The body: every following line indented further, blank lines inside included.
         let mut end = i;
         let mut j = i + 1;
@@ -126,7 +194,7 @@ fn items(text: &str) -> Vec<Item> {
             .unwrap_or_else(|| " ".repeat(found.text_column));
         let raw_title = &content[found.title_start..];
         let title = strip_comments(raw_title).trim().to_owned();
-        let state = match (found.checked, raw_title.contains(BLOCKED)) {
+        let state = match (found.checked, blocked_by_ralph(raw_title)) {
             (true, _) => TaskState::Passed,
             (false, true) => TaskState::Blocked,
             (false, false) => TaskState::Pending,
@@ -152,9 +220,44 @@ fn items(text: &str) -> Vec<Item> {
             body,
             body_indent,
         });
+        code_may_start = true;
         i = end + 1;
     }
     items
+}
+
+/// The character and length of the fence `trimmed` opens: three or more backticks (no
+/// backtick after them) or tildes.
+fn opens_fence(trimmed: &str) -> Option<(u8, usize)> {
+    let char = *trimmed
+        .as_bytes()
+        .first()
+        .filter(|c| matches!(c, b'`' | b'~'))?;
+    let len = trimmed.bytes().take_while(|&c| c == char).count();
+    let info = &trimmed[len..];
+    (len >= 3 && !(char == b'`' && info.contains('`'))).then_some((char, len))
+}
+
+/// Whether `trimmed` closes a fence of `len` times `char`: as many or more, nothing after.
+fn closes_fence(trimmed: &str, char: u8, len: usize) -> bool {
+    let run = trimmed.bytes().take_while(|&c| c == char).count();
+    run >= len && trimmed[run..].trim().is_empty()
+}
+
+/// Whether an item's text (after its checkbox) ends with ralph's blocked comment, outside a
+/// code span: a title that merely mentions the comment is not blocked.
+fn blocked_by_ralph(text: &str) -> bool {
+    let text = text.trim_end();
+    if !text.ends_with("-->") {
+        return false;
+    }
+    let Some(at) = text.rfind(BLOCKED) else {
+        return false;
+    };
+    let before = &text[..at];
+    // An odd number of backticks before it: it is inside a code span.
+    before.matches('`').count() % 2 == 0
+        && !text[at + BLOCKED.len()..text.len() - 3].contains("-->")
 }
 
 /// Each line's start offset and its text without the line ending.
@@ -180,20 +283,17 @@ fn width(space: &str) -> usize {
     })
 }
 
-/// Where a checklist line's parts are.
-struct Checkbox {
-    /// Byte offset of `[` in the line.
-    checkbox: usize,
-    checked: bool,
-    /// Byte offset of the title.
-    title_start: usize,
+/// Where a list item's marker is.
+struct ListMarker {
+    /// Byte offset just after the marker and the spaces after it.
+    after: usize,
     /// The column the item's text starts at (where its sub-lines line up).
     text_column: usize,
 }
 
-/// The checkbox of `line`, when it is a checklist item: a list marker (`-`, `*`, `+`, or
-/// digits and `.` or `)`), a space, `[ ]` or `[x]`, then a space or the end.
-fn checkbox(line: &str) -> Option<Checkbox> {
+/// The list marker `line` starts with: `-`, `*`, `+`, or up to 9 digits and `.` or `)`,
+/// then a space or a tab (or the end of the line).
+fn list_marker(line: &str) -> Option<ListMarker> {
     let rest = line.trim_start();
     let lead = line.len() - rest.len();
     let marker = match rest.as_bytes().first()? {
@@ -209,10 +309,31 @@ fn checkbox(line: &str) -> Option<Checkbox> {
     };
     let after = &rest[marker..];
     let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
-    if spaces == 0 {
+    if spaces == 0 && !after.is_empty() {
         return None;
     }
-    let boxed = &after[spaces..];
+    Some(ListMarker {
+        after: lead + marker + spaces,
+        text_column: width(&line[..lead]) + marker + 1,
+    })
+}
+
+/// Where a checklist line's parts are.
+struct Checkbox {
+    /// Byte offset of `[` in the line.
+    checkbox: usize,
+    checked: bool,
+    /// Byte offset of the title.
+    title_start: usize,
+    /// The column the item's text starts at (where its sub-lines line up).
+    text_column: usize,
+}
+
+/// The checkbox of `line`, when it is a checklist item: a list marker (`-`, `*`, `+`, or
+/// digits and `.` or `)`), a space, `[ ]` or `[x]`, then a space or the end.
+fn checkbox(line: &str) -> Option<Checkbox> {
+    let marker = list_marker(line)?;
+    let boxed = &line[marker.after..];
     let checked = match boxed.get(..3)? {
         "[ ]" => false,
         "[x]" | "[X]" => true,
@@ -222,12 +343,11 @@ fn checkbox(line: &str) -> Option<Checkbox> {
     if !(tail.is_empty() || tail.starts_with([' ', '\t'])) {
         return None;
     }
-    let checkbox = lead + marker + spaces;
     Some(Checkbox {
-        checkbox,
+        checkbox: marker.after,
         checked,
-        title_start: checkbox + 3,
-        text_column: width(&line[..lead]) + marker + 1,
+        title_start: marker.after + 3,
+        text_column: marker.text_column,
     })
 }
 
@@ -333,6 +453,8 @@ pub struct MarkdownList {
     path: PathBuf,
     /// The text as last read whole: what a pass commit holds when the file cannot be read.
     last_good: Option<String>,
+    /// What the last load found a person should know: titles on more than one item.
+    warnings: Vec<String>,
 }
 
 impl MarkdownList {
@@ -341,6 +463,7 @@ impl MarkdownList {
         Self {
             path,
             last_good: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -401,7 +524,9 @@ impl TaskList for MarkdownList {
 
     fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
         let text = self.read()?;
-        Ok(items(&text)
+        let found = items(&text);
+        self.warnings = repeated_titles(&self.location(), &text, &found);
+        Ok(found
             .into_iter()
             .map(|item| {
                 let mut task = ListedTask::new(item.id.clone(), item.title.clone());
@@ -432,6 +557,10 @@ impl TaskList for MarkdownList {
             self.write(&marked)?;
         }
         Ok(())
+    }
+
+    fn load_warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     fn can_ask(&self) -> bool {
@@ -497,6 +626,33 @@ impl TaskList for MarkdownList {
         }
         Ok((!answer.is_empty()).then(|| answer.join("\n")))
     }
+}
+
+/// A warning for each title on more than one item of `found`: their ids go by their order, so
+/// an item with that title added above one of them gives its id to another line.
+fn repeated_titles(location: &str, text: &str, found: &[Item]) -> Vec<String> {
+    let mut by_id: BTreeMap<String, Vec<&Item>> = BTreeMap::new();
+    for item in found {
+        by_id.entry(id_of(&item.title)).or_default().push(item);
+    }
+    let line_of = |item: &Item| text[..item.line.start].matches('\n').count() + 1;
+    by_id
+        .values()
+        .filter(|same| same.len() > 1)
+        .map(|same| {
+            let lines: Vec<String> = same.iter().map(|i| line_of(i).to_string()).collect();
+            format!(
+                "{location}: the title \"{}\" is on {} items (lines {}); ralph tells them \
+                 apart only by their order ({}, {}-2, ...), so an item with that title added \
+                 above one of them moves its id to another line: give each a title of its own",
+                same[0].title,
+                same.len(),
+                lines.join(", "),
+                same[0].id,
+                same[0].id
+            )
+        })
+        .collect()
 }
 
 /// Body lines with the leading whitespace they all share removed, blank lines at the ends
@@ -601,6 +757,68 @@ mod tests {
     fn the_same_title_twice_gets_two_ids() {
         let found = items("- [ ] a\n- [ ] a\n");
         assert_eq!(found[1].id, format!("{}-2", found[0].id));
+    }
+
+    /// Titles of the items of `text`, with their states.
+    fn found(text: &str) -> Vec<(String, TaskState)> {
+        items(text)
+            .into_iter()
+            .map(|i| (i.title, i.state))
+            .collect()
+    }
+
+    #[test]
+    fn a_fence_closes_only_with_a_fence_as_long_of_its_character() {
+        let text = "````md\n```\n- [ ] in the outer block\n```\n~~~~\n- [ ] still in\n````\n- [ ] after\n~~~\n```\n- [ ] in tildes\n~~~~\n- [ ] last\n";
+        let titles: Vec<String> = found(text).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["after", "last"]);
+        // Backticks after a backtick run: inline code, not a fence.
+        assert_eq!(found("``` a ` b\n- [ ] x\n").len(), 1);
+    }
+
+    #[test]
+    fn no_item_in_an_html_comment_or_an_indented_code_block() {
+        let text = "<!--\n- [ ] commented out\n-->\n- [ ] a\n\nProse:\n\n    - [ ] code\n\n    - [ ] code too\n- [ ] b\nText\n    - [ ] lazy text\n<!-- one line --> \n- [ ] c\n";
+        let titles: Vec<String> = found(text).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["a", "b", "c"]);
+        // Under a plain list item, four columns in is a nested item.
+        let nested = "- Group\n    - [ ] nested\n1. Other\n\n     - [ ] nested too\n";
+        let titles: Vec<String> = found(nested).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["nested", "nested too"]);
+    }
+
+    #[test]
+    fn an_empty_item_is_not_a_task() {
+        assert_eq!(
+            found("- [ ]\n- [ ]   \n- [x] <!-- note -->\n- [ ] real\n").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn only_ralphs_comment_at_the_end_of_the_line_blocks() {
+        let text = "- [ ] Explain `<!-- ralph: blocked: x -->` in the docs\n- [ ] Quote <!-- ralph: blocked: a --> then words\n- [ ] Real <!-- ralph: blocked: same error 3 times -->  \n";
+        let states: Vec<TaskState> = found(text).into_iter().map(|(_, s)| s).collect();
+        assert_eq!(
+            states,
+            [TaskState::Pending, TaskState::Pending, TaskState::Blocked]
+        );
+    }
+
+    #[test]
+    fn a_title_on_two_items_is_a_warning_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, "- [ ] a\n- [ ] b\n- [ ]  a \n").unwrap();
+        let mut list = MarkdownList::new(path);
+        list.load().unwrap();
+        let warnings = list.load_warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("\"a\" is on 2 items (lines 1, 3)"),
+            "{}",
+            warnings[0]
+        );
     }
 
     #[test]

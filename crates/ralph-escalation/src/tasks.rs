@@ -241,6 +241,13 @@ pub trait TaskList: Send + std::fmt::Debug {
     /// The tasks as the list says now, in the list's order.
     fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError>;
 
+    /// What the last [`load`](Self::load) found that a person should know, in words (a
+    /// checklist's title on two items): escalation says each once per run as a `WARNING`.
+    /// None, the default.
+    fn load_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The contents the pass commit holds for each of [`files`](Self::files): the file as it
     /// is now with `mark` applied (as last read when it does not parse now). Empty, the
     /// default: nothing of the list is in git.
