@@ -27,6 +27,7 @@ mod prd_list;
 pub mod preflight;
 pub mod progress;
 mod resume;
+mod retick;
 pub mod run_folder;
 pub mod signature;
 pub mod tasks;
@@ -252,6 +253,9 @@ pub struct Escalation {
     /// The `--task` task passed in this run: a list that drops passed tasks (a closed issue
     /// is no longer an open one) ends the run as passed, not as a task it does not have.
     only_passed: bool,
+    /// The tasks this run passed, with their pass commits, kept in the session: one a stale
+    /// save shows undone again is marked again, not done again ([`retick`](Self::retick)).
+    passed: std::collections::BTreeMap<String, Option<String>>,
 }
 
 impl Escalation {
@@ -363,6 +367,7 @@ impl Escalation {
             answered: None,
             not_now: None,
             only_passed: false,
+            passed: std::collections::BTreeMap::new(),
         }))
     }
 
@@ -876,6 +881,9 @@ impl Escalation {
         let Some(current) = self.current.take() else {
             return Ok(TaskDecision::NextTask);
         };
+        // A task passed earlier that a stale save undid is ticked again first, so this pass
+        // commit holds the list with both marks.
+        self.retick(cx)?;
         // The commit (holding prd.json with the story marked) first, then prd.json in the
         // tree: a crash between them leaves the story unmarked, never marked passed without
         // its commit, and the journal has the next start finish the pass.
@@ -908,6 +916,7 @@ impl Escalation {
             }
             None => None,
         };
+        self.passed.insert(current.id.clone(), checkpoint.clone());
         // The list is read again for the write: a person's edit made meanwhile stays.
         if self.story_mode() {
             self.unwritten.push(Mark::Passed {
@@ -1010,6 +1019,9 @@ impl Escalation {
             Err(err) => return not_now(err, cx),
         }
         if let Err(err) = self.pass_if_marked(cx) {
+            return not_now(err, cx);
+        }
+        if let Err(err) = self.retick(cx) {
             return not_now(err, cx);
         }
         let mut next = match self.write_marks(cx) {

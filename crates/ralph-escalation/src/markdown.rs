@@ -53,6 +53,13 @@ pub enum MarkdownError {
         /// Why.
         source: std::io::Error,
     },
+    /// Others saved the file again and again while ralph wrote its change, faster than ralph
+    /// could apply it to each save: nothing of theirs is lost, ralph's change waits.
+    #[error("{}: saved again and again while ralph wrote to it; ralph's change waits", .path.display())]
+    KeepsChanging {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// One checklist item, found in a text.
@@ -477,25 +484,57 @@ impl MarkdownList {
             path: self.path.clone(),
             source,
         })?;
-        let text = String::from_utf8(bytes).map_err(|err| {
+        let text = self.decode(bytes)?;
+        self.last_good = Some(text.clone());
+        Ok(text)
+    }
+
+    /// `bytes` as text, or where they stop being UTF-8.
+    fn decode(&self, bytes: Vec<u8>) -> Result<String, MarkdownError> {
+        String::from_utf8(bytes).map_err(|err| {
             let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
             MarkdownError::NotUtf8 {
                 path: self.path.clone(),
                 line: valid.iter().filter(|b| **b == b'\n').count() + 1,
             }
-        })?;
-        self.last_good = Some(text.clone());
-        Ok(text)
+        })
     }
 
-    fn write(&mut self, text: &str) -> Result<(), TaskListError> {
-        ralph_engine::atomic::write(&self.path, text.as_bytes()).map_err(|source| {
-            TaskListError::Failed(Box::new(MarkdownError::Write {
-                path: self.path.clone(),
-                source,
-            }))
-        })?;
-        self.last_good = Some(text.to_owned());
+    /// Applies `edit` to the file as it is now and writes the result through
+    /// [`ralph_engine::atomic::update`]: a person's save made while ralph writes is never
+    /// replaced, `edit` is applied to it again. `edit` answers the new text, or `None` when
+    /// the file already says so.
+    fn update(
+        &mut self,
+        mut edit: impl FnMut(&str) -> Result<Option<String>, TaskListError>,
+    ) -> Result<(), TaskListError> {
+        // A file that cannot be read is said as before: the change waits.
+        self.read()?;
+        let mut last = None;
+        let updated = ralph_engine::atomic::update(&self.path, |bytes| {
+            let text = self.decode(bytes.to_vec())?;
+            let out = edit(&text)?;
+            last = Some(out.clone().unwrap_or(text));
+            Ok(out.map(String::into_bytes))
+        });
+        match updated {
+            Ok(_) => {}
+            Err(ralph_engine::atomic::UpdateError::Edit(err)) => return Err(err),
+            Err(ralph_engine::atomic::UpdateError::Io(source)) => {
+                return Err(TaskListError::Failed(Box::new(MarkdownError::Write {
+                    path: self.path.clone(),
+                    source,
+                })));
+            }
+            Err(_) => {
+                return Err(TaskListError::Unreadable(Box::new(
+                    MarkdownError::KeepsChanging {
+                        path: self.path.clone(),
+                    },
+                )));
+            }
+        }
+        self.last_good = last;
         Ok(())
     }
 }
@@ -552,11 +591,8 @@ impl TaskList for MarkdownList {
     }
 
     fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
-        let text = self.read()?;
-        if let Some(marked) = apply(&text, &self.location(), mark)? {
-            self.write(&marked)?;
-        }
-        Ok(())
+        let location = self.location();
+        self.update(|text| apply(text, &location, mark))
     }
 
     fn load_warnings(&self) -> Vec<String> {
@@ -568,24 +604,27 @@ impl TaskList for MarkdownList {
     }
 
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
-        let text = self.read()?;
-        let Some(item) = items(&text).into_iter().find(|i| i.id == task_id) else {
-            return Err(TaskListError::NoSuchTask {
-                location: self.location(),
-                id: task_id.to_owned(),
-            });
-        };
         let asked = one_line_comment_text(question);
-        let eol = eol(&text);
-        let mut out = String::with_capacity(text.len() + asked.len() + 32);
-        out.push_str(&text[..item.block_end]);
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push_str(eol);
-        }
-        out.push_str(&format!("{}{QUESTION} {asked} -->{eol}", item.body_indent));
-        out.push_str(&text[item.block_end..]);
-        self.write(&out)?;
-        let line = lines(&out[..item.block_end]).len() + 1;
+        let location = self.location();
+        let mut line = 0;
+        self.update(|text| {
+            let Some(item) = items(text).into_iter().find(|i| i.id == task_id) else {
+                return Err(TaskListError::NoSuchTask {
+                    location: location.clone(),
+                    id: task_id.to_owned(),
+                });
+            };
+            let eol = eol(text);
+            let mut out = String::with_capacity(text.len() + asked.len() + 32);
+            out.push_str(&text[..item.block_end]);
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push_str(eol);
+            }
+            out.push_str(&format!("{}{QUESTION} {asked} -->{eol}", item.body_indent));
+            out.push_str(&text[item.block_end..]);
+            line = lines(&out[..item.block_end]).len() + 1;
+            Ok(Some(out))
+        })?;
         Ok(Asked::new(
             task_id,
             question,

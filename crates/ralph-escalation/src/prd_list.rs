@@ -45,7 +45,9 @@ impl PrdList {
 impl From<PrdError> for TaskListError {
     fn from(err: PrdError) -> Self {
         match err {
-            PrdError::Read { .. } | PrdError::Malformed { .. } => Self::Unreadable(Box::new(err)),
+            PrdError::Read { .. } | PrdError::Malformed { .. } | PrdError::KeepsChanging { .. } => {
+                Self::Unreadable(Box::new(err))
+            }
             PrdError::NoSuchStory { path, id } => Self::NoSuchTask {
                 location: path.display().to_string(),
                 id,
@@ -95,9 +97,11 @@ impl TaskList for PrdList {
 
     /// The question in the story's notes, as the file is now (every other byte kept).
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
-        let mut prd = self.prd()?;
-        let asked = prd.ask(task_id, question)?;
-        self.cache.save(&prd)?;
+        let mut asked = String::new();
+        self.cache.update(&self.path, |prd| {
+            asked = prd.ask(task_id, question)?;
+            Ok(true)
+        })?;
         Ok(Asked::new(
             task_id,
             question,
