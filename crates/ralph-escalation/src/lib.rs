@@ -766,6 +766,14 @@ impl Escalation {
                 self.asked = None;
                 Ok(None)
             }
+            Err(err @ TaskListError::NoSuchQuestion { .. }) => {
+                cx.warn(format!(
+                    "{err} (a person removed it), so the wait for its answer ends: the task \
+                     goes on without one"
+                ));
+                self.asked = None;
+                Ok(None)
+            }
             Err(err) => Err(err.into()),
         }
     }

@@ -647,12 +647,25 @@ impl TaskList for MarkdownList {
                 .strip_prefix(QUESTION)
                 .is_some_and(|q| q.trim_end_matches("-->").trim() == question)
         };
-        // A question a person removed answers nothing: the wait goes on.
         let Some(at) = item.body.iter().rposition(asks) else {
-            return Ok(None);
+            return Err(TaskListError::NoSuchQuestion {
+                at: asked.at.clone(),
+                question: asked.question.clone(),
+            });
         };
+        let mut said: Vec<&str> = item.body[at + 1..].iter().map(String::as_str).collect();
+        // An answer written at column 0 right under a question that ends the item is a lazy
+        // continuation of it, as CommonMark reads it: its lines up to a blank line or a block.
+        if said.iter().all(|l| l.trim().is_empty()) {
+            said.extend(
+                lines(&text[item.block_end..])
+                    .into_iter()
+                    .map(|(_, l)| l)
+                    .take_while(|l| !l.trim().is_empty() && continues(l)),
+            );
+        }
         let mut answer = Vec::new();
-        for line in &item.body[at + 1..] {
+        for line in said {
             let line = line.trim();
             if line.starts_with(QUESTION) {
                 break;
@@ -665,6 +678,21 @@ impl TaskList for MarkdownList {
         }
         Ok((!answer.is_empty()).then(|| answer.join("\n")))
     }
+}
+
+/// Whether `line` can continue a paragraph lazily: it starts no block of its own (a list
+/// item, a heading, a fence, a quote, an HTML block or a thematic break).
+fn continues(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let breaks = trimmed.len() >= 3
+        && trimmed
+            .chars()
+            .all(|c| matches!(c, '-' | '*' | '_' | ' ' | '\t'))
+        && trimmed.chars().filter(|c| !c.is_whitespace()).count() >= 3;
+    list_marker(line).is_none()
+        && opens_fence(trimmed).is_none()
+        && !breaks
+        && !trimmed.starts_with(['#', '>', '<'])
 }
 
 /// A warning for each title on more than one item of `found`: their ids go by their order, so
@@ -899,6 +927,38 @@ mod tests {
         std::fs::write(&path, answered).unwrap();
         assert_eq!(list.answer(&asked).unwrap().as_deref(), Some("Use axum."));
         assert_eq!(list.load().unwrap()[0].id, id, "the id stays");
+    }
+
+    #[test]
+    fn an_answer_at_column_0_under_the_question_is_seen_and_a_deleted_question_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, "- [ ] one\n- [ ] two\n").unwrap();
+        let mut list = MarkdownList::new(path.clone());
+        let id = list.load().unwrap()[0].id.clone();
+        let asked = list.ask(&id, "why?").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "- [ ] one\n  <!-- ralph: question: why? -->\n- [ ] two\n"
+        );
+        // A heading or the next item is no answer.
+        std::fs::write(&path, text.replace("-->\n", "-->\n# Notes\n")).unwrap();
+        assert_eq!(list.answer(&asked).unwrap(), None);
+        std::fs::write(
+            &path,
+            text.replace("-->\n", "-->\nBecause.\nReally.\n\nProse.\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            list.answer(&asked).unwrap().as_deref(),
+            Some("Because.\nReally.")
+        );
+        std::fs::write(&path, "- [ ] one\n- [ ] two\n").unwrap();
+        assert!(matches!(
+            list.answer(&asked),
+            Err(TaskListError::NoSuchQuestion { ref question, .. }) if question == "why?"
+        ));
     }
 
     #[test]

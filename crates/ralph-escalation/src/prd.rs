@@ -387,6 +387,16 @@ pub enum PrdError {
         /// Why.
         source: std::io::Error,
     },
+    /// The question ralph put in a story's notes is gone from them (a person deleted it).
+    #[error("{} ({id}'s notes): the question \"{question}\" is no longer there", .path.display())]
+    NoSuchQuestion {
+        /// The file.
+        path: PathBuf,
+        /// The story.
+        id: String,
+        /// The question.
+        question: String,
+    },
     /// Others saved the file again and again while ralph wrote its change, faster than ralph
     /// could apply it to each save: nothing of theirs is lost, ralph's change waits.
     #[error("{}: saved again and again while ralph wrote to it; ralph's change waits", .path.display())]
@@ -611,7 +621,8 @@ impl Prd {
 
     /// A person's answer in story `id`'s notes to the question written as `asked` (see
     /// [`ask`](Self::ask)): the non-empty lines after the last such line, up to the next
-    /// question; `None` while there are none (or the question was removed).
+    /// question; `None` while there are none, [`PrdError::NoSuchQuestion`] once a person
+    /// removed the question.
     pub fn answer(&self, id: &str, asked: &str) -> Result<Option<String>, PrdError> {
         let story = self.story(id).ok_or_else(|| PrdError::NoSuchStory {
             path: self.path.clone(),
@@ -621,7 +632,16 @@ impl Prd {
         let notes = notes["notes"].as_str().unwrap_or_default();
         let lines: Vec<&str> = notes.lines().map(str::trim).collect();
         let Some(at) = lines.iter().rposition(|l| *l == asked.trim()) else {
-            return Ok(None);
+            return Err(PrdError::NoSuchQuestion {
+                path: self.path.clone(),
+                id: id.to_owned(),
+                question: asked
+                    .trim()
+                    .strip_prefix(QUESTION_NOTE.trim_end())
+                    .unwrap_or(asked)
+                    .trim()
+                    .to_owned(),
+            });
         };
         let answer: Vec<&str> = lines[at + 1..]
             .iter()
@@ -927,6 +947,11 @@ mod tests {
         let mut prd = prd;
         let again = prd.ask("US-003", "Which database?").unwrap();
         assert_eq!(prd.answer("US-003", &again).unwrap(), None);
+        // A question a person deleted answers nothing, and says so.
+        assert!(matches!(
+            prd.answer("US-003", "ralph: question: Which cache?"),
+            Err(PrdError::NoSuchQuestion { ref question, .. }) if question == "Which cache?"
+        ));
         assert!(prd.to_text().contains(
             "ralph: question: Which framework?\\n\\nUse axum.\\nWe know it.\\n\\nralph: question: Which database?"
         ));

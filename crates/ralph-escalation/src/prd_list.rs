@@ -52,6 +52,10 @@ impl From<PrdError> for TaskListError {
                 location: path.display().to_string(),
                 id,
             },
+            PrdError::NoSuchQuestion { path, id, question } => Self::NoSuchQuestion {
+                at: format!("{} ({id}'s notes)", path.display()),
+                question,
+            },
             other => Self::Failed(Box::new(other)),
         }
     }

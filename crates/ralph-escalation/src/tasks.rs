@@ -208,6 +208,15 @@ pub enum TaskListError {
         /// Why, in words people read: the service's error and what follows the wait.
         why: String,
     },
+    /// The question [`TaskList::answer`] looks for is gone (a person deleted it): the wait
+    /// for its answer ends, with a `WARNING`, and the task goes on without one.
+    #[error("{at}: the question \"{question}\" is no longer there")]
+    NoSuchQuestion {
+        /// Where it was asked, as people read it.
+        at: String,
+        /// The question.
+        question: String,
+    },
     /// The list cannot ask a person ([`TaskList::ask`]).
     #[error("{location}: {kind} tasks cannot put a question to a person")]
     CannotAsk {
@@ -285,7 +294,9 @@ pub trait TaskList: Send + std::fmt::Debug {
         })
     }
 
-    /// The answer to `asked`, once a person gave one.
+    /// The answer to `asked`, once a person gave one; [`TaskListError::NoSuchQuestion`] when
+    /// a person deleted the question, [`TaskListError::NoSuchTask`] when the task left the list
+    /// (an issue closed).
     fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
         let _ = asked;
         Ok(None)

@@ -35,7 +35,14 @@ pub struct GithubList {
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run: passed whatever GitHub says until it is told.
     passed: BTreeSet<u64>,
+    /// Looks for an answer so far: every [`ISSUE_EVERY`]th also reads the issue itself.
+    answer_looks: u64,
 }
+
+/// While ralph waits for an answer, one look in this many also reads the issue, to see it
+/// closed (or its label taken off): a second request at every look would double what a wait
+/// costs of the hourly rate limit.
+const ISSUE_EVERY: u64 = 3;
 
 impl GithubList {
     /// The open issues `client` reads, only those labelled `label` when given; a passed issue
@@ -60,6 +67,7 @@ impl GithubList {
             max_wait,
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
+            answer_looks: 0,
         }
     }
 
@@ -318,13 +326,35 @@ impl GithubList {
         ))
     }
 
-    /// The answer after the question, if any.
+    /// The answer after the question, if any. An issue a person closed (or took the run's
+    /// label off) meanwhile is a task no longer in the list, dropped as at any other time; a
+    /// question comment a person deleted ends the wait.
     fn read_answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
         let n = number(&asked.task_id)?;
         let Some(question) = asked.token.get("comment").and_then(Value::as_u64) else {
             return Ok(None);
         };
+        if self.answer_looks % ISSUE_EVERY == 0 {
+            let issue = self.client.issue(n).map_err(list_error)?;
+            let labelled = self
+                .label
+                .as_ref()
+                .is_none_or(|label| issue.labels.contains(label));
+            if issue.state == IssueState::Closed || !labelled {
+                return Err(TaskListError::NoSuchTask {
+                    location: self.location(),
+                    id: asked.task_id.clone(),
+                });
+            }
+        }
+        self.answer_looks += 1;
         let comments = self.client.comments(n).map_err(list_error)?;
+        if !comments.iter().any(|c| c.id == question) {
+            return Err(TaskListError::NoSuchQuestion {
+                at: asked.at.clone(),
+                question: asked.question.clone(),
+            });
+        }
         Ok(issues::answer_after(&comments, question))
     }
 }
