@@ -9,8 +9,9 @@ use crate::{Escalation, EscalationError, TaskWords};
 
 impl Escalation {
     /// Marks passed again every task this run passed (in [`passed`](Escalation::passed)) that
-    /// its list in files shows pending now. A list outside git (an issue reopened) is a
-    /// person's word and left alone; a list that cannot be read now is looked at next time.
+    /// its list in files shows pending now, while its pass commit is on the branch. A list
+    /// outside git (an issue reopened) and a pass commit reset away are a person's word, left
+    /// alone; a list that cannot be read now is looked at next time.
     pub(crate) fn retick(&mut self, cx: &mut TaskContext<'_>) -> Result<(), EscalationError> {
         let Some(list) = self.list.as_mut().filter(|_| !self.passed.is_empty()) else {
             return Ok(());
@@ -28,6 +29,15 @@ impl Escalation {
             let Some(commit) = self.passed.get(&task.id) else {
                 continue;
             };
+            // A pass commit a person took off the branch (reset away) undid the pass: theirs.
+            let on_branch = match (&self.repo, commit) {
+                (Some(repo), Some(commit)) => repo.git.is_ancestor(commit, "HEAD"),
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if !on_branch {
+                continue;
+            }
             if self.unwritten.iter().any(|m| m.story_id() == task.id) {
                 continue;
             }
