@@ -13,7 +13,7 @@ use common::{Project, code, git_repo, show, stderr};
 use serde_json::Value;
 
 /// How many tasks each race runs through: a mark per task, each raced by the person's saves.
-const TASKS: usize = 12;
+const TASKS: usize = 20;
 
 /// Swaps the files at `a` and `b` in one step, as ralph does: the person's editor here never
 /// replaces a save it has not seen either, so every mark ralph makes stays.
@@ -35,8 +35,9 @@ fn exchange(a: &Path, b: &Path) {
     assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
 }
 
-/// A person saving `path` by rename every 4 ms until `stop`, each save adding save
-/// number n to what is there (`edit(text, n)`). Returns how many saves were made.
+/// A person saving `path` by rename every 10 ms or so until `stop`, each save adding save
+/// number n to what is there (`edit(text, n)`), made on the file as it settled. Returns how
+/// many saves were made.
 fn person(
     path: PathBuf,
     stop: Arc<AtomicBool>,
@@ -47,7 +48,16 @@ fn person(
         let mut n = 0;
         while !stop.load(Ordering::SeqCst) {
             n += 1;
+            // An editor reloads a changed file once it has settled, not the instant it changes.
             let mut base = std::fs::read_to_string(&path).unwrap();
+            loop {
+                std::thread::sleep(Duration::from_millis(3));
+                let again = std::fs::read_to_string(&path).unwrap();
+                if again == base {
+                    break;
+                }
+                base = again;
+            }
             let mut expected = base.clone();
             loop {
                 let out = edit(&base, n);
@@ -67,7 +77,7 @@ fn person(
                 expected = out;
             }
             let _ = std::fs::remove_file(&tmp);
-            std::thread::sleep(Duration::from_millis(4));
+            std::thread::sleep(Duration::from_millis(10));
         }
         n
     })
