@@ -155,6 +155,221 @@ fn write_through_temp(
     result
 }
 
+/// Why [`update`] did not write.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum UpdateError<E> {
+    /// Reading, writing or renaming the file failed.
+    Io(std::io::Error),
+    /// The edit refused the file's content.
+    Edit(E),
+    /// Others wrote the file again and again, faster than the edit could be applied.
+    KeepsChanging,
+}
+
+/// How many times [`update`] applies its edit again to a file others keep writing.
+const UPDATE_ROUNDS: usize = 100;
+
+/// Applies `edit` to the file at `path` and writes the result, losing no write others make to
+/// the file meanwhile (a person's editor saving it by renaming a new file over it, even while
+/// ralph's write is under way). `edit` gets the file's content and answers the new content, or
+/// `None` when it has nothing to change. Returns whether it wrote.
+///
+/// The new content goes to a temporary file, fsynced; the file is read again, and when it
+/// changed, `edit` is made again on what is there now. Otherwise the new file takes the file's
+/// place in one `renameat2(RENAME_EXCHANGE)`, which hands back the file it replaced: when that
+/// is not the content `edit` was given, someone saved in the microseconds between the look and
+/// the swap, and `edit` is applied again to their content, swapped in at once, until a swap
+/// replaces only ralph's own write. Nothing anyone saved is dropped. Where the swap is not
+/// available, the look is the last step before a plain rename.
+///
+/// A symlink is followed; a FIFO or a device is written into (see [`write()`]) as `edit` says.
+pub fn update<E>(
+    path: &Path,
+    mut edit: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, E>,
+) -> Result<bool, UpdateError<E>> {
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut current = fs::read(&target).map_err(UpdateError::Io)?;
+    if is_special(&target) {
+        return match edit(&current).map_err(UpdateError::Edit)? {
+            Some(out) => write(&target, &out).map(|()| true).map_err(UpdateError::Io),
+            None => Ok(false),
+        };
+    }
+    // What must be at the path for a swap to replace nothing but what `current` came from.
+    let mut expected = current.clone();
+    // Whether the path holds a write of ours that displaced someone's `current`.
+    let mut ours_there = false;
+    // An edit that refused someone's content: it is put back as it was, then the error said.
+    let mut refused = None;
+    for round in 0..UPDATE_ROUNDS {
+        let out = match refused {
+            Some(_) => current.clone(),
+            None => match edit(&current) {
+                Ok(Some(out)) => out,
+                Ok(None) if !ours_there => return Ok(false),
+                // Their content says it already: it goes back as it is.
+                Ok(None) => current.clone(),
+                Err(err) if !ours_there => return Err(UpdateError::Edit(err)),
+                Err(err) => {
+                    refused = Some(err);
+                    current.clone()
+                }
+            },
+        };
+        let quick = match (ours_there, round) {
+            (true, _) => Quick::Repair,
+            (false, 0) => Quick::No,
+            (false, _) => Quick::Yes,
+        };
+        match replace_if(&target, &out, &expected, quick).map_err(UpdateError::Io)? {
+            Replaced::Done => {
+                return match refused {
+                    Some(err) => Err(UpdateError::Edit(err)),
+                    None => Ok(true),
+                };
+            }
+            Replaced::Displaced(theirs) => {
+                expected = out;
+                current = theirs;
+                ours_there = true;
+            }
+            Replaced::Unchanged(theirs) => {
+                expected.clone_from(&theirs);
+                current = theirs;
+            }
+        }
+    }
+    if ours_there {
+        // Theirs goes back rather than be lost; ralph's edit is the one not made.
+        write(&target, &current).map_err(UpdateError::Io)?;
+    }
+    Err(UpdateError::KeepsChanging)
+}
+
+/// How [`replace_if`] writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quick {
+    /// fsync, look, swap: no save seen yet.
+    No,
+    /// Look, swap, fsync: a save was seen meanwhile.
+    Yes,
+    /// Swap, fsync: ralph's own write is in place and lacks a save it displaced.
+    Repair,
+}
+
+/// What [`replace_if`] did.
+enum Replaced {
+    /// The new content is in place, and it replaced the expected one.
+    Done,
+    /// The new content is in place, but it replaced this, which someone saved meanwhile.
+    Displaced(Vec<u8>),
+    /// Nothing written: the file holds this now, not the expected content.
+    Unchanged(Vec<u8>),
+}
+
+/// Puts `bytes` at `path` (a regular file), replacing it only when it holds `expected`; see
+/// [`update`]. The new file is complete and fsynced before the file is read again to compare,
+/// so the one step left between that read and the swap takes microseconds. A `quick` write
+/// fsyncs the new file after the swap instead: one after a change was seen, where a wait for
+/// the disk would see the next save too, and a repair (ralph's own write displaced someone's
+/// save just before, and lacks it while it is in place), which compares nothing.
+fn replace_if(
+    path: &Path,
+    bytes: &[u8],
+    expected: &[u8],
+    quick: Quick,
+) -> std::io::Result<Replaced> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.ralph-tmp-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        if let Ok(meta) = fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.write_all(bytes)?;
+        if quick == Quick::No {
+            file.sync_all()?;
+        }
+        if quick != Quick::Repair {
+            let now = fs::read(path)?;
+            if now != expected {
+                return Ok(Replaced::Unchanged(now));
+            }
+        }
+        let replaced = match exchange(&tmp, path) {
+            Ok(()) => {
+                let theirs = fs::read(&tmp)?;
+                match theirs == expected {
+                    true => Replaced::Done,
+                    false => Replaced::Displaced(theirs),
+                }
+            }
+            // Without the swap, the read above is the last look before the rename.
+            Err(err) if unsupported(&err) => {
+                if quick != Quick::No {
+                    file.sync_all()?;
+                }
+                fs::rename(&tmp, path)?;
+                Replaced::Done
+            }
+            Err(err) => return Err(err),
+        };
+        if quick != Quick::No {
+            file.sync_all()?;
+        }
+        if let Ok(d) = File::open(&dir) {
+            // Some file systems refuse to fsync a folder; the swap has happened either way.
+            let _ = d.sync_all();
+        }
+        Ok(replaced)
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
+/// Swaps the files at `a` and `b`, both of which exist, in one step.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: renameat2 reads two NUL-terminated paths that live across the call.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    match done {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
 /// One file replaced whole again and again (a run's session file), without creating or
 /// deleting a file per write: each content is written into a spare file beside the target
 /// (`.NAME.spare`), fsynced, and swapped with the target in one `renameat2(RENAME_EXCHANGE)`;
@@ -272,38 +487,17 @@ impl Rewriter {
     }
 
     /// Swaps the spare and the file; `false` when there is no file yet.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
     fn swap(&self) -> std::io::Result<bool> {
-        use std::os::unix::ffi::OsStrExt as _;
-        let c = |p: &Path| {
-            std::ffi::CString::new(p.as_os_str().as_bytes())
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-        };
-        let (spare, path) = (c(&self.spare)?, c(&self.path)?);
-        // SAFETY: renameat2 reads two NUL-terminated paths that live across the call.
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_renameat2,
-                libc::AT_FDCWD,
-                spare.as_ptr(),
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::RENAME_EXCHANGE,
-            )
-        };
-        if done == 0 {
-            return Ok(true);
+        match exchange(&self.spare, &self.path) {
+            Ok(()) => Ok(true),
+            Err(err)
+                if err.raw_os_error() == Some(libc::ENOENT)
+                    && fs::symlink_metadata(&self.path).is_err() =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(err),
         }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::ENOENT) if fs::symlink_metadata(&self.path).is_err() => Ok(false),
-            _ => Err(err),
-        }
-    }
-
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    fn swap(&self) -> std::io::Result<bool> {
-        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
     }
 }
 
@@ -435,6 +629,74 @@ mod tests {
         assert_eq!(reader.join().unwrap(), b"through the pipe");
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
         assert_eq!(entries(dir.path()), ["out.fifo"]);
+    }
+
+    /// `edit` that appends `line`, unless the content has it already.
+    fn append(line: &'static str) -> impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, ()> {
+        move |bytes| {
+            let text = String::from_utf8(bytes.to_vec()).unwrap();
+            Ok((!text.contains(line)).then(|| format!("{text}{line}\n").into_bytes()))
+        }
+    }
+
+    #[test]
+    fn an_update_edits_the_file_as_it_is_and_writes_nothing_when_nothing_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        fs::write(&path, "a\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(update(&path, append("mark")).unwrap());
+        assert!(!update(&path, append("mark")).unwrap());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a\nmark\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(entries(dir.path()), ["TODO.md"]);
+    }
+
+    #[test]
+    fn a_save_made_while_an_update_writes_is_kept_and_the_edit_made_again_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        fs::write(&path, "a\n").unwrap();
+        let mut calls = 0;
+        let mut mark = append("mark");
+        let wrote = update(&path, |bytes: &[u8]| {
+            calls += 1;
+            if calls == 1 {
+                // A person's editor saves by rename after ralph read the file.
+                fs::write(dir.path().join("saved"), "a\nperson\n").unwrap();
+                fs::rename(dir.path().join("saved"), &path).unwrap();
+            }
+            mark(bytes)
+        })
+        .unwrap();
+        assert!(wrote);
+        assert_eq!(calls, 2);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a\nperson\nmark\n");
+        assert_eq!(entries(dir.path()), ["TODO.md"]);
+    }
+
+    #[test]
+    fn an_edit_refusing_a_save_made_meanwhile_puts_that_save_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prd.json");
+        fs::write(&path, "{}").unwrap();
+        let mut calls = 0;
+        let err = update(&path, |bytes: &[u8]| {
+            calls += 1;
+            if calls == 1 {
+                fs::write(dir.path().join("saved"), "{half").unwrap();
+                fs::rename(dir.path().join("saved"), &path).unwrap();
+                return Ok(Some(b"{\"marked\": true}".to_vec()));
+            }
+            Err(String::from_utf8_lossy(bytes).into_owned())
+        })
+        .unwrap_err();
+        assert!(
+            matches!(err, UpdateError::Edit(ref e) if e == "{half"),
+            "{err:?}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{half");
     }
 
     #[test]

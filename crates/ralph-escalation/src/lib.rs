@@ -27,6 +27,7 @@ mod prd_list;
 pub mod preflight;
 pub mod progress;
 mod resume;
+mod retick;
 pub mod run_folder;
 pub mod signature;
 pub mod tasks;
@@ -230,6 +231,8 @@ pub struct Escalation {
     /// Warnings from before the run started (opening the repository), said as `WARNING`
     /// events at the first [`TaskContext`] the engine hands over.
     pending: Vec<String>,
+    /// The list's load warnings already said in this run: each is said once.
+    said: std::collections::BTreeSet<String>,
     /// ralph's marks not yet in the task list, oldest first: the list did not parse when they
     /// were made. Kept in the session and written at the next step that finds it readable.
     unwritten: Vec<Mark>,
@@ -250,6 +253,9 @@ pub struct Escalation {
     /// The `--task` task passed in this run: a list that drops passed tasks (a closed issue
     /// is no longer an open one) ends the run as passed, not as a task it does not have.
     only_passed: bool,
+    /// The tasks this run passed, with their pass commits, kept in the session: one a stale
+    /// save shows undone again is marked again, not done again ([`retick`](Self::retick)).
+    passed: std::collections::BTreeMap<String, Option<String>>,
 }
 
 impl Escalation {
@@ -357,6 +363,7 @@ impl Escalation {
             counts,
             preexisting: None,
             pending: Vec::new(),
+            said: std::collections::BTreeSet::new(),
             unwritten: Vec::new(),
             conflict: String::new(),
             only: None,
@@ -364,6 +371,7 @@ impl Escalation {
             answered: None,
             not_now,
             only_passed: false,
+            passed: std::collections::BTreeMap::new(),
         }))
     }
 
@@ -583,6 +591,11 @@ impl Escalation {
             return Ok(None);
         };
         let tasks = list.load()?;
+        for warning in list.load_warnings() {
+            if self.said.insert(warning.clone()) {
+                self.pending.push(warning);
+            }
+        }
         self.counts = Some(summary(&tasks));
         Ok(Some(tasks))
     }
@@ -775,6 +788,14 @@ impl Escalation {
                 self.asked = None;
                 Ok(None)
             }
+            Err(err @ TaskListError::NoSuchQuestion { .. }) => {
+                cx.warn(format!(
+                    "{err} (a person removed it), so the wait for its answer ends: the task \
+                     goes on without one"
+                ));
+                self.asked = None;
+                Ok(None)
+            }
             Err(err) => Err(err.into()),
         }
     }
@@ -890,6 +911,9 @@ impl Escalation {
         let Some(current) = self.current.take() else {
             return Ok(TaskDecision::NextTask);
         };
+        // A task passed earlier that a stale save undid is ticked again first, so this pass
+        // commit holds the list with both marks.
+        self.retick(cx)?;
         // The commit (holding prd.json with the story marked) first, then prd.json in the
         // tree: a crash between them leaves the story unmarked, never marked passed without
         // its commit, and the journal has the next start finish the pass.
@@ -922,6 +946,7 @@ impl Escalation {
             }
             None => None,
         };
+        self.passed.insert(current.id.clone(), checkpoint.clone());
         // The list is read again for the write: a person's edit made meanwhile stays.
         if self.story_mode() {
             self.unwritten.push(Mark::Passed {
@@ -1033,11 +1058,16 @@ impl Escalation {
         if let Err(err) = self.pass_if_marked(cx) {
             return not_now(err, cx);
         }
+        if let Err(err) = self.retick(cx) {
+            return not_now(err, cx);
+        }
         let mut next = match self.write_marks(cx) {
             Ok(Some(wait)) => NextTask::Wait(wait),
             Ok(None) => self.pick(cx).unwrap_or_else(|err| not_now(err, cx)),
             Err(err) => not_now(err, cx),
         };
+        // What the list's look found (a title on two items), said before the task starts.
+        self.say_pending(cx);
         if let NextTask::Work(task) = &next {
             // Recorded so that a ralph killed during it is understood: without checks the
             // agent's own `passes: true` passes the story (the next start commits the pass),

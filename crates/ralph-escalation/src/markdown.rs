@@ -1,5 +1,6 @@
 //! A Markdown checklist as a [`TaskList`]: every `- [ ]` (`* [ ]`, `+ [ ]`, `1. [ ]`,
-//! `1) [ ]`) line outside a code fence is a task, its more-indented lines below (notes,
+//! `1) [ ]`) line with a title, outside code blocks and HTML comments as CommonMark reads
+//! them, is a task, its more-indented lines below (notes,
 //! sub-items, nested checkboxes) its body. A pass changes exactly that line's `[ ]` to `[x]`;
 //! a block appends ` <!-- ralph: blocked: reason -->` to it; a question goes on a line of its
 //! own under the item. Every other byte of the file stays as it was (CRLF, tabs, trailing
@@ -8,7 +9,8 @@
 //! A task's id is its title made into a slug (at most 40 characters) and 8 hex digits of a
 //! hash of the title with its spaces collapsed: stable while the line's text is unchanged
 //! (ticking it, blocking it or adding notes under it keeps it). A second item with the very
-//! same title gets `-2`, a third `-3`.
+//! same title gets `-2`, a third `-3`; as those go by order, a title on two items is a load
+//! warning.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,13 @@ pub enum MarkdownError {
         /// Why.
         source: std::io::Error,
     },
+    /// Others saved the file again and again while ralph wrote its change, faster than ralph
+    /// could apply it to each save: nothing of theirs is lost, ralph's change waits.
+    #[error("{}: saved again and again while ralph wrote to it; ralph's change waits", .path.display())]
+    KeepsChanging {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// One checklist item, found in a text.
@@ -72,33 +81,99 @@ struct Item {
     body_indent: String,
 }
 
-/// The items of `text`, in file order.
+/// A block that hides what is in it from the checklist, as CommonMark reads it.
+#[derive(Debug, Clone, Copy)]
+enum Hidden {
+    /// A fenced code block: closed only by a fence of the same character at least as long.
+    Fence { char: u8, len: usize },
+    /// An HTML block opened by `<!--`: closed by the first line holding `-->`.
+    Comment,
+    /// An indented code block: its lines are indented at least `column`.
+    Code { column: usize },
+}
+
+/// The items of `text`, in file order. Lines are read as CommonMark reads blocks: no item
+/// inside a fenced or indented code block or an HTML comment, and an item indented four
+/// columns past its container is code or text, not an item.
 fn items(text: &str) -> Vec<Item> {
     let lines = lines(text);
     let mut items = Vec::new();
-    let mut fence: Option<String> = None;
+    let mut hidden: Option<Hidden> = None;
+    // The content columns of the plain list items (no checkbox) the line may be inside.
+    let mut containers: Vec<usize> = Vec::new();
+    // Whether an indented code block may start here (not in a paragraph's continuation).
+    let mut code_may_start = true;
     let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     let mut i = 0;
     while i < lines.len() {
         let (start, content) = lines[i];
         let trimmed = content.trim_start();
-        if let Some(open) = &fence {
-            if trimmed.starts_with(open.as_str()) {
-                fence = None;
+        let indent = width(&content[..content.len() - trimmed.len()]);
+        match hidden {
+            Some(Hidden::Fence { char, len }) => {
+                if closes_fence(trimmed, char, len) {
+                    hidden = None;
+                    code_may_start = true;
+                }
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Comment) => {
+                if content.contains("-->") {
+                    hidden = None;
+                    code_may_start = true;
+                }
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Code { column }) if trimmed.is_empty() || indent >= column => {
+                i += 1;
+                continue;
+            }
+            Some(Hidden::Code { .. }) => hidden = None,
+            None => {}
+        }
+        if trimmed.is_empty() {
+            code_may_start = true;
+            i += 1;
+            continue;
+        }
+        while containers.last().is_some_and(|&column| column > indent) {
+            containers.pop();
+        }
+        let base = containers.last().copied().unwrap_or(0);
+        if indent >= base + 4 {
+            // Four columns past its container: code after a break, else a paragraph's text.
+            if code_may_start {
+                hidden = Some(Hidden::Code { column: base + 4 });
             }
             i += 1;
             continue;
         }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(trimmed[..3].to_owned());
+        if let Some((char, len)) = opens_fence(trimmed) {
+            hidden = Some(Hidden::Fence { char, len });
             i += 1;
             continue;
         }
-        let Some(found) = checkbox(content) else {
+        if let Some(after) = trimmed.strip_prefix("<!--") {
+            if !after.contains("-->") {
+                hidden = Some(Hidden::Comment);
+            }
+            code_may_start = true;
+            i += 1;
+            continue;
+        }
+        code_may_start = trimmed.starts_with('#');
+        let found = checkbox(content)
+            .filter(|f| !strip_comments(&content[f.title_start..]).trim().is_empty());
+        let Some(found) = found else {
+            // A plain list item: the lines indented to its text are inside it.
+            if let Some(column) = list_marker(content).map(|m| m.text_column) {
+                containers.push(column);
+            }
             i += 1;
             continue;
         };
-        let indent = width(&content[..content.len() - trimmed.len()]);
         // The body: every following line indented further, blank lines inside included.
         let mut end = i;
         let mut j = i + 1;
@@ -126,7 +201,7 @@ fn items(text: &str) -> Vec<Item> {
             .unwrap_or_else(|| " ".repeat(found.text_column));
         let raw_title = &content[found.title_start..];
         let title = strip_comments(raw_title).trim().to_owned();
-        let state = match (found.checked, raw_title.contains(BLOCKED)) {
+        let state = match (found.checked, blocked_by_ralph(raw_title)) {
             (true, _) => TaskState::Passed,
             (false, true) => TaskState::Blocked,
             (false, false) => TaskState::Pending,
@@ -152,9 +227,44 @@ fn items(text: &str) -> Vec<Item> {
             body,
             body_indent,
         });
+        code_may_start = true;
         i = end + 1;
     }
     items
+}
+
+/// The character and length of the fence `trimmed` opens: three or more backticks (no
+/// backtick after them) or tildes.
+fn opens_fence(trimmed: &str) -> Option<(u8, usize)> {
+    let char = *trimmed
+        .as_bytes()
+        .first()
+        .filter(|c| matches!(c, b'`' | b'~'))?;
+    let len = trimmed.bytes().take_while(|&c| c == char).count();
+    let info = &trimmed[len..];
+    (len >= 3 && !(char == b'`' && info.contains('`'))).then_some((char, len))
+}
+
+/// Whether `trimmed` closes a fence of `len` times `char`: as many or more, nothing after.
+fn closes_fence(trimmed: &str, char: u8, len: usize) -> bool {
+    let run = trimmed.bytes().take_while(|&c| c == char).count();
+    run >= len && trimmed[run..].trim().is_empty()
+}
+
+/// Whether an item's text (after its checkbox) ends with ralph's blocked comment, outside a
+/// code span: a title that merely mentions the comment is not blocked.
+fn blocked_by_ralph(text: &str) -> bool {
+    let text = text.trim_end();
+    if !text.ends_with("-->") {
+        return false;
+    }
+    let Some(at) = text.rfind(BLOCKED) else {
+        return false;
+    };
+    let before = &text[..at];
+    // An odd number of backticks before it: it is inside a code span.
+    before.matches('`').count() % 2 == 0
+        && !text[at + BLOCKED.len()..text.len() - 3].contains("-->")
 }
 
 /// Each line's start offset and its text without the line ending.
@@ -180,20 +290,17 @@ fn width(space: &str) -> usize {
     })
 }
 
-/// Where a checklist line's parts are.
-struct Checkbox {
-    /// Byte offset of `[` in the line.
-    checkbox: usize,
-    checked: bool,
-    /// Byte offset of the title.
-    title_start: usize,
+/// Where a list item's marker is.
+struct ListMarker {
+    /// Byte offset just after the marker and the spaces after it.
+    after: usize,
     /// The column the item's text starts at (where its sub-lines line up).
     text_column: usize,
 }
 
-/// The checkbox of `line`, when it is a checklist item: a list marker (`-`, `*`, `+`, or
-/// digits and `.` or `)`), a space, `[ ]` or `[x]`, then a space or the end.
-fn checkbox(line: &str) -> Option<Checkbox> {
+/// The list marker `line` starts with: `-`, `*`, `+`, or up to 9 digits and `.` or `)`,
+/// then a space or a tab (or the end of the line).
+fn list_marker(line: &str) -> Option<ListMarker> {
     let rest = line.trim_start();
     let lead = line.len() - rest.len();
     let marker = match rest.as_bytes().first()? {
@@ -209,10 +316,31 @@ fn checkbox(line: &str) -> Option<Checkbox> {
     };
     let after = &rest[marker..];
     let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
-    if spaces == 0 {
+    if spaces == 0 && !after.is_empty() {
         return None;
     }
-    let boxed = &after[spaces..];
+    Some(ListMarker {
+        after: lead + marker + spaces,
+        text_column: width(&line[..lead]) + marker + 1,
+    })
+}
+
+/// Where a checklist line's parts are.
+struct Checkbox {
+    /// Byte offset of `[` in the line.
+    checkbox: usize,
+    checked: bool,
+    /// Byte offset of the title.
+    title_start: usize,
+    /// The column the item's text starts at (where its sub-lines line up).
+    text_column: usize,
+}
+
+/// The checkbox of `line`, when it is a checklist item: a list marker (`-`, `*`, `+`, or
+/// digits and `.` or `)`), a space, `[ ]` or `[x]`, then a space or the end.
+fn checkbox(line: &str) -> Option<Checkbox> {
+    let marker = list_marker(line)?;
+    let boxed = &line[marker.after..];
     let checked = match boxed.get(..3)? {
         "[ ]" => false,
         "[x]" | "[X]" => true,
@@ -222,12 +350,11 @@ fn checkbox(line: &str) -> Option<Checkbox> {
     if !(tail.is_empty() || tail.starts_with([' ', '\t'])) {
         return None;
     }
-    let checkbox = lead + marker + spaces;
     Some(Checkbox {
-        checkbox,
+        checkbox: marker.after,
         checked,
-        title_start: checkbox + 3,
-        text_column: width(&line[..lead]) + marker + 1,
+        title_start: marker.after + 3,
+        text_column: marker.text_column,
     })
 }
 
@@ -333,6 +460,8 @@ pub struct MarkdownList {
     path: PathBuf,
     /// The text as last read whole: what a pass commit holds when the file cannot be read.
     last_good: Option<String>,
+    /// What the last load found a person should know: titles on more than one item.
+    warnings: Vec<String>,
 }
 
 impl MarkdownList {
@@ -341,6 +470,7 @@ impl MarkdownList {
         Self {
             path,
             last_good: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -354,25 +484,57 @@ impl MarkdownList {
             path: self.path.clone(),
             source,
         })?;
-        let text = String::from_utf8(bytes).map_err(|err| {
+        let text = self.decode(bytes)?;
+        self.last_good = Some(text.clone());
+        Ok(text)
+    }
+
+    /// `bytes` as text, or where they stop being UTF-8.
+    fn decode(&self, bytes: Vec<u8>) -> Result<String, MarkdownError> {
+        String::from_utf8(bytes).map_err(|err| {
             let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
             MarkdownError::NotUtf8 {
                 path: self.path.clone(),
                 line: valid.iter().filter(|b| **b == b'\n').count() + 1,
             }
-        })?;
-        self.last_good = Some(text.clone());
-        Ok(text)
+        })
     }
 
-    fn write(&mut self, text: &str) -> Result<(), TaskListError> {
-        ralph_engine::atomic::write(&self.path, text.as_bytes()).map_err(|source| {
-            TaskListError::Failed(Box::new(MarkdownError::Write {
-                path: self.path.clone(),
-                source,
-            }))
-        })?;
-        self.last_good = Some(text.to_owned());
+    /// Applies `edit` to the file as it is now and writes the result through
+    /// [`ralph_engine::atomic::update`]: a person's save made while ralph writes is never
+    /// replaced, `edit` is applied to it again. `edit` answers the new text, or `None` when
+    /// the file already says so.
+    fn update(
+        &mut self,
+        mut edit: impl FnMut(&str) -> Result<Option<String>, TaskListError>,
+    ) -> Result<(), TaskListError> {
+        // A file that cannot be read is said as before: the change waits.
+        self.read()?;
+        let mut last = None;
+        let updated = ralph_engine::atomic::update(&self.path, |bytes| {
+            let text = self.decode(bytes.to_vec())?;
+            let out = edit(&text)?;
+            last = Some(out.clone().unwrap_or(text));
+            Ok(out.map(String::into_bytes))
+        });
+        match updated {
+            Ok(_) => {}
+            Err(ralph_engine::atomic::UpdateError::Edit(err)) => return Err(err),
+            Err(ralph_engine::atomic::UpdateError::Io(source)) => {
+                return Err(TaskListError::Failed(Box::new(MarkdownError::Write {
+                    path: self.path.clone(),
+                    source,
+                })));
+            }
+            Err(_) => {
+                return Err(TaskListError::Unreadable(Box::new(
+                    MarkdownError::KeepsChanging {
+                        path: self.path.clone(),
+                    },
+                )));
+            }
+        }
+        self.last_good = last;
         Ok(())
     }
 }
@@ -401,7 +563,9 @@ impl TaskList for MarkdownList {
 
     fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
         let text = self.read()?;
-        Ok(items(&text)
+        let found = items(&text);
+        self.warnings = repeated_titles(&self.location(), &text, &found);
+        Ok(found
             .into_iter()
             .map(|item| {
                 let mut task = ListedTask::new(item.id.clone(), item.title.clone());
@@ -427,11 +591,12 @@ impl TaskList for MarkdownList {
     }
 
     fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
-        let text = self.read()?;
-        if let Some(marked) = apply(&text, &self.location(), mark)? {
-            self.write(&marked)?;
-        }
-        Ok(())
+        let location = self.location();
+        self.update(|text| apply(text, &location, mark))
+    }
+
+    fn load_warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     fn can_ask(&self) -> bool {
@@ -439,24 +604,27 @@ impl TaskList for MarkdownList {
     }
 
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
-        let text = self.read()?;
-        let Some(item) = items(&text).into_iter().find(|i| i.id == task_id) else {
-            return Err(TaskListError::NoSuchTask {
-                location: self.location(),
-                id: task_id.to_owned(),
-            });
-        };
         let asked = one_line_comment_text(question);
-        let eol = eol(&text);
-        let mut out = String::with_capacity(text.len() + asked.len() + 32);
-        out.push_str(&text[..item.block_end]);
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push_str(eol);
-        }
-        out.push_str(&format!("{}{QUESTION} {asked} -->{eol}", item.body_indent));
-        out.push_str(&text[item.block_end..]);
-        self.write(&out)?;
-        let line = lines(&out[..item.block_end]).len() + 1;
+        let location = self.location();
+        let mut line = 0;
+        self.update(|text| {
+            let Some(item) = items(text).into_iter().find(|i| i.id == task_id) else {
+                return Err(TaskListError::NoSuchTask {
+                    location: location.clone(),
+                    id: task_id.to_owned(),
+                });
+            };
+            let eol = eol(text);
+            let mut out = String::with_capacity(text.len() + asked.len() + 32);
+            out.push_str(&text[..item.block_end]);
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push_str(eol);
+            }
+            out.push_str(&format!("{}{QUESTION} {asked} -->{eol}", item.body_indent));
+            out.push_str(&text[item.block_end..]);
+            line = lines(&out[..item.block_end]).len() + 1;
+            Ok(Some(out))
+        })?;
         Ok(Asked::new(
             task_id,
             question,
@@ -479,12 +647,25 @@ impl TaskList for MarkdownList {
                 .strip_prefix(QUESTION)
                 .is_some_and(|q| q.trim_end_matches("-->").trim() == question)
         };
-        // A question a person removed answers nothing: the wait goes on.
         let Some(at) = item.body.iter().rposition(asks) else {
-            return Ok(None);
+            return Err(TaskListError::NoSuchQuestion {
+                at: asked.at.clone(),
+                question: asked.question.clone(),
+            });
         };
+        let mut said: Vec<&str> = item.body[at + 1..].iter().map(String::as_str).collect();
+        // An answer written at column 0 right under a question that ends the item is a lazy
+        // continuation of it, as CommonMark reads it: its lines up to a blank line or a block.
+        if said.iter().all(|l| l.trim().is_empty()) {
+            said.extend(
+                lines(&text[item.block_end..])
+                    .into_iter()
+                    .map(|(_, l)| l)
+                    .take_while(|l| !l.trim().is_empty() && continues(l)),
+            );
+        }
         let mut answer = Vec::new();
-        for line in &item.body[at + 1..] {
+        for line in said {
             let line = line.trim();
             if line.starts_with(QUESTION) {
                 break;
@@ -497,6 +678,48 @@ impl TaskList for MarkdownList {
         }
         Ok((!answer.is_empty()).then(|| answer.join("\n")))
     }
+}
+
+/// Whether `line` can continue a paragraph lazily: it starts no block of its own (a list
+/// item, a heading, a fence, a quote, an HTML block or a thematic break).
+fn continues(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    let breaks = trimmed.len() >= 3
+        && trimmed
+            .chars()
+            .all(|c| matches!(c, '-' | '*' | '_' | ' ' | '\t'))
+        && trimmed.chars().filter(|c| !c.is_whitespace()).count() >= 3;
+    list_marker(line).is_none()
+        && opens_fence(trimmed).is_none()
+        && !breaks
+        && !trimmed.starts_with(['#', '>', '<'])
+}
+
+/// A warning for each title on more than one item of `found`: their ids go by their order, so
+/// an item with that title added above one of them gives its id to another line.
+fn repeated_titles(location: &str, text: &str, found: &[Item]) -> Vec<String> {
+    let mut by_id: BTreeMap<String, Vec<&Item>> = BTreeMap::new();
+    for item in found {
+        by_id.entry(id_of(&item.title)).or_default().push(item);
+    }
+    let line_of = |item: &Item| text[..item.line.start].matches('\n').count() + 1;
+    by_id
+        .values()
+        .filter(|same| same.len() > 1)
+        .map(|same| {
+            let lines: Vec<String> = same.iter().map(|i| line_of(i).to_string()).collect();
+            format!(
+                "{location}: the title \"{}\" is on {} items (lines {}); ralph tells them \
+                 apart only by their order ({}, {}-2, ...), so an item with that title added \
+                 above one of them moves its id to another line: give each a title of its own",
+                same[0].title,
+                same.len(),
+                lines.join(", "),
+                same[0].id,
+                same[0].id
+            )
+        })
+        .collect()
 }
 
 /// Body lines with the leading whitespace they all share removed, blank lines at the ends
@@ -603,6 +826,68 @@ mod tests {
         assert_eq!(found[1].id, format!("{}-2", found[0].id));
     }
 
+    /// Titles of the items of `text`, with their states.
+    fn found(text: &str) -> Vec<(String, TaskState)> {
+        items(text)
+            .into_iter()
+            .map(|i| (i.title, i.state))
+            .collect()
+    }
+
+    #[test]
+    fn a_fence_closes_only_with_a_fence_as_long_of_its_character() {
+        let text = "````md\n```\n- [ ] in the outer block\n```\n~~~~\n- [ ] still in\n````\n- [ ] after\n~~~\n```\n- [ ] in tildes\n~~~~\n- [ ] last\n";
+        let titles: Vec<String> = found(text).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["after", "last"]);
+        // Backticks after a backtick run: inline code, not a fence.
+        assert_eq!(found("``` a ` b\n- [ ] x\n").len(), 1);
+    }
+
+    #[test]
+    fn no_item_in_an_html_comment_or_an_indented_code_block() {
+        let text = "<!--\n- [ ] commented out\n-->\n- [ ] a\n\nProse:\n\n    - [ ] code\n\n    - [ ] code too\n- [ ] b\nText\n    - [ ] lazy text\n<!-- one line --> \n- [ ] c\n";
+        let titles: Vec<String> = found(text).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["a", "b", "c"]);
+        // Under a plain list item, four columns in is a nested item.
+        let nested = "- Group\n    - [ ] nested\n1. Other\n\n     - [ ] nested too\n";
+        let titles: Vec<String> = found(nested).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(titles, ["nested", "nested too"]);
+    }
+
+    #[test]
+    fn an_empty_item_is_not_a_task() {
+        assert_eq!(
+            found("- [ ]\n- [ ]   \n- [x] <!-- note -->\n- [ ] real\n").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn only_ralphs_comment_at_the_end_of_the_line_blocks() {
+        let text = "- [ ] Explain `<!-- ralph: blocked: x -->` in the docs\n- [ ] Quote <!-- ralph: blocked: a --> then words\n- [ ] Real <!-- ralph: blocked: same error 3 times -->  \n";
+        let states: Vec<TaskState> = found(text).into_iter().map(|(_, s)| s).collect();
+        assert_eq!(
+            states,
+            [TaskState::Pending, TaskState::Pending, TaskState::Blocked]
+        );
+    }
+
+    #[test]
+    fn a_title_on_two_items_is_a_warning_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, "- [ ] a\n- [ ] b\n- [ ]  a \n").unwrap();
+        let mut list = MarkdownList::new(path);
+        list.load().unwrap();
+        let warnings = list.load_warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("\"a\" is on 2 items (lines 1, 3)"),
+            "{}",
+            warnings[0]
+        );
+    }
+
     #[test]
     fn not_checklist_lines() {
         for line in [
@@ -642,6 +927,38 @@ mod tests {
         std::fs::write(&path, answered).unwrap();
         assert_eq!(list.answer(&asked).unwrap().as_deref(), Some("Use axum."));
         assert_eq!(list.load().unwrap()[0].id, id, "the id stays");
+    }
+
+    #[test]
+    fn an_answer_at_column_0_under_the_question_is_seen_and_a_deleted_question_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("TODO.md");
+        std::fs::write(&path, "- [ ] one\n- [ ] two\n").unwrap();
+        let mut list = MarkdownList::new(path.clone());
+        let id = list.load().unwrap()[0].id.clone();
+        let asked = list.ask(&id, "why?").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "- [ ] one\n  <!-- ralph: question: why? -->\n- [ ] two\n"
+        );
+        // A heading or the next item is no answer.
+        std::fs::write(&path, text.replace("-->\n", "-->\n# Notes\n")).unwrap();
+        assert_eq!(list.answer(&asked).unwrap(), None);
+        std::fs::write(
+            &path,
+            text.replace("-->\n", "-->\nBecause.\nReally.\n\nProse.\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            list.answer(&asked).unwrap().as_deref(),
+            Some("Because.\nReally.")
+        );
+        std::fs::write(&path, "- [ ] one\n- [ ] two\n").unwrap();
+        assert!(matches!(
+            list.answer(&asked),
+            Err(TaskListError::NoSuchQuestion { ref question, .. }) if question == "why?"
+        ));
     }
 
     #[test]

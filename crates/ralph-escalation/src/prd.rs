@@ -387,6 +387,23 @@ pub enum PrdError {
         /// Why.
         source: std::io::Error,
     },
+    /// The question ralph put in a story's notes is gone from them (a person deleted it).
+    #[error("{} ({id}'s notes): the question \"{question}\" is no longer there", .path.display())]
+    NoSuchQuestion {
+        /// The file.
+        path: PathBuf,
+        /// The story.
+        id: String,
+        /// The question.
+        question: String,
+    },
+    /// Others saved the file again and again while ralph wrote its change, faster than ralph
+    /// could apply it to each save: nothing of theirs is lost, ralph's change waits.
+    #[error("{}: saved again and again while ralph wrote to it; ralph's change waits", .path.display())]
+    KeepsChanging {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// A loaded prd.json.
@@ -604,7 +621,8 @@ impl Prd {
 
     /// A person's answer in story `id`'s notes to the question written as `asked` (see
     /// [`ask`](Self::ask)): the non-empty lines after the last such line, up to the next
-    /// question; `None` while there are none (or the question was removed).
+    /// question; `None` while there are none, [`PrdError::NoSuchQuestion`] once a person
+    /// removed the question.
     pub fn answer(&self, id: &str, asked: &str) -> Result<Option<String>, PrdError> {
         let story = self.story(id).ok_or_else(|| PrdError::NoSuchStory {
             path: self.path.clone(),
@@ -614,7 +632,16 @@ impl Prd {
         let notes = notes["notes"].as_str().unwrap_or_default();
         let lines: Vec<&str> = notes.lines().map(str::trim).collect();
         let Some(at) = lines.iter().rposition(|l| *l == asked.trim()) else {
-            return Ok(None);
+            return Err(PrdError::NoSuchQuestion {
+                path: self.path.clone(),
+                id: id.to_owned(),
+                question: asked
+                    .trim()
+                    .strip_prefix(QUESTION_NOTE.trim_end())
+                    .unwrap_or(asked)
+                    .trim()
+                    .to_owned(),
+            });
         };
         let answer: Vec<&str> = lines[at + 1..]
             .iter()
@@ -686,13 +713,50 @@ impl Cache {
 
     /// Writes `mark` into prd.json as it is now: the file is read again just before the write
     /// and `mark` applied to that text, so whatever a person changed since ralph last read it
-    /// stays. Nothing is written when the file already says what `mark` says, nor when it
-    /// cannot be read or does not parse (the error says why).
+    /// stays, even a save made while ralph writes ([`update`](Self::update)). Nothing is
+    /// written when the file already says what `mark` says, nor when it cannot be read or does
+    /// not parse (the error says why).
     pub fn write_mark(&mut self, path: &Path, mark: &Mark) -> Result<Prd, PrdError> {
-        let mut prd = self.load(path)?;
-        if mark.apply(&mut prd)? {
-            self.save(&prd)?;
+        self.update(path, |prd| mark.apply(prd))
+    }
+
+    /// Applies `edit` to prd.json as it is now and writes the result through
+    /// [`ralph_engine::atomic::update`]: a person's save made while ralph writes is never
+    /// replaced, `edit` is applied to it again. `edit` answers whether it changed anything.
+    /// Returns the file as written (or as it was, when `edit` changed nothing).
+    pub fn update(
+        &mut self,
+        path: &Path,
+        mut edit: impl FnMut(&mut Prd) -> Result<bool, PrdError>,
+    ) -> Result<Prd, PrdError> {
+        // A file that cannot be read or parse is said as before: the change waits.
+        self.load(path)?;
+        let mut last = None;
+        let updated = ralph_engine::atomic::update(path, |bytes| {
+            let mut prd = Prd::from_bytes(path, bytes)?;
+            let out = edit(&mut prd)?.then(|| prd.to_text().into_bytes());
+            last = Some((out.clone().unwrap_or_else(|| bytes.to_vec()), prd));
+            Ok(out)
+        });
+        match updated {
+            Ok(_) => {}
+            Err(ralph_engine::atomic::UpdateError::Edit(err)) => return Err(err),
+            Err(ralph_engine::atomic::UpdateError::Io(source)) => {
+                return Err(PrdError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            Err(_) => {
+                return Err(PrdError::KeepsChanging {
+                    path: path.to_path_buf(),
+                });
+            }
         }
+        let (bytes, prd) = last.ok_or_else(|| PrdError::KeepsChanging {
+            path: path.to_path_buf(),
+        })?;
+        self.last = Some((bytes, prd.clone()));
         Ok(prd)
     }
 }
@@ -883,6 +947,11 @@ mod tests {
         let mut prd = prd;
         let again = prd.ask("US-003", "Which database?").unwrap();
         assert_eq!(prd.answer("US-003", &again).unwrap(), None);
+        // A question a person deleted answers nothing, and says so.
+        assert!(matches!(
+            prd.answer("US-003", "ralph: question: Which cache?"),
+            Err(PrdError::NoSuchQuestion { ref question, .. }) if question == "Which cache?"
+        ));
         assert!(prd.to_text().contains(
             "ralph: question: Which framework?\\n\\nUse axum.\\nWe know it.\\n\\nralph: question: Which database?"
         ));

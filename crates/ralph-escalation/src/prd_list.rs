@@ -45,10 +45,16 @@ impl PrdList {
 impl From<PrdError> for TaskListError {
     fn from(err: PrdError) -> Self {
         match err {
-            PrdError::Read { .. } | PrdError::Malformed { .. } => Self::Unreadable(Box::new(err)),
+            PrdError::Read { .. } | PrdError::Malformed { .. } | PrdError::KeepsChanging { .. } => {
+                Self::Unreadable(Box::new(err))
+            }
             PrdError::NoSuchStory { path, id } => Self::NoSuchTask {
                 location: path.display().to_string(),
                 id,
+            },
+            PrdError::NoSuchQuestion { path, id, question } => Self::NoSuchQuestion {
+                at: format!("{} ({id}'s notes)", path.display()),
+                question,
             },
             other => Self::Failed(Box::new(other)),
         }
@@ -95,9 +101,11 @@ impl TaskList for PrdList {
 
     /// The question in the story's notes, as the file is now (every other byte kept).
     fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
-        let mut prd = self.prd()?;
-        let asked = prd.ask(task_id, question)?;
-        self.cache.save(&prd)?;
+        let mut asked = String::new();
+        self.cache.update(&self.path, |prd| {
+            asked = prd.ask(task_id, question)?;
+            Ok(true)
+        })?;
         Ok(Asked::new(
             task_id,
             question,

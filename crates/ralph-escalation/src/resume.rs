@@ -47,6 +47,10 @@ struct State {
     /// A question and its answer, for the next iteration's prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answered: Option<[String; 2]>,
+    /// The tasks the run passed, with their pass commits: marked again, not done again, when
+    /// a stale save shows one undone.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    passed: std::collections::BTreeMap<String, Option<String>>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -201,6 +205,7 @@ impl Escalation {
             only: self.only.clone(),
             asked: self.asked.clone(),
             answered: self.answered.clone(),
+            passed: self.passed.clone(),
         };
         serde_json::to_value(state).ok()
     }
@@ -224,6 +229,7 @@ impl Escalation {
         }
         self.asked = state.asked;
         self.answered = state.answered;
+        self.passed = state.passed;
         let b = state.breaker;
         self.breaker.restore_counts(b.attempts, b.last, b.streak);
         self.current = state.current.map(|c| Current {

@@ -208,6 +208,15 @@ pub enum TaskListError {
         /// Why, in words people read: the service's error and what follows the wait.
         why: String,
     },
+    /// The question [`TaskList::answer`] looks for is gone (a person deleted it): the wait
+    /// for its answer ends, with a `WARNING`, and the task goes on without one.
+    #[error("{at}: the question \"{question}\" is no longer there")]
+    NoSuchQuestion {
+        /// Where it was asked, as people read it.
+        at: String,
+        /// The question.
+        question: String,
+    },
     /// The list cannot ask a person ([`TaskList::ask`]).
     #[error("{location}: {kind} tasks cannot put a question to a person")]
     CannotAsk {
@@ -240,6 +249,13 @@ pub trait TaskList: Send + std::fmt::Debug {
 
     /// The tasks as the list says now, in the list's order.
     fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError>;
+
+    /// What the last [`load`](Self::load) found that a person should know, in words (a
+    /// checklist's title on two items): escalation says each once per run as a `WARNING`.
+    /// None, the default.
+    fn load_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// The contents the pass commit holds for each of [`files`](Self::files): the file as it
     /// is now with `mark` applied (as last read when it does not parse now). Empty, the
@@ -278,7 +294,9 @@ pub trait TaskList: Send + std::fmt::Debug {
         })
     }
 
-    /// The answer to `asked`, once a person gave one.
+    /// The answer to `asked`, once a person gave one; [`TaskListError::NoSuchQuestion`] when
+    /// a person deleted the question, [`TaskListError::NoSuchTask`] when the task left the list
+    /// (an issue closed).
     fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
         let _ = asked;
         Ok(None)

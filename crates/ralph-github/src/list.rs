@@ -43,7 +43,14 @@ pub struct GithubList {
     passed: BTreeSet<u64>,
     /// Who ralph's comments are by: asked of GitHub once, the first time a comment is read.
     ralph: Option<Author>,
+    /// Looks for an answer so far: every [`ISSUE_EVERY`]th also reads the issue itself.
+    answer_looks: u64,
 }
+
+/// While ralph waits for an answer, one look in this many also reads the issue, to see it
+/// closed (or its label taken off): a second request at every look would double what a wait
+/// costs of the hourly rate limit.
+const ISSUE_EVERY: u64 = 3;
 
 impl GithubList {
     /// The open issues `client` reads, only those labelled `label` when given; a passed issue
@@ -69,6 +76,7 @@ impl GithubList {
             seen: BTreeMap::new(),
             passed: BTreeSet::new(),
             ralph: None,
+            answer_looks: 0,
         }
     }
 
@@ -379,14 +387,36 @@ impl GithubList {
         ))
     }
 
-    /// The answer after the question, if any.
+    /// The answer after the question, if any. An issue a person closed (or took the run's
+    /// label off) meanwhile is a task no longer in the list, dropped as at any other time; a
+    /// question comment a person deleted ends the wait.
     fn read_answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
         let n = number(&asked.task_id)?;
         let Some(question) = asked.token.get("comment").and_then(Value::as_u64) else {
             return Ok(None);
         };
+        if self.answer_looks % ISSUE_EVERY == 0 {
+            let issue = self.client.issue(n).map_err(list_error)?;
+            let labelled = self
+                .label
+                .as_ref()
+                .is_none_or(|label| issue.labels.contains(label));
+            if issue.state == IssueState::Closed || !labelled {
+                return Err(TaskListError::NoSuchTask {
+                    location: self.location(),
+                    id: asked.task_id.clone(),
+                });
+            }
+        }
+        self.answer_looks += 1;
         let ralph = self.ralph()?;
         let comments = self.client.comments(n).map_err(list_error)?;
+        if !comments.iter().any(|c| c.id == question) {
+            return Err(TaskListError::NoSuchQuestion {
+                at: asked.at.clone(),
+                question: asked.question.clone(),
+            });
+        }
         Ok(issues::answer_after(&comments, question, &ralph))
     }
 }

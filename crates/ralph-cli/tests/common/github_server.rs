@@ -154,6 +154,11 @@ impl GithubServer {
         add_comment(&mut state, issue, author, body);
     }
 
+    /// A person deletes comment `id`.
+    pub fn delete_comment(&self, id: u64) {
+        self.state.lock().unwrap().comments.retain(|c| c.id != id);
+    }
+
     /// A person closes the issue.
     pub fn close(&self, issue: u64) {
         self.state.lock().unwrap().issues[issue as usize - 1].open = false;
