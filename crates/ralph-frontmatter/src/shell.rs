@@ -410,6 +410,12 @@ fn analyze(template: &str) -> Analysis {
                     }
                     b'(' => {
                         shell_syntax = true;
+                        // bash's array assignment (`x=(a b)`): its parser recovers from an
+                        // error in it (`x=((`) at the next line, so a newline in a quoted value
+                        // after it would start a command. Not followed: refused after it.
+                        if i > 0 && bytes[i - 1] == b'=' {
+                            lost = true;
+                        }
                         word_start = true;
                         *parens += 1;
                         i += 1;

@@ -112,6 +112,9 @@ fn placements_that_cannot_be_quoted_are_refused() {
         ("echo `echo \"a\"` {{ args.x }}", Unfollowed),
         ("echo $'a' {{ args.x }}", Unfollowed),
         ("diff <(ls) {{ args.x }}", Unfollowed),
+        // bash runs the line after `x=((` as a command: a quoted value's newline with it.
+        ("x=(({{ args.x }}", Unfollowed),
+        ("x=(a {{ args.x }})", Unfollowed),
         ("echo $(case a in a) echo;; esac) {{ args.x }}", Unfollowed),
     ];
     for (command, reason) in cases {
