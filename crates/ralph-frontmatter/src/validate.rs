@@ -20,6 +20,8 @@ use crate::{
     StateThen, Vocabulary,
 };
 
+mod notify;
+
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
     schema::names(schema::nested(block))
@@ -459,6 +461,10 @@ pub(crate) fn config(
     let max_runtime =
         present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
 
+    let notify = root
+        .get("notify")
+        .map(|v| notify::notify(checker, &top.key("notify"), v));
+
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
     let max_turns = optional(max_turns)?;
@@ -502,6 +508,7 @@ pub(crate) fn config(
         rate_limit,
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
+        notify: optional(notify)?,
     })
 }
 
