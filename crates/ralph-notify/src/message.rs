@@ -19,7 +19,7 @@ impl Place {
         let folder =
             shlex::try_quote(&self.folder).map_or_else(|_| self.folder.clone(), Into::into);
         let file = match self.ralph_file.as_str() {
-            "RALPH.md" | "" => String::new(),
+            "RALPH.md" | "." | "" => String::new(),
             file => format!(
                 " {}",
                 shlex::try_quote(file).map_or_else(|_| file.to_owned(), Into::into)
@@ -136,6 +136,8 @@ impl RunFacts {
                     format!("ended {iterations} {reason}"),
                 )
             }
+            // With tasks, a tripped breaker blocks the task: its `STORY_BLOCKED` tells it.
+            "CIRCUIT_TRIPPED" if !event["story_id"].is_null() => return None,
             "STORY_BLOCKED" | "CIRCUIT_TRIPPED" => {
                 let task = event["story_id"]
                     .as_str()
