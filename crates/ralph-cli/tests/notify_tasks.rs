@@ -105,7 +105,9 @@ esac
     send_signal(child.id(), libc::SIGTERM);
     assert!(!child.wait().unwrap().success());
 
-    // Resumed before the answer: the run waits for it again, and says nothing new.
+    // Resumed before the answer: the run waits for it again, and says nothing new. (The
+    // stopped run's events go first, so the wait seen is the resumed run's.)
+    std::fs::remove_file(p.events_path()).unwrap();
     let child = p.spawn(&["run", "--resume"]);
     wait_until("the resumed run waiting", || {
         p.events_of("WAIT_STARTED")

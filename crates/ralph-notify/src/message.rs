@@ -168,11 +168,15 @@ impl RunFacts {
                 if !why.starts_with("waiting for an answer") {
                     return None;
                 }
-                let question = self.question.clone().unwrap_or_default();
-                let words = format!("the agent asks: \"{question}\"");
+                // A resumed run waits again without the iteration that asked: the question is
+                // known by where it was put.
+                let words = match &self.question {
+                    Some(question) => format!("the agent asks: \"{question}\""),
+                    None => "the agent asked a question".to_owned(),
+                };
                 let where_ = why.trim_start_matches("waiting for an answer").trim();
                 let act = format!("answer it {where_}; the loop goes on by itself once answered");
-                let key = format!("asked {question} {where_}");
+                let key = format!("asked {where_}");
                 (
                     NotifyEvent::Asked,
                     "ralph: a question".to_owned(),
