@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 10] = [
+const CRATES: [&str; 11] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -30,6 +30,7 @@ const CRATES: [&str; 10] = [
     "ralph-escalation",
     "ralph-parallel",
     "ralph-github",
+    "ralph-notify",
     CLI_PACKAGE,
 ];
 const CLI_PACKAGE: &str = "ralph-loop";

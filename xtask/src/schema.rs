@@ -163,6 +163,9 @@ fn kind(of: &Kind) -> Value {
             }
             list
         }
+        Kind::OneOrList(item) => {
+            json!({"anyOf": [kind(item), {"type": "array", "items": kind(item), "minItems": 1}]})
+        }
         Kind::Table(fields) => json!({"type": "array", "items": object(fields, false)}),
         Kind::Block(fields) => object(fields, true),
         Kind::Map {

@@ -30,6 +30,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-escalation",
     "ralph-parallel",
     "ralph-github",
+    "ralph-notify",
 ];
 
 /// `unwrap()`/`expect(` calls in library code that are invariants rather than errors: a file
@@ -302,6 +303,7 @@ fn dependencies_point_one_way() {
                     "ralph-escalation",
                     "ralph-github",
                     "ralph-parallel",
+                    "ralph-notify",
                     "ralph-cli",
                 ],
             ),
@@ -311,6 +313,15 @@ fn dependencies_point_one_way() {
             ),
             ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
             ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
+            (
+                "ralph-notify",
+                vec![
+                    "ralph-escalation",
+                    "ralph-github",
+                    "ralph-parallel",
+                    "ralph-cli",
+                ],
+            ),
         ])
         .collect();
     let mut problems = Vec::new();
@@ -474,7 +485,8 @@ fn the_engine_loop_does_not_count_idle_by_name() {
 }
 
 /// Only ralph-process starts the agent, commands and checks; escalation's `git` module starts
-/// git and ralph-github's `token` module asks `gh auth token` for a token: no other place
+/// git, ralph-github's `token` module asks `gh auth token` for a token and ralph-notify's
+/// delivery thread runs `notify.command` (a thread of its own, no async runtime): no other place
 /// starts a process; the engine, the agent adapters and the CLI start none.
 #[test]
 fn only_the_process_module_and_git_start_processes() {
@@ -493,6 +505,7 @@ fn only_the_process_module_and_git_start_processes() {
             || path == "crates/ralph-escalation/src/git.rs"
             || path == "crates/ralph-parallel/src/git.rs"
             || path == "crates/ralph-github/src/token.rs"
+            || path == "crates/ralph-notify/src/deliver.rs"
     };
     let mut problems = Vec::new();
     for krate in [
@@ -502,6 +515,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-escalation",
         "ralph-parallel",
         "ralph-github",
+        "ralph-notify",
         "ralph-cli",
     ] {
         scan(

@@ -201,6 +201,9 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
         c.max_runtime
             .map_or_else(|| "no limit".to_owned(), human_duration),
     );
+    if let Some(notify) = &c.notify {
+        row("notify", notify_row(notify, path));
+    }
     let lines = file.body.lines().count();
     row(
         "prompt",
@@ -211,4 +214,15 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
         ),
     );
     s
+}
+
+/// The `notify` row: the events, then where messages go, every webhook redacted; a `${VAR}`
+/// not set here is said.
+fn notify_row(notify: &ralph_engine::frontmatter::NotifyConfig, path: &str) -> String {
+    let on: Vec<&str> = notify.on.iter().map(|e| e.as_str()).collect();
+    let to = match crate::notify_cmd::targets(notify, path) {
+        Ok(targets) => targets.describe().join(" · "),
+        Err(err) => format!("not ready: {err}"),
+    };
+    format!("on {} · {to}", on.join(", "))
 }

@@ -49,6 +49,21 @@ pub(crate) enum Command {
     /// List the tasks of the RALPH.md's task list (`tasks:` or `escalation.prd`) in the order
     /// a run takes them: id, title, state, priority, dependencies.
     Tasks(TasksArgs),
+    /// Send the RALPH.md's `notify` targets a message: `--test` sends one test message to
+    /// each webhook and the command, and says how each went (webhooks shown without their
+    /// secret part).
+    Notify(NotifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NotifyArgs {
+    /// A RALPH.md, or a directory holding one.
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// Send one test message (required: the only message `ralph notify` sends).
+    #[arg(long, required = true)]
+    pub(crate) test: bool,
 }
 
 #[derive(Debug, Args)]

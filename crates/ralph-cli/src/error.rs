@@ -74,6 +74,9 @@ pub(crate) enum CliError {
     /// `ralph watch` has nothing to show: no such run, or no terminal to draw on.
     #[error("{0}")]
     Watch(String),
+    /// `notify` cannot be set up: a `${VAR}` that is not set.
+    #[error(transparent)]
+    Notify(#[from] ralph_notify::NotifyError),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error(transparent)]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),

@@ -12,6 +12,7 @@ mod error;
 mod init;
 mod interrupts;
 mod logs_cmd;
+mod notify_cmd;
 mod parallel;
 mod ralph_file;
 mod render;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status::status(&args),
         Command::Watch(args) => watch::watch(&args),
         Command::Tasks(args) => tasks_cmd::tasks(&args.path, args.json),
+        Command::Notify(args) => notify_cmd::test(&args.path),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.

@@ -53,6 +53,11 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     };
     if let Some(n) = parallel {
         options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        if options.file.config.notify.is_some() {
+            options.warnings.push(
+                "notify: a parallel run sends no messages (only a single run does)".to_owned(),
+            );
+        }
         return crate::parallel::run(options, &args, n, log_root);
     }
     let resuming = crate::resume::prepare(&mut options, &args, &log_root)?;
@@ -108,6 +113,14 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         .and_then(ralph_escalation::Escalation::task_words)
         .unwrap_or(ralph_escalation::TaskWords::STORY);
     let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
+    // A `${VAR}` not set is an error before the run starts.
+    let notify = crate::notify_cmd::sink(
+        options.file.config.notify.as_ref(),
+        &options.ralph_file.display().to_string(),
+        &options.cwd,
+        &args.path,
+        options.log_dir.clone(),
+    )?;
 
     runtime.block_on(async move {
         // Before raw mode: from then on a signal must not end ralph with its terminal raw.
@@ -135,6 +148,10 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             }
             None => {}
         }
+        let notify_failures = notify.map(|(sink, failures)| {
+            engine.add_sink(sink);
+            failures
+        });
         // Held until the run is over: dropping it puts ralph's terminal back.
         let _raw_mode = pty.and_then(|pty| {
             let interactive = pty.mode == ralph_engine::frontmatter::PtyMode::Interactive;
@@ -147,6 +164,10 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         }
         engine.interrupts(interrupts);
         let outcome = engine.run().await?;
+        // The last messages were sent as the run ended, after the engine last asked.
+        if let Some(failure) = notify_failures.and_then(|f| f.take()) {
+            tracing::warn!("{failure}");
+        }
         crate::resume::hint(
             &outcome.reason,
             outcome.iterations,

@@ -22,6 +22,7 @@ mod body;
 mod document;
 mod duration;
 mod locate;
+mod notify;
 pub mod schema;
 mod shell;
 mod suggest;
@@ -33,6 +34,9 @@ use locate::{Locator, Pos};
 
 pub use args::{ArgsError, match_args, used_args};
 pub use duration::{DURATION_SYNTAX, DurationError, parse_duration};
+pub use notify::{
+    MissingVariable, NotifyConfig, NotifyEvent, NotifyFormat, expand_env, redact_url,
+};
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 /// The YAML crate a plug's section is handed over in, as a [`yaml::Value`].
 pub use serde_norway as yaml;
@@ -124,6 +128,8 @@ pub struct Config {
     pub max_runtime: Option<Duration>,
     /// The child processes' environment.
     pub env: EnvConfig,
+    /// Messages to a person; `None` when absent.
+    pub notify: Option<NotifyConfig>,
 }
 
 /// The `env` block: which of the [`schema::WITHHELD_VARIABLES`] the agent, the commands, the

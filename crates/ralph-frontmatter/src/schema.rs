@@ -69,6 +69,8 @@ pub enum Kind {
         /// Whether items must be distinct.
         unique: bool,
     },
+    /// One value of this kind, or a list of them (`notify.webhook`).
+    OneOrList(&'static Kind),
     /// A list of mappings with these keys (`commands`).
     Table(&'static [Field]),
     /// A mapping with these keys; written with no value, it means "on, with the defaults".
@@ -366,6 +368,46 @@ pub const PTY_FIELDS: &[Field] = &[
     ),
 ];
 
+/// The events `notify.on` may name.
+pub const NOTIFY_EVENTS: &[&str] = &["ended", "blocked", "asked", "rate_limited", "budget"];
+
+/// The events notified when `notify.on` is absent.
+pub const DEFAULT_NOTIFY_EVENTS: &[&str] = &["ended", "blocked", "asked"];
+
+/// The values of `notify.format`.
+pub const NOTIFY_FORMATS: &[&str] = &["json", "slack", "discord", "ntfy"];
+
+/// The keys of the `notify` block.
+pub const NOTIFY_FIELDS: &[Field] = &[
+    optional(
+        "on",
+        Kind::List {
+            item: &Kind::Choice(NOTIFY_EVENTS),
+            unique: true,
+        },
+        None,
+        "The events that send a message; `ended`, `blocked` and `asked` when absent.",
+    ),
+    optional(
+        "webhook",
+        Kind::OneOrList(&Kind::String),
+        None,
+        "An http(s) URL, or a list of them, each sent a JSON POST; `${VAR}` is expanded.",
+    ),
+    optional(
+        "format",
+        Kind::Choice(NOTIFY_FORMATS),
+        Some(DefaultValue::Choice("json")),
+        "The webhook's payload: `json` (the event and a `message`), `slack`, `discord` or `ntfy`.",
+    ),
+    optional(
+        "command",
+        Kind::String,
+        None,
+        "A command run with each message (`{{ message }}`, shell-quoted); `${VAR}` is expanded.",
+    ),
+];
+
 /// The keys of the `failure` block (#17: failing agents back off).
 pub const FAILURE_FIELDS: &[Field] = &[
     optional(
@@ -577,6 +619,13 @@ pub const FIELDS: &[Field] = &[
         Kind::Block(ENV_FIELDS),
         None,
         "The child processes' environment: ralph's own, less GitHub tokens unless passed on.",
+    ),
+    optional(
+        "notify",
+        Kind::Block(NOTIFY_FIELDS),
+        None,
+        "Messages to a person (webhooks, a command) when a run ends, is blocked or asks; off \
+         when absent.",
     ),
 ];
 
@@ -807,7 +856,8 @@ mod tests {
                 );
             }
         }
-        for f in FIELDS.iter().filter(|f| !f.required) {
+        // `notify` alone sends nothing, an error: it needs a webhook or a command.
+        for f in FIELDS.iter().filter(|f| !f.required && f.name != "notify") {
             let text = format!("---\nagent: x\n{}:\n---\n", f.name);
             assert!(crate::parse("RALPH.md", &text).is_ok(), "{}", f.name);
         }

@@ -21,6 +21,7 @@ use crate::{
 };
 
 mod env;
+mod notify;
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
@@ -466,6 +467,10 @@ pub(crate) fn config(
         present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
     let env = env::env(checker, &top.key("env"), root.get("env"));
 
+    let notify = root
+        .get("notify")
+        .map(|v| notify::notify(checker, &top.key("notify"), v));
+
     let ((agent, agent_argv), commands, args, done_when, convergence) =
         (agent?, commands?, args?, done_when?, convergence?);
     let max_turns = optional(max_turns)?;
@@ -515,6 +520,7 @@ pub(crate) fn config(
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
         env: env?,
+        notify: optional(notify)?,
     })
 }
 
