@@ -8,7 +8,7 @@
 //! (and says so in the next), a failing webhook is reported once, as the sink's failure.
 //!
 //! Webhook URLs are secrets: nothing this crate says (errors, failures, [`Targets::describe`])
-//! holds one; they are shown as [`redact_url`](ralph_engine::frontmatter::redact_url) shows them.
+//! holds one; they are shown as [`redact_url`] shows them.
 
 mod deliver;
 mod message;
