@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{code, git, stderr, story_repo};
+use common::github_server::{GithubServer, REPO, TOKEN};
+use common::{Project, code, git, git_repo, stderr, story_repo};
 
 /// The agent deletes the branch ralph runs on (HEAD left unborn): ralph says the branch is gone,
 /// names it and the last commit it knows, not "the repository has no commit yet".
@@ -21,4 +22,51 @@ fn an_agent_deleting_its_branch_is_named_not_called_a_repository_with_no_commit(
     );
     assert!(err.contains(&checkpoint[..12]), "{err}");
     assert!(err.contains("gone"), "{err}");
+}
+
+/// `ralph ARGS` against the fake GitHub.
+fn run_github(p: &Project, server: &GithubServer, args: &[&str]) -> std::process::Output {
+    p.ralph(args)
+        .env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("ralph runs")
+}
+
+/// Issue 1 gets a file of its own; issue 2 needs nothing written.
+const FIRST_ONLY_AGENT: &str = r#"n=$(sed -n 's/^ISSUE=//p')
+[ "$n" = 1 ] && echo "work for $n" > "issue-$n.txt"
+echo '<!-- ralph:state done -->'
+"#;
+
+/// Passed issues are closed, so GitHub no longer lists them: the run's end still counts them,
+/// and a pass with nothing to commit does not cite the task before it's commit.
+#[test]
+fn closed_passed_issues_are_counted_and_a_pass_with_nothing_to_commit_cites_no_commit() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph", "priority:1"]);
+    let second = server.open_issue("Second", "", &["ralph", "priority:2"]);
+    let p = Project::new(
+        &format!("agent: sh agent.sh\ntasks:\n  github: {REPO}\n  label: ralph\n"),
+        "ISSUE={{ task.id }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), FIRST_ONLY_AGENT).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(dir);
+
+    let out = run_github(&p, &server, &["run"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(!server.issue(first).open && !server.issue(second).open);
+    let first_sha = git(dir, &["log", "-1", "--format=%h", "--", "issue-1.txt"]);
+    let comment = &server.comments(second)[0].body;
+    assert!(!comment.contains(first_sha.trim()), "{comment}");
+    assert!(comment.contains("no commit"), "{comment}");
+    let ended = p.run_ended();
+    assert_eq!(ended["stories"]["passed"], 2, "{ended}");
+    let said = common::stdout(&out) + &err;
+    assert!(said.contains("2 passed"), "{said}");
 }

@@ -925,6 +925,8 @@ impl Escalation {
             Some(list) => list.marked_files(&mark)?,
             None => Vec::new(),
         };
+        // HEAD at the task's start: a pass that commits nothing cites no commit of its own.
+        let start = self.repo.as_ref().map(|r| r.checkpoint.clone());
         let checkpoint = match &mut self.repo {
             Some(repo) => {
                 let text = marked.first().and_then(|(path, bytes)| {
@@ -951,7 +953,7 @@ impl Escalation {
         if self.story_mode() {
             self.unwritten.push(Mark::Passed {
                 story_id: current.id.clone(),
-                commit: checkpoint.clone(),
+                commit: checkpoint.clone().filter(|c| Some(c) != start.as_ref()),
                 branch: self.repo.as_ref().and_then(|r| r.branch.clone()),
             });
             // Not now: the mark waits in the session, and the next look waits for the list.
