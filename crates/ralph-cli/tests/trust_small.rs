@@ -70,3 +70,35 @@ fn closed_passed_issues_are_counted_and_a_pass_with_nothing_to_commit_cites_no_c
     let said = common::stdout(&out) + &err;
     assert!(said.contains("2 passed"), "{said}");
 }
+
+/// The agent saves prd.json in place and leaves it cut (an editor's truncate-and-write caught
+/// half way): ralph looks again a few times, then ends the run resumable, naming the file and
+/// the parse error; with the file whole again, `ralph run --resume` goes on.
+#[test]
+fn a_prd_json_cut_by_an_in_place_save_ends_the_run_resumable_naming_the_file() {
+    // Once: the resumed run's agent finds the copy and leaves prd.json alone.
+    let agent = "[ -e whole.json ] && exit 0\ncp prd.json whole.json\nhead -c 30 whole.json > cut\ncat cut > prd.json\nrm cut\n";
+    let p = story_repo(agent, &["Only"]);
+    let dir = p.path();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\nwhole.json\n").unwrap();
+    common::commit_all(dir, "ignore the copy");
+    let out = p.run(&["run"]);
+    let err = stderr(&out);
+    let ended = p.run_ended();
+    assert_eq!(ended["reason"], "escalation_failed", "{ended}\n{err}");
+    assert!(err.contains("prd.json"), "{err}");
+    assert!(err.contains("EOF") || err.contains("end of"), "{err}");
+    assert!(err.contains("ralph run --resume"), "{err}");
+    let out = p.run(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    assert_eq!(status["resumable"], true, "{status}");
+
+    std::fs::copy(dir.join("whole.json"), dir.join("prd.json")).unwrap();
+    let out = p.run(&["run", "--resume", "-n", "3"]);
+    assert!(
+        common::stdout(&out).starts_with("resuming the run"),
+        "{}\n{}",
+        common::stdout(&out),
+        stderr(&out)
+    );
+}

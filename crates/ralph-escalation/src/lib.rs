@@ -541,6 +541,21 @@ impl Escalation {
 
     /// Says why as a `WARNING` event, so every sink sees it.
     fn failed_in(err: &EscalationError, cx: &mut TaskContext<'_>) -> EndReason {
+        // prd.json cut or broken (an in-place save caught half way, read again a few times):
+        // a person can mend it, and the run goes on from where it was.
+        if let EscalationError::Prd(PrdError::Malformed { .. } | PrdError::KeepsChanging { .. }) =
+            err
+        {
+            cx.warn(format!(
+                "escalation failed: {err}; once prd.json parses, `ralph run --resume` goes on"
+            ));
+            return EndReason::Task {
+                reason: ESCALATION_FAILED.to_owned(),
+                exit_code: 1,
+                converged: false,
+                resumable: true,
+            };
+        }
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
