@@ -102,3 +102,53 @@ fn a_prd_json_cut_by_an_in_place_save_ends_the_run_resumable_naming_the_file() {
         stderr(&out)
     );
 }
+
+/// A loop in a subfolder of its repository: a revert covers the whole repository, so a
+/// person's edit elsewhere is saved with the attempt and reverted. Said at start, naming the
+/// repository; the edit is never lost (it is in the saved attempt).
+#[test]
+fn a_revert_from_a_subfolder_warns_at_start_that_it_covers_the_whole_repository() {
+    let top = tempfile::tempdir().unwrap();
+    let top = top.path();
+    let folder = top.join("loop");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(
+        folder.join("RALPH.md"),
+        "---\nagent: sh agent.sh\ndone_when:\n  - 'echo \"error: it fails\"; exit 1'\n\
+         convergence: {backoff: 10ms, max_backoff: 10ms}\nescalation:\n  same_error_limit: 2\n---\ngo\n",
+    )
+    .unwrap();
+    // The edit outside the folder stands for a person's, made while the loop runs.
+    std::fs::write(
+        folder.join("agent.sh"),
+        "echo \"edit $RALPH_ITERATION\" >> ../notes.txt\n",
+    )
+    .unwrap();
+    std::fs::write(top.join("notes.txt"), "mine\n").unwrap();
+    std::fs::write(top.join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(top);
+    let events = top.join("events.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ralph"))
+        .current_dir(&folder)
+        .args(["run", "--events"])
+        .arg(&events)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let warned = err
+        .lines()
+        .find(|l| l.contains("whole repository"))
+        .unwrap_or_else(|| panic!("no warning: {err}"));
+    let top_named = std::fs::canonicalize(top).unwrap();
+    assert!(warned.contains(top_named.to_str().unwrap()), "{warned}");
+    let events = std::fs::read_to_string(&events).unwrap();
+    let reverted: serde_json::Value = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "REVERTED")
+        .expect("reverted");
+    let saved = reverted["saved_ref"].as_str().unwrap();
+    let kept = common::show(top, saved, "notes.txt").unwrap();
+    assert!(String::from_utf8_lossy(&kept).starts_with("mine\nedit 1"));
+}

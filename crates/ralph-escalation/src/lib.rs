@@ -384,6 +384,17 @@ impl Escalation {
     ) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         git.head()?;
+        let folder = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
+        if opening != Opening::Check && folder != git.top() {
+            // Reverting only the folder would keep an attempt's edits elsewhere: said instead.
+            self.pending.push(format!(
+                "{}: the loop's folder is inside the repository {}; a revert covers the whole \
+                 repository: an edit anywhere in it when the breaker trips (yours too) is saved \
+                 with the attempt under refs/ralph/attempts/ and reverted",
+                folder.display(),
+                git.top().display()
+            ));
+        }
         let submodules = git.submodules()?;
         if !submodules.is_empty() {
             return Err(GitError::Submodules {
