@@ -16,6 +16,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// The temporary indexes' file name, before the pid of the ralph that made them.
 const SAVE_INDEX_PREFIX: &str = "ralph-save-index-";
@@ -47,6 +48,20 @@ pub enum GitError {
     NoCommit {
         /// The repository.
         dir: PathBuf,
+    },
+    /// HEAD names a branch that no longer exists (the agent deleted it, or checked out a new
+    /// orphan branch) after ralph saw it at a commit.
+    #[error(
+        "{}: the branch ralph ran on is gone: HEAD names `{branch}`, which no longer exists (deleted during the run?); the last commit ralph knows is {last}. Put it back with `git update-ref {branch} {last}` (or check out the branch you want), then run ralph again",
+        .dir.display()
+    )]
+    BranchGone {
+        /// The repository.
+        dir: PathBuf,
+        /// The branch HEAD names (`refs/heads/main`).
+        branch: String,
+        /// The last commit ralph saw HEAD at.
+        last: String,
     },
     /// A git command exited with an error.
     #[error("`git {args}` failed: {stderr}")]
@@ -195,6 +210,8 @@ pub struct Git {
     git_dir: PathBuf,
     /// `commit.gpgsign`: ralph's commits are signed as the user's would be.
     sign: bool,
+    /// The commit HEAD was last seen at, shared by clones: named when the branch is deleted.
+    last_head: Arc<Mutex<Option<String>>>,
 }
 
 impl Git {
@@ -221,6 +238,7 @@ impl Git {
             top: PathBuf::from(top),
             git_dir: PathBuf::from(git_dir),
             sign: false,
+            last_head: Arc::default(),
         };
         git.remove_stale_indexes();
         git.sign = git.config_bool("commit.gpgsign")?;
@@ -370,11 +388,25 @@ impl Git {
 
     /// The commit HEAD points at.
     pub fn head(&self) -> Result<String, GitError> {
-        self.run(&["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-            .map(|s| s.trim().to_owned())
-            .map_err(|_| GitError::NoCommit {
-                dir: self.top.clone(),
-            })
+        let mut last = self.last_head.lock().unwrap_or_else(|e| e.into_inner());
+        match self.run(&["rev-parse", "--verify", "-q", "HEAD^{commit}"]) {
+            Ok(head) => {
+                let head = head.trim().to_owned();
+                *last = Some(head.clone());
+                Ok(head)
+            }
+            // An unborn HEAD after ralph saw a commit: the branch went away under it.
+            Err(_) => match (last.clone(), self.head_branch().ok().flatten()) {
+                (Some(last), Some(branch)) => Err(GitError::BranchGone {
+                    dir: self.top.clone(),
+                    branch,
+                    last,
+                }),
+                _ => Err(GitError::NoCommit {
+                    dir: self.top.clone(),
+                }),
+            },
+        }
     }
 
     /// The branch HEAD is on (`refs/heads/main`), or `None` when HEAD is detached.

@@ -384,6 +384,17 @@ impl Escalation {
     ) -> Result<(), EscalationError> {
         let git = Git::open(&options.cwd)?;
         git.head()?;
+        let folder = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
+        if opening != Opening::Check && folder != git.top() {
+            // Reverting only the folder would keep an attempt's edits elsewhere: said instead.
+            self.pending.push(format!(
+                "{}: the loop's folder is inside the repository {}; a revert covers the whole \
+                 repository: an edit anywhere in it when the breaker trips (yours too) is saved \
+                 with the attempt under refs/ralph/attempts/ and reverted",
+                folder.display(),
+                git.top().display()
+            ));
+        }
         let submodules = git.submodules()?;
         if !submodules.is_empty() {
             return Err(GitError::Submodules {
@@ -541,6 +552,21 @@ impl Escalation {
 
     /// Says why as a `WARNING` event, so every sink sees it.
     fn failed_in(err: &EscalationError, cx: &mut TaskContext<'_>) -> EndReason {
+        // prd.json cut or broken (an in-place save caught half way, read again a few times):
+        // a person can mend it, and the run goes on from where it was.
+        if let EscalationError::Prd(PrdError::Malformed { .. } | PrdError::KeepsChanging { .. }) =
+            err
+        {
+            cx.warn(format!(
+                "escalation failed: {err}; once prd.json parses, `ralph run --resume` goes on"
+            ));
+            return EndReason::Task {
+                reason: ESCALATION_FAILED.to_owned(),
+                exit_code: 1,
+                converged: false,
+                resumable: true,
+            };
+        }
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
@@ -925,6 +951,8 @@ impl Escalation {
             Some(list) => list.marked_files(&mark)?,
             None => Vec::new(),
         };
+        // HEAD at the task's start: a pass that commits nothing cites no commit of its own.
+        let start = self.repo.as_ref().map(|r| r.checkpoint.clone());
         let checkpoint = match &mut self.repo {
             Some(repo) => {
                 let text = marked.first().and_then(|(path, bytes)| {
@@ -951,7 +979,7 @@ impl Escalation {
         if self.story_mode() {
             self.unwritten.push(Mark::Passed {
                 story_id: current.id.clone(),
-                commit: checkpoint.clone(),
+                commit: checkpoint.clone().filter(|c| Some(c) != start.as_ref()),
                 branch: self.repo.as_ref().and_then(|r| r.branch.clone()),
             });
             // Not now: the mark waits in the session, and the next look waits for the list.

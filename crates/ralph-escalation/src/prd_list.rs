@@ -8,6 +8,12 @@ use crate::prd::{self, Passes, Prd, PrdError, Story};
 use crate::tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use crate::vocabulary::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
 
+/// Reads of a prd.json that does not parse before its error stands, [`MALFORMED_PAUSE`] apart.
+const MALFORMED_TRIES: u32 = 5;
+
+/// The pause between those reads: long enough for an editor's in-place save to finish.
+const MALFORMED_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Stories from a prd.json.
 #[derive(Debug)]
 pub struct PrdList {
@@ -36,9 +42,20 @@ impl PrdList {
         &self.path
     }
 
-    /// Reads and validates prd.json, with its located errors.
+    /// Reads and validates prd.json, with its located errors. A file that does not parse is
+    /// read again after a short pause, a few times: an editor saving in place (truncate, then
+    /// write) leaves it empty or cut for a moment.
     pub fn prd(&mut self) -> Result<Prd, PrdError> {
-        self.cache.load(&self.path)
+        let mut tries = 1;
+        loop {
+            match self.cache.load(&self.path) {
+                Err(PrdError::Malformed { .. }) if tries < MALFORMED_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(MALFORMED_PAUSE);
+                }
+                outcome => return outcome,
+            }
+        }
     }
 }
 

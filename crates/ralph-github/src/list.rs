@@ -3,7 +3,7 @@
 //! first, blocking with a reason, resume) and a person can answer the agent's question in the
 //! issue itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -39,8 +39,9 @@ pub struct GithubList {
     max_wait: Duration,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
-    /// Issues passed in this run: passed whatever GitHub says until it is told.
-    passed: BTreeSet<u64>,
+    /// Issues passed in this run, with their titles: passed whatever GitHub says until it is
+    /// told, and still listed (as passed) once closed, so the run's counts include them.
+    passed: BTreeMap<u64, String>,
     /// Who ralph's comments are by: asked of GitHub once, the first time a comment is read.
     ralph: Option<Author>,
     /// Looks for an answer so far: every [`ISSUE_EVERY`]th also reads the issue itself.
@@ -74,7 +75,7 @@ impl GithubList {
             failures: Arc::default(),
             max_wait,
             seen: BTreeMap::new(),
-            passed: BTreeSet::new(),
+            passed: BTreeMap::new(),
             ralph: None,
             answer_looks: 0,
         }
@@ -295,7 +296,7 @@ impl GithubList {
         );
         let next = issues
             .iter()
-            .find(|i| state(i) == TaskState::Pending && !self.passed.contains(&i.number))
+            .find(|i| state(i) == TaskState::Pending && !self.passed.contains_key(&i.number))
             .map(|i| i.number);
         let comments = match next {
             Some(n) => {
@@ -306,36 +307,46 @@ impl GithubList {
             None => String::new(),
         };
         self.seen = issues.iter().map(|i| (i.number, i.clone())).collect();
-        Ok(issues
+        // Passed in this run and closed since: GitHub lists them no more, the run still counts them.
+        let closed: Vec<ListedTask> = self
+            .passed
             .iter()
+            .filter(|(n, _)| !self.seen.contains_key(n))
             .enumerate()
-            .map(|(order, issue)| {
-                let mut task = ListedTask::new(issue.number.to_string(), issue.title.clone());
-                let mut put = |name: &str, value: String| {
-                    task.placeholders.insert(format!("task.{name}"), value);
-                };
-                put("title", issue.title.clone());
-                put("body", issue.body.clone());
-                put("url", issue.url.clone());
-                put("id", issue.number.to_string());
-                put(
-                    "comments",
-                    if Some(issue.number) == next {
-                        comments.clone()
-                    } else {
-                        String::new()
-                    },
-                );
-                // Already in run order: the list's order is the priority.
-                task.priority = order as f64;
-                task.state = if self.passed.contains(&issue.number) {
-                    TaskState::Passed
-                } else {
-                    state(issue)
-                };
+            .map(|(i, (n, title))| {
+                let mut task = ListedTask::new(n.to_string(), title.clone());
+                task.priority = (issues.len() + i) as f64;
+                task.state = TaskState::Passed;
                 task
             })
-            .collect())
+            .collect();
+        let open = issues.iter().enumerate().map(|(order, issue)| {
+            let mut task = ListedTask::new(issue.number.to_string(), issue.title.clone());
+            let mut put = |name: &str, value: String| {
+                task.placeholders.insert(format!("task.{name}"), value);
+            };
+            put("title", issue.title.clone());
+            put("body", issue.body.clone());
+            put("url", issue.url.clone());
+            put("id", issue.number.to_string());
+            put(
+                "comments",
+                if Some(issue.number) == next {
+                    comments.clone()
+                } else {
+                    String::new()
+                },
+            );
+            // Already in run order: the list's order is the priority.
+            task.priority = order as f64;
+            task.state = if self.passed.contains_key(&issue.number) {
+                TaskState::Passed
+            } else {
+                state(issue)
+            };
+            task
+        });
+        Ok(open.chain(closed).collect())
     }
 
     /// `mark` written on its issue, by one try at each request.
@@ -349,7 +360,10 @@ impl GithubList {
                 let n = number(story_id)?;
                 // Passed for this run from now on, even while GitHub cannot be told: the mark
                 // waits in the session, and the task is not taken up again meanwhile.
-                self.passed.insert(n);
+                let title = self.seen.get(&n).map(|i| i.title.clone());
+                self.passed
+                    .entry(n)
+                    .or_insert_with(|| title.unwrap_or_default());
                 self.report_pass(n, commit.as_deref(), branch.as_deref())
             }
             Mark::Blocked {
