@@ -567,6 +567,21 @@ impl Escalation {
                 resumable: true,
             };
         }
+        // A full disk (a save, the journal, git's index or objects could not be written):
+        // nothing the run decided, and the work is still in the tree; once there is room, the
+        // run goes on from where it was rather than only with `--allow-dirty`.
+        if out_of_room(err) {
+            cx.warn(format!(
+                "escalation failed: {err}; the disk is full: once there is room, `ralph run \
+                 --resume` goes on"
+            ));
+            return EndReason::Task {
+                reason: ESCALATION_FAILED.to_owned(),
+                exit_code: 1,
+                converged: false,
+                resumable: true,
+            };
+        }
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
@@ -1471,4 +1486,21 @@ fn push_indented(out: &mut String, text: &str, empty: &str) {
     for line in text.lines() {
         let _ = writeln!(out, "    {line}");
     }
+}
+
+/// Whether `err` comes of a full disk: an I/O error `ENOSPC` (or a quota's `EDQUOT`) in its
+/// chain of causes, or a command saying so in the words the C library gives those (git's
+/// `fatal: ...: No space left on device`, which reaches ralph as text).
+fn out_of_room(err: &EscalationError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                return true;
+            }
+        }
+        cause = e.source();
+    }
+    let said = err.to_string();
+    said.contains("No space left on device") || said.contains("Disk quota exceeded")
 }
