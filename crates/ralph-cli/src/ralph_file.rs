@@ -125,8 +125,9 @@ pub(crate) fn task_list(
         Some(TasksConfig::Markdown(path)) => Some(Box::new(MarkdownList::new(at(&path)))),
         Some(TasksConfig::Github { repo, label, close }) => {
             // A request under way is given up at an interrupt: ralph never waits out its timeout.
-            let client =
-                ralph_github::Client::from_env(&repo)?.with_interrupts(&crate::interrupts::COUNT);
+            let client = ralph_github::Client::from_env(&repo)?
+                .with_interrupts(&crate::interrupts::COUNT)
+                .with_slow_notice(say_github_is_slow);
             // GitHub's waits are the run's: its failure backoff, its longest rate-limit wait,
             // its failures in a row counted across the lists its start makes.
             static FAILURES: std::sync::OnceLock<ralph_github::SharedFailures> =
@@ -171,4 +172,13 @@ fn other_case(path: &Path) -> Option<PathBuf> {
 pub(crate) fn display_path(path: &Path) -> String {
     let shown = path.display().to_string();
     shown.strip_prefix("./").map(str::to_owned).unwrap_or(shown)
+}
+
+/// A GitHub request without an answer for a while, on standard error: the start (or a look at
+/// the list) is not silent for the minute a request may take.
+fn say_github_is_slow(words: &str) {
+    eprintln!(
+        "ralph: waiting for GitHub: {words} (ralph gives up at 60s and tries again; Ctrl+C \
+         stops)"
+    );
 }

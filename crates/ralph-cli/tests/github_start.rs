@@ -226,3 +226,44 @@ fn sigterm_during_a_request_in_the_run_stops_it_at_once() {
         "the request was waited out: {shown}"
     );
 }
+
+/// A request GitHub does not answer is no silent minute: after 5 s ralph says, once, what it
+/// waits for, that it gives up at a minute and that Ctrl+C stops it.
+#[test]
+fn a_request_without_an_answer_is_said_after_five_seconds() {
+    let server = GithubServer::start();
+    server.open_issue("Do it", "", &[]);
+    server.fail_next(LIST, Fault::Stall(Duration::from_secs(120)));
+    let p = repo();
+    let said = tempfile::NamedTempFile::new().unwrap();
+    let mut child = ralph(&p, &server, &["run"])
+        .stdout(std::process::Stdio::null())
+        .stderr(said.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(said.path()).unwrap();
+        if text.contains("waiting for GitHub") {
+            break text;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "nothing said while GitHub did not answer: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Told once, not again while the same request goes unanswered.
+    std::thread::sleep(Duration::from_millis(300));
+    common::send_signal(child.id(), libc::SIGINT);
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(said.path()).unwrap_or(text);
+    assert_eq!(text.matches("waiting for GitHub").count(), 1, "{text}");
+    assert!(
+        text.contains("GET ") && text.contains("/repos/acme/widgets/issues"),
+        "{text}"
+    );
+    assert!(text.contains("no answer after 5s"), "{text}");
+    assert!(text.contains("Ctrl+C stops"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+}

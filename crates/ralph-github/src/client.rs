@@ -161,6 +161,9 @@ pub struct Client {
     clock: Box<dyn Clock>,
     /// A count of the program's interrupts: a request under way when it grows is given up.
     interrupts: Option<&'static AtomicU64>,
+    /// Told once of a request without an answer after `SLOW` (5 s): a person never watches a
+    /// silent wait for up to the minute a request may take.
+    on_slow: Option<fn(&str)>,
 }
 
 impl fmt::Debug for Client {
@@ -197,6 +200,7 @@ impl Client {
             repo,
             clock: Box::new(SystemClock),
             interrupts: None,
+            on_slow: None,
         }
     }
 
@@ -436,6 +440,8 @@ impl Client {
             return exchange.run();
         };
         let before = interrupts.load(Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        let mut told = false;
         let (tx, rx) = std::sync::mpsc::channel();
         // Left to finish alone when given up: it ends at the agent's timeout at the latest.
         std::thread::spawn(move || {
@@ -444,7 +450,14 @@ impl Client {
         loop {
             match rx.recv_timeout(INTERRUPT_POLL) {
                 Ok(reply) => return reply,
-                Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::SeqCst) == before => {}
+                Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::SeqCst) == before => {
+                    if let (Some(tell), false) = (self.on_slow, told) {
+                        if started.elapsed() >= SLOW {
+                            told = true;
+                            tell(&self.slow_words(method, url));
+                        }
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => return Ok(Reply::Interrupted),
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err("the request's thread ended without an answer".to_owned());
@@ -461,7 +474,32 @@ impl Client {
         self.interrupts = Some(interrupts);
         self
     }
+
+    /// The same client telling `tell`, once a request, of one GitHub has not answered after
+    /// 5 s (`GET https://api.github.com/repos/o/r/issues: no answer after 5s`), the
+    /// address's user and password hidden. Only with
+    /// [`with_interrupts`](Self::with_interrupts), where requests are made on a thread of
+    /// their own.
+    #[must_use]
+    pub fn with_slow_notice(mut self, tell: fn(&str)) -> Self {
+        self.on_slow = Some(tell);
+        self
+    }
+
+    fn slow_words(&self, method: &str, url: &str) -> String {
+        let url = match crate::token::userinfo(&self.base) {
+            Some(userinfo) => url.replace(userinfo, crate::token::HIDDEN),
+            None => url.to_owned(),
+        };
+        format!(
+            "{method} {url}: no answer after {}",
+            humantime::format_duration(SLOW)
+        )
+    }
 }
+
+/// How long a request goes without an answer before [`Client::with_slow_notice`] says so.
+const SLOW: Duration = Duration::from_secs(5);
 
 /// How often a request made on a thread of its own looks at the interrupt count.
 const INTERRUPT_POLL: Duration = Duration::from_millis(20);
