@@ -2,10 +2,10 @@
 //! engine at it. The engine takes its state up (`EngineOptions::resume`); escalation checks the
 //! tree (`Escalation::resume`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use ralph_engine::EngineOptions;
 use ralph_engine::session::{self, Session};
+use ralph_engine::{EngineOptions, ResumeError};
 use ralph_escalation::{EscalationError, Interrupted};
 
 use crate::cli::RunArgs;
@@ -17,78 +17,63 @@ use crate::error::CliError;
 pub(crate) fn prepare(
     options: &mut EngineOptions,
     args: &RunArgs,
-    log_root: &Path,
 ) -> Result<Option<Interrupted>, CliError> {
     let Some(id) = &args.resume else {
         return Ok(None);
     };
-    let dir = match id.as_str() {
-        "" => last_run(&options.cwd).ok_or_else(|| {
+    let which = (!id.is_empty()).then_some(id.as_str());
+    let resumed = options.clone().resume(which).map_err(|err| {
+        CliError::Usage(match err {
             // A stopped parallel run is taken up before this; an ended one is no run to resume.
-            let ended = ralph_parallel::read_status(&options.cwd).ok().flatten();
-            CliError::Usage(match ended {
-                Some(run) => format!(
+            ResumeError::NoRun { .. } => match ralph_parallel::read_status(&options.cwd) {
+                Ok(Some(run)) => format!(
                     "nothing to resume: parallel run {} ended by itself, and no single loop has \
                      started in this folder; start a new run with `ralph run`",
                     run.run_id
                 ),
-                None => format!(
+                _ => format!(
                     "nothing to resume: no run has started in this folder ({} is missing); \
                      start one with `ralph run`",
                     session::CURRENT_FILE
                 ),
-            })
-        })?,
-        id => log_root.join(id),
-    };
-    let session =
-        Session::read(&dir).map_err(|err| CliError::Usage(format!("cannot resume: {err}")))?;
-    if let Some(home) = session
-        .folder
-        .as_ref()
-        .filter(|_| !session.belongs_to(&options.cwd))
-    {
-        return Err(CliError::Usage(format!(
-            "cannot resume run {}: it is the loop's in {}, not this folder's; resume it from \
-             there",
-            session.run_id,
-            home.display()
-        )));
-    }
-    if let Some(ended) = session.ended.as_ref().filter(|_| !session.resumable()) {
-        return Err(CliError::Usage(format!(
-            "run {} ended by itself ({}, exit {}, at {}): there is nothing to resume; start a new \
-             run with `ralph run`",
-            session.run_id,
-            ended.reason,
-            ended.exit_code,
-            humantime::format_rfc3339_seconds(ended.at)
-        )));
-    }
-    // A run that used up its iteration limit would start and end at once with the same one.
-    let limit = args.max_iterations.or(session.max_iterations);
-    if let Some(limit) = limit.filter(|limit| session.iteration >= *limit) {
-        return Err(CliError::Usage(format!(
-            "run {} stopped at its iteration limit ({limit}, `-n` or max_iterations): resumed \
-             with it, it would end at once; give a higher one: `{}`",
-            session.run_id,
-            resume_command(&args.path, &session),
-        )));
-    }
-    options.run_id = session.run_id.clone();
-    options.log_dir = Some(dir);
+            },
+            ResumeError::OtherFolder { run_id, folder } => format!(
+                "cannot resume run {run_id}: it is the loop's in {}, not this folder's; resume \
+                 it from there",
+                folder.display()
+            ),
+            ResumeError::Ended {
+                run_id,
+                reason,
+                exit_code,
+                at,
+            } => format!(
+                "run {run_id} ended by itself ({reason}, exit {exit_code}, at {}): there is \
+                 nothing to resume; start a new run with `ralph run`",
+                humantime::format_rfc3339_seconds(at)
+            ),
+            ResumeError::Running { run_id, pid } => format!(
+                "cannot resume run {run_id}: pid {pid} is running it now; wait for it to end, \
+                 or stop it (kill {pid}) and resume again"
+            ),
+            // A run that used up its iteration limit would start and end at once with it.
+            ResumeError::AtIterationLimit { run_id, limit } => format!(
+                "run {run_id} stopped at its iteration limit ({limit}, `-n` or \
+                 max_iterations): resumed with it, it would end at once; give a higher one: \
+                 `{} -n {}`",
+                run_command(&args.path, "--resume"),
+                limit.saturating_mul(2)
+            ),
+            other => format!("cannot resume: {other}"),
+        })
+    })?;
+    *options = resumed;
     options.resume_now = args.now;
-    let interrupted = Interrupted::new(session.task.clone(), session.ended.is_none());
-    options.resume = Some(session);
-    Ok(Some(interrupted))
-}
-
-/// The log folder of `folder`'s last run.
-pub(crate) fn last_run(folder: &Path) -> Option<PathBuf> {
-    session::read_current(folder).map(|dir| match dir.is_relative() {
-        true => folder.join(dir),
-        false => dir,
-    })
+    let session = options.resume.as_ref().expect("a resumed run's session");
+    Ok(Some(Interrupted::new(
+        session.task.clone(),
+        session.ended.is_none(),
+    )))
 }
 
 /// A plain `ralph run` refused on a dirty tree: when the folder's last run is a story-mode run
@@ -97,7 +82,7 @@ pub(crate) fn explain_dirty(folder: &Path, err: EscalationError) -> CliError {
     let EscalationError::DirtyTree { dir, paths } = &err else {
         return err.into();
     };
-    let Some(session) = last_run(folder).and_then(|d| Session::read(&d).ok()) else {
+    let Some(session) = session::last_run(folder).and_then(|d| Session::read(&d).ok()) else {
         return err.into();
     };
     if !session.resumable()

@@ -60,7 +60,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         }
         return crate::parallel::run(options, &args, n, log_root);
     }
-    let resuming = crate::resume::prepare(&mut options, &args, &log_root)?;
+    let resuming = crate::resume::prepare(&mut options, &args)?;
 
     // A run says them as `WARNING` events, so its events file has them too.
     options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();

@@ -68,8 +68,10 @@ impl TaskSource for Checklist {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
-        if report.exit_code != Some(0) {
-            return TaskDecision::Continue; // the engine retries and backs off
+        if report.failed {
+            // A non-zero exit, a timeout, or an error the agent reported while exiting 0 (an
+            // API error, a usage limit): the item stays open, the engine retries and backs off.
+            return TaskDecision::Continue;
         }
         let item = &report.task.placeholders["task.item"];
         let ticked = std::fs::read_to_string(&self.path).map(|text| {
@@ -89,19 +91,15 @@ use std::path::Path;
 
 /// Runs the loop of the RALPH.md at `path` with the checklist its `checklist:` section names.
 pub(crate) async fn run_checklist(path: &Path) -> Result<RunOutcome, Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(path)?;
     let vocabulary = Vocabulary::default().with(checklist_words())?; // ralph's words and ours
-    let shown = path.display().to_string();
-    let parsed = ralph_engine::frontmatter::parse_with(&shown, &text, &vocabulary)?;
+    let options = EngineOptions::load_with(path, &vocabulary)?; // an edit is read with them too
     // The section as written; `checklist_words` checked that `file` is a string.
-    let file = parsed.file.sections["checklist"]["file"]
+    let file = options.file.sections["checklist"]["file"]
         .as_str()
         .unwrap_or_default();
     let checklist = Checklist {
         path: path.parent().unwrap_or(Path::new(".")).join(file),
     };
-    let mut options = EngineOptions::new(path, parsed.file);
-    options.vocabulary = vocabulary; // with `options.reload`, an edit is read with them too
     let mut engine = Engine::new(options);
     engine.set_task_source(checklist);
     Ok(engine.run().await?)

@@ -29,10 +29,12 @@ mod dry_run;
 mod failure;
 pub(crate) mod interrupts;
 mod iteration;
+mod load;
 mod options;
 mod persist;
 mod prompt;
 mod reload;
+mod resume;
 mod spawn;
 mod states;
 mod step;
@@ -45,8 +47,10 @@ use step::{AgentFacts, Limits};
 use supervise::emit;
 
 pub use dry_run::{DryRun, DryRunCommand};
+pub use load::LoadError;
 use options::Settings;
 pub use options::{EngineOptions, Overrides, new_run_id};
+pub use resume::ResumeError;
 pub use wait::wait_before_start;
 
 /// Errors that stop a run before it could end normally.
@@ -67,6 +71,14 @@ pub enum EngineError {
     /// The agent command line is empty after substitution.
     #[error("the agent command line is empty")]
     EmptyAgent,
+    /// [`EngineOptions::resume`] holds a session this loop must not go on with: another
+    /// folder's, or one that ended by itself. Nothing was written.
+    #[error("cannot resume: {0}")]
+    Resume(#[from] ResumeError),
+    /// [`EngineOptions::hold_folder`]: another run holds the loop's folder. Nothing was
+    /// written.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
 }
 
 /// How one of `commands` ended, as `Engine::run_command` reports it.
@@ -80,7 +92,7 @@ struct CommandRun {
 /// The ralph loop. Build it from [`EngineOptions`], add sinks and state handlers, then
 /// [`Engine::run`] it.
 pub struct Engine {
-    options: EngineOptions,
+    pub(crate) options: EngineOptions,
     sinks: Vec<Box<dyn EventSink>>,
     handlers: StateHandlers,
     signals: mpsc::UnboundedReceiver<InterruptSignal>,
@@ -202,7 +214,14 @@ impl Engine {
     /// Runs the loop to its end. The future is `Send`: `tokio::spawn(engine.run())` runs it on
     /// a multi-thread runtime beside other runs ([`Engine::spawn`] does that and returns a
     /// [`RunHandle`](crate::RunHandle)).
-    pub async fn run(self) -> Result<RunOutcome, EngineError> {
+    pub async fn run(mut self) -> Result<RunOutcome, EngineError> {
+        // Before anything is written: the session's history is another run's until taken up.
+        if let Some(stopped) = &self.options.resume {
+            stopped.check_resumable_in(&self.options.cwd)?;
+        }
+        if self.options.hold_folder && self.claim.is_none() {
+            self.claim_folder()?;
+        }
         Run::new(self).run().await
     }
 
@@ -620,11 +639,16 @@ impl Run {
             usage: self.usage.clone(),
         });
         RunOutcome {
+            resumable: crate::session::resumable(&reason),
             reason,
             exit_code,
             iterations: self.iterations,
             idle_iterations: self.idle_iterations,
             idle_time: self.idle_time,
+            run_id: self.engine.options.run_id.clone(),
+            log_dir: self.engine.options.log_dir.clone(),
+            usage: self.usage.clone(),
+            cost_usd: self.run_cost.total(),
         }
     }
 }

@@ -76,15 +76,15 @@ mod task;
 pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
-    DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Overrides, new_run_id,
-    wait_before_start,
+    DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides, ResumeError,
+    new_run_id, wait_before_start,
 };
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
     JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
     exit_status,
 };
-pub use handle::RunHandle;
+pub use handle::{Canceller, RunHandle};
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};

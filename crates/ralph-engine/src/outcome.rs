@@ -164,6 +164,18 @@ pub struct RunOutcome {
     pub idle_iterations: u64,
     /// Total time spent in idle waits.
     pub idle_time: std::time::Duration,
+    /// The run's id (a resumed run keeps its own).
+    pub run_id: String,
+    /// The run's log folder, if it wrote logs.
+    pub log_dir: Option<std::path::PathBuf>,
+    /// The tokens the agents reported over the whole run, if any did (`RUN_ENDED`'s `usage`).
+    pub usage: Option<ralph_agents::Usage>,
+    /// What the agents reported spending, in US dollars, each agent session counted once;
+    /// `None` when none reported a cost.
+    pub cost_usd: Option<f64>,
+    /// Whether the run may go on ([`EngineOptions::resume`](crate::EngineOptions::resume)):
+    /// it was stopped (interrupted, cancelled, a limit reached, work left), not ended by itself.
+    pub resumable: bool,
 }
 
 /// The exit code for an ending: 0 a normal end, 1 a failure, 130 SIGINT, 143 SIGTERM, 129

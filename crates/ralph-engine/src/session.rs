@@ -384,13 +384,22 @@ pub fn write_current(folder: &Path, log_dir: &Path) -> std::io::Result<()> {
 
 /// Whether `id` can be a run id: one path component ralph could have made, never `..` or a
 /// path.
-fn is_run_id(id: &str) -> bool {
+pub(crate) fn is_run_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && !id.starts_with('.')
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The log folder of `folder`'s last run, from its [`CURRENT_FILE`], a relative one taken
+/// from `folder`.
+pub fn last_run(folder: &Path) -> Option<PathBuf> {
+    read_current(folder).map(|dir| match dir.is_relative() {
+        true => folder.join(dir),
+        false => dir,
+    })
 }
 
 /// The log folder of `folder`'s last run, from its [`CURRENT_FILE`].

@@ -218,6 +218,28 @@ pub struct IterationReport<'a> {
     /// With `done_when`: the attempt's checks. `None` without `done_when`, or when a state
     /// handler took the iteration (idle).
     pub attempt: Option<AttemptReport<'a>>,
+    /// Whether the agent run failed, as `ITERATION_ENDED`'s `failed` says: it exited non-zero,
+    /// timed out, went silent, or reported an error while exiting 0 (an API error, a usage
+    /// limit). A source that ticks off work should not tick it off a failed run.
+    pub failed: bool,
+    /// Why it failed, in the agent's words where it gave some (`ITERATION_ENDED`'s `failure`).
+    pub failure: Option<&'a str>,
+    /// How the agent run ended: by itself, or stopped by ralph (a timeout, silence, ...).
+    pub termination: crate::Termination,
+    /// How long the agent ran.
+    pub duration: Duration,
+    /// What the agent reported using (tokens, cost), when it did.
+    pub usage: Option<&'a crate::Usage>,
+}
+
+/// How an iteration's agent run ended, for its [`IterationReport`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AgentEnd<'a> {
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) failure: Option<&'a str>,
+    pub(crate) termination: crate::Termination,
+    pub(crate) duration: Duration,
+    pub(crate) usage: Option<&'a crate::Usage>,
 }
 
 impl<'a> IterationReport<'a> {
@@ -230,6 +252,11 @@ impl<'a> IterationReport<'a> {
             exit_code: Some(0),
             state: None,
             attempt: None,
+            failed: false,
+            failure: None,
+            termination: crate::Termination::Natural,
+            duration: Duration::ZERO,
+            usage: None,
         }
     }
 }
@@ -470,7 +497,7 @@ impl Tasks {
     pub(crate) fn ended(
         &mut self,
         iteration: u64,
-        exit_code: Option<i32>,
+        agent: AgentEnd<'_>,
         state: Option<&Marker>,
         attempt: Option<AttemptReport<'_>>,
         events: &mut Vec<EventKind>,
@@ -481,9 +508,14 @@ impl Tasks {
         let report = IterationReport {
             iteration,
             task,
-            exit_code,
+            exit_code: agent.exit_code,
             state,
             attempt,
+            failed: agent.failure.is_some(),
+            failure: agent.failure,
+            termination: agent.termination,
+            duration: agent.duration,
+            usage: agent.usage,
         };
         let decision = source.iteration_ended(&report, &mut TaskContext { events });
         // A task that is over (done, given up on, or the source ended the run) is no longer in

@@ -95,29 +95,53 @@ fn a_run_is_send() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_engines_run_at_once_on_a_multi_thread_runtime_and_one_is_cancelled() {
+async fn two_engines_run_at_once_and_one_is_cancelled_from_another_task_then_resumed() {
     let dir = tempfile::tempdir().unwrap();
-    let (tests, docs) = (dir.path().join("TESTS.md"), dir.path().join("DOCS.md"));
-    std::fs::write(&tests, parallel::TESTS_MD).unwrap();
-    std::fs::write(&docs, parallel::DOCS_MD).unwrap();
+    let (tests, docs) = (dir.path().join("tests"), dir.path().join("docs"));
+    for (folder, text) in [(&tests, parallel::TESTS_MD), (&docs, parallel::DOCS_MD)] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::write(folder.join("RALPH.md"), text).unwrap();
+    }
     let started = std::time::Instant::now();
-    let (tests, docs) = parallel::run_both(&tests, &docs).await.unwrap();
-    assert_eq!(tests.reason.as_str(), "max_iterations");
-    assert_eq!((tests.iterations, tests.exit_code), (3, 0));
-    assert_eq!(docs.reason.as_str(), "cancelled");
-    assert_eq!((docs.iterations, docs.exit_code), (1, 1));
-    // The cancelled agent (`sleep 60`) was stopped, not waited for.
+    let [tests_outcome, cancelled, resumed] = parallel::run_both(&tests, &docs).await.unwrap();
+    assert_eq!(tests_outcome.reason.as_str(), "max_iterations");
+    assert_eq!((tests_outcome.iterations, tests_outcome.exit_code), (3, 0));
+    assert_eq!(cancelled.reason.as_str(), "cancelled");
+    assert_eq!(cancelled.exit_code, 1);
+    assert!(cancelled.resumable);
+    // The resumed run is the cancelled one, gone on to its own limit.
+    assert_eq!(resumed.run_id, cancelled.run_id);
+    assert_eq!(resumed.reason.as_str(), "max_iterations");
+    assert_eq!((resumed.iterations, resumed.exit_code), (2, 0));
+    // Laid out as `ralph run` lays it out: one run folder, named in `.ralph/current`.
+    let log_dir = resumed.log_dir.clone().unwrap();
+    assert_eq!(log_dir, docs.join(".ralph/runs").join(&resumed.run_id));
+    assert_eq!(
+        ralph_engine::session::last_run(&docs),
+        Some(log_dir.clone())
+    );
+    let events = std::fs::read_to_string(log_dir.join("events.jsonl")).unwrap();
+    let ended: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"RUN_ENDED\""))
+        .collect();
+    assert_eq!(ended.len(), 2, "cancelled, then the end: {events}");
+    assert!(events.contains("\"RUN_RESUMED\""), "{events}");
+    // The cancelled agent (`sleep 1`, twice more at most) was stopped, not waited for.
     assert!(started.elapsed() < std::time::Duration::from_secs(50));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_hands_over_every_event_of_its_run_and_only_those() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("RALPH.md");
-    std::fs::write(&path, parallel::TESTS_MD).unwrap();
+    let (first, second) = (dir.path().join("a"), dir.path().join("b"));
+    for folder in [&first, &second] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::write(folder.join("RALPH.md"), parallel::TESTS_MD).unwrap();
+    }
     let (mut a, mut b) = (
-        parallel::start(&path).unwrap(),
-        parallel::start(&path).unwrap(),
+        parallel::start(&first).unwrap(),
+        parallel::start(&second).unwrap(),
     );
     let types = |events: Vec<ralph_engine::Event>| {
         let ids: std::collections::BTreeSet<String> =
@@ -165,6 +189,41 @@ async fn a_task_source_with_its_own_placeholders_and_section_works_through_its_c
     assert_eq!(
         std::fs::read_to_string(dir.path().join("TODO.md")).unwrap(),
         "# Release\n- [x] write the changelog\n- [x] tag v1.0\n"
+    );
+}
+
+/// An agent that reports an API error while exiting 0 has failed: the guide's source leaves
+/// the item open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checklist_source_leaves_an_item_open_when_the_agent_failed_but_exited_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("RALPH.md");
+    let agent = dir.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        r#"cat >/dev/null
+echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded"}'
+"#,
+    )
+    .unwrap();
+    let failing = format!(
+        "---\nagent: sh {}\noutput: claude-stream-json\nmax_iterations: 2\n\
+         failure: {{delay: 10ms}}\nchecklist:\n  file: TODO.md\n---\nDo {{{{ task.item }}}}.\n",
+        agent.display()
+    );
+    std::fs::write(&path, failing).unwrap();
+    std::fs::write(dir.path().join("TODO.md"), checklist::TODO_MD).unwrap();
+    let outcome = checklist::run_checklist(&path).await.unwrap();
+    assert_eq!(outcome.reason.as_str(), "max_iterations");
+    assert_eq!(
+        (outcome.iterations, outcome.exit_code),
+        (2, 1),
+        "the last run failed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("TODO.md")).unwrap(),
+        checklist::TODO_MD,
+        "nothing ticked off a failed run"
     );
 }
 

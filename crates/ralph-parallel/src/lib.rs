@@ -240,7 +240,7 @@ pub struct ParallelOutcome {
 enum LaneMessage {
     Prepared(String, Box<Result<Prepared, ParallelError>>),
     Event(String, Box<Event>),
-    Ended(String, Result<RunOutcome, ralph_engine::EngineError>),
+    Ended(String, Box<Result<RunOutcome, ralph_engine::EngineError>>),
     /// What the sweep at a lane's end has to say (what it ended).
     Swept(String, Vec<String>),
     /// The lane's agent asked a person this question; its loop waits for the answer.
@@ -1300,7 +1300,7 @@ impl Parallel {
                 let _ = tx.send(LaneMessage::Swept(task_id.clone(), swept));
             }
             drop(repository_lock);
-            let _ = tx.send(LaneMessage::Ended(task_id, ended));
+            let _ = tx.send(LaneMessage::Ended(task_id, Box::new(ended)));
         });
         let tip = git::rev(&self.repo.top, &format!("refs/heads/{branch}"))?;
         if let Some(lane) = self.lanes.get_mut(id) {
@@ -1455,7 +1455,7 @@ impl Parallel {
                     _ => {}
                 }
             }
-            LaneMessage::Ended(id, outcome) => self.lane_ended(&id, outcome)?,
+            LaneMessage::Ended(id, outcome) => self.lane_ended(&id, *outcome)?,
             LaneMessage::Swept(id, warnings) => {
                 for warning in warnings {
                     self.warn(Some(&id), warning);

@@ -16,7 +16,7 @@ use crate::event::{EventKind, MarkerRecord, Termination};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
-use crate::task::{AttemptReport, TaskDecision};
+use crate::task::{AgentEnd, AttemptReport, TaskDecision};
 use ralph_agents::Usage;
 use ralph_process::ProcessExit;
 
@@ -174,7 +174,7 @@ impl Run {
             state: state_name,
             markers,
             log_file: log.path().map(|p| p.display().to_string()),
-            usage,
+            usage: usage.clone(),
             failed,
             failure: self.agent_run.failure.clone(),
         });
@@ -236,13 +236,16 @@ impl Run {
                 exhausted: *verdict == Verdict::Exhausted,
             });
             let mut events = Vec::new();
-            let task = self.tasks.ended(
-                iteration,
-                exit.exit_code,
-                state.as_ref(),
-                report,
-                &mut events,
-            );
+            let agent = AgentEnd {
+                exit_code: exit.exit_code,
+                failure: self.agent_run.failure.as_deref(),
+                termination: exit.termination,
+                duration: exit.duration,
+                usage: usage.as_ref(),
+            };
+            let task = self
+                .tasks
+                .ended(iteration, agent, state.as_ref(), report, &mut events);
             events.into_iter().for_each(|e| self.emit(e));
             match task {
                 TaskDecision::Continue => {}

@@ -65,6 +65,13 @@ pub struct EngineOptions {
     /// What the embedder found wrong before the run (RALPH.md's own warnings, say): each is a
     /// `WARNING` event right after `RUN_STARTED`, so every sink has it.
     pub warnings: Vec<String>,
+    /// Hold `cwd` for the run as `ralph run` does ([`Engine::claim_folder`] as it starts,
+    /// unless a claim was set): set by [`in_folder`](EngineOptions::in_folder). A run refused
+    /// the folder ends with [`EngineError::Lock`] before it starts.
+    ///
+    /// [`Engine::claim_folder`]: crate::Engine::claim_folder
+    /// [`EngineError::Lock`]: crate::EngineError::Lock
+    pub hold_folder: bool,
 }
 
 impl EngineOptions {
@@ -88,6 +95,7 @@ impl EngineOptions {
             resume: None,
             resume_now: false,
             warnings: Vec::new(),
+            hold_folder: false,
         }
     }
 }
