@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
+use crate::hold::HoldVerdict;
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::session::PlannedWait;
@@ -27,6 +28,7 @@ mod attempt;
 mod commands;
 mod dry_run;
 mod failure;
+mod hold;
 pub(crate) mod interrupts;
 mod iteration;
 mod load;
@@ -257,6 +259,8 @@ struct Run {
     /// The wait the last iteration's state handler asked for (its reason and streak, for the
     /// countdown), if it asked for one.
     state_wait: Option<StateWait>,
+    /// The state whose handler holds the loop, and how, while it does.
+    holding: Option<(ralph_marker::Marker, crate::hold::StateHold)>,
     /// Convergence bookkeeping, when the file has `done_when`.
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
@@ -333,6 +337,7 @@ impl Run {
             idle_iterations: 0,
             idle_time: Duration::ZERO,
             state_wait: None,
+            holding: None,
             ralph_file_abs: std::fs::canonicalize(&options.ralph_file)
                 .unwrap_or_else(|_| options.ralph_file.clone())
                 .display()
@@ -408,6 +413,8 @@ impl Run {
 
         // What the task source waits for, while it does.
         let mut task_waiting: Option<String> = None;
+        // Whether the hold going on was announced (`WAIT_STARTED`, once per hold).
+        let mut hold_announced = false;
         let reason = loop {
             if let Some(max) = self.settings.max_iterations {
                 if self.iterations >= max {
@@ -436,6 +443,21 @@ impl Run {
             }
             if let Some(reason) = self.budget_spent() {
                 break reason;
+            }
+            if let Some((marker, hold)) = self.holding.take() {
+                let announce = !std::mem::replace(&mut hold_announced, true);
+                match self.hold_step(&marker, &hold, announce).await {
+                    HoldVerdict::Hold => {
+                        self.holding = Some((marker, hold));
+                        continue;
+                    }
+                    HoldVerdict::Stop(reason) => break reason,
+                    HoldVerdict::Release => hold_announced = false,
+                }
+                // A first Ctrl+C during the handler's check: its answer is in, the loop stops.
+                if self.interrupts.stop_now.is_some() || self.interrupts.stop_requested {
+                    break EndReason::Interrupted;
+                }
             }
             let mut events = Vec::new();
             let not_yet = self.tasks.begin(&mut events);

@@ -62,6 +62,7 @@ mod convergence;
 mod engine;
 mod event;
 mod handle;
+mod hold;
 pub mod lock;
 mod logs;
 mod outcome;
@@ -85,6 +86,7 @@ pub use event::{
     exit_status,
 };
 pub use handle::{Canceller, RunHandle};
+pub use hold::{HoldAnswer, HoldVerdict, StateHold};
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};

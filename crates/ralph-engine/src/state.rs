@@ -14,6 +14,7 @@ use ralph_frontmatter::{StateSpec, StateThen};
 use ralph_marker::Marker;
 
 use crate::event::{EventKind, WaitReason};
+use crate::hold::{HoldAnswer, HoldVerdict, StateHold};
 use crate::outcome::EndReason;
 
 /// The built-in idle state's name: [`Engine::new`](crate::Engine::new) gives it an
@@ -28,6 +29,12 @@ pub enum StateDecision {
     Continue,
     /// Wait before the next iteration (Ctrl+C skips the wait), as [`StateWait`] says.
     Wait(StateWait),
+    /// Hold the loop without running the agent, asking the handler again
+    /// ([`StateHandler::poll_hold`]) every [`StateHold::poll`] until it releases or stops the
+    /// loop: waiting on the world (a review, a deployment) costs no agent run. A failed agent
+    /// run does not hold (the failure policy decides), and a hold on the run's last iteration
+    /// ends the run as `max_iterations` does.
+    Hold(StateHold),
     /// End the loop.
     Stop(EndReason),
 }
@@ -37,6 +44,12 @@ impl StateDecision {
     /// `state`, no streak): [`StateWait::new`].
     pub fn wait(delay: Duration) -> Self {
         Self::Wait(StateWait::new(delay))
+    }
+
+    /// Hold the loop, asking again every `poll`; `why` says what it waits for:
+    /// [`StateHold::new`].
+    pub fn hold(poll: Duration, why: impl Into<String>) -> Self {
+        Self::Hold(StateHold::new(poll, why))
     }
 }
 
@@ -245,6 +258,17 @@ pub trait StateHandler: Send {
         let _ = (cx, exit_code);
     }
 
+    /// Asked every [`StateHold::poll`] while the loop holds in this handler's state
+    /// ([`StateDecision::Hold`]): hold on, release the loop (the next iteration runs the agent),
+    /// or stop it; now, or through a future ([`HoldAnswer::later`]). The context is the
+    /// iteration that ended in the state; [`StateContext::emit`] and
+    /// [`StateContext::add_feedback`] work as in [`on_state`](Self::on_state). The default
+    /// releases at once.
+    fn poll_hold(&mut self, cx: &mut StateContext<'_>) -> HoldAnswer {
+        let _ = cx;
+        HoldAnswer::Now(HoldVerdict::Release)
+    }
+
     /// The handler's own state (a streak), saved in the run's session file so a resumed run
     /// can [`restore`](Self::restore) it. `None`, the default: nothing to keep.
     fn snapshot(&self) -> Option<serde_json::Value> {
@@ -339,6 +363,7 @@ impl StateHandlers {
         match decision {
             StateDecision::Wait(wait) => wait.reason == WaitReason::Idle,
             StateDecision::Stop(reason) => *reason == EndReason::IdleLimit,
+            StateDecision::Hold(_) => false,
             StateDecision::Continue => {
                 state.is_some_and(|m| m.name == IDLE_STATE && !self.handles(&m.name))
             }
@@ -359,6 +384,22 @@ impl StateHandlers {
             if let Some(handler) = self.handlers.get_mut(name) {
                 handler.restore(state.clone());
             }
+        }
+    }
+
+    /// Asks the handler of `marker`'s state, which holds the loop, whether it still does.
+    pub(crate) fn poll_hold(
+        &mut self,
+        facts: Facts<'_>,
+        marker: &Marker,
+        events: &mut Vec<EventKind>,
+        requests: &mut Requests,
+    ) -> HoldAnswer {
+        match self.handlers.get_mut(&marker.name) {
+            Some(handler) => {
+                handler.poll_hold(&mut StateContext::new(facts, marker, events, requests))
+            }
+            None => HoldAnswer::Now(HoldVerdict::Release),
         }
     }
 

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use ralph_engine::EventKind;
+
 #[allow(dead_code)] // its `main` is the example's; the test calls `run_loop` itself
 #[path = "../examples/custom_state.rs"]
 mod example;
@@ -19,6 +21,10 @@ mod checklist;
 #[allow(dead_code)] // its `main` is the example's; the test calls `start_in` itself
 #[path = "../examples/claimed_folder.rs"]
 mod claimed;
+
+#[allow(dead_code)] // its `main` is the example's; the test calls `start` itself
+#[path = "../examples/holding_state.rs"]
+mod holding;
 
 /// The ```rust blocks of a markdown text.
 fn rust_blocks(markdown: &str) -> Vec<&str> {
@@ -38,14 +44,15 @@ fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
         "examples/parallel_engines.rs",
         "examples/checklist_source.rs",
         "examples/claimed_folder.rs",
+        "examples/holding_state.rs",
     ]
     .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
     let blocks = rust_blocks(&page);
     assert_eq!(
         blocks.len(),
-        8,
+        9,
         "the engine API, many loops at once, a loop in its folder, a task source's words, its \
-         parsing, the source itself, a custom state, a custom sink"
+         parsing, the source itself, a custom state, a holding state, a custom sink"
     );
     for block in blocks {
         assert!(
@@ -328,4 +335,34 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
     };
     again.cancel();
     again.wait().await.unwrap();
+}
+
+/// A state that holds the loop until a file appears: one agent run, however long it holds, and
+/// the hold announced once however many times the handler is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holding_state_waits_for_a_file_with_exactly_one_agent_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("RALPH.md"), holding::RALPH_MD).unwrap();
+    let mut run = holding::start(dir.path()).unwrap();
+    let mut kinds = Vec::new();
+    while let Some(event) = run.next_event().await {
+        if let EventKind::WaitStarted { why, .. } = &event.kind {
+            assert!(why.as_deref().unwrap().contains("APPROVED"), "{why:?}");
+            // Held for a while: many polls, no agent run.
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            std::fs::write(dir.path().join("APPROVED"), "lgtm\n").unwrap();
+        }
+        kinds.push(event.kind);
+    }
+    let outcome = run.wait().await.unwrap();
+    assert_eq!(outcome.reason.as_str(), "approved");
+    assert_eq!((outcome.iterations, outcome.exit_code), (1, 0));
+    let count = |f: fn(&EventKind) -> bool| kinds.iter().filter(|k| f(k)).count();
+    assert_eq!(
+        count(|k| matches!(k, EventKind::IterationStarted { .. })),
+        1
+    );
+    assert_eq!(count(|k| matches!(k, EventKind::WaitStarted { .. })), 1);
+    let session = ralph_engine::session::Session::read(&outcome.log_dir.unwrap()).unwrap();
+    assert_eq!(session.iteration, 1);
 }

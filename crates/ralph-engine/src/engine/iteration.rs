@@ -225,6 +225,13 @@ impl Run {
             StateDecision::Wait(wait) => Some(*wait),
             _ => None,
         };
+        // A failed run holds nothing: the failure policy decides what follows it.
+        self.holding = match (&decision, &state) {
+            (StateDecision::Hold(hold), Some(marker)) if !failed => {
+                Some((marker.clone(), hold.clone()))
+            }
+            _ => None,
+        };
         events.into_iter().for_each(|e| self.emit(e));
         let checks_passed = verdict.map(|v| v == Verdict::Converged);
         self.state_requests(iteration, checks_passed, state.as_ref(), requests)

@@ -42,7 +42,7 @@ impl EngineOptions {
     /// let dir = tempfile::tempdir()?;
     /// std::fs::write(dir.path().join("RALPH.md"), "---\nagent: cat\nmax_iterations: 0\n---\nGo.\n")?;
     /// let err = ralph_engine::EngineOptions::load(dir.path()).unwrap_err();
-    /// assert!(err.to_string().contains("RALPH.md:2:17: max_iterations:"), "{err}");
+    /// assert!(err.to_string().contains("RALPH.md:3:17: max_iterations:"), "{err}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self, LoadError> {

@@ -40,7 +40,7 @@ pub(super) fn iteration_step(facts: IterationFacts) -> Next {
         // With done_when the checks judge the work; the agent's exit code is only logged.
         // Silence ending an interactive iteration is its normal end, not a failure. A state
         // the agent reported (idle, say) does not make a failed run a success: no wait.
-        (None, StateDecision::Continue | StateDecision::Wait(_))
+        (None, StateDecision::Continue | StateDecision::Wait(_) | StateDecision::Hold(_))
             if facts.stop_on_error && facts.failed =>
         {
             Next::Stop(EndReason::AgentFailed)
@@ -48,7 +48,8 @@ pub(super) fn iteration_step(facts: IterationFacts) -> Next {
         (Some(Verdict::Retry(wait)), _) => Next::Wait(wait, WaitReason::Retry),
         // The handler says what its wait is: `idle`'s are idle waits, its streak the countdown's.
         (None, StateDecision::Wait(wait)) => Next::Wait(wait.delay, wait.reason),
-        (None, StateDecision::Continue) => Next::Continue,
+        // The run holds before the next iteration (`Run::holding`): from here, it goes on.
+        (None, StateDecision::Continue | StateDecision::Hold(_)) => Next::Continue,
     }
 }
 
