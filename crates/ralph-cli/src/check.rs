@@ -128,6 +128,7 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
                 StateThen::Stop { exit_code } => format!("stop (exit {exit_code})"),
                 StateThen::Continue => "continue".to_owned(),
                 StateThen::Wait(wait) => format!("wait {}", human_duration(wait)),
+                StateThen::Hold { poll } => format!("hold, checked every {}", human_duration(poll)),
             };
             format!("{name} ({hook}{then})")
         });

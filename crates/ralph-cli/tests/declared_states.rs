@@ -146,7 +146,7 @@ fn check_locates_a_misspelt_then_with_a_suggestion() {
     let text = common::stderr(&out);
     assert!(
         text.contains(
-            r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait", got "wiat"; did you mean "wait"?"#
+            r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait" or "hold", got "wiat"; did you mean "wait"?"#
         ),
         "{text}"
     );

@@ -238,7 +238,7 @@ pub enum EventKind {
         /// The state's name.
         #[serde(default)]
         state: String,
-        /// `stop`, `continue` or `wait`.
+        /// `stop`, `continue`, `wait` or `hold` (one event per check while it holds).
         #[serde(default)]
         then: String,
         /// The hook's exit code; `None` without a hook, or when it ended by a signal, timed out

@@ -450,17 +450,22 @@ impl StateHandler for DoneHandler {
     }
 }
 
-/// A state declared in RALPH.md's `states`: its hook, if any, then stop, continue or wait.
-/// Emits `STATE_HANDLED`.
+/// A state declared in RALPH.md's `states`: its hook, if any, then stop, continue, wait, or
+/// hold the loop until the hook exits 0. Emits `STATE_HANDLED` for each run of the hook.
 #[derive(Debug, Clone)]
 pub struct DeclaredStateHandler {
     spec: StateSpec,
+    /// With `then: hold`: whether the hook's last run exited 0.
+    check_passed: bool,
 }
 
 impl DeclaredStateHandler {
     /// A handler doing what `spec` says.
     pub fn new(spec: StateSpec) -> Self {
-        Self { spec }
+        Self {
+            spec,
+            check_passed: false,
+        }
     }
 
     fn handled(&self, cx: &mut StateContext<'_>, hook_exit_code: Option<i32>) {
@@ -475,6 +480,7 @@ impl DeclaredStateHandler {
 
 impl StateHandler for DeclaredStateHandler {
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+        self.check_passed = false;
         match &self.spec.run {
             Some(run) => cx.run_hook(run.clone(), self.spec.timeout),
             None => self.handled(cx, None),
@@ -486,10 +492,27 @@ impl StateHandler for DeclaredStateHandler {
             }),
             StateThen::Continue => StateDecision::Continue,
             StateThen::Wait(wait) => StateDecision::wait(wait),
+            StateThen::Hold { poll } => {
+                let check = self.spec.run.as_deref().unwrap_or_default();
+                StateDecision::hold(poll, format!("`{check}` to succeed"))
+            }
         }
     }
 
+    fn poll_hold(&mut self, cx: &mut StateContext<'_>) -> HoldAnswer {
+        // The check that ran last (as the iteration ended, or at the last poll) decides; a
+        // check that still fails runs again, for the next poll.
+        if self.check_passed {
+            return HoldAnswer::Now(HoldVerdict::Release);
+        }
+        if let Some(run) = &self.spec.run {
+            cx.run_hook(run.clone(), self.spec.timeout);
+        }
+        HoldAnswer::Now(HoldVerdict::Hold)
+    }
+
     fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>) {
+        self.check_passed = exit_code == Some(0);
         self.handled(cx, exit_code);
     }
 }

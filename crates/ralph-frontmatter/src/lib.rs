@@ -210,6 +210,12 @@ pub enum StateThen {
     Continue,
     /// Wait this long before the next iteration.
     Wait(Duration),
+    /// Run no agent until the state's `run` exits 0, checked every `poll`; then go on with the
+    /// next iteration.
+    Hold {
+        /// How often the check runs.
+        poll: Duration,
+    },
 }
 
 impl StateThen {
@@ -219,6 +225,7 @@ impl StateThen {
             StateThen::Stop { .. } => "stop",
             StateThen::Continue => "continue",
             StateThen::Wait(_) => "wait",
+            StateThen::Hold { .. } => "hold",
         }
     }
 }

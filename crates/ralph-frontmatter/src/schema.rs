@@ -123,7 +123,7 @@ pub const OUTPUT_FORMATS: &[&str] = &[
 ];
 
 /// The values of `states.NAME.then`.
-pub const STATE_THEN: &[&str] = &["stop", "continue", "wait"];
+pub const STATE_THEN: &[&str] = &["stop", "continue", "wait", "hold"];
 /// States with a built-in meaning, which `states` cannot redefine.
 pub const BUILT_IN_STATES: &[&str] = &["idle", "done", "blocked"];
 /// The reasons `RUN_ENDED` gives for the engine's own endings. A declared state that stops
@@ -336,13 +336,20 @@ pub const STATE_FIELDS: &[Field] = &[
         "then",
         Kind::Choice(STATE_THEN),
         Some(DefaultValue::Choice("continue")),
-        "What the loop does next: `stop` the run, `continue`, or `wait`.",
+        "What the loop does next: `stop` the run, `continue`, `wait`, or `hold` (run no agent \
+         until `run` succeeds, checked every `poll`).",
     ),
     optional(
         "wait",
         Kind::Duration { positive: true },
         None,
         "With `then: wait` (and required by it): how long to wait.",
+    ),
+    optional(
+        "poll",
+        Kind::Duration { positive: true },
+        None,
+        "With `then: hold` (and required by it): how often `run` checks whether to go on.",
     ),
     optional(
         "exit_code",

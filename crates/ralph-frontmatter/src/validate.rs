@@ -1158,12 +1158,14 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
         present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
     let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
     let wait = present(mapping, "wait").map(|v| checker.duration(&path.key("wait"), v, true));
+    let poll = present(mapping, "poll").map(|v| checker.duration(&path.key("poll"), v, true));
     let exit_code = present(mapping, "exit_code")
         .map(|v| checker.integer_in(&path.key("exit_code"), v, 0, 255));
-    let (run, then, wait, exit_code) = (
+    let (run, then, wait, poll, exit_code) = (
         optional(run),
         optional(then),
         optional(wait),
+        optional(poll),
         optional(exit_code),
     );
     let then_name = then.flatten().unwrap_or("continue");
@@ -1180,6 +1182,21 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
             checker.key_error(&path.key("exit_code"), misplaced("exit_code", "stop"));
             ok = false;
         }
+        if present(mapping, "poll").is_some() && then_name != "hold" {
+            checker.key_error(&path.key("poll"), misplaced("poll", "hold"));
+            ok = false;
+        }
+        if then_name == "hold"
+            && (present(mapping, "poll").is_none() || present(mapping, "run").is_none())
+        {
+            checker.value_error(
+                &path.key("then"),
+                "`then: hold` needs `run`, the check that says when to go on (exit 0), and \
+                 `poll`, how often it runs, such as `poll: 1m`"
+                    .to_owned(),
+            );
+            ok = false;
+        }
         if then_name == "wait" && present(mapping, "wait").is_none() {
             checker.value_error(
                 &path.key("then"),
@@ -1188,8 +1205,8 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
             ok = false;
         }
     }
-    let (run, timeout, then, wait, exit_code) =
-        (run?, optional(timeout)?, then?, wait?, exit_code?);
+    let (run, timeout, then, wait, poll, exit_code) =
+        (run?, optional(timeout)?, then?, wait?, poll?, exit_code?);
     if !ok {
         return None;
     }
@@ -1198,6 +1215,7 @@ fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<S
             exit_code: exit_code.and_then(|n| u8::try_from(n).ok()).unwrap_or(0),
         },
         Some("wait") => StateThen::Wait(wait?),
+        Some("hold") => StateThen::Hold { poll: poll? },
         _ => StateThen::Continue,
     };
     Some(StateSpec { run, timeout, then })
@@ -1270,7 +1288,7 @@ mod tests {
         assert_eq!(
             states("  review:\n    then: wiat\n").unwrap_err(),
             [
-                r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait", got "wiat"; did you mean "wait"?"#
+                r#"RALPH.md:5:11: states.review.then: expected "stop" or "continue" or "wait" or "hold", got "wiat"; did you mean "wait"?"#
             ]
         );
     }
