@@ -261,6 +261,10 @@ struct Run {
     state_wait: Option<StateWait>,
     /// The state whose handler holds the loop, and how, while it does.
     holding: Option<(ralph_marker::Marker, crate::hold::StateHold)>,
+    /// Text a state handler put at the end of the next prompt.
+    prompt_note: Option<String>,
+    /// Placeholder values state handlers set, by namespace and name.
+    state_placeholders: std::collections::BTreeMap<(String, String), String>,
     /// Convergence bookkeeping, when the file has `done_when`.
     attempts: Option<Attempts>,
     /// The RALPH.md text the current config came from, when reloading.
@@ -338,6 +342,8 @@ impl Run {
             idle_time: Duration::ZERO,
             state_wait: None,
             holding: None,
+            prompt_note: None,
+            state_placeholders: std::collections::BTreeMap::new(),
             ralph_file_abs: std::fs::canonicalize(&options.ralph_file)
                 .unwrap_or_else(|_| options.ralph_file.clone())
                 .display()

@@ -119,6 +119,10 @@ pub(crate) struct Requests {
     pub(crate) hook_timeout: Option<Duration>,
     /// Text for the front of the next prompt's feedback.
     pub(crate) feedback: Option<String>,
+    /// Text for the end of the next prompt.
+    pub(crate) prompt_note: Option<String>,
+    /// Placeholder values for every later prompt: `(namespace, name, value)`.
+    pub(crate) placeholders: Vec<(String, String, String)>,
 }
 
 /// Where a [`StateContext`] puts what a handler emits and asks for: the engine keeps one per
@@ -234,6 +238,26 @@ impl<'a> StateContext<'a> {
     /// `convergence.feedback: false`) it is dropped.
     pub fn add_feedback(&mut self, text: impl Into<String>) {
         self.requests.feedback = Some(text.into());
+    }
+
+    /// Puts `text` at the end of the agent's next prompt, once (what a review said, say).
+    pub fn add_to_next_prompt(&mut self, text: impl Into<String>) {
+        self.requests.prompt_note = Some(text.into());
+    }
+
+    /// Gives `{{ namespace.name }}` the value `value` in every later prompt, until set again.
+    /// The parser must know the placeholder: register it with a
+    /// [`PlugVocabulary`](crate::frontmatter::PlugVocabulary) and parse with
+    /// [`EngineOptions::load_with`](crate::EngineOptions::load_with).
+    pub fn set_placeholder(
+        &mut self,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) {
+        self.requests
+            .placeholders
+            .push((namespace.into(), name.into(), value.into()));
     }
 }
 

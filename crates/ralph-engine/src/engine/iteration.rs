@@ -58,6 +58,8 @@ impl Run {
         }
 
         let prompt = self.prompt(iteration, &outputs);
+        // Said once: the next prompt is without it.
+        self.prompt_note = None;
         let warning = match self.engine.options.log_dir.as_deref() {
             Some(dir) => self
                 .prompt_copies

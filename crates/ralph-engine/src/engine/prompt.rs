@@ -28,7 +28,11 @@ impl Run {
                 ),
                 ("ralph", "name") => Some(ralph_name(&options.ralph_file)),
                 ("ralph", "failures") => Some(failures.unwrap_or_default().to_owned()),
-                (namespace, name) => self.tasks.placeholder(namespace, name),
+                (namespace, name) => self
+                    .state_placeholders
+                    .get(&(namespace.to_owned(), name.to_owned()))
+                    .cloned()
+                    .or_else(|| self.tasks.placeholder(namespace, name)),
             });
         // Feedback goes at the end when the body has no place for it.
         if let Some(failures) = failures {
@@ -42,6 +46,14 @@ impl Run {
                 prompt.push('\n');
                 prompt.push_str(failures);
             }
+        }
+        // A state handler's words for this prompt (`StateContext::add_to_next_prompt`).
+        if let Some(note) = &self.prompt_note {
+            if !prompt.ends_with('\n') {
+                prompt.push('\n');
+            }
+            prompt.push('\n');
+            prompt.push_str(note);
         }
         prompt
     }

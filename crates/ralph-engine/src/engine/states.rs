@@ -23,6 +23,12 @@ impl Run {
         if let (Some(text), Some(attempts)) = (requests.feedback, self.attempts.as_mut()) {
             attempts.prefix_feedback(&text);
         }
+        if let Some(note) = requests.prompt_note {
+            self.prompt_note = Some(note);
+        }
+        for (namespace, name, value) in requests.placeholders {
+            self.state_placeholders.insert((namespace, name), value);
+        }
         let (Some(hook), Some(marker)) = (requests.hook, marker) else {
             return;
         };
