@@ -804,8 +804,9 @@ fn content_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ContentB
 
 #[cfg(test)]
 mod tests {
+    use super::super::lines::KEPT_LINE_CAPACITY;
     use super::super::testing::{self, Recorded};
-    use super::super::{KEPT_LINE_CAPACITY, MAX_JSON_LINE, MAX_RESULT_TEXT};
+    use super::super::{MAX_JSON_LINE, MAX_RESULT_TEXT};
     use super::*;
 
     fn fixture(name: &str) -> Vec<u8> {

@@ -50,6 +50,7 @@ use supervise::emit;
 
 pub use dry_run::{DryRun, DryRunCommand};
 pub use load::LoadError;
+
 use options::Settings;
 pub use options::{EngineOptions, Overrides, new_run_id};
 pub use resume::ResumeError;
@@ -77,6 +78,13 @@ pub enum EngineError {
     /// folder's, or one that ended by itself. Nothing was written.
     #[error("cannot resume: {0}")]
     Resume(#[from] ResumeError),
+    /// The file's `output:` names an adapter no [`Engine::register_adapter`] registered.
+    /// Nothing was written.
+    #[error("output `{name}` names no adapter this program registered (Engine::register_adapter)")]
+    NoAdapter {
+        /// The name.
+        name: String,
+    },
     /// [`EngineOptions::hold_folder`]: another run holds the loop's folder. Nothing was
     /// written.
     #[error(transparent)]
@@ -101,8 +109,11 @@ pub struct Engine {
     /// Kept so `signals` never closes when the embedder gives no sender.
     _signals_tx: Option<mpsc::UnboundedSender<InterruptSignal>>,
     terminal: PtyTerminal,
-    /// The embedder's adapter maker; `None` lets [`ralph_agents::choose_output`] pick a built-in.
-    adapter: Option<AdapterFactory>,
+    /// The embedder's adapter choice for an agent line; `None` (or its `None`) lets
+    /// [`ralph_agents::choose_output`] pick a built-in.
+    adapter: Option<AdapterChoice>,
+    /// The embedder's adapters by the `output:` name a file gives them.
+    named_adapters: std::collections::BTreeMap<String, AdapterMaker>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,
     /// The loop's folder, held for the run ([`Engine::claim_folder`]).
@@ -110,7 +121,18 @@ pub struct Engine {
 }
 
 /// Makes a fresh [`OutputAdapter`] for each agent run.
-type AdapterFactory = Box<dyn FnMut() -> Box<dyn OutputAdapter> + Send>;
+type AdapterChoice = Box<dyn FnMut(&AgentLine<'_>) -> Option<Box<dyn OutputAdapter>> + Send>;
+type AdapterMaker = Box<dyn FnMut() -> Box<dyn OutputAdapter> + Send>;
+
+/// The agent line an adapter is chosen for ([`Engine::set_adapter`]).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct AgentLine<'a> {
+    /// The agent's command line as the file writes it, split (placeholders not filled).
+    pub argv: &'a [String],
+    /// The file's `output:`: a built-in format's name or a plug's, `None` when it sets none.
+    pub output: Option<&'a str>,
+}
 
 impl Engine {
     /// An engine with the built-in state handlers (`idle` when the file has an `idle` block,
@@ -133,6 +155,7 @@ impl Engine {
             _signals_tx: Some(tx),
             terminal: PtyTerminal::detached(),
             adapter: None,
+            named_adapters: std::collections::BTreeMap::new(),
             tasks: None,
             claim: None,
         }
@@ -165,14 +188,42 @@ impl Engine {
         self
     }
 
-    /// Reads the agent's output with adapters made by `make`, one per agent run, instead of
-    /// the built-in choice (text, or Claude's stream-json for `claude -p`). The agent command
-    /// line is then run as written: no flags are added.
+    /// Chooses the adapter of each agent run from its [`AgentLine`] (the agent's command line
+    /// and the file's `output:`): `Some` reads the run with that adapter, and the agent line is
+    /// run as written (no flags added); `None` leaves the choice to ralph (a named adapter,
+    /// then the built-ins: text, or Claude's stream-json for `claude -p`, ...).
+    ///
+    /// ```
+    /// use ralph_engine::{Engine, EngineOptions, agents::TextAdapter};
+    ///
+    /// let parsed = ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: acme run\n---\nGo.\n")?;
+    /// let mut engine = Engine::new(EngineOptions::new("RALPH.md", parsed.file));
+    /// engine.set_adapter(|line| match line.argv.first().map(String::as_str) {
+    ///     Some("acme") => Some(Box::new(TextAdapter)), // yours, for the acme agent
+    ///     _ => None,                                   // ralph's choice for the rest
+    /// });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_adapter(
         &mut self,
+        choose: impl FnMut(&AgentLine<'_>) -> Option<Box<dyn OutputAdapter>> + Send + 'static,
+    ) -> &mut Self {
+        self.adapter = Some(Box::new(choose));
+        self
+    }
+
+    /// Registers the adapter `make` makes as the output format `name`: a RALPH.md with
+    /// `output: NAME` (a name a plug's [`PlugVocabulary::outputs`] lets the parser take) is
+    /// read with it, one adapter per agent run. A run whose file names an adapter nobody
+    /// registered ends before it starts ([`EngineError::NoAdapter`]).
+    ///
+    /// [`PlugVocabulary::outputs`]: crate::frontmatter::PlugVocabulary::outputs
+    pub fn register_adapter(
+        &mut self,
+        name: impl Into<String>,
         make: impl FnMut() -> Box<dyn OutputAdapter> + Send + 'static,
     ) -> &mut Self {
-        self.adapter = Some(Box::new(make));
+        self.named_adapters.insert(name.into(), Box::new(make));
         self
     }
 
@@ -220,6 +271,11 @@ impl Engine {
         // Before anything is written: the session's history is another run's until taken up.
         if let Some(stopped) = &self.options.resume {
             stopped.check_resumable_in(&self.options.cwd)?;
+        }
+        if let Some(name) = &self.options.file.config.output_adapter {
+            if !self.named_adapters.contains_key(name) {
+                return Err(EngineError::NoAdapter { name: name.clone() });
+            }
         }
         if self.options.hold_folder && self.claim.is_none() {
             self.claim_folder()?;

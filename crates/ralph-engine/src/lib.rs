@@ -77,8 +77,8 @@ mod task;
 pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
-    DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides, ResumeError,
-    new_run_id, wait_before_start,
+    AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides,
+    ResumeError, new_run_id, wait_before_start,
 };
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,

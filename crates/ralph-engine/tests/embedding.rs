@@ -26,6 +26,10 @@ mod claimed;
 #[path = "../examples/holding_state.rs"]
 mod holding;
 
+#[allow(dead_code)] // its `main` is the example's; the test calls `run_acme` itself
+#[path = "../examples/named_adapter.rs"]
+mod named;
+
 /// The ```rust blocks of a markdown text.
 fn rust_blocks(markdown: &str) -> Vec<&str> {
     markdown
@@ -45,14 +49,16 @@ fn every_rust_block_of_the_embedding_page_is_in_the_example_word_for_word() {
         "examples/checklist_source.rs",
         "examples/claimed_folder.rs",
         "examples/holding_state.rs",
+        "examples/named_adapter.rs",
     ]
     .map(|file| std::fs::read_to_string(root.join(file)).unwrap());
     let blocks = rust_blocks(&page);
     assert_eq!(
         blocks.len(),
-        9,
+        10,
         "the engine API, many loops at once, a loop in its folder, a task source's words, its \
-         parsing, the source itself, a custom state, a holding state, a custom sink"
+         parsing, the source itself, a custom state, a holding state, a custom sink, a named \
+         adapter"
     );
     for block in blocks {
         assert!(
@@ -365,4 +371,36 @@ async fn a_holding_state_waits_for_a_file_with_exactly_one_agent_run() {
     assert_eq!(count(|k| matches!(k, EventKind::WaitStarted { .. })), 1);
     let session = ralph_engine::session::Session::read(&outcome.log_dir.unwrap()).unwrap();
     assert_eq!(session.iteration, 1);
+}
+
+/// `output: acme-json` names the embedder's adapter: it reads the agent (its result's marker
+/// ends the run, its cost is the run's); a file naming an adapter nobody registered does not
+/// start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adapter_named_in_the_ralph_md_reads_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("RALPH.md"), named::RALPH_MD).unwrap();
+    let outcome = named::run_acme(dir.path()).await.unwrap();
+    assert_eq!(outcome.reason.as_str(), "agent_done");
+    assert_eq!(outcome.iterations, 1);
+    assert_eq!(outcome.cost_usd, Some(0.25));
+    let log = std::fs::read_to_string(outcome.log_dir.unwrap().join("iteration-001.log"))
+        .unwrap_or_default();
+    assert!(log.contains("fixing"), "{log}");
+
+    let words = ralph_engine::frontmatter::PlugVocabulary::new("acme").outputs(["acme-json"]);
+    let vocabulary = ralph_engine::frontmatter::Vocabulary::default()
+        .with(words)
+        .unwrap();
+    let options = ralph_engine::EngineOptions::load_with(dir.path(), &vocabulary).unwrap();
+    let err = ralph_engine::Engine::new(options).run().await.unwrap_err();
+    assert!(
+        matches!(&err, ralph_engine::EngineError::NoAdapter { name } if name == "acme-json"),
+        "{err}"
+    );
+    // Without the plug's words, the name is no output format.
+    let unknown = ralph_engine::EngineOptions::load(dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("output: expected \"text\""), "{unknown}");
 }

@@ -183,7 +183,7 @@ async fn an_adapters_own_rate_limit_is_waited_out() {
         "agent: sh -c '[ \"$RALPH_ITERATION\" = 2 ] && exit 0; echo QUOTA EXHAUSTED; exit 1'\n\
          max_iterations: 2",
     );
-    engine.set_adapter(|| Box::new(QuotaAdapter::default()));
+    engine.set_adapter(|_| Some(Box::new(QuotaAdapter::default())));
     let outcome = engine.run().await.expect("the run ends");
     assert_eq!(outcome.exit_code, 0, "a rate limit is not a failure");
 

@@ -118,6 +118,9 @@ pub struct Config {
     pub pty: Option<PtyConfig>,
     /// How the agent's output is read; `None` lets ralph choose from the agent command.
     pub output: Option<OutputFormat>,
+    /// `output:` naming a format a plug reads ([`PlugVocabulary::outputs`]): the embedder's
+    /// adapter by that name reads the agent. `output` is then `None`.
+    pub output_adapter: Option<String>,
     /// Backoff after failed agent runs, and how many in a row end the loop.
     pub failure: FailurePolicy,
     /// Waits for an agent's rate limit to reset.

@@ -10,9 +10,7 @@ use serde_norway::{Mapping, Value};
 
 use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
-use crate::schema::{
-    self, BUILT_IN_STATES, OUTPUT_FORMATS, PTY_MODES, RUN_STATUS_WORDS, STATE_THEN,
-};
+use crate::schema::{self, BUILT_IN_STATES, PTY_MODES, RUN_STATUS_WORDS, STATE_THEN};
 use crate::suggest::nearest;
 use crate::{
     CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
@@ -454,11 +452,21 @@ pub(crate) fn config(
     let pty = root
         .get("pty")
         .map(|v| pty(checker, &top.key("pty"), v, idle_timeout.is_some()));
+    let output_names = vocabulary.output_names();
     let output = present(root, "output").map(|v| {
         checker
-            .choice(&top.key("output"), v, OUTPUT_FORMATS)
-            .map(|format| OutputFormat::from_name(format).unwrap_or(OutputFormat::Text))
+            .choice(&top.key("output"), v, &output_names)
+            .map(str::to_owned)
     });
+    // A built-in format, or a plug's adapter by name.
+    let (output, output_adapter) = match optional(output) {
+        Some(Some(name)) => match OutputFormat::from_name(&name) {
+            Some(format) => (Some(Some(format)), Some(None)),
+            None => (Some(None), Some(Some(name))),
+        },
+        Some(None) => (Some(None), Some(None)),
+        None => (None, None),
+    };
     let failure = failure(checker, &top.key("failure"), root.get("failure"));
     let rate_limit = rate_limit(checker, &top.key("rate_limit"), root.get("rate_limit"));
     let max_cost =
@@ -514,7 +522,8 @@ pub(crate) fn config(
         max_turns_grace,
         escalation: optional(escalation)?,
         pty,
-        output: optional(output)?,
+        output: output?,
+        output_adapter: output_adapter?,
         failure,
         rate_limit,
         max_cost: optional(max_cost)?,

@@ -174,6 +174,7 @@ pub struct PlugVocabulary {
     end_reasons: Vec<String>,
     reserved_states: Vec<String>,
     sections: Vec<(String, SectionCheck)>,
+    outputs: Vec<String>,
 }
 
 impl PlugVocabulary {
@@ -185,7 +186,21 @@ impl PlugVocabulary {
             end_reasons: Vec::new(),
             reserved_states: Vec::new(),
             sections: Vec::new(),
+            outputs: Vec::new(),
         }
+    }
+
+    /// Output formats the plug reads (`output: acme-json`): names of adapters the embedder
+    /// registers with the engine. A file naming one has it in
+    /// [`Config::output_adapter`](crate::Config::output_adapter).
+    #[must_use]
+    pub fn outputs<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.outputs.extend(names.into_iter().map(Into::into));
+        self
     }
 
     /// A placeholder namespace the plug fills in.
@@ -247,6 +262,7 @@ impl fmt::Debug for PlugVocabulary {
             .field("end_reasons", &self.end_reasons)
             .field("reserved_states", &self.reserved_states)
             .field("sections", &sections)
+            .field("outputs", &self.outputs)
             .finish()
     }
 }
@@ -272,6 +288,16 @@ pub enum VocabularyError {
         plug: String,
         /// The key.
         key: String,
+        /// `ralph` or the plug that has it.
+        owner: String,
+    },
+    /// An output format taken already.
+    #[error("plug `{plug}`: output format `{name}` is {owner}'s already")]
+    Output {
+        /// The plug registered last.
+        plug: String,
+        /// The format's name.
+        name: String,
         /// `ralph` or the plug that has it.
         owner: String,
     },
@@ -338,8 +364,39 @@ impl Vocabulary {
                 });
             }
         }
+        for output in &plug.outputs {
+            let owner = match schema::OUTPUT_FORMATS.contains(&output.as_str()) {
+                true => Some("ralph".to_owned()),
+                false => self
+                    .plugs
+                    .iter()
+                    .find(|p| p.outputs.contains(output))
+                    .map(|p| p.plug.clone()),
+            };
+            if let Some(owner) = owner {
+                return Err(VocabularyError::Output {
+                    plug: name(),
+                    name: output.clone(),
+                    owner,
+                });
+            }
+        }
         self.plugs.push(plug);
         Ok(())
+    }
+
+    /// Every `output:` a file may name: ralph's formats, then the plugs'.
+    pub fn output_names(&self) -> Vec<&str> {
+        let plugs = self
+            .plugs
+            .iter()
+            .flat_map(|p| &p.outputs)
+            .map(String::as_str);
+        schema::OUTPUT_FORMATS
+            .iter()
+            .copied()
+            .chain(plugs)
+            .collect()
     }
 
     /// The plugs registered, in order.

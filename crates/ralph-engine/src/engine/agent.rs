@@ -33,14 +33,33 @@ impl Run {
         adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
     }
 
+    /// The embedder's adapter for this agent run: the one the file names (`output:` a plug's
+    /// format), else what [`Engine::set_adapter`](crate::Engine::set_adapter)'s choice says.
+    pub(super) fn embedders_adapter(&mut self) -> Option<Box<dyn adapter::OutputAdapter>> {
+        let config = &self.engine.options.file.config;
+        if let Some(make) = config
+            .output_adapter
+            .as_ref()
+            .and_then(|name| self.engine.named_adapters.get_mut(name))
+        {
+            return Some(make());
+        }
+        let choose = self.engine.adapter.as_mut()?;
+        let output = config.output.map(OutputFormat::name);
+        choose(&crate::engine::AgentLine {
+            argv: &config.agent_argv,
+            output,
+        })
+    }
+
     pub(super) async fn run_agent(
         &mut self,
         iteration: u64,
         prompt: String,
         log: &mut IterationLog,
     ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
-        let (mut adapter, extra_args, format) = match &mut self.engine.adapter {
-            Some(make) => (make(), Vec::new(), None),
+        let (mut adapter, extra_args, format) = match self.embedders_adapter() {
+            Some(adapter) => (adapter, Vec::new(), None),
             None => {
                 let choice = self.builtin_output();
                 let mut extra_args = choice.extra_args.clone();

@@ -92,7 +92,8 @@ impl Run {
             agent_words(&self.engine.options.file.config.agent_argv, &prompt, || {
                 prompt_file.clone()
             });
-        let output = self.engine.adapter.is_none().then(|| self.builtin_output());
+        let embedders = self.embedders_adapter().is_some();
+        let output = (!embedders).then(|| self.builtin_output());
         if let Some(output) = &output {
             argv.extend(output.extra_args.iter().cloned());
             argv.extend(self.max_turns_args());
