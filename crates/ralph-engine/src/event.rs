@@ -369,6 +369,43 @@ pub enum EventKind {
     Task(TaskEvent),
 }
 
+/// Every `type` the engine writes itself: a plug's event may take none of them.
+const ENGINE_EVENT_TYPES: [&str; 18] = [
+    "RUN_STARTED",
+    "RUN_RESUMED",
+    "ITERATION_STARTED",
+    "COMMAND_FINISHED",
+    "ITERATION_ENDED",
+    "ITERATION_FAILED",
+    "RATE_LIMITED",
+    "AGENT_RETRYING",
+    "ITERATION_IDLE",
+    "STATE_HANDLED",
+    "ATTEMPT_ENDED",
+    "CONFIG_RELOADED",
+    "CONFIG_REJECTED",
+    "WAIT_STARTED",
+    "WAIT_SKIPPED",
+    "STOP_REQUESTED",
+    "WARNING",
+    "RUN_ENDED",
+];
+
+/// A plug's event as the engine writes it: [`EventKind::Task`], or, for a type the engine
+/// writes itself, a `WARNING` naming `who` tried (a second `RUN_ENDED` would end the run for
+/// every reader).
+pub(crate) fn plug_event(event: TaskEvent, who: &str) -> EventKind {
+    match ENGINE_EVENT_TYPES.contains(&event.type_name()) {
+        true => EventKind::Warning {
+            message: format!(
+                "{who} emitted a `{}` event, which only the engine writes; it was not written",
+                event.type_name()
+            ),
+        },
+        false => EventKind::Task(event),
+    }
+}
+
 impl Serialize for EventKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -864,6 +901,29 @@ mod tests {
                 task_fields(json!({"number": 7, "by": {"name": "x"}})),
             )),
         ]
+    }
+
+    #[test]
+    fn the_engines_own_types_are_exactly_those_it_writes() {
+        let mut written: Vec<String> = every_kind()
+            .iter()
+            .filter(|kind| !matches!(kind, EventKind::Task(_)))
+            .map(|kind| {
+                serde_json::to_value(kind).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        written.sort();
+        written.dedup();
+        let mut own: Vec<&str> = ENGINE_EVENT_TYPES.to_vec();
+        own.sort_unstable();
+        assert_eq!(written, own);
+        let forged = TaskEvent::new("RUN_ENDED", serde_json::Map::new());
+        assert!(matches!(plug_event(forged, "x"), EventKind::Warning { .. }));
+        let own_event = TaskEvent::new("REVIEW_ASKED", serde_json::Map::new());
+        assert!(matches!(plug_event(own_event, "x"), EventKind::Task(_)));
     }
 
     #[test]

@@ -217,8 +217,17 @@ impl<'a> StateContext<'a> {
         }
     }
 
-    /// Emits an event after the iteration's `ITERATION_ENDED`.
-    pub fn emit(&mut self, event: EventKind) {
+    /// Emits an event of the handler's own after the iteration's `ITERATION_ENDED`: a `type`
+    /// and fields ([`TaskEvent`](crate::TaskEvent), or a tagged serde enum of yours converted
+    /// with [`TaskEvent::from_tagged`](crate::TaskEvent::from_tagged)). A type the engine
+    /// writes itself (`RUN_ENDED`, `ITERATION_ENDED`, ...) is not written: a `WARNING` says so.
+    pub fn emit(&mut self, event: impl Into<crate::TaskEvent>) {
+        self.events
+            .push(crate::event::plug_event(event.into(), "a state handler"));
+    }
+
+    /// One of the engine's own events, from a built-in handler.
+    pub(crate) fn emit_engine(&mut self, event: EventKind) {
         self.events.push(event);
     }
 
@@ -493,7 +502,7 @@ impl DeclaredStateHandler {
     }
 
     fn handled(&self, cx: &mut StateContext<'_>, hook_exit_code: Option<i32>) {
-        cx.emit(EventKind::StateHandled {
+        cx.emit_engine(EventKind::StateHandled {
             iteration: cx.iteration,
             state: cx.marker.name.clone(),
             then: self.spec.then.as_str().to_owned(),
@@ -573,7 +582,7 @@ impl StateHandler for IdleHandler {
                 idle_elapsed,
             } => (consecutive, idle_elapsed, None),
         };
-        cx.emit(EventKind::IterationIdle {
+        cx.emit_engine(EventKind::IterationIdle {
             iteration: cx.iteration,
             consecutive_idle: consecutive,
             idle_elapsed_ms: millis(idle_elapsed),

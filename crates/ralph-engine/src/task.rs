@@ -339,9 +339,11 @@ impl<'a> TaskContext<'a> {
 }
 
 impl TaskContext<'_> {
-    /// Emits an event, after the iteration's own events.
+    /// Emits an event, after the iteration's own events. A type the engine writes itself
+    /// (`RUN_ENDED`, `ITERATION_ENDED`, ...) is not written: a `WARNING` says so.
     pub fn emit(&mut self, event: impl Into<TaskEvent>) {
-        self.events.push(EventKind::Task(event.into()));
+        self.events
+            .push(crate::event::plug_event(event.into(), "the task source"));
     }
 
     /// Emits a `WARNING` event: a problem of the source's that every sink should see.

@@ -75,3 +75,47 @@ async fn a_released_hold_puts_its_words_in_the_next_prompt_once_and_its_values_i
         "the words were for one prompt"
     );
 }
+
+/// Emits a `RUN_ENDED` of its own, and a `REVIEW_ASKED`.
+struct Forger;
+
+impl StateHandler for Forger {
+    fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+        let mut fields = serde_json::Map::new();
+        fields.insert("reason".into(), "review".into());
+        cx.emit(ralph_engine::TaskEvent::new("RUN_ENDED", fields.clone()));
+        cx.emit(ralph_engine::TaskEvent::new("REVIEW_ASKED", fields));
+        StateDecision::Continue
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_emits_its_own_events_and_never_the_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("RALPH.md"),
+        "---\nagent: echo '<!-- ralph:state review -->'\nmax_iterations: 3\n---\nGo.\n",
+    )
+    .unwrap();
+    let mut engine = Engine::new(
+        EngineOptions::load(dir.path())
+            .unwrap()
+            .in_folder(dir.path()),
+    );
+    engine.state_handlers().register("review", Forger);
+    let outcome = engine.run().await.unwrap();
+    let events = std::fs::read_to_string(outcome.log_dir.unwrap().join("events.jsonl")).unwrap();
+    let count = |ty: &str| {
+        events
+            .lines()
+            .filter(|l| l.contains(&format!("\"type\":\"{ty}\"")))
+            .count()
+    };
+    assert_eq!(count("RUN_ENDED"), 1, "{events}");
+    assert_eq!(count("REVIEW_ASKED"), 3);
+    assert!(
+        events
+            .contains("a state handler emitted a `RUN_ENDED` event, which only the engine writes"),
+        "{events}"
+    );
+}
