@@ -370,6 +370,43 @@ impl FailurePolicy {
     }
 }
 
+/// Decides what follows a failed agent run: the failure seam, as a state handler is the idle
+/// one. [`FailurePolicy`] (RALPH.md's `failure`) is the built-in; an embedder plugs another
+/// into the engine (a wait from its own quota, a stop on its own rule).
+///
+/// ```
+/// use std::time::Duration;
+/// use ralph_backoff::{FailureBackoff, FailureDecision};
+///
+/// /// A minute after each failure, never giving up.
+/// struct EveryMinute;
+///
+/// impl FailureBackoff for EveryMinute {
+///     fn after_failure(&mut self, consecutive: u64) -> FailureDecision {
+///         FailureDecision::Wait { delay: Duration::from_secs(60), consecutive }
+///     }
+/// }
+/// assert!(matches!(EveryMinute.after_failure(99), FailureDecision::Wait { .. }));
+/// ```
+pub trait FailureBackoff: Send {
+    /// The `consecutive`-th failed run in a row (from 1) just ended: wait, or end the loop.
+    fn after_failure(&mut self, consecutive: u64) -> FailureDecision;
+}
+
+impl FailureBackoff for FailurePolicy {
+    /// [`delay_for`](FailurePolicy::delay_for) the streak; a stop at `max_consecutive`.
+    fn after_failure(&mut self, consecutive: u64) -> FailureDecision {
+        if consecutive >= self.max_consecutive.max(1) {
+            FailureDecision::Stop { consecutive }
+        } else {
+            FailureDecision::Wait {
+                delay: self.delay_for(consecutive),
+                consecutive,
+            }
+        }
+    }
+}
+
 /// What to do after a failed run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureDecision {
@@ -423,17 +460,15 @@ impl FailureStreak {
     /// Records a failed run and decides what comes next.
     #[must_use]
     pub fn record_failure(&mut self, policy: &FailurePolicy) -> FailureDecision {
+        let mut policy = *policy;
+        self.record_failure_by(&mut policy)
+    }
+
+    /// Records a failed run; `backoff` decides what comes next.
+    #[must_use]
+    pub fn record_failure_by(&mut self, backoff: &mut dyn FailureBackoff) -> FailureDecision {
         self.consecutive = self.consecutive.saturating_add(1);
-        if self.consecutive >= policy.max_consecutive.max(1) {
-            FailureDecision::Stop {
-                consecutive: self.consecutive,
-            }
-        } else {
-            FailureDecision::Wait {
-                delay: policy.delay_for(self.consecutive),
-                consecutive: self.consecutive,
-            }
-        }
+        backoff.after_failure(self.consecutive)
     }
 
     /// Records a run that did not fail: the streak starts over.

@@ -114,6 +114,8 @@ pub struct Engine {
     adapter: Option<AdapterChoice>,
     /// The embedder's adapters by the `output:` name a file gives them.
     named_adapters: std::collections::BTreeMap<String, AdapterMaker>,
+    /// The embedder's failure backoff; `None`: the file's `failure` policy.
+    failure_backoff: Option<Box<dyn ralph_backoff::FailureBackoff>>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
     tasks: Option<Box<dyn TaskSource>>,
     /// The loop's folder, held for the run ([`Engine::claim_folder`]).
@@ -156,6 +158,7 @@ impl Engine {
             terminal: PtyTerminal::detached(),
             adapter: None,
             named_adapters: std::collections::BTreeMap::new(),
+            failure_backoff: None,
             tasks: None,
             claim: None,
         }
@@ -209,6 +212,18 @@ impl Engine {
         choose: impl FnMut(&AgentLine<'_>) -> Option<Box<dyn OutputAdapter>> + Send + 'static,
     ) -> &mut Self {
         self.adapter = Some(Box::new(choose));
+        self
+    }
+
+    /// Decides what follows each failed agent run with `backoff` instead of the file's
+    /// `failure` policy (its waits and its `max_consecutive`): the failure seam, as a state
+    /// handler is the idle one. `ITERATION_FAILED` still reports each failure, with the wait
+    /// `backoff` chose.
+    pub fn set_failure_backoff(
+        &mut self,
+        backoff: impl ralph_backoff::FailureBackoff + 'static,
+    ) -> &mut Self {
+        self.failure_backoff = Some(Box::new(backoff));
         self
     }
 
@@ -317,6 +332,8 @@ struct Run {
     state_wait: Option<StateWait>,
     /// The state whose handler holds the loop, and how, while it does.
     holding: Option<(ralph_marker::Marker, crate::hold::StateHold)>,
+    /// The idle streak as the engine counts it: when its first iteration ended, and how many.
+    idle_streak: Option<(Duration, u64)>,
     /// Text a state handler put at the end of the next prompt.
     prompt_note: Option<String>,
     /// Placeholder values state handlers set, by namespace and name.
@@ -399,6 +416,7 @@ impl Run {
             state_wait: None,
             holding: None,
             prompt_note: None,
+            idle_streak: None,
             state_placeholders: std::collections::BTreeMap::new(),
             ralph_file_abs: std::fs::canonicalize(&options.ralph_file)
                 .unwrap_or_else(|_| options.ralph_file.clone())
@@ -641,7 +659,10 @@ impl Run {
             self.failures.record_success();
             AgentFacts::Succeeded
         } else {
-            AgentFacts::Failed(self.failures.record_failure(&self.settings.failure))
+            AgentFacts::Failed(match self.engine.failure_backoff.as_mut() {
+                Some(backoff) => self.failures.record_failure_by(backoff.as_mut()),
+                None => self.failures.record_failure(&self.settings.failure),
+            })
         };
         step::agent_step(next, agent, self.settings.delay)
     }

@@ -95,6 +95,7 @@ pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
 pub use ralph_agents::{
     AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,
 };
+pub use ralph_backoff::{FailureBackoff, FailureDecision};
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
