@@ -56,6 +56,11 @@ pub use options::{EngineOptions, Overrides, new_run_id};
 pub use resume::ResumeError;
 pub use wait::wait_before_start;
 
+/// The shortest wait between two looks at something the loop waits for (a task source's
+/// [`TaskWait`](crate::TaskWait), a state's hold): asked to look again at once, the loop would
+/// spin at full speed, writing its session each time.
+pub(crate) const MIN_POLL: Duration = Duration::from_millis(100);
+
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -545,7 +550,9 @@ impl Run {
             match not_yet {
                 None => task_waiting = None,
                 Some(NotYet::End(reason)) => break reason,
-                Some(NotYet::Wait(wait)) => {
+                Some(NotYet::Wait(mut wait)) => {
+                    // A source with nothing to give that asks again at once would spin.
+                    wait.poll = wait.poll.max(MIN_POLL);
                     // Said once per stretch of waiting for the same thing; every look after
                     // is a quiet countdown.
                     let announce =

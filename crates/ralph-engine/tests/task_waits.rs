@@ -100,3 +100,50 @@ async fn a_source_that_waits_is_asked_again_and_the_wait_is_said_once_per_stretc
         ]
     );
 }
+
+/// Nothing to give, five times, each asking to be asked again at once; then done.
+#[derive(Default)]
+struct Empty {
+    looks: u32,
+}
+
+impl TaskSource for Empty {
+    fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
+        self.looks += 1;
+        match self.looks {
+            1..=5 => NextTask::Wait(TaskWait::new(Duration::ZERO, "nothing queued")),
+            _ => NextTask::End(EndReason::Task {
+                reason: "queue_empty".to_owned(),
+                exit_code: 0,
+                converged: true,
+                resumable: false,
+            }),
+        }
+    }
+
+    fn iteration_ended(
+        &mut self,
+        _report: &IterationReport<'_>,
+        _cx: &mut TaskContext<'_>,
+    ) -> TaskDecision {
+        TaskDecision::Continue
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_source_with_nothing_to_give_does_not_make_the_loop_spin() {
+    let parsed = ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: 'true'\n---\nx\n")
+        .expect("valid RALPH.md");
+    let mut options = EngineOptions::new("RALPH.md", parsed.file);
+    options.cwd = std::env::temp_dir();
+    let mut engine = Engine::new(options);
+    engine.set_task_source(Empty::default());
+    let start = tokio::time::Instant::now();
+    let outcome = engine.run().await.unwrap();
+    assert_eq!(
+        (outcome.reason.as_str(), outcome.iterations),
+        ("queue_empty", 0)
+    );
+    // Each "ask again at once" waited the engine's shortest poll.
+    assert_eq!(start.elapsed(), Duration::from_millis(500));
+}

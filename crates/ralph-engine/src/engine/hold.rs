@@ -27,19 +27,20 @@ impl Run {
         announce: bool,
     ) -> HoldVerdict {
         let iteration = self.iterations;
+        let poll = hold.poll.max(super::MIN_POLL);
         // `ralph status` says what the loop waits for, from the session.
         self.save_session(
             false,
             Some(PlannedWait {
                 reason: WaitReason::State,
-                delay_ms: millis(hold.poll),
-                until: SystemTime::now() + hold.poll,
+                delay_ms: millis(poll),
+                until: SystemTime::now() + poll,
                 why: Some(hold.why.clone()),
             }),
         );
         let announce = announce.then(|| Some(hold.why.clone()));
         if let Some(reason) = self
-            .wait_saying(iteration, WaitReason::State, hold.poll, announce)
+            .wait_saying(iteration, WaitReason::State, poll, announce)
             .await
         {
             return HoldVerdict::Stop(reason);
