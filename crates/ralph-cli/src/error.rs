@@ -78,7 +78,7 @@ pub(crate) enum CliError {
     #[error(transparent)]
     Notify(#[from] ralph_notify::NotifyError),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
-    #[error(transparent)]
+    #[error("{}", run_folder_words(.0))]
     RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
     /// A signal stopped ralph while it waited for the task list's service before the run
     /// started (`--task ID` checked, a killed run's step finished): nothing ran.
@@ -113,5 +113,17 @@ impl CliError {
             },
             _ => 2,
         }
+    }
+}
+
+/// A run folder's problem, with the command that helps.
+fn run_folder_words(err: &ralph_engine::run_folder::RunFolderError) -> String {
+    use ralph_engine::run_folder::RunFolderError;
+    match err {
+        RunFolderError::NoRuns { .. } => {
+            format!("{err} (a run writes its logs here; start one with `ralph run`)")
+        }
+        RunFolderError::NotFound { .. } => format!("{err}; `ralph runs` lists them"),
+        _ => err.to_string(),
     }
 }

@@ -391,6 +391,40 @@ const ENGINE_EVENT_TYPES: [&str; 18] = [
     "RUN_ENDED",
 ];
 
+impl EventKind {
+    /// The event's `type` as written: `RUN_STARTED`, `ITERATION_ENDED`, ..., or a plug's own.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::RunStarted { .. } => "RUN_STARTED",
+            EventKind::RunResumed { .. } => "RUN_RESUMED",
+            EventKind::IterationStarted { .. } => "ITERATION_STARTED",
+            EventKind::CommandFinished { .. } => "COMMAND_FINISHED",
+            EventKind::IterationEnded { .. } => "ITERATION_ENDED",
+            EventKind::IterationFailed { .. } => "ITERATION_FAILED",
+            EventKind::RateLimited { .. } => "RATE_LIMITED",
+            EventKind::AgentRetrying { .. } => "AGENT_RETRYING",
+            EventKind::IterationIdle { .. } => "ITERATION_IDLE",
+            EventKind::StateHandled { .. } => "STATE_HANDLED",
+            EventKind::AttemptEnded { .. } => "ATTEMPT_ENDED",
+            EventKind::ConfigReloaded { .. } => "CONFIG_RELOADED",
+            EventKind::ConfigRejected { .. } => "CONFIG_REJECTED",
+            EventKind::WaitStarted { .. } => "WAIT_STARTED",
+            EventKind::WaitSkipped { .. } => "WAIT_SKIPPED",
+            EventKind::StopRequested { .. } => "STOP_REQUESTED",
+            EventKind::Warning { .. } => "WARNING",
+            EventKind::RunEnded { .. } => "RUN_ENDED",
+            EventKind::Task(event) => event.type_name(),
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    /// The event's `type` ([`EventKind::as_str`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A plug's event as the engine writes it: [`EventKind::Task`], or, for a type the engine
 /// writes itself, a `WARNING` naming `who` tried (a second `RUN_ENDED` would end the run for
 /// every reader).
@@ -905,6 +939,11 @@ mod tests {
 
     #[test]
     fn the_engines_own_types_are_exactly_those_it_writes() {
+        for kind in every_kind() {
+            let written = serde_json::to_value(&kind).unwrap();
+            assert_eq!(written["type"], kind.as_str(), "{kind:?}");
+            assert_eq!(kind.to_string(), kind.as_str());
+        }
         let mut written: Vec<String> = every_kind()
             .iter()
             .filter(|kind| !matches!(kind, EventKind::Task(_)))

@@ -38,13 +38,13 @@ pub enum RunFolderError {
         source: std::io::Error,
     },
     /// The folder holds no runs.
-    #[error("{}: no runs yet (a run writes its logs here; start one with `ralph run`)", .dir.display())]
+    #[error("{}: no runs yet", .dir.display())]
     NoRuns {
         /// The runs folder.
         dir: PathBuf,
     },
     /// No run has this id.
-    #[error("{}: no run {id}; `ralph runs` lists them", .dir.display())]
+    #[error("{}: no run {id}", .dir.display())]
     NotFound {
         /// The id asked for.
         id: String,

@@ -74,6 +74,28 @@ pub enum Termination {
     Other,
 }
 
+impl Termination {
+    /// The word events write: `natural`, `timeout`, `idle_timeout`, `retry_limit`,
+    /// `interrupted`, `killed` (`other` for a later version's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Natural => "natural",
+            Termination::Timeout => "timeout",
+            Termination::IdleTimeout => "idle_timeout",
+            Termination::RetryLimit => "retry_limit",
+            Termination::Interrupted => "interrupted",
+            Termination::Killed => "killed",
+            Termination::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a running process is being interrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -617,6 +639,22 @@ pub(crate) fn signal_group(pgid: i32, signal: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminations_word_is_the_one_events_write() {
+        for termination in [
+            Termination::Natural,
+            Termination::Timeout,
+            Termination::IdleTimeout,
+            Termination::RetryLimit,
+            Termination::Interrupted,
+            Termination::Killed,
+        ] {
+            let written = serde_json::to_value(termination).unwrap();
+            assert_eq!(written, termination.as_str());
+            assert_eq!(termination.to_string(), termination.as_str());
+        }
+    }
 
     /// Ignores output; never stops on an interrupt.
     struct Discard;
