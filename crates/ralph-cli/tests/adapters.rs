@@ -2,7 +2,7 @@
 //! agent's final answer only, and usage reaches the events and the summary. A fake `claude`
 //! (`fixtures/claude/bin/claude`) first on PATH prints recorded-style stream-json.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};

@@ -2,7 +2,7 @@
 //! `completion_signal`, ends it (`agent_done`, exit 0) unless `done_when` checks or stories have
 //! the say; `max_turns` reaches `claude -p`.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 

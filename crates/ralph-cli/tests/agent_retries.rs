@@ -5,7 +5,7 @@
 //! `failure.max_consecutive` the agent is stopped, a failed run), and the terminal,
 //! `ralph status` and the report say the agent is retrying.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! answer only, usage reaches `ITERATION_ENDED` and `RUN_ENDED`, and an error the agent reports
 //! fails the iteration with its words.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};

@@ -2,7 +2,7 @@
 //! question is seen; a question a person deleted ends the wait with a `WARNING`; an issue closed
 //! while ralph waits for its answer drops its task, as at any other time.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};

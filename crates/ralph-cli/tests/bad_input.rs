@@ -2,7 +2,7 @@
 //! that are not UTF-8, a reader that closes ralph's output, out-of-range options, programs that
 //! cannot run.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};

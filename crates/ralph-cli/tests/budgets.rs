@@ -1,7 +1,7 @@
 //! Budgets: `max_cost` (from the cost the agents report) and `max_runtime` end the run with
 //! exit 1, from RALPH.md or from `--max-cost` / `--max-runtime`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

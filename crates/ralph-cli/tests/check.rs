@@ -1,6 +1,6 @@
 //! `ralph check`, `--version` and `--help`: what a user sees, pinned as snapshots.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! a fence closed only by one at least as long, or indented) or an HTML comment, no empty item,
 //! a title that mentions ralph's blocked comment still a task, and a title on two items said.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, stderr, stdout, todo_repo};
 use serde_json::Value;

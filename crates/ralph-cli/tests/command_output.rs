@@ -1,7 +1,7 @@
 //! Command output is bounded: whatever a command prints, what it puts into the prompt is at most
 //! about its `max_output` (head, a notice of the cut, tail) and ralph's memory stays flat.
 
-mod common;
+use crate::common;
 
 use common::{Project, code};
 

@@ -1,6 +1,6 @@
 //! Convergence: `done_when` decides success, not the agent's exit code.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent};
 

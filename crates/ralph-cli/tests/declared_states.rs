@@ -1,7 +1,7 @@
 //! States declared in RALPH.md (`states`): a hook with the marker's attributes, then stop,
 //! continue or wait; STATE_HANDLED; located errors; unknown states warned about once.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 

@@ -3,7 +3,7 @@
 //! controllable clock in `ralph-engine/tests/demo.rs`; here the real binary runs it up to its
 //! first idle iteration, which ends before any wait.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

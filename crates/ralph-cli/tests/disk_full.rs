@@ -2,7 +2,7 @@
 //! so, and once there is room `ralph run --resume` goes on with the work left in the tree,
 //! instead of leaving `--allow-dirty` (which sets the work aside) as the only way on.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! Every test runs the real binary in a temporary git repository with a fake agent (a small sh
 //! script committed to the repository) that commits work and makes checks fail.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The events format: `RUN_STARTED` names its version, problems that do not stop the loop are
 //! `WARNING` events every sink sees (and the terminal prints as before).
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent, stderr};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The events schema: every event of representative runs, with times and ids normalised,
 //! pinned as snapshots. A change to a type or field shows up here and in docs/events.md.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Everyday use: `ralph init`, `ralph run --dry-run`, `ralph check`'s warnings, shell
 //! completions, and the documentation's example files.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! no agent run. The exact waits of long streaks are checked on a virtual clock in
 //! `ralph-engine/tests/loop_control.rs`; here the real binary runs with millisecond waits.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

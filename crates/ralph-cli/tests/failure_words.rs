@@ -3,7 +3,7 @@
 //! `tput sgr0`), never a bare "error" (a gemini-cli stream cut short): the adapter gives the
 //! words, and the end of the output, cleaned, is only the last fallback.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

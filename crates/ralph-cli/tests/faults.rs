@@ -1,7 +1,7 @@
 //! Fault injection: agents, disks and users failing in every way ralph has to survive. Each case
 //! ends with a clear message, the right exit code, no orphan process and no corrupt file.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

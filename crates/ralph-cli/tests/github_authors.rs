@@ -4,7 +4,7 @@
 //! token's login, asked of GitHub once (`GET /user`); a GitHub App's token, which may not ask,
 //! writes as an app (`NAME[bot]`).
 
-mod common;
+use crate::common;
 
 use common::github_server::{Fault, GithubServer, LOGIN, REPO, TOKEN};
 use common::{Project, git_repo};

@@ -4,7 +4,7 @@
 //! an agent's prompt may be issue text anyone can write. A token in `GITHUB_API_URL` is never
 //! printed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

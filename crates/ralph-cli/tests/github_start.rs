@@ -2,7 +2,7 @@
 //! backoff, each wait saying what it waits for, and Ctrl+C or SIGTERM stop ralph during a
 //! request that does not answer, instead of after its timeout.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! GitHub issues as story mode's tasks, end to end: the real `ralph` binary, real git, and the
 //! project's fake GitHub (`common/github_server.rs`) on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! can mean: a stopped wait resumes for at most the wait it planned, whatever its `until`
 //! says, and a `run_id` that is not one (`../elsewhere`) is refused before it names a path.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! A declared state with `then: hold`: no agent runs while its `run` check fails, checked every
 //! `poll`; once it passes, the loop goes on. A review costs one agent run, not one per look.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 

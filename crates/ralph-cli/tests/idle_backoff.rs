@@ -1,6 +1,6 @@
 //! Idle handling: waits that grow, cap, reset on activity, and the idle limit.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent};
 

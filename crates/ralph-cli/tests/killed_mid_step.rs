@@ -6,7 +6,7 @@
 //! The kill is deterministic: a `git` wrapper first on PATH SIGKILLs ralph (its parent) at the
 //! n-th call of one git subcommand once the agent has armed it, before or after running it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! that saves the abandoned work, blocking, resume, a person's question and answer in the
 //! file, and every byte of the file a person wrote kept.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

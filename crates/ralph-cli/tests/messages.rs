@@ -2,7 +2,7 @@
 //! values, a file given where a folder is expected. Each message names what is wrong and what
 //! is allowed, in plain text.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, stderr};
 

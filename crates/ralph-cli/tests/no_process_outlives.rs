@@ -1,7 +1,7 @@
 //! No process outlives the loop: not when ralph is killed (any signal, SIGKILL included), and on
 //! Linux not a daemon the agent started in a session of its own.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `notify`: messages to a person through webhooks of the tests' own and a command, sent off
 //! the loop's thread, never twice on `--resume`, and the webhook URL never shown anywhere.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

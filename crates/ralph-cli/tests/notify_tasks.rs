@@ -2,7 +2,7 @@
 //! question, where to answer), and a question met again by `ralph run --resume` is not told
 //! twice.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

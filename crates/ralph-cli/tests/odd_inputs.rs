@@ -1,7 +1,7 @@
 //! Odd but reachable inputs a hostile tester found (Trust 0.4, item 17): each gets a working
 //! run or an error that says what is wrong.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, stderr};
 

@@ -1,7 +1,7 @@
 //! One loop per folder, and one escalating loop per git repository: a second `ralph run` is
 //! refused (exit 2) naming the first, and a lock never outlives the run that held it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

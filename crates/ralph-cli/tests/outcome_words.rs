@@ -3,7 +3,7 @@
 //! so, and an agent that reports tokens but no cost shows them with an unknown cost, never
 //! `$0.00`.
 
-mod common;
+use crate::common;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -2,7 +2,7 @@
 //! queue; a conflict or a check failing on the merged result goes back to its loop; a run
 //! killed mid-merge is resumed without losing anything; nothing is left behind.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};

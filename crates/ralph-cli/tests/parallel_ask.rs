@@ -3,7 +3,7 @@
 //! checklist item on the base, a comment on its issue), `ralph status` shows it, and the
 //! person's answer, written where one loop reads it, reaches the lane's next prompt.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

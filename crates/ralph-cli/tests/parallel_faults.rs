@@ -2,7 +2,7 @@
 //! lane's worktree, a kill while a lane's worktree is half made, leftovers of a kill, a lane's
 //! agent that rewrites its history or leaves daemons behind. Nothing is lost, nothing is left.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! commits on the base, linear; `squash` lands each task as one commit titled after it. In
 //! every case the checks ran on the tree that lands, and a conflict goes back to its loop.
 
-mod common;
+use crate::common;
 
 use common::parallel::{READ_PROMPT, nothing_left_behind, passes, repo};
 use common::{Project, commit_all, git, show};

@@ -3,7 +3,7 @@
 //! stops at once without landing; either way nothing is lost and `ralph status` tells each lane
 //! as it is.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

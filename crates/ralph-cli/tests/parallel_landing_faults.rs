@@ -3,7 +3,7 @@
 //! task's work, a landing that fails half-way is rolled back, and neither is ever reported as
 //! passed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! one loop drops it (its work saved under `refs/ralph/attempts/`, a `WARNING`, no landing),
 //! and a lane's branch that deletes other tasks from the list never deletes them on the base.
 
-mod common;
+use crate::common;
 
 use common::github_server::{GithubServer, REPO, TOKEN};
 use common::parallel::{nothing_left_behind, todo_repo};

@@ -6,7 +6,7 @@
 //! The person's edit is made by the queue's own `done_when` check (it runs with no
 //! `RALPH_ITERATION`, a lane's checks with one), so it happens while a landing is under way.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! ran, every message names the command that goes on with it, and `ralph run --abandon` gives
 //! it up with every lane's work saved under `refs/ralph/attempts/`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! its lanes' loops under it (running while it runs, never `killed`), `ralph logs <id>` shows
 //! every lane and `-f` follows them all, `ralph status <id>` and `ralph report <id>` find it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! its title (its id only in the command that takes it), counts of what is left to do in the
 //! list's words, and a cost shown as unknown when no agent reports one.
 
-mod common;
+use crate::common;
 
 use common::parallel::{TODO_AGENT, todo_repo};
 use common::{code, stderr, stdout};

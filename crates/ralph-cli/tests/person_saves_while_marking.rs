@@ -2,7 +2,7 @@
 //! marks are never undone for good: a save racing ralph's write is kept with the mark applied
 //! to it again, and a task a stale save shows undone again is ticked again, not done again.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! Every test runs the real binary; the ones that escalate do so without git (`revert: false`)
 //! unless git is what they are about.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

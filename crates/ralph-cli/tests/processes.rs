@@ -1,6 +1,6 @@
 //! Process handling: no orphans, no deadlocks, flat memory.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

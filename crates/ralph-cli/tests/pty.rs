@@ -1,7 +1,7 @@
 //! PTY mode: agents on a pseudo-terminal, the idle-timeout matrix, interactive input and
 //! Ctrl+C, markers behind escape sequences, and ralph's own terminal put back on every exit.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::process::{Child, Stdio};

@@ -2,7 +2,7 @@
 //! commands, the checks and state hooks, in one loop and in each lane of `--parallel`. The
 //! agents here are Python, which trusts `$PWD` as Node does (bash would quietly fix it).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! documentation runs it, behaves the same under `ralph run` (docs/comparison.md lists where
 //! ralph deliberately differs).
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent, stderr};
 

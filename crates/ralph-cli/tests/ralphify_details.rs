@@ -1,7 +1,7 @@
 //! Two ralphify compatibility details: `ralph init` honours the umask, and an HTML comment
 //! inside inline code stays in the prompt.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! The real Codex (pinned in `.ci/install-agents`) as ralph's agent, against a scripted model
 //! server speaking the OpenAI Responses API: what it really prints is what ralph reads.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

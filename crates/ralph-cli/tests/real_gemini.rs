@@ -1,7 +1,7 @@
 //! The real gemini-cli (pinned in `.ci/install-agents`) as ralph's agent, against a scripted
 //! model server speaking the Gemini API: what it really prints is what ralph reads.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use common::model_server::{ModelServer, Tokens, gemini};

@@ -1,7 +1,7 @@
 //! The real opencode (pinned in `.ci/install-agents`) as ralph's agent, against a scripted
 //! model server speaking OpenAI chat completions: what it really prints is what ralph reads.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use common::model_server::{ModelServer, Reply, Tokens, chat};

@@ -4,7 +4,7 @@
 //! it with `apt-get` (as root, or through `sudo -n`), so `cargo test --workspace` needs nothing
 //! installed by hand on a Debian or Ubuntu machine; `RALPH_CHROMIUM` names another binary.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! by itself. Every test drives the real binary; `ralph status --json` is checked in
 //! `tests/status.rs`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! `ralph run`: one iteration's steps, the loop's limits, the logs and the exit codes.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent, types};
 

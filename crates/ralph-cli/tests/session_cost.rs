@@ -3,7 +3,7 @@
 //! cost (`ralph runs`, `ralph report`, the live status line) adds the iterations up, and says
 //! what `RUN_ENDED.cost_usd` says.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};

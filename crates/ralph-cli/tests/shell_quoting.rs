@@ -2,7 +2,7 @@
 //! command receives the value verbatim, or the file is refused at load. And a command without
 //! shell syntax runs as ralphify runs it: split into words, no shell.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, fake_agent, stderr};
 

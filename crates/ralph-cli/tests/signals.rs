@@ -1,6 +1,6 @@
 //! Ctrl+C and SIGTERM: skip a wait, stop after the iteration, stop now; no process left behind.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! and opencode, whose model stops mid-stream, are stopped by it with no `timeout` set, and
 //! the run goes on as after any failure.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! it runs (from its session file and the lock file's holder, never the lock) and after it
 //! ended or was killed.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

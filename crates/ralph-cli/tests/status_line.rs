@@ -1,7 +1,7 @@
 //! The live status line: drawn on a terminal while the agent runs, never into piped output,
 //! never with `--quiet`, and never into the middle of the agent's text.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, run_on_terminal};
 

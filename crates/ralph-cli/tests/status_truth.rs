@@ -3,7 +3,7 @@
 //! "session.json: cannot read"; a lock file naming a process that holds no lock (its pid
 //! reused since the run was killed) is no running run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command};

@@ -2,7 +2,7 @@
 //! starts on a clean tree, an `ask` that waits even when the checks pass, and a run that ends
 //! with tasks it cannot start saying work is left.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

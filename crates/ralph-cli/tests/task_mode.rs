@@ -1,7 +1,7 @@
 //! `ralph run --task ID`: one story's loop alone on its branch `ralph/ID`, ending when the story
 //! passes (exit 0) or is blocked (exit 3): one task per machine.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, git, stderr, story_repo};
 

@@ -10,7 +10,7 @@
 //! finishes the pass: at most the one story being passed lacks its commit after a kill, and
 //! every story marked passed has it once a run ended by itself.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Trust 0.4, item 17: small things a person saw go wrong, each through the real binary.
 
-mod common;
+use crate::common;
 
 use common::github_server::{GithubServer, REPO, TOKEN};
 use common::{Project, code, git, git_repo, stderr, story_repo};

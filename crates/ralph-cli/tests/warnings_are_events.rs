@@ -2,7 +2,7 @@
 //! terminal: an agent's output that is not the JSON its adapter reads, a line past the
 //! adapter's cap, escalation's word on a resumed or ended run, a sink that cannot be written.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, git, stderr, story_repo};
 

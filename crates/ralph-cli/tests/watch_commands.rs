@@ -1,7 +1,7 @@
 //! Watching a loop: `ralph runs`, `ralph logs [-f]`, and the prompt kept beside each
 //! iteration's log.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Stdio;

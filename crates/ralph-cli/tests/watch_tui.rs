@@ -1,7 +1,7 @@
 //! `ralph watch`: the full-screen view, driven once end to end in a real terminal (a tmux
 //! pane), and its refusals. The view's layouts are pinned by snapshots in `src/watch/view.rs`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! Every test runs the real binary in a temporary git repository with an agent that is a small
 //! sh script; a slow step is made slow by a `git` wrapper on PATH that sleeps, then runs git.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};

@@ -59,7 +59,7 @@ pub use wait::wait_before_start;
 /// The shortest wait between two looks at something the loop waits for (a task source's
 /// [`TaskWait`](crate::TaskWait), a state's hold): asked to look again at once, the loop would
 /// spin at full speed, writing its session each time.
-pub(crate) const MIN_POLL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_POLL: Duration = Duration::from_millis(10);
 
 /// Errors that stop a run before it could end normally.
 #[derive(Debug, thiserror::Error)]
@@ -337,8 +337,6 @@ struct Run {
     state_wait: Option<StateWait>,
     /// The state whose handler holds the loop, and how, while it does.
     holding: Option<(ralph_marker::Marker, crate::hold::StateHold)>,
-    /// The idle streak as the engine counts it: when its first iteration ended, and how many.
-    idle_streak: Option<(Duration, u64)>,
     /// Text a state handler put at the end of the next prompt.
     prompt_note: Option<String>,
     /// Placeholder values state handlers set, by namespace and name.
@@ -421,7 +419,6 @@ impl Run {
             state_wait: None,
             holding: None,
             prompt_note: None,
-            idle_streak: None,
             state_placeholders: std::collections::BTreeMap::new(),
             ralph_file_abs: std::fs::canonicalize(&options.ralph_file)
                 .unwrap_or_else(|_| options.ralph_file.clone())

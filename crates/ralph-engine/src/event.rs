@@ -1096,8 +1096,8 @@ mod tests {
     #[test]
     fn the_sample_runs_events_read_back_and_write_the_same() {
         for snap in [
-            include_str!("../../ralph-cli/tests/snapshots/events__idle_run_events.snap"),
-            include_str!("../../ralph-cli/tests/snapshots/events__converging_run_events.snap"),
+            include_str!("../../ralph-cli/tests/snapshots/cli__events__idle_run_events.snap"),
+            include_str!("../../ralph-cli/tests/snapshots/cli__events__converging_run_events.snap"),
         ] {
             let json = snap.splitn(3, "---\n").nth(2).unwrap();
             // The normalised numbers become numbers again, and the times times.

@@ -19,7 +19,7 @@ use crate::outcome::EndReason;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StateHold {
-    /// How long between asks: the engine waits this long, at least 100 ms (a countdown,
+    /// How long between asks: the engine waits this long, at least 10 ms (a countdown,
     /// `WAIT_STARTED` reason `state` once per hold), then asks
     /// [`poll_hold`](crate::StateHandler::poll_hold).
     pub poll: Duration,

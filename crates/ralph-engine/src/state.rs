@@ -320,6 +320,9 @@ pub struct StateHandlers {
     handlers: BTreeMap<String, Box<dyn StateHandler>>,
     /// Unknown states already warned about: once per run each.
     warned: BTreeSet<String>,
+    /// The idle streak as the handlers' decisions tell it: when its first iteration ended, and
+    /// how many, for an `ITERATION_IDLE` a handler did not emit.
+    idle_streak: Option<(Duration, u64)>,
 }
 
 impl StateHandlers {
@@ -385,7 +388,47 @@ impl StateHandlers {
                 _ => handler.on_other_state(),
             }
         }
+        self.report_idle(facts, &decision, events);
         decision
+    }
+
+    /// `ITERATION_IDLE` for an iteration a handler called idle (an idle wait, or the idle
+    /// limit), when the handler did not say it itself: an embedder's own `idle` handler keeps
+    /// the event the built-in one emits. The streak counts the idle decisions in a row, its
+    /// time from the end of the first.
+    fn report_idle(
+        &mut self,
+        facts: Facts<'_>,
+        decision: &StateDecision,
+        events: &mut Vec<EventKind>,
+    ) {
+        let next = match decision {
+            StateDecision::Wait(wait) if wait.reason == WaitReason::Idle => Some(Some(*wait)),
+            StateDecision::Stop(EndReason::IdleLimit) => Some(None),
+            _ => None,
+        };
+        let Some(next) = next else {
+            self.idle_streak = None;
+            return;
+        };
+        let (since, count) = self.idle_streak.get_or_insert((facts.elapsed, 0));
+        *count += 1;
+        let (since, count) = (*since, *count);
+        if events
+            .iter()
+            .any(|e| matches!(e, EventKind::IterationIdle { .. }))
+        {
+            return;
+        }
+        events.push(EventKind::IterationIdle {
+            iteration: facts.iteration,
+            consecutive_idle: next.map_or(count, |wait| match wait.streak {
+                0 => count,
+                streak => streak,
+            }),
+            idle_elapsed_ms: millis(facts.elapsed.saturating_sub(since)),
+            next_delay_ms: next.map(|wait| millis(wait.delay)),
+        });
     }
 
     /// Whether an iteration that ended in `state`, on which its handler decided `decision`,

@@ -175,7 +175,7 @@ pub enum NextTask {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskWait {
-    /// How long until the source is asked again; the engine waits at least 100 ms, so a
+    /// How long until the source is asked again; the engine waits at least 10 ms, so a
     /// source with nothing to give never makes the loop spin.
     pub poll: Duration,
     /// What it waits for, in words people read: `waiting for an answer in TODO.md:12`.

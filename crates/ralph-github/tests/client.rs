@@ -1,10 +1,7 @@
 //! The client against the project's fake GitHub (`ralph-cli/tests/common/github_server.rs`):
 //! real HTTP, real JSON; the client never waits, so nothing here does.
 
-#[path = "../../ralph-cli/tests/common/github_server.rs"]
-mod github_server;
-#[path = "../../ralph-cli/tests/common/http_server.rs"]
-mod http_server;
+use crate::github_server;
 
 use std::time::{Duration, SystemTime};
 

@@ -1,9 +1,6 @@
 //! `GithubList`, escalation's task list over GitHub issues, against the project's fake GitHub.
 
-#[path = "../../ralph-cli/tests/common/github_server.rs"]
-mod github_server;
-#[path = "../../ralph-cli/tests/common/http_server.rs"]
-mod http_server;
+use crate::github_server;
 
 use std::time::Duration;
 

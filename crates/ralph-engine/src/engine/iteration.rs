@@ -12,7 +12,7 @@ use super::failure::{AgentWords, Limits, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
-use crate::event::{EventKind, MarkerRecord, Termination, WaitReason};
+use crate::event::{EventKind, MarkerRecord, Termination};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
@@ -223,7 +223,6 @@ impl Run {
         {
             self.idle_iterations += 1;
         }
-        self.report_idle(iteration, &decision, &mut events);
         self.state_wait = match &decision {
             StateDecision::Wait(wait) => Some(*wait),
             _ => None,
@@ -327,47 +326,5 @@ impl Run {
                 ..AgentRun::default()
             },
         }
-    }
-}
-
-impl Run {
-    /// `ITERATION_IDLE` for an iteration a handler called idle (an idle wait, or the idle
-    /// limit), when the handler did not say it itself: an embedder's own `idle` handler keeps
-    /// the event the built-in one emits. The streak is the engine's count of idle iterations in
-    /// a row, its time since the first of them ended.
-    fn report_idle(
-        &mut self,
-        iteration: u64,
-        decision: &StateDecision,
-        events: &mut Vec<EventKind>,
-    ) {
-        let next = match decision {
-            StateDecision::Wait(wait) if wait.reason == WaitReason::Idle => Some(Some(*wait)),
-            StateDecision::Stop(EndReason::IdleLimit) => Some(None),
-            _ => None,
-        };
-        let Some(next) = next else {
-            self.idle_streak = None;
-            return;
-        };
-        let elapsed = self.elapsed();
-        let (since, count) = self.idle_streak.get_or_insert((elapsed, 0));
-        *count += 1;
-        let (since, count) = (*since, *count);
-        if events
-            .iter()
-            .any(|e| matches!(e, EventKind::IterationIdle { .. }))
-        {
-            return;
-        }
-        events.push(EventKind::IterationIdle {
-            iteration,
-            consecutive_idle: next.map_or(count, |wait| match wait.streak {
-                0 => count,
-                streak => streak,
-            }),
-            idle_elapsed_ms: millis(elapsed.saturating_sub(since)),
-            next_delay_ms: next.map(|wait| millis(wait.delay)),
-        });
     }
 }
