@@ -33,6 +33,7 @@ mod options;
 mod persist;
 mod prompt;
 mod reload;
+mod sandbox;
 mod spawn;
 mod states;
 mod step;
@@ -67,6 +68,9 @@ pub enum EngineError {
     /// The agent command line is empty after substitution.
     #[error("the agent command line is empty")]
     EmptyAgent,
+    /// The RALPH.md's `sandbox` cannot be set up on this machine; nothing ran.
+    #[error(transparent)]
+    Sandbox(#[from] ralph_sandbox::SandboxError),
 }
 
 /// How one of `commands` ended, as `Engine::run_command` reports it.
@@ -254,6 +258,8 @@ struct Run {
     tasks: Tasks,
     /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
     containment: Containment,
+    /// The sandbox every process of the run starts in, when the RALPH.md has one.
+    sandbox: Option<ralph_sandbox::Sandbox>,
     /// Consecutive failed agent runs.
     failures: FailureStreak,
     /// How the last agent run went, for the decision after its iteration.
@@ -294,6 +300,7 @@ impl Run {
         Self {
             settings: Settings::of(options, task_default),
             containment: Containment::start(options.subreaper),
+            sandbox: None,
             tasks: Tasks::new(tasks),
             run_cost: RunCost::default(),
             session_tokens: SessionTokens::default(),
@@ -338,6 +345,7 @@ impl Run {
     }
 
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
+        self.start_sandbox()?;
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
         let mut early_warnings = std::mem::take(&mut self.engine.options.warnings);
@@ -464,6 +472,7 @@ impl Run {
             for warning in warnings {
                 self.warn(warning);
             }
+            self.report_denials(iteration);
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {

@@ -314,6 +314,19 @@ pub enum EventKind {
         #[serde(default)]
         iteration: u64,
     },
+    /// The sandbox's proxy refused a connection the agent, a command or a check asked for: the
+    /// host is not in `sandbox.network`.
+    SandboxDenied {
+        /// The iteration it happened in.
+        #[serde(default)]
+        iteration: u64,
+        /// The host asked for, as asked.
+        #[serde(default)]
+        host: String,
+        /// The port asked for.
+        #[serde(default)]
+        port: u16,
+    },
     /// Something went wrong that does not stop the loop (a check or command that could not
     /// start, a hook that failed, a malformed marker, a log that could not be written). A
     /// terminal shows it as `warning: MESSAGE`.
@@ -843,6 +856,11 @@ mod tests {
                 grace_ms: 1000,
             },
             EventKind::StopRequested { iteration: 7 },
+            EventKind::SandboxDenied {
+                iteration: 7,
+                host: "example.com".into(),
+                port: 443,
+            },
             EventKind::Warning {
                 message: "m".into(),
             },
@@ -883,7 +901,7 @@ mod tests {
         }
         types.sort();
         types.dedup();
-        assert_eq!(types.len(), 19, "one of each kind: {types:?}");
+        assert_eq!(types.len(), 20, "one of each kind: {types:?}");
     }
 
     #[test]

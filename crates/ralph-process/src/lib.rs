@@ -151,13 +151,48 @@ fn same_folder(a: &Path, b: &Path) -> bool {
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The variables of ralph's environment a child goes without, by the RALPH.md's `env` block
-/// (see [`ralph_frontmatter::EnvConfig::withheld`]), read from ralph's environment now.
-pub fn withheld_env(env: &ralph_frontmatter::EnvConfig) -> Vec<String> {
-    env.withheld(|name| std::env::var(name).ok())
+/// The variables of ralph's environment a child goes without, read from ralph's environment
+/// now: the RALPH.md's `env` block (see [`ralph_frontmatter::EnvConfig::withheld`]) and, with
+/// a `sandbox`, every variable that looks like a secret
+/// ([`ralph_frontmatter::SandboxConfig::withheld`]); a name `sandbox.env` lists is passed on.
+pub fn withheld_env(config: &ralph_frontmatter::Config) -> Vec<String> {
+    let mut withheld: Vec<String> = config
+        .env
+        .withheld(|name| std::env::var(name).ok())
         .into_iter()
         .map(str::to_owned)
-        .collect()
+        .collect();
+    if let Some(sandbox) = &config.sandbox {
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .collect();
+        let agent = ralph_frontmatter::agent_needs(&config.agent_argv);
+        for name in sandbox.withheld(agent, names.iter().map(String::as_str)) {
+            if !withheld.contains(&name) {
+                withheld.push(name);
+            }
+        }
+        withheld.retain(|name| !sandbox.env.contains(name));
+    }
+    withheld
+}
+
+/// A step a child takes between fork and exec (applying a sandbox's prepared rules): it must
+/// be async-signal-safe, allocate nothing and take no lock. An error fails the spawn.
+#[derive(Clone)]
+pub struct ChildSetup(Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>);
+
+impl ChildSetup {
+    /// `step`, run in every child the spec starts.
+    pub fn new(step: impl Fn() -> std::io::Result<()> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(step))
+    }
+}
+
+impl std::fmt::Debug for ChildSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildSetup")
+    }
 }
 
 /// A process to run.
@@ -183,6 +218,9 @@ pub struct ProcessSpec {
     pub idle_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
     pub kill_grace: Duration,
+    /// What the child does between fork and exec (a sandbox's rules); `None` keeps the spawn
+    /// a `posix_spawn` on Linux.
+    pub child_setup: Option<ChildSetup>,
 }
 
 impl ProcessSpec {
@@ -198,6 +236,7 @@ impl ProcessSpec {
             timeout: None,
             idle_timeout: None,
             kill_grace,
+            child_setup: None,
         }
     }
 }
@@ -306,6 +345,12 @@ pub async fn run(
         unsafe {
             command.pre_exec(watchdog::register_from_child());
         }
+        if let Some(setup) = spec.child_setup.clone() {
+            // SAFETY: a `ChildSetup` is async-signal-safe by its contract.
+            unsafe {
+                command.pre_exec(move || (setup.0)());
+            }
+        }
         command.envs(watchdog::token().map(|token| (watchdog::TOKEN_VAR, token)));
         command
             .args(&spec.args)
@@ -330,8 +375,9 @@ pub async fn run(
 
     // On Linux this spawn is a `posix_spawn`, which refuses a script without `#!` itself,
     // unless the program is a bare name the standard library looks up in a changed `PATH`
-    // (then it forks and execs as `execvp` does).
-    let spawn_refuses_scripts = cfg!(any(target_os = "linux", target_os = "android"));
+    // (then it forks and execs as `execvp` does), or a child setup makes it fork.
+    let spawn_refuses_scripts =
+        cfg!(any(target_os = "linux", target_os = "android")) && spec.child_setup.is_none();
     let mut spawned = Spawned::new(spec, spawn_refuses_scripts, spawn)?;
     let child = &mut spawned.child;
 

@@ -125,6 +125,11 @@ pub async fn run(
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it
         // runs after the child made itself a session leader.
         let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
+        let command = match spec.child_setup.clone() {
+            // SAFETY: a `ChildSetup` is async-signal-safe by its contract.
+            Some(setup) => unsafe { command.pre_exec(move || (setup.0)()) },
+            None => command,
+        };
         let command = match super::watchdog::token() {
             Some(token) => command.env(super::watchdog::TOKEN_VAR, token),
             None => command,

@@ -1,0 +1,54 @@
+//! `sandbox`: the run's sandbox (RALPH.md `sandbox`), started before anything runs, put on
+//! every process the run starts, and the connections its proxy refused said as events.
+
+use ralph_process::{ChildSetup, ProcessSpec};
+
+use super::{EngineError, Run};
+use crate::event::EventKind;
+
+impl Run {
+    /// Starts the sandbox the RALPH.md asks for, around the loop's folder; an error ends the
+    /// run before it starts.
+    pub(super) fn start_sandbox(&mut self) -> Result<(), EngineError> {
+        let config = &self.engine.options.file.config;
+        if let Some(sandbox) = &config.sandbox {
+            let agent = ralph_frontmatter::agent_needs(&config.agent_argv);
+            let work = &self.engine.options.cwd;
+            self.sandbox = Some(ralph_sandbox::Sandbox::start(sandbox, agent, work)?);
+        }
+        Ok(())
+    }
+
+    /// `spec` put in the run's sandbox, if it has one: its rules applied in the child, its
+    /// variables set and the proxy's bypass removed.
+    pub(super) fn confine(&self, spec: &mut ProcessSpec) {
+        let Some(sandbox) = &self.sandbox else {
+            return;
+        };
+        spec.child_setup = sandbox.child_setup().map(ChildSetup::new);
+        spec.env.extend(sandbox.env().iter().cloned());
+        spec.env_remove
+            .extend(sandbox.env_remove().iter().map(|name| (*name).to_owned()));
+    }
+
+    /// Each connection the proxy refused since the last look, as a `SANDBOX_DENIED` event of
+    /// `iteration`.
+    pub(super) fn report_denials(&mut self, iteration: u64) {
+        let Some(sandbox) = &self.sandbox else {
+            return;
+        };
+        let (denials, more) = sandbox.take_denials();
+        for denial in denials {
+            self.emit(EventKind::SandboxDenied {
+                iteration,
+                host: denial.host,
+                port: denial.port,
+            });
+        }
+        if more > 0 {
+            self.warn(format!(
+                "the sandbox refused {more} more connections, not each said"
+            ));
+        }
+    }
+}
