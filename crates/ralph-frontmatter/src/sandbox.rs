@@ -51,41 +51,41 @@ pub const AGENTS: &[AgentNeeds] = &[
             "CLAUDE_CODE_OAUTH_TOKEN",
         ],
         hosts: &["api.anthropic.com"],
-        writes: &["~/.claude", "~/.claude.json"],
+        writes: &["~/.claude/", "~/.claude.json"],
     },
     AgentNeeds {
         program: "codex",
         keys: &["OPENAI_API_KEY", "CODEX_API_KEY"],
         hosts: &["api.openai.com", "chatgpt.com"],
-        writes: &["~/.codex"],
+        writes: &["~/.codex/"],
     },
     AgentNeeds {
         program: "gemini",
         keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         hosts: &["generativelanguage.googleapis.com"],
-        writes: &["~/.gemini"],
+        writes: &["~/.gemini/"],
     },
     AgentNeeds {
         program: "opencode",
         keys: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY"],
         hosts: &["api.anthropic.com", "api.openai.com", "opencode.ai"],
         writes: &[
-            "~/.local/share/opencode",
-            "~/.config/opencode",
-            "~/.cache/opencode",
+            "~/.local/share/opencode/",
+            "~/.config/opencode/",
+            "~/.cache/opencode/",
         ],
     },
     AgentNeeds {
         program: "cursor-agent",
         keys: &["CURSOR_API_KEY"],
         hosts: &["api2.cursor.sh"],
-        writes: &["~/.cursor"],
+        writes: &["~/.cursor/"],
     },
     AgentNeeds {
         program: "amp",
         keys: &["AMP_API_KEY"],
         hosts: &["ampcode.com"],
-        writes: &["~/.config/amp", "~/.local/share/amp", "~/.cache/amp"],
+        writes: &["~/.config/amp/", "~/.local/share/amp/", "~/.cache/amp/"],
     },
 ];
 
@@ -134,7 +134,8 @@ pub struct AgentNeeds {
     pub keys: &'static [&'static str],
     /// Its model hosts.
     pub hosts: &'static [&'static str],
-    /// Its own files under the home folder (`~/`), which it writes as it runs.
+    /// Its own files under the home folder (`~/`), which it writes as it runs; a folder ends
+    /// with `/`, and is made when missing (the agent would make it, in a home it cannot write).
     pub writes: &'static [&'static str],
 }
 

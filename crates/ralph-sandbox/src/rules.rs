@@ -89,12 +89,21 @@ impl Plan {
         let work = canonical(work);
         let mut writable = vec![work.clone(), canonical(tmp)];
         writable.extend(git_dirs(&work));
+        // The agent's own folders are made when missing: the agent would make them itself,
+        // in a home it may not write.
+        for folder in agent
+            .into_iter()
+            .flat_map(|agent| agent.writes.iter())
+            .filter_map(|path| path.strip_suffix('/'))
+        {
+            let _ = std::fs::create_dir_all(crate::expand(folder, home, &work));
+        }
         let listed = config.write.iter().map(String::as_str);
         let agents = agent
             .into_iter()
             .flat_map(|agent| agent.writes.iter().copied());
         for path in listed.chain(agents) {
-            let path = canonical(&crate::expand(path, home, &work));
+            let path = canonical(&crate::expand(path.trim_end_matches('/'), home, &work));
             // A path that does not exist cannot carry a rule: nothing is made for it.
             if path.exists() {
                 writable.push(path);
