@@ -333,3 +333,34 @@ fn attempt_to(results: &str, name: &str, command: &str) -> String {
         "if {command} >/dev/null 2>&1; then echo '{name}: ok'; else echo '{name}: refused'; fi >> \"{results}\"\n"
     )
 }
+
+/// Issue 38: the commands, the `done_when` checks and an agent on a terminal are confined too.
+#[test]
+fn commands_checks_and_a_pty_agent_are_confined_too() {
+    let other = tempfile::tempdir().unwrap();
+    let o = other.path().display();
+    let p = Project::new(
+        &format!(
+            "agent: sh agent.sh\nmax_iterations: 1\nsandbox: true\ncommands:\n  - name: c\n    \
+             run: sh -c 'echo x > {o}/command.txt; echo x > command.txt'\n\
+             done_when:\n  - sh -c 'echo x > {o}/check.txt; echo x > check.txt; false'\n\
+             convergence: {{max_attempts: 1}}"
+        ),
+        "{{ commands.c }}\n",
+    );
+    std::fs::write(
+        p.path().join("agent.sh"),
+        format!("echo x > {o}/agent.txt; echo x > agent.txt\n"),
+    )
+    .unwrap();
+    let out = p.run(&["run", "--pty"]);
+    assert!(
+        p.events_of("RUN_ENDED").len() == 1,
+        "{}",
+        common::stderr(&out)
+    );
+    for name in ["command.txt", "check.txt", "agent.txt"] {
+        assert!(p.path().join(name).exists(), "{name} in the loop's folder");
+        assert!(!other.path().join(name).exists(), "{name} elsewhere");
+    }
+}

@@ -260,6 +260,8 @@ struct Run {
     containment: Containment,
     /// The sandbox every process of the run starts in, when the RALPH.md has one.
     sandbox: Option<ralph_sandbox::Sandbox>,
+    /// The thread the sandboxed processes are spawned from, confined by the sandbox's rules.
+    child_setup: Option<ralph_process::ChildSetup>,
     /// Consecutive failed agent runs.
     failures: FailureStreak,
     /// How the last agent run went, for the decision after its iteration.
@@ -301,6 +303,7 @@ impl Run {
             settings: Settings::of(options, task_default),
             containment: Containment::start(options.subreaper),
             sandbox: None,
+            child_setup: None,
             tasks: Tasks::new(tasks),
             run_cost: RunCost::default(),
             session_tokens: SessionTokens::default(),

@@ -177,16 +177,62 @@ pub fn withheld_env(config: &ralph_frontmatter::Config) -> Vec<String> {
     withheld
 }
 
-/// A step a child takes between fork and exec (applying a sandbox's prepared rules): it must
-/// be async-signal-safe, allocate nothing and take no lock. An error fails the spawn.
+/// Where the spawns of a confined process are made: a thread of ralph's own that applied a
+/// confinement to itself (a sandbox's Landlock rules and `no_new_privs` hold for the thread that
+/// applies them and for every process it starts afterwards). A child started from it inherits
+/// the confinement and the spawn stays a `posix_spawn` (a `vfork`): nothing runs between fork
+/// and exec, and the rest of ralph is not confined. Clones share the thread, which ends with
+/// the last of them.
 #[derive(Clone)]
-pub struct ChildSetup(Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>);
+pub struct ChildSetup(Arc<std::sync::mpsc::Sender<SpawnJob>>);
+
+/// A spawn handed to the confined thread.
+type SpawnJob = Box<dyn FnOnce() + Send>;
 
 impl ChildSetup {
-    /// `step`, run in every child the spec starts.
-    pub fn new(step: impl Fn() -> std::io::Result<()> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(step))
+    /// Starts the thread and has it apply `confine` to itself; `confine`'s error is returned,
+    /// and no thread is left then.
+    pub fn new(
+        confine: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<SpawnJob>();
+        let (ready, applied) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("ralph-confined".to_owned())
+            .spawn(move || {
+                let confined = confine();
+                let ok = confined.is_ok();
+                let _ = ready.send(confined);
+                if ok {
+                    for job in inbox {
+                        job();
+                    }
+                }
+            })?;
+        applied.recv().map_err(|_| thread_gone())??;
+        Ok(Self(Arc::new(jobs)))
     }
+
+    /// Runs `spawn` on the confined thread, inside the caller's tokio runtime, and returns its
+    /// result.
+    fn spawn<C: Send + 'static>(
+        &self,
+        spawn: impl FnOnce() -> std::io::Result<C> + Send + 'static,
+    ) -> std::io::Result<C> {
+        let runtime = tokio::runtime::Handle::current();
+        let (done, result) = std::sync::mpsc::sync_channel(1);
+        self.0
+            .send(Box::new(move || {
+                let _entered = runtime.enter();
+                let _ = done.send(spawn());
+            }))
+            .map_err(|_| thread_gone())?;
+        result.recv().map_err(|_| thread_gone())?
+    }
+}
+
+fn thread_gone() -> std::io::Error {
+    std::io::Error::other("the sandbox's spawning thread is gone")
 }
 
 impl std::fmt::Debug for ChildSetup {
@@ -218,8 +264,8 @@ pub struct ProcessSpec {
     pub idle_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
     pub kill_grace: Duration,
-    /// What the child does between fork and exec (a sandbox's rules); `None` keeps the spawn
-    /// a `posix_spawn` on Linux.
+    /// The confinement the process starts in (a sandbox's): it is spawned from that
+    /// [`ChildSetup`]'s thread. `None`: unconfined.
     pub child_setup: Option<ChildSetup>,
 }
 
@@ -345,12 +391,6 @@ pub async fn run(
         unsafe {
             command.pre_exec(watchdog::register_from_child());
         }
-        if let Some(setup) = spec.child_setup.clone() {
-            // SAFETY: a `ChildSetup` is async-signal-safe by its contract.
-            unsafe {
-                command.pre_exec(move || (setup.0)());
-            }
-        }
         command.envs(watchdog::token().map(|token| (watchdog::TOKEN_VAR, token)));
         command
             .args(&spec.args)
@@ -369,15 +409,17 @@ pub async fn run(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        match &spec.child_setup {
+            Some(setup) => setup.spawn(move || command.spawn()),
+            None => command.spawn(),
+        }
     };
 
     // On Linux this spawn is a `posix_spawn`, which refuses a script without `#!` itself,
     // unless the program is a bare name the standard library looks up in a changed `PATH`
-    // (then it forks and execs as `execvp` does), or a child setup makes it fork.
-    let spawn_refuses_scripts =
-        cfg!(any(target_os = "linux", target_os = "android")) && spec.child_setup.is_none();
+    // (then it forks and execs as `execvp` does).
+    let spawn_refuses_scripts = cfg!(any(target_os = "linux", target_os = "android"));
     let mut spawned = Spawned::new(spec, spawn_refuses_scripts, spawn)?;
     let child = &mut spawned.child;
 

@@ -125,11 +125,6 @@ pub async fn run(
         // SAFETY: the hook only makes async-signal-safe calls (see `register_from_child`); it
         // runs after the child made itself a session leader.
         let command = unsafe { command.pre_exec(super::watchdog::register_from_child()) };
-        let command = match spec.child_setup.clone() {
-            // SAFETY: a `ChildSetup` is async-signal-safe by its contract.
-            Some(setup) => unsafe { command.pre_exec(move || (setup.0)()) },
-            None => command,
-        };
         let command = match super::watchdog::token() {
             Some(token) => command.env(super::watchdog::TOKEN_VAR, token),
             None => command,
@@ -138,14 +133,17 @@ pub async fn run(
             .env_remove
             .iter()
             .fold(command, |command, name| command.env_remove(name));
-        command
+        let command = command
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .env("PWD", super::child_pwd(&spec.cwd))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .kill_on_drop(true)
-            .spawn(pts)
-            .map_err(io_error)
+            .kill_on_drop(true);
+        // A confined spawn forks from the confined thread, whose confinement the child inherits.
+        match &spec.child_setup {
+            Some(setup) => setup.spawn(move || command.spawn(pts).map_err(io_error)),
+            None => command.spawn(pts).map_err(io_error),
+        }
     })?;
 
     let (reader, writer) = pty.into_split();

@@ -2,9 +2,9 @@
 //! read and reach, and enforces it on Linux through Landlock, the kernel's own unprivileged
 //! sandbox, with a small proxy of ralph's for the network. [`Sandbox::start`] prepares
 //! everything (the ruleset with its rules, a private temporary folder, the proxy) before any
-//! process starts; [`Sandbox::child_setup`] is the one step a child takes between fork and
-//! exec: it only applies the prepared ruleset to itself, with two system calls and no
-//! allocation. [`decide`] says, from the kernel's Landlock ABI, what can be enforced, and
+//! process starts; [`Sandbox::confine_thread`] is the step a thread of ralph's takes to
+//! apply the prepared ruleset to itself, two system calls, after which every process spawned
+//! from that thread (a `posix_spawn`, nothing run between fork and exec) inherits it. [`decide`] says, from the kernel's Landlock ABI, what can be enforced, and
 //! refuses what cannot unless `best_effort` says so; [`describe`] says it in words for
 //! `ralph check` and `--dry-run`.
 //!
@@ -352,11 +352,13 @@ impl Sandbox {
         self.tmp.path()
     }
 
-    /// The step a child takes between fork and exec: `no_new_privs`, then the prepared
-    /// ruleset applied to itself. Two system calls, no allocation, async-signal-safe. `None`
-    /// when Landlock confines nothing here (`best_effort` without it). The step fails (and the
-    /// spawn with it) once the sandbox is dropped.
-    pub fn child_setup(&self) -> Option<impl Fn() -> std::io::Result<()> + Send + Sync + 'static> {
+    /// The step that confines the thread taking it, and every process it starts afterwards:
+    /// `no_new_privs`, then the prepared ruleset applied to itself (both hold for the calling
+    /// thread only). For `ralph_process::ChildSetup::new`, whose thread the run's processes
+    /// are spawned from: each spawn stays a `posix_spawn`, nothing runs between fork and exec,
+    /// and ralph's other threads stay free. `None` when Landlock confines nothing here
+    /// (`best_effort` without it).
+    pub fn confine_thread(&self) -> Option<impl FnOnce() -> std::io::Result<()> + Send + 'static> {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd as _;

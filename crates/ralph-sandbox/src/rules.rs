@@ -48,11 +48,10 @@ pub(crate) fn abi() -> Option<u32> {
     u32::try_from(version).ok().filter(|&v| v > 0)
 }
 
-/// Applies the ruleset `fd` to the calling process. Made in a child between fork and exec:
-/// two system calls, nothing allocated.
+/// Applies the ruleset `fd` (and `no_new_privs`, which Landlock needs of an unprivileged
+/// caller) to the calling thread and whatever it starts afterwards.
 pub(crate) fn restrict_self(fd: std::os::fd::RawFd) -> std::io::Result<()> {
-    // SAFETY: prctl and landlock_restrict_self read no memory of ours; both are system calls,
-    // safe after fork.
+    // SAFETY: prctl and landlock_restrict_self read no memory of ours.
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error());

@@ -14,18 +14,27 @@ impl Run {
         if let Some(sandbox) = &config.sandbox {
             let agent = ralph_frontmatter::agent_needs(&config.agent_argv);
             let work = &self.engine.options.cwd;
-            self.sandbox = Some(ralph_sandbox::Sandbox::start(sandbox, agent, work)?);
+            let sandbox = ralph_sandbox::Sandbox::start(sandbox, agent, work)?;
+            self.child_setup = sandbox
+                .confine_thread()
+                .map(ChildSetup::new)
+                .transpose()
+                .map_err(|source| ralph_sandbox::SandboxError::Setup {
+                    what: "confine the thread the run's processes start from".to_owned(),
+                    source,
+                })?;
+            self.sandbox = Some(sandbox);
         }
         Ok(())
     }
 
-    /// `spec` put in the run's sandbox, if it has one: its rules applied in the child, its
+    /// `spec` put in the run's sandbox, if it has one: spawned from the confined thread, its
     /// variables set and the proxy's bypass removed.
     pub(super) fn confine(&self, spec: &mut ProcessSpec) {
         let Some(sandbox) = &self.sandbox else {
             return;
         };
-        spec.child_setup = sandbox.child_setup().map(ChildSetup::new);
+        spec.child_setup = self.child_setup.clone();
         spec.env.extend(sandbox.env().iter().cloned());
         spec.env_remove
             .extend(sandbox.env_remove().iter().map(|name| (*name).to_owned()));
