@@ -98,3 +98,39 @@ fn codex_works_in_the_sandbox_and_its_commands_are_confined() {
     assert_confined(&p, other.path());
     assert_eq!(server.model_calls().len(), 2);
 }
+
+/// Claude Code and Codex send their requests through the proxy: a model server left out of
+/// `network` is refused there, and the refusal is an event.
+#[test]
+fn a_model_host_left_out_is_refused_through_the_proxy_and_said() {
+    for claude in [true, false] {
+        let server = ModelServer::start(vec![anthropic::text(IDLE, TOKENS)]);
+        let (env, agent, extra) = if claude {
+            (AgentEnv::claude(&server, 0), "claude -p", "")
+        } else {
+            let codex = AgentEnv::codex(&server, 0);
+            (
+                codex,
+                "codex exec --json --skip-git-repo-check",
+                "\n  env: [MOCK_API_KEY]",
+            )
+        };
+        let p = Project::new(
+            &format!(
+                "agent: {agent}\n{TIMEOUT}\nmax_iterations: 1\nsandbox:\n  network: []{extra}"
+            ),
+            "Do the work.\n",
+        );
+        common::git(p.path(), &["init", "-q"]);
+        env.run(&p, &["run"]);
+        let denied = p.events_of("SANDBOX_DENIED");
+        assert!(
+            denied
+                .iter()
+                .any(|d| d["host"] == "127.0.0.1"
+                    && d["port"].as_u64() == port(&server).parse().ok()),
+            "{agent}: {denied:#?}"
+        );
+        assert!(server.model_calls().is_empty(), "{agent}");
+    }
+}
