@@ -157,6 +157,13 @@ fn a_sandboxed_agent_writes_only_its_folder_reads_no_secret_and_reaches_only_its
         terminal.contains(&format!("sandbox: denied 127.0.0.1:{denied}")),
         "{terminal}"
     );
+    let logs = common::stdout(&p.run(&["logs"]));
+    assert!(
+        logs.contains(&format!(
+            "sandbox: denied 127.0.0.1:{denied} (not in sandbox.network)"
+        )),
+        "{logs}"
+    );
     let status = common::stdout(&p.run(&["status"]));
     assert!(
         status.contains(&format!(

@@ -475,7 +475,7 @@ impl Run {
             for warning in warnings {
                 self.warn(warning);
             }
-            self.report_denials(iteration);
+            self.report_denials(iteration, None);
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {

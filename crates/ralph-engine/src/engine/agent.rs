@@ -159,6 +159,8 @@ impl Run {
                 let _ = std::fs::remove_file(path);
             }
         }
+        // The agent's refused connections, in its log too (`ralph logs`).
+        self.report_denials(iteration, Some(log));
         let exit = result.map_err(|source| EngineError::AgentSpawn {
             program: program.clone(),
             source,

@@ -5,6 +5,7 @@ use ralph_process::{ChildSetup, ProcessSpec};
 
 use super::{EngineError, Run};
 use crate::event::EventKind;
+use crate::logs::IterationLog;
 
 impl Run {
     /// Starts the sandbox the RALPH.md asks for, around the loop's folder; an error ends the
@@ -41,13 +42,20 @@ impl Run {
     }
 
     /// Each connection the proxy refused since the last look, as a `SANDBOX_DENIED` event of
-    /// `iteration`.
-    pub(super) fn report_denials(&mut self, iteration: u64) {
+    /// `iteration`, and a line of `log` when the iteration's log is still open.
+    pub(super) fn report_denials(&mut self, iteration: u64, mut log: Option<&mut IterationLog>) {
         let Some(sandbox) = &self.sandbox else {
             return;
         };
         let (denials, more) = sandbox.take_denials();
         for denial in denials {
+            if let Some(log) = log.as_deref_mut() {
+                let line = format!(
+                    "\nsandbox: denied {}:{} (not in sandbox.network)\n",
+                    denial.host, denial.port
+                );
+                log.write(line.as_bytes());
+            }
             self.emit(EventKind::SandboxDenied {
                 iteration,
                 host: denial.host,
