@@ -20,12 +20,13 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 11] = [
+const CRATES: [&str; 12] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
     "ralph-agents",
     "ralph-process",
+    "ralph-sandbox",
     "ralph-engine",
     "ralph-escalation",
     "ralph-parallel",

@@ -168,6 +168,11 @@ fn kind(of: &Kind) -> Value {
         }
         Kind::Table(fields) => json!({"type": "array", "items": object(fields, false)}),
         Kind::Block(fields) => object(fields, true),
+        Kind::Switch(fields) => json!({"anyOf": [{"type": "boolean"}, object(fields, true)]}),
+        Kind::ChoiceOrList { choices, item } => json!({"anyOf": [
+            {"enum": choices},
+            {"type": "array", "items": kind(item), "uniqueItems": true},
+        ]}),
         Kind::Map {
             pattern,
             reserved,

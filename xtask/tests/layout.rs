@@ -88,3 +88,27 @@ fn every_test_file_is_a_module_of_its_crates_one_test_binary() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(checked > 50, "the CLI's tests alone are more: {checked}");
 }
+
+/// No tracked file keeps a merge's conflict markers: docs/config.md once did, unseen, through
+/// a whole release's commits.
+#[test]
+fn no_file_keeps_a_merges_conflict_markers() {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("git runs");
+    let mut found = Vec::new();
+    for file in out.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
+        let file = String::from_utf8_lossy(file).into_owned();
+        let Ok(text) = fs::read_to_string(root().join(&file)) else {
+            continue; // binary, or removed in the work tree
+        };
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("<<<<<<< ") || line.starts_with(">>>>>>> ") {
+                found.push(format!("{file}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "conflict markers:\n{}", found.join("\n"));
+}

@@ -26,6 +26,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-backoff",
     "ralph-agents",
     "ralph-process",
+    "ralph-sandbox",
     "ralph-engine",
     "ralph-escalation",
     "ralph-parallel",
@@ -272,14 +273,15 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// Dependencies point one way (marker, frontmatter, backoff, agents, process <- engine <-
-/// escalation <- github, parallel <- cli), the agent adapters and process supervision know
-/// nothing of each other, and nothing below the engine but process supervision uses an async
-/// runtime.
+/// Dependencies point one way (marker, frontmatter, backoff, agents, process, sandbox <-
+/// engine <- escalation <- github, parallel <- cli), the agent adapters, process supervision
+/// and the sandbox know nothing of each other, and nothing below the engine but process
+/// supervision and the sandbox's proxy uses an async runtime.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
         "ralph-process",
+        "ralph-sandbox",
         "ralph-engine",
         "ralph-escalation",
         "ralph-parallel",
@@ -292,8 +294,21 @@ fn dependencies_point_one_way() {
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
         .chain([
             (
+                "ralph-sandbox",
+                vec![
+                    "ralph-agents",
+                    "ralph-process",
+                    "ralph-engine",
+                    "ralph-escalation",
+                    "ralph-parallel",
+                    "ralph-github",
+                    "ralph-cli",
+                ],
+            ),
+            (
                 "ralph-process",
                 vec![
+                    "ralph-sandbox",
                     "ralph-agents",
                     "ralph-engine",
                     "ralph-escalation",
@@ -370,7 +385,12 @@ fn base_crates_do_no_io() {
 #[test]
 fn the_engine_never_prints() {
     let mut problems = Vec::new();
-    for krate in ["ralph-engine", "ralph-agents", "ralph-process"] {
+    for krate in [
+        "ralph-engine",
+        "ralph-agents",
+        "ralph-process",
+        "ralph-sandbox",
+    ] {
         scan(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
@@ -515,6 +535,7 @@ fn only_the_process_module_and_git_start_processes() {
     let mut problems = Vec::new();
     for krate in [
         "ralph-process",
+        "ralph-sandbox",
         "ralph-agents",
         "ralph-engine",
         "ralph-escalation",

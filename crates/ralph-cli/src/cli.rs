@@ -298,6 +298,16 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) no_color: bool,
 
+    /// Run the agent, commands and checks in the sandbox (RALPH.md's `sandbox`, with every
+    /// default when it has none): writes only in the loop's folder, no secrets read, only the
+    /// agent's own host reached (see docs/sandbox.md).
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub(crate) sandbox: bool,
+
+    /// Run without the sandbox, whatever the RALPH.md's `sandbox` says.
+    #[arg(long)]
+    pub(crate) no_sandbox: bool,
+
     /// Run the agent on a pseudo-terminal, for agents that need one (`pty` in RALPH.md).
     #[arg(long)]
     pub(crate) pty: bool,

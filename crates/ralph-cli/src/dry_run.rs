@@ -12,6 +12,7 @@ use crate::error::CliError;
 /// Runs the commands, then prints the prompt and the agent command line. `tasks` (story mode)
 /// picks the story whose placeholders fill the prompt.
 pub(crate) fn dry_run(options: EngineOptions, tasks: Option<Escalation>) -> Result<i32, CliError> {
+    let policy = crate::sandbox_cmd::policy_lines(&options.file.config, &options.cwd)?;
     let words = tasks
         .as_ref()
         .and_then(Escalation::task_words)
@@ -33,6 +34,9 @@ pub(crate) fn dry_run(options: EngineOptions, tasks: Option<Escalation>) -> Resu
         return Ok(0);
     }
     eprint!("{}", summary(&dry));
+    for line in policy {
+        eprintln!("dry run: sandbox: {line}");
+    }
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
     let _ = stdout.write_all(dry.prompt.as_bytes());

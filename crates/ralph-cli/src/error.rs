@@ -68,6 +68,9 @@ pub(crate) enum CliError {
     /// The loop could not go on.
     #[error(transparent)]
     Engine(#[from] ralph_engine::EngineError),
+    /// The RALPH.md's `sandbox` cannot be enforced here: nothing ran.
+    #[error(transparent)]
+    Sandbox(#[from] ralph_sandbox::SandboxError),
     /// A parallel run could not start or go on.
     #[error(transparent)]
     Parallel(#[from] ralph_parallel::ParallelError),
@@ -98,6 +101,7 @@ impl CliError {
             CliError::StoppedBeforeStart { signal, .. } => {
                 ralph_engine::exit_code(&ralph_engine::EndReason::Interrupted, Some(*signal))
             }
+            CliError::Engine(ralph_engine::EngineError::Sandbox(_)) => 2,
             CliError::Engine(_)
             | CliError::Runtime(_)
             | CliError::Stdout(_)

@@ -20,6 +20,7 @@ mod report;
 mod resume;
 mod run;
 mod runs;
+mod sandbox_cmd;
 mod start_wait;
 mod status;
 mod status_line;
@@ -122,6 +123,21 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
         false => "valid, but `ralph run` would refuse to start",
     };
     let mut summary = check::summary(&shown, verdict, &loaded.parsed.file);
+    // The policy as this machine would enforce it; one it cannot is refused by `ralph run`.
+    let refused_sandbox = match sandbox_cmd::policy_lines(&loaded.parsed.file.config, here) {
+        Ok(lines) => {
+            let mut label = "sandbox";
+            for line in lines {
+                summary.push_str(&format!("  {label:<15} {line}\n"));
+                label = "";
+            }
+            false
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            true
+        }
+    };
     if let Some(mut list) = ralph_file::task_list(&loaded.parsed.file, here)? {
         // A list that cannot be read is a refusal above already.
         if let Ok(tasks) = list.load() {
@@ -129,7 +145,7 @@ fn check(path: &std::path::Path) -> Result<i32, CliError> {
         }
     }
     print_out(summary.as_bytes())?;
-    Ok(i32::from(!refusals.is_empty()))
+    Ok(i32::from(!refusals.is_empty() || refused_sandbox))
 }
 
 fn init(args: &cli::InitArgs) -> Result<i32, CliError> {

@@ -193,6 +193,7 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 ..
             } => agent_retrying_line(style, reason, *attempt, *max_attempts, *delay_ms),
             EventKind::StopRequested { .. } => stop_requested_line(style),
+            EventKind::SandboxDenied { host, port, .. } => sandbox_denied_line(style, host, *port),
             EventKind::StateHandled {
                 state,
                 then,
@@ -221,6 +222,7 @@ fn kept_when_quiet(kind: &EventKind) -> bool {
             | EventKind::ConfigRejected { .. }
             | EventKind::RateLimited { .. }
             | EventKind::StopRequested { .. }
+            | EventKind::SandboxDenied { .. }
             | EventKind::RunEnded { .. }
             | EventKind::Task(_)
     )

@@ -618,9 +618,16 @@ fn iterations(
             ),
             (None, _) => String::new(),
         };
+        let denied = match it.sandbox_denied.as_slice() {
+            [] => String::new(),
+            hosts => format!(
+                " <span class=\"denied\">sandbox denied {}</span>",
+                escape(&hosts.join(", "))
+            ),
+        };
         let _ = write!(
             html,
-            "<td><b class=\"badge {o}\">{label}</b>{retried}</td><td>{}</td><td>{}</td>\
+            "<td><b class=\"badge {o}\">{label}</b>{retried}{denied}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>",
             escape(it.state.as_deref().unwrap_or("-")),
             escape(&exit_text(it)),

@@ -16,7 +16,9 @@ use crate::start_wait::StartWaits;
 /// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     let Loaded { path, parsed } = ralph_file::load(&args.path)?;
-    let file = parsed.file;
+    let mut file = parsed.file;
+    crate::sandbox_cmd::apply_flags(&mut file.config, args.sandbox, args.no_sandbox);
+    crate::sandbox_cmd::refuse_unsupported(&file.config)?;
     let user_args = ralph_frontmatter::match_args(
         &file,
         &args.named_args,

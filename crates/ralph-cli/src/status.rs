@@ -318,6 +318,9 @@ impl Status {
             "agent_retrying": retrying.as_ref().map(|(count, last)| json!({
                 "retries": count, "last": last,
             })),
+            "sandbox_denied": sandbox_denied(&self.log_dir).map(|(count, last)| json!({
+                "connections": count, "last": last,
+            })),
             "cost_usd": s.cost_usd,
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
@@ -396,6 +399,16 @@ impl Status {
             }
             lines.push(format!("cost: {}", usage.join(", ")));
         }
+        if let Some((count, last)) = sandbox_denied(&self.log_dir) {
+            lines.push(format!(
+                "sandbox: denied {count} {} (last: {last})",
+                if count == 1 {
+                    "connection"
+                } else {
+                    "connections"
+                }
+            ));
+        }
         lines.push(format!("logs: {}", self.log_dir.display()));
         lines.push(match (&self.holder, s.resumable()) {
             (Some(_), _) => format!(
@@ -409,6 +422,33 @@ impl Status {
         text.push('\n');
         text
     }
+}
+
+/// The connections the sandbox refused (`SANDBOX_DENIED` in the end of the run's
+/// `events.jsonl`): how many, and the last as `host:port`. `None` when it refused none.
+fn sandbox_denied(log_dir: &Path) -> Option<(u64, String)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(log_dir.join("events.jsonl")).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(RETRY_TAIL_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut found = None;
+    for line in text.lines().filter(|l| l.contains("\"SANDBOX_DENIED\"")) {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let last = format!(
+            "{}:{}",
+            event["host"].as_str().unwrap_or_default(),
+            event["port"]
+        );
+        let count = found.as_ref().map_or(0, |(n, _)| *n) + 1;
+        found = Some((count, last));
+    }
+    found
 }
 
 /// How much of the end of `events.jsonl` is read for the agent's retries.

@@ -389,3 +389,21 @@ fn every_event_of_a_parallel_run_matches_the_schema_and_reads_back_typed() {
         assert_eq!(serde_json::to_string(event).unwrap(), line);
     }
 }
+
+/// Issue 38: a sandboxed run's events, a connection its proxy refused included.
+#[test]
+fn every_event_of_a_sandboxed_run_with_a_refused_connection_matches_the_schema() {
+    let p = Project::new(
+        "agent: sh agent.sh\nmax_iterations: 1\nsandbox: true",
+        "x\n",
+    );
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat >/dev/null\ncurl -s -m 10 -o /dev/null http://refused.example/\n",
+    )
+    .unwrap();
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let types = assert_valid(&p);
+    assert!(types.iter().any(|t| t == "SANDBOX_DENIED"), "{types:?}");
+}

@@ -65,6 +65,8 @@ mod real_opencode;
 mod report;
 mod resume;
 mod run_loop;
+mod sandbox;
+mod sandbox_real_agents;
 mod session_cost;
 mod shell_quoting;
 mod signals;

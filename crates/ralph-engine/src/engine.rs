@@ -37,6 +37,7 @@ mod persist;
 mod prompt;
 mod reload;
 mod resume;
+mod sandbox;
 mod spawn;
 mod states;
 mod step;
@@ -94,6 +95,9 @@ pub enum EngineError {
     /// written.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// The RALPH.md's `sandbox` cannot be set up on this machine; nothing ran.
+    #[error(transparent)]
+    Sandbox(#[from] ralph_sandbox::SandboxError),
 }
 
 /// How one of `commands` ended, as `Engine::run_command` reports it.
@@ -357,6 +361,10 @@ struct Run {
     tasks: Tasks,
     /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
     containment: Containment,
+    /// The sandbox every process of the run starts in, when the RALPH.md has one.
+    sandbox: Option<ralph_sandbox::Sandbox>,
+    /// The thread the sandboxed processes are spawned from, confined by the sandbox's rules.
+    child_setup: Option<ralph_process::ChildSetup>,
     /// Consecutive failed agent runs.
     failures: FailureStreak,
     /// How the last agent run went, for the decision after its iteration.
@@ -397,6 +405,8 @@ impl Run {
         Self {
             settings: Settings::of(options, task_default),
             containment: Containment::start(options.subreaper),
+            sandbox: None,
+            child_setup: None,
             tasks: Tasks::new(tasks),
             run_cost: RunCost::default(),
             session_tokens: SessionTokens::default(),
@@ -444,6 +454,7 @@ impl Run {
     }
 
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
+        self.start_sandbox()?;
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
         let mut early_warnings = std::mem::take(&mut self.engine.options.warnings);
@@ -589,6 +600,7 @@ impl Run {
             for warning in warnings {
                 self.warn(warning);
             }
+            self.report_denials(iteration, None);
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(err) => {

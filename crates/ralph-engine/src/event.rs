@@ -314,6 +314,19 @@ pub enum EventKind {
         #[serde(default)]
         iteration: u64,
     },
+    /// The sandbox's proxy refused a connection the agent, a command or a check asked for: the
+    /// host is not in `sandbox.network`.
+    SandboxDenied {
+        /// The iteration it happened in.
+        #[serde(default)]
+        iteration: u64,
+        /// The host asked for, as asked.
+        #[serde(default)]
+        host: String,
+        /// The port asked for.
+        #[serde(default)]
+        port: u16,
+    },
     /// Something went wrong that does not stop the loop (a check or command that could not
     /// start, a hook that failed, a malformed marker, a log that could not be written). A
     /// terminal shows it as `warning: MESSAGE`.
@@ -370,7 +383,7 @@ pub enum EventKind {
 }
 
 /// Every `type` the engine writes itself: a plug's event may take none of them.
-const ENGINE_EVENT_TYPES: [&str; 18] = [
+const ENGINE_EVENT_TYPES: [&str; 19] = [
     "RUN_STARTED",
     "RUN_RESUMED",
     "ITERATION_STARTED",
@@ -388,6 +401,7 @@ const ENGINE_EVENT_TYPES: [&str; 18] = [
     "WAIT_SKIPPED",
     "STOP_REQUESTED",
     "WARNING",
+    "SANDBOX_DENIED",
     "RUN_ENDED",
 ];
 
@@ -412,6 +426,7 @@ impl EventKind {
             EventKind::WaitSkipped { .. } => "WAIT_SKIPPED",
             EventKind::StopRequested { .. } => "STOP_REQUESTED",
             EventKind::Warning { .. } => "WARNING",
+            EventKind::SandboxDenied { .. } => "SANDBOX_DENIED",
             EventKind::RunEnded { .. } => "RUN_ENDED",
             EventKind::Task(event) => event.type_name(),
         }
@@ -914,6 +929,11 @@ mod tests {
                 grace_ms: 1000,
             },
             EventKind::StopRequested { iteration: 7 },
+            EventKind::SandboxDenied {
+                iteration: 7,
+                host: "example.com".into(),
+                port: 443,
+            },
             EventKind::Warning {
                 message: "m".into(),
             },
@@ -982,7 +1002,7 @@ mod tests {
         }
         types.sort();
         types.dedup();
-        assert_eq!(types.len(), 19, "one of each kind: {types:?}");
+        assert_eq!(types.len(), 20, "one of each kind: {types:?}");
     }
 
     #[test]

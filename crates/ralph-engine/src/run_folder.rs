@@ -291,6 +291,8 @@ pub struct IterationRecord {
     pub agent_retries: u64,
     /// The agent's last retry, as the status line shows it (`529 overloaded_error (3/10)`).
     pub last_retry: Option<String>,
+    /// The connections the sandbox refused in it (`SANDBOX_DENIED`), as `host:port`.
+    pub sandbox_denied: Vec<String>,
 }
 
 /// A wait between iterations.
@@ -468,7 +470,13 @@ impl RunRecord {
                         outcome: IterationOutcome::Running,
                         agent_retries: 0,
                         last_retry: None,
+                        sandbox_denied: Vec::new(),
                     });
+                }
+                EventKind::SandboxDenied { host, port, .. } => {
+                    if let Some(it) = current {
+                        it.sandbox_denied.push(format!("{host}:{port}"));
+                    }
                 }
                 EventKind::AgentRetrying {
                     reason,

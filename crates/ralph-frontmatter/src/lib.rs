@@ -23,6 +23,7 @@ mod document;
 mod duration;
 mod locate;
 mod notify;
+pub mod sandbox;
 pub mod schema;
 mod shell;
 mod suggest;
@@ -38,6 +39,7 @@ pub use notify::{
     MissingVariable, NotifyConfig, NotifyEvent, NotifyFormat, expand_env, redact_url,
 };
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
+pub use sandbox::{AgentNeeds, Network, SandboxConfig, agent_needs};
 /// The YAML crate a plug's section is handed over in, as a [`yaml::Value`].
 pub use serde_norway as yaml;
 pub use shell::{
@@ -131,6 +133,8 @@ pub struct Config {
     pub max_runtime: Option<Duration>,
     /// The child processes' environment.
     pub env: EnvConfig,
+    /// The sandbox the agent, commands and checks run in; `None` when absent or `false`.
+    pub sandbox: Option<SandboxConfig>,
     /// Messages to a person; `None` when absent.
     pub notify: Option<NotifyConfig>,
 }

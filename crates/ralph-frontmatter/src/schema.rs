@@ -75,6 +75,15 @@ pub enum Kind {
     Table(&'static [Field]),
     /// A mapping with these keys; written with no value, it means "on, with the defaults".
     Block(&'static [Field]),
+    /// `true` (on, with the defaults), `false` (off), or a mapping with these keys (`sandbox`).
+    Switch(&'static [Field]),
+    /// One of a fixed set of strings, or a list of values of one kind (`sandbox.network`).
+    ChoiceOrList {
+        /// The strings allowed alone.
+        choices: &'static [&'static str],
+        /// The kind of each item of a list.
+        item: &'static Kind,
+    },
     /// A mapping from names the user picks (matching `pattern`, none of `reserved`) to blocks
     /// with these keys (`states`).
     Map {
@@ -467,6 +476,58 @@ pub const ENV_FIELDS: &[Field] = &[optional(
     "Withheld variables the agent, commands, checks and hooks get all the same, by name.",
 )];
 
+/// The words `sandbox.network` takes instead of a list of hosts.
+pub const SANDBOX_NETWORK_WORDS: &[&str] = &["none", "all"];
+
+/// The keys of the `sandbox` block.
+pub const SANDBOX_FIELDS: &[Field] = &[
+    optional(
+        "network",
+        Kind::ChoiceOrList {
+            choices: SANDBOX_NETWORK_WORDS,
+            item: &Kind::String,
+        },
+        Some(DefaultValue::EmptyList),
+        "Hosts (`host` or `host:port`) reachable beyond the built-in agent's own, through \
+         ralph's proxy; `none` for no connection, `all` for no confinement of the network.",
+    ),
+    optional(
+        "write",
+        Kind::List {
+            item: &Kind::Path,
+            unique: true,
+        },
+        Some(DefaultValue::EmptyList),
+        "Paths writable beyond the loop's folder (or lane's worktree) and a private \
+         temporary folder; `~/` is the home folder.",
+    ),
+    optional(
+        "deny_read",
+        Kind::List {
+            item: &Kind::Path,
+            unique: true,
+        },
+        Some(DefaultValue::EmptyList),
+        "Paths unreadable beyond the default secret paths (`~/.ssh`, `~/.aws`, ...).",
+    ),
+    optional(
+        "env",
+        Kind::List {
+            item: &Kind::String,
+            unique: true,
+        },
+        Some(DefaultValue::EmptyList),
+        "Variables passed on although they look like secrets (`*_TOKEN`, `*_KEY`, ...).",
+    ),
+    optional(
+        "best_effort",
+        Kind::Bool,
+        Some(DefaultValue::Bool(false)),
+        "Run with what the kernel enforces instead of refusing to start without Landlock or \
+         its network rules.",
+    ),
+];
+
 /// The top-level keys of the frontmatter.
 pub const FIELDS: &[Field] = &[
     required(
@@ -628,6 +689,13 @@ pub const FIELDS: &[Field] = &[
         "The child processes' environment: ralph's own, less GitHub tokens unless passed on.",
     ),
     optional(
+        "sandbox",
+        Kind::Switch(SANDBOX_FIELDS),
+        None,
+        "Confine the agent, commands and checks (Linux, Landlock): writes only in the loop's \
+         folder, no secret read, only listed hosts reached; `true` for every default.",
+    ),
+    optional(
         "notify",
         Kind::Block(NOTIFY_FIELDS),
         None,
@@ -669,7 +737,12 @@ pub fn names(fields: &[Field]) -> Vec<&'static str> {
 /// The fields of the block or table `name` at the top level.
 pub(crate) fn nested(name: &str) -> &'static [Field] {
     match FIELDS.iter().find(|f| f.name == name).map(|f| f.kind) {
-        Some(Kind::Block(fields) | Kind::Table(fields) | Kind::Map { fields, .. }) => fields,
+        Some(
+            Kind::Block(fields)
+            | Kind::Switch(fields)
+            | Kind::Table(fields)
+            | Kind::Map { fields, .. },
+        ) => fields,
         _ => &[],
     }
 }
@@ -853,6 +926,7 @@ mod tests {
             ("failure", FAILURE_FIELDS),
             ("rate_limit", RATE_LIMIT_FIELDS),
             ("env", ENV_FIELDS),
+            ("sandbox", SANDBOX_FIELDS),
         ] {
             for f in fields {
                 let text = format!("---\nagent: x\n{block}:\n  {}:\n---\n", f.name);

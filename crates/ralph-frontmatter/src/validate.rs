@@ -20,6 +20,7 @@ use crate::{
 
 mod env;
 mod notify;
+mod sandbox;
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
@@ -474,6 +475,9 @@ pub(crate) fn config(
     let max_runtime =
         present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
     let env = env::env(checker, &top.key("env"), root.get("env"));
+    let sandbox = root
+        .get("sandbox")
+        .map(|v| sandbox::sandbox(checker, &top.key("sandbox"), v));
 
     let notify = root
         .get("notify")
@@ -529,6 +533,7 @@ pub(crate) fn config(
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
         env: env?,
+        sandbox: optional(sandbox)?.flatten(),
         notify: optional(notify)?,
     })
 }

@@ -173,13 +173,94 @@ fn same_folder(a: &Path, b: &Path) -> bool {
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The variables of ralph's environment a child goes without, by the RALPH.md's `env` block
-/// (see [`ralph_frontmatter::EnvConfig::withheld`]), read from ralph's environment now.
-pub fn withheld_env(env: &ralph_frontmatter::EnvConfig) -> Vec<String> {
-    env.withheld(|name| std::env::var(name).ok())
+/// The variables of ralph's environment a child goes without, read from ralph's environment
+/// now: the RALPH.md's `env` block (see [`ralph_frontmatter::EnvConfig::withheld`]) and, with
+/// a `sandbox`, every variable that looks like a secret
+/// ([`ralph_frontmatter::SandboxConfig::withheld`]); a name `sandbox.env` lists is passed on.
+pub fn withheld_env(config: &ralph_frontmatter::Config) -> Vec<String> {
+    let mut withheld: Vec<String> = config
+        .env
+        .withheld(|name| std::env::var(name).ok())
         .into_iter()
         .map(str::to_owned)
-        .collect()
+        .collect();
+    if let Some(sandbox) = &config.sandbox {
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .collect();
+        let agent = ralph_frontmatter::agent_needs(&config.agent_argv);
+        for name in sandbox.withheld(agent, names.iter().map(String::as_str)) {
+            if !withheld.contains(&name) {
+                withheld.push(name);
+            }
+        }
+        withheld.retain(|name| !sandbox.env.contains(name));
+    }
+    withheld
+}
+
+/// Where the spawns of a confined process are made: a thread of ralph's own that applied a
+/// confinement to itself (a sandbox's Landlock rules and `no_new_privs` hold for the thread that
+/// applies them and for every process it starts afterwards). A child started from it inherits
+/// the confinement and the spawn stays a `posix_spawn` (a `vfork`): nothing runs between fork
+/// and exec, and the rest of ralph is not confined. Clones share the thread, which ends with
+/// the last of them.
+#[derive(Clone)]
+pub struct ChildSetup(Arc<std::sync::mpsc::Sender<SpawnJob>>);
+
+/// A spawn handed to the confined thread.
+type SpawnJob = Box<dyn FnOnce() + Send>;
+
+impl ChildSetup {
+    /// Starts the thread and has it apply `confine` to itself; `confine`'s error is returned,
+    /// and no thread is left then.
+    pub fn new(
+        confine: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<SpawnJob>();
+        let (ready, applied) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("ralph-confined".to_owned())
+            .spawn(move || {
+                let confined = confine();
+                let ok = confined.is_ok();
+                let _ = ready.send(confined);
+                if ok {
+                    for job in inbox {
+                        job();
+                    }
+                }
+            })?;
+        applied.recv().map_err(|_| thread_gone())??;
+        Ok(Self(Arc::new(jobs)))
+    }
+
+    /// Runs `spawn` on the confined thread, inside the caller's tokio runtime, and returns its
+    /// result.
+    fn spawn<C: Send + 'static>(
+        &self,
+        spawn: impl FnOnce() -> std::io::Result<C> + Send + 'static,
+    ) -> std::io::Result<C> {
+        let runtime = tokio::runtime::Handle::current();
+        let (done, result) = std::sync::mpsc::sync_channel(1);
+        self.0
+            .send(Box::new(move || {
+                let _entered = runtime.enter();
+                let _ = done.send(spawn());
+            }))
+            .map_err(|_| thread_gone())?;
+        result.recv().map_err(|_| thread_gone())?
+    }
+}
+
+fn thread_gone() -> std::io::Error {
+    std::io::Error::other("the sandbox's spawning thread is gone")
+}
+
+impl std::fmt::Debug for ChildSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildSetup")
+    }
 }
 
 /// A process to run.
@@ -205,6 +286,9 @@ pub struct ProcessSpec {
     pub idle_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when ralph stops the process.
     pub kill_grace: Duration,
+    /// The confinement the process starts in (a sandbox's): it is spawned from that
+    /// [`ChildSetup`]'s thread. `None`: unconfined.
+    pub child_setup: Option<ChildSetup>,
 }
 
 impl ProcessSpec {
@@ -220,6 +304,7 @@ impl ProcessSpec {
             timeout: None,
             idle_timeout: None,
             kill_grace,
+            child_setup: None,
         }
     }
 }
@@ -346,8 +431,11 @@ pub async fn run(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        match &spec.child_setup {
+            Some(setup) => setup.spawn(move || command.spawn()),
+            None => command.spawn(),
+        }
     };
 
     // On Linux this spawn is a `posix_spawn`, which refuses a script without `#!` itself,

@@ -133,14 +133,17 @@ pub async fn run(
             .env_remove
             .iter()
             .fold(command, |command, name| command.env_remove(name));
-        command
+        let command = command
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .env("PWD", super::child_pwd(&spec.cwd))
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .kill_on_drop(true)
-            .spawn(pts)
-            .map_err(io_error)
+            .kill_on_drop(true);
+        // A confined spawn forks from the confined thread, whose confinement the child inherits.
+        match &spec.child_setup {
+            Some(setup) => setup.spawn(move || command.spawn(pts).map_err(io_error)),
+            None => command.spawn(pts).map_err(io_error),
+        }
     })?;
 
     let (reader, writer) = pty.into_split();

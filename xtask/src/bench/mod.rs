@@ -10,6 +10,7 @@ mod marker;
 mod memory;
 mod overhead;
 mod parallel;
+mod sandbox;
 mod signals;
 mod startup;
 mod table;
@@ -76,6 +77,10 @@ library there first, 0.15 to 0.3 ms an exec on this machine.
   `ralph run -n 200` went from 380–410 ms to 170–190 ms under that load
   (`perf stat --no-inherit -e task-clock`), and keeping freed memory took its page faults
   from about 2,800 to 390.
+- **Sandbox cost per iteration**: the overhead row's RALPH.md run with `-n 200 --quiet` and
+  `--sandbox` (every default: Landlock rules built once, applied in each child between fork
+  and exec, the proxy started), against `--no-sandbox`, the two taking turns; median of 5 runs
+  after one warm-up each, the difference divided by 200. A machine without Landlock skips it.
 - **Size of the release binary**: the bytes of `target/release/ralph` as built by the release
   profile (LTO, one codegen unit, symbols stripped), the file `cargo install` and the release
   archives ship.
@@ -136,6 +141,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
 
     let mut rows = Vec::new();
     rows.extend(overhead::measure(&ctx));
+    rows.extend(sandbox::measure(&ctx));
     rows.extend(startup::measure(&ctx));
     rows.extend(memory::measure(&ctx));
     rows.extend(marker::measure(&ctx));

@@ -270,6 +270,15 @@ pub(super) fn stop_requested_line(style: Style) -> String {
     )
 }
 
+/// `⛔ sandbox: denied example.com:443 (not in sandbox.network)`: a connection the sandbox's
+/// proxy refused.
+pub(super) fn sandbox_denied_line(style: Style, host: &str, port: u16) -> String {
+    style.paint(
+        "31",
+        &format!("⛔ sandbox: denied {host}:{port} (not in sandbox.network)"),
+    )
+}
+
 /// `  state review → wait · hook exit 0`: a declared state and what it did.
 pub(super) fn state_handled_line(
     style: Style,

@@ -90,7 +90,7 @@ impl Run {
         let Some((program, args)) = words.split_first() else {
             return Err(EngineError::EmptyAgent);
         };
-        let spec = ProcessSpec {
+        let mut spec = ProcessSpec {
             program: program.clone(),
             args: args.to_vec(),
             cwd: self.engine.options.cwd.clone(),
@@ -100,7 +100,9 @@ impl Run {
             timeout: self.settings.timeout,
             idle_timeout: self.settings.idle_timeout,
             kill_grace: self.engine.options.kill_grace,
+            child_setup: None,
         };
+        self.confine(&mut spec);
         // The log keeps the agent's output as it came; its header names the built-in format it
         // is in, so a reader (`ralph watch`) can show it as the terminal did.
         log.section(&match format {
@@ -176,6 +178,8 @@ impl Run {
                 let _ = std::fs::remove_file(path);
             }
         }
+        // The agent's refused connections, in its log too (`ralph logs`).
+        self.report_denials(iteration, Some(log));
         let exit = result.map_err(|source| EngineError::AgentSpawn {
             program: program.clone(),
             source,

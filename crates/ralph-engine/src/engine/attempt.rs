@@ -91,6 +91,7 @@ impl Run {
         spec.timeout = Some(self.engine.options.file.config.convergence.check_timeout);
         spec.env = self.env(iteration);
         spec.env_remove = self.env_remove();
+        self.confine(&mut spec);
         let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
         let (tail, truncated) = tail.into_text();
         let (exit_code, duration, timed_out) = match result {

@@ -39,7 +39,7 @@ impl Run {
     /// The variables of ralph's environment a child goes without: GitHub tokens the RALPH.md
     /// does not pass on (`env.pass`), as an agent's prompt may be text anyone could write.
     pub(super) fn env_remove(&self) -> Vec<String> {
-        process::withheld_env(&self.engine.options.file.config.env)
+        process::withheld_env(&self.engine.options.file.config)
     }
 
     pub(super) async fn run_command(
@@ -61,6 +61,7 @@ impl Run {
             );
             spec.env = self.env(iteration);
             spec.env_remove = self.env_remove();
+            self.confine(&mut spec);
             spec
         });
         let shown = line.as_ref().map_or(command.run.clone(), shown_command);

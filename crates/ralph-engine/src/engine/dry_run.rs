@@ -71,6 +71,8 @@ impl Run {
                 output: None,
             });
         }
+        // The commands run as they would in the run: in its sandbox.
+        self.start_sandbox()?;
         let iteration = 1;
         let mut log = IterationLog::disabled();
         let mut commands = Vec::new();

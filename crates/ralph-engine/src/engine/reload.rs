@@ -28,7 +28,11 @@ impl Run {
                         }
                         (Some(_), false) => {}
                     }
+                    // The sandbox is the run's, set at its start (and by `--sandbox`): an
+                    // edit cannot loosen it while the loop runs.
+                    let sandbox = self.engine.options.file.config.sandbox.take();
                     self.engine.options.file = parsed.file;
+                    self.engine.options.file.config.sandbox = sandbox;
                     if let Some(session) = &mut self.session {
                         session.config_hash = crate::session::config_hash(&text);
                     }

@@ -81,6 +81,7 @@ impl Run {
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
         spec.env_remove = self.env_remove();
+        self.confine(&mut spec);
         let (result, tail) = self.run_keeping_tail(iteration, &spec).await;
         let (tail, _) = tail.into_text();
         let name = &marker.name;
