@@ -185,6 +185,9 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 why,
                 ..
             } => rate_limited_line(style, *until, why, *wait_ms),
+            EventKind::AgentSwitched {
+                from, to, until, ..
+            } => agent_switched_line(style, from, to, *until),
             EventKind::AgentRetrying {
                 reason,
                 attempt,
@@ -220,6 +223,7 @@ fn kept_when_quiet(kind: &EventKind) -> bool {
         EventKind::AttemptEnded { .. }
             | EventKind::ConfigRejected { .. }
             | EventKind::RateLimited { .. }
+            | EventKind::AgentSwitched { .. }
             | EventKind::StopRequested { .. }
             | EventKind::RunEnded { .. }
             | EventKind::Task(_)
@@ -603,6 +607,20 @@ mod tests {
                     until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
                     wait_ms: Some(21_600_000),
                     why: "exit 1: You've hit your session limit · resets 3pm (UTC)".into(),
+                },
+                EventKind::AgentSwitched {
+                    iteration: 5,
+                    from: "claude -p".into(),
+                    to: "codex exec --json".into(),
+                    why: ralph_engine::SwitchReason::RateLimited,
+                    until: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600)),
+                },
+                EventKind::AgentSwitched {
+                    iteration: 9,
+                    from: "codex exec --json".into(),
+                    to: "claude -p".into(),
+                    why: ralph_engine::SwitchReason::LimitReset,
+                    until: None,
                 },
                 EventKind::WaitSkipped {
                     iteration: 4,

@@ -27,6 +27,7 @@ mod attempt;
 mod commands;
 mod dry_run;
 mod failure;
+mod fallback;
 pub(crate) mod interrupts;
 mod iteration;
 mod options;
@@ -273,6 +274,8 @@ struct Run {
     spare_files: crate::logs::SpareFiles,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
+    /// The agent and its fallbacks: which one runs, their limits and costs.
+    agents: crate::fallback::Roster,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -308,6 +311,7 @@ impl Run {
             prompt_copies: crate::logs::PromptCopies::default(),
             spare_files: crate::logs::SpareFiles::default(),
             elapsed_before: Duration::ZERO,
+            agents: crate::fallback::Roster::new(&options.file.config),
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -454,6 +458,7 @@ impl Run {
             if self.engine.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
+            self.choose_agent(iteration);
             self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
@@ -529,11 +534,11 @@ impl Run {
         let run = &self.agent_run;
         self.last_failed = run.failure.is_some();
         let agent = if let Some(until) = run.rate_limited_until {
-            let wait = until
-                .duration_since(SystemTime::now())
-                .unwrap_or_default()
-                .min(self.settings.rate_limit_max_wait);
-            AgentFacts::RateLimited(wait)
+            // With fallback agents, another may run the next iteration at once.
+            match self.agents.limited(until, SystemTime::now()) {
+                wait if wait.is_zero() => AgentFacts::Switching,
+                wait => AgentFacts::RateLimited(wait.min(self.settings.rate_limit_max_wait)),
+            }
         } else if run.failure.is_none() {
             self.failures.record_success();
             AgentFacts::Succeeded

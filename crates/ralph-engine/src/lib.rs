@@ -61,6 +61,7 @@ mod claim;
 mod convergence;
 mod engine;
 mod event;
+mod fallback;
 mod handle;
 pub mod lock;
 mod logs;
@@ -81,8 +82,8 @@ pub use engine::{
 };
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
-    JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
-    exit_status,
+    JsonLinesSink, MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitProgress,
+    WaitReason, exit_status,
 };
 pub use handle::RunHandle;
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.

@@ -21,6 +21,7 @@ use crate::{
 };
 
 mod env;
+mod fallback;
 mod notify;
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
@@ -466,6 +467,7 @@ pub(crate) fn config(
     let max_runtime =
         present(root, "max_runtime").map(|v| checker.duration(&top.key("max_runtime"), v, true));
     let env = env::env(checker, &top.key("env"), root.get("env"));
+    let fallback = fallback::fallback(checker, &top, root, agent.as_ref().map(|(line, _)| line));
 
     let notify = root
         .get("notify")
@@ -490,6 +492,7 @@ pub(crate) fn config(
         );
     }
     let (failure, rate_limit) = (failure?, rate_limit?);
+    let (fallback, fallback_after) = fallback?;
     let (pty, old_idle_timeout) = match optional(pty)? {
         Some((pty, old)) => (Some(pty), old),
         None => (None, None),
@@ -517,6 +520,8 @@ pub(crate) fn config(
         output: optional(output)?,
         failure,
         rate_limit,
+        fallback,
+        fallback_after,
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
         env: env?,
@@ -524,7 +529,8 @@ pub(crate) fn config(
     })
 }
 
-fn agent(
+/// An agent command line (`agent`, an item of `fallback`) and its words.
+pub(super) fn agent(
     checker: &mut Checker<'_>,
     path: &FieldPath,
     value: &Value,

@@ -161,6 +161,29 @@ pub(super) fn rate_limited_line(
     )
 }
 
+/// `  ⇄ agent `codex exec --json` runs: `claude -p` is rate-limited until ...`, or `... runs
+/// again: its limit has reset`: another agent (`fallback`) runs the next iteration.
+pub(super) fn agent_switched_line(
+    style: Style,
+    from: &str,
+    to: &str,
+    until: Option<std::time::SystemTime>,
+) -> String {
+    let why = match until {
+        Some(until) => format!(
+            "`{from}` is rate-limited until {}",
+            humantime::format_rfc3339_seconds(until)
+        ),
+        None => "its limit has reset".to_owned(),
+    };
+    let runs = if until.is_some() {
+        "runs"
+    } else {
+        "runs again"
+    };
+    format!("  {} `{to}` {runs}: {why}", style.paint("36", "⇄ agent"))
+}
+
 /// `  ↻ agent retrying: 529 overloaded_error (1/10) · next try in 2s`: the agent retrying a
 /// request on its own, which may keep it silent for minutes.
 pub(super) fn agent_retrying_line(

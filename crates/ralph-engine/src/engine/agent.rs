@@ -19,18 +19,20 @@ use ralph_process::pty;
 use ralph_process::{self as process, ProcessExit, ProcessSpec};
 
 impl Run {
-    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
+    /// `--max-turns N` when `max_turns` is set and the agent that runs is `claude -p`.
     pub(super) fn max_turns_args(&self) -> Vec<String> {
         let config = &self.engine.options.file.config;
-        max_turns_args(&config.agent_argv, config.max_turns)
+        max_turns_args(self.agents.argv(), config.max_turns)
     }
 
-    /// The built-in adapter for this agent, and the arguments it adds to the command line.
+    /// The built-in adapter for the agent that runs, and the arguments it adds to its command
+    /// line. `output` is the `agent`'s; a fallback agent's is chosen from its command line.
     pub(super) fn builtin_output(&self) -> adapter::OutputChoice {
         let config = &self.engine.options.file.config;
         // A PTY agent is interactive: read as text unless the file says otherwise.
         let text_on_pty = self.settings.pty.map(|_| OutputFormat::Text);
-        adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
+        let configured = config.output.filter(|_| self.agents.is_primary());
+        adapter::choose_output(self.agents.argv(), configured.or(text_on_pty))
     }
 
     pub(super) async fn run_agent(
@@ -39,7 +41,13 @@ impl Run {
         prompt: String,
         log: &mut IterationLog,
     ) -> Result<(ProcessExit, Vec<Finding>, Option<Usage>, AgentWords), EngineError> {
-        let (mut adapter, extra_args, format) = match &mut self.engine.adapter {
+        // The embedder's adapter reads its own agent line; a fallback agent gets the built-in.
+        let embedder = self
+            .engine
+            .adapter
+            .as_mut()
+            .filter(|_| self.agents.is_primary());
+        let (mut adapter, extra_args, format) = match embedder {
             Some(make) => (make(), Vec::new(), None),
             None => {
                 let choice = self.builtin_output();
@@ -58,12 +66,11 @@ impl Run {
         let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
         let mut prompt_warning = None;
-        let (mut words, uses_argv) =
-            agent_words(&self.engine.options.file.config.agent_argv, &prompt, || {
-                let (path, warning) = self.write_prompt_file(iteration, &prompt);
-                prompt_warning = warning;
-                prompt_file.insert(path).clone()
-            });
+        let (mut words, uses_argv) = agent_words(self.agents.argv(), &prompt, || {
+            let (path, warning) = self.write_prompt_file(iteration, &prompt);
+            prompt_warning = warning;
+            prompt_file.insert(path).clone()
+        });
         if let Some(warning) = prompt_warning {
             self.warn(warning);
         }

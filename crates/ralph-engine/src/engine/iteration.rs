@@ -125,6 +125,7 @@ impl Run {
         }
         if let Some(usage) = &usage {
             self.run_cost.record(usage);
+            self.agents.record(usage);
             let total = self.usage.get_or_insert_with(Usage::default);
             total.add(usage);
             total.cost_usd = self.run_cost.total();

@@ -29,6 +29,7 @@ impl Run {
                         (Some(_), false) => {}
                     }
                     self.engine.options.file = parsed.file;
+                    self.agents.reload(&self.engine.options.file.config);
                     if let Some(session) = &mut self.session {
                         session.config_hash = crate::session::config_hash(&text);
                     }
