@@ -1,0 +1,81 @@
+//! `notify` in a parallel run (issue 41, item 2): the coordinator's events (a lane's task
+//! blocked, the run's end) send messages through the same path as a single run's, each blocked
+//! task named once, and a burst of lanes blocking goes as few messages, never one per lane
+//! more than once.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::http_server::{HttpServer, Reply, Request};
+use common::parallel::TODO_AGENT;
+use common::{Project, stderr};
+use serde_json::json;
+
+fn webhook() -> (HttpServer, Arc<Mutex<Vec<Request>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let server = HttpServer::start(move |_, request| {
+        record.lock().unwrap().push(request);
+        Some(Reply::json(200, &json!({"ok": true})))
+    });
+    (server, seen)
+}
+
+#[test]
+fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
+    let (server, seen) = webhook();
+    let p = Project::new(
+        &format!(
+            "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
+             convergence: {{max_attempts: 5, backoff: 10ms, max_backoff: 10ms}}\n\
+             failure: {{delay: 10ms, max_delay: 10ms}}\ntasks:\n  markdown: TODO.md\n\
+             notify:\n  webhook: http://127.0.0.1:{}/hook\n  format: slack",
+            server.port()
+        ),
+        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), TODO_AGENT).unwrap();
+    std::fs::write(
+        dir.join("TODO.md"),
+        "- [ ] Refuse one\n- [ ] Refuse two\n- [ ] Refuse three\n- [ ] Do that\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    common::git_repo(dir);
+
+    let out = p.run(&["run", "--parallel", "4"]);
+    let said = stderr(&out);
+    assert!(!said.contains("sends no messages"), "{said}");
+    let ended = p.events_of("PARALLEL_ENDED");
+    assert_eq!(ended.len(), 1, "{said}");
+    assert_eq!(ended[0]["blocked"], 3);
+
+    let posts: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.json()["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let all = posts.join("\n\n");
+    assert_eq!(all.matches("a task is blocked: ").count(), 3, "{all}");
+    let blocked = p.events_of("TASK_BLOCKED");
+    assert_eq!(blocked.len(), 3, "{said}");
+    for event in &blocked {
+        let id = event["task_id"].as_str().unwrap();
+        assert!(all.contains(&format!("task: {id}\n")), "{id}: {all}");
+    }
+    assert_eq!(
+        all.matches("ralph: the parallel run ended: stories_blocked")
+            .count(),
+        1,
+        "{all}"
+    );
+    // The last post ends with the run's end: the blocks before it, at most one post each.
+    assert!(posts.len() <= 4, "{posts:#?}");
+    assert!(
+        posts.last().unwrap().contains("the parallel run ended"),
+        "{posts:#?}"
+    );
+}
