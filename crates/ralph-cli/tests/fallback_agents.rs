@@ -90,6 +90,7 @@ fn an_agent_limited_for_an_hour_hands_the_next_iteration_to_its_fallback_at_once
     assert_eq!(limited.len(), 1);
     // No wait for the reset: the fallback runs next (after `delay`, zero here).
     assert_eq!(limited[0]["wait_ms"], 0);
+    assert_eq!(limited[0]["fallback"], "./fallback.sh");
     assert!(p.events_of("WAIT_STARTED").is_empty());
     let switched = p.events_of("AGENT_SWITCHED");
     assert_eq!(switched.len(), 1, "{:#?}", p.events());
@@ -178,7 +179,9 @@ fn a_reset_within_fallback_after_is_waited_for_by_the_agent_itself() {
         (2, 0)
     );
     assert!(p.events_of("AGENT_SWITCHED").is_empty());
-    assert_eq!(p.events_of("RATE_LIMITED")[0]["wait_ms"], 100);
+    let limited = &p.events_of("RATE_LIMITED")[0];
+    assert_eq!(limited["wait_ms"], 100);
+    assert!(limited.get("fallback").is_none(), "{limited}");
 }
 
 #[test]
@@ -317,5 +320,35 @@ fn check_warns_of_a_fallback_agent_that_is_not_installed() {
                  more than 10m"
             ),
         "{said}"
+    );
+}
+
+#[test]
+fn the_rate_limit_message_names_the_fallback_that_runs_meanwhile() {
+    use common::http_server::{HttpServer, Reply};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&seen);
+    let server = HttpServer::start(move |_, request| {
+        record.lock().unwrap().push(request);
+        Some(Reply::json(200, &serde_json::json!({"ok": true})))
+    });
+    let p = project(
+        3600,
+        true,
+        1,
+        &format!(
+            "notify:\n  on: [rate_limited]\n  webhook: http://127.0.0.1:{}/hook\n  format: slack",
+            server.port()
+        ),
+    );
+    let out = p.run(&["run", "-n", "3"]);
+    assert_eq!(code(&out), 0, "{}", common::stderr(&out));
+    let posts = seen.lock().unwrap().clone();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    let text = posts[0].json()["text"].as_str().unwrap().to_owned();
+    assert!(
+        text.starts_with("ralph: the agent is rate-limited until ")
+            && text.contains("; `./fallback.sh` runs meanwhile"),
+        "{text}"
     );
 }

@@ -287,6 +287,8 @@ struct AgentRun {
     rate_limited_until: Option<SystemTime>,
     /// The agent's words for its rate limit (its exit and error), when it is rate-limited.
     rate_limit_words: String,
+    /// The `fallback` agent that runs the next iteration meanwhile, when one does.
+    fallback: Option<String>,
 }
 
 impl Run {
@@ -531,12 +533,16 @@ impl Run {
     /// `failure.max_consecutive`), a run that did not fail ends the failure streak. An ending the
     /// iteration reached stands.
     fn after_agent(&mut self, next: Next) -> Next {
-        let run = &self.agent_run;
+        let run = &mut self.agent_run;
         self.last_failed = run.failure.is_some();
         let agent = if let Some(until) = run.rate_limited_until {
             // With fallback agents, another may run the next iteration at once.
-            match self.agents.limited(until, SystemTime::now()) {
-                wait if wait.is_zero() => AgentFacts::Switching,
+            let now = SystemTime::now();
+            match self.agents.limited(until, now) {
+                wait if wait.is_zero() => {
+                    run.fallback = self.agents.next_other(now).map(str::to_owned);
+                    AgentFacts::Switching
+                }
                 wait => AgentFacts::RateLimited(wait.min(self.settings.rate_limit_max_wait)),
             }
         } else if run.failure.is_none() {
@@ -563,6 +569,7 @@ impl Run {
                 until,
                 wait_ms: wait,
                 why: run.rate_limit_words,
+                fallback: run.fallback,
             });
         } else if let Some(failure) = run.failure {
             self.emit(EventKind::IterationFailed {

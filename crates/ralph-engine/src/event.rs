@@ -222,6 +222,10 @@ pub enum EventKind {
         /// resets 9:59pm (UTC)`); empty in events from before ralph 0.4.
         #[serde(default)]
         why: String,
+        /// The command line of the `fallback` agent that runs the next iteration meanwhile
+        /// (`AGENT_SWITCHED` follows); absent when the loop waits for the reset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback: Option<String>,
     },
     /// Another agent runs the next iteration (`fallback`): the one that ran is rate-limited
     /// with a reset further than `fallback_after` away, or an agent earlier in the list
@@ -232,10 +236,13 @@ pub enum EventKind {
         #[serde(default)]
         iteration: u64,
         /// The command line of the agent that ran until now, as written.
+        #[serde(default)]
         from: String,
         /// The command line of the agent that runs now.
+        #[serde(default)]
         to: String,
         /// Why.
+        #[serde(default)]
         why: SwitchReason,
         /// When `from`'s rate limit resets (RFC 3339 UTC), when `from` is limited.
         #[serde(default, skip_serializing_if = "Option::is_none", with = "optional_ts")]
@@ -575,7 +582,7 @@ pub struct IdleSummary {
 
 /// Why another agent runs ([`EventKind::AgentSwitched`]).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SwitchReason {
@@ -584,7 +591,8 @@ pub enum SwitchReason {
     RateLimited,
     /// The rate limit of an agent earlier in the list has reset: it runs again.
     LimitReset,
-    /// Read back: a reason a later version writes.
+    /// Read back: a reason a later version writes, or none.
+    #[default]
     #[serde(other)]
     #[cfg_attr(feature = "schema", schemars(skip))]
     Other,
@@ -864,6 +872,7 @@ mod tests {
                 until: humantime::parse_rfc3339("2026-11-23T14:00:00.500Z").unwrap(),
                 wait_ms: Some(1000),
                 why: "exit 1: You've hit your session limit · resets 2pm (UTC)".into(),
+                fallback: Some("codex exec --json".into()),
             },
             EventKind::AgentSwitched {
                 iteration: 3,

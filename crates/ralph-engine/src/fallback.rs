@@ -102,20 +102,7 @@ impl Roster {
     /// limited; when every one is, the one whose limit resets first. Returns the switch when
     /// it is another agent than the last one.
     pub(crate) fn choose(&mut self, now: SystemTime) -> Option<Switch> {
-        let limit = |s: &Slot| s.limited_until.filter(|until| *until > now);
-        let free = |s: &Slot| limit(s).is_none();
-        let current = &self.slots[self.current];
-        let waited_for = limit(current).is_none_or(|until| {
-            until.duration_since(now).unwrap_or_default() <= self.fallback_after
-        });
-        let next = match self.slots.iter().position(free) {
-            Some(earlier) if earlier < self.current => earlier,
-            _ if waited_for => self.current,
-            Some(first) => first,
-            None => (0..self.slots.len())
-                .min_by_key(|&i| self.slots[i].limited_until)
-                .unwrap_or(self.current),
-        };
+        let next = self.pick(now);
         if next == self.current {
             return None;
         }
@@ -132,6 +119,31 @@ impl Roster {
         };
         self.current = next;
         Some(switch)
+    }
+
+    /// The command line of the agent [`choose`](Self::choose) would pick at `now`, when it is
+    /// another than the last one.
+    pub(crate) fn next_other(&self, now: SystemTime) -> Option<&str> {
+        let next = self.pick(now);
+        (next != self.current).then(|| self.slots[next].line.as_str())
+    }
+
+    /// The index of the agent [`choose`](Self::choose) picks at `now`.
+    fn pick(&self, now: SystemTime) -> usize {
+        let limit = |s: &Slot| s.limited_until.filter(|until| *until > now);
+        let free = |s: &Slot| limit(s).is_none();
+        let current = &self.slots[self.current];
+        let waited_for = limit(current).is_none_or(|until| {
+            until.duration_since(now).unwrap_or_default() <= self.fallback_after
+        });
+        match self.slots.iter().position(free) {
+            Some(earlier) if earlier < self.current => earlier,
+            _ if waited_for => self.current,
+            Some(first) => first,
+            None => (0..self.slots.len())
+                .min_by_key(|&i| self.slots[i].limited_until)
+                .unwrap_or(self.current),
+        }
     }
 
     /// The agent that ran is rate-limited until `until`: the wait before the next iteration,
@@ -261,6 +273,7 @@ mod tests {
         let mut r = roster(&["codex exec", "gemini"]);
         let reset = now() + HOUR;
         assert_eq!(r.limited(reset, now()), Duration::ZERO);
+        assert_eq!(r.next_other(now()), Some("codex exec"));
         let away = r.choose(now()).unwrap();
         assert_eq!(
             away,

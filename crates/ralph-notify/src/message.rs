@@ -188,9 +188,14 @@ impl RunFacts {
             "RATE_LIMITED" => {
                 let until = text(&event["until"]);
                 let why = text(&event["why"]);
-                let words = match event["wait_ms"].as_u64() {
-                    Some(_) => format!("the agent is rate-limited until {until}; the loop waits"),
-                    None => format!("the agent is rate-limited until {until}; the loop ends"),
+                let words = match (event["wait_ms"].as_u64(), event["fallback"].as_str()) {
+                    (Some(_), Some(fallback)) => format!(
+                        "the agent is rate-limited until {until}; `{fallback}` runs meanwhile"
+                    ),
+                    (Some(_), None) => {
+                        format!("the agent is rate-limited until {until}; the loop waits")
+                    }
+                    (None, _) => format!("the agent is rate-limited until {until}; the loop ends"),
                 };
                 let words = match why.is_empty() {
                     true => words,

@@ -148,13 +148,18 @@ pub(super) fn rate_limited_line(
     until: std::time::SystemTime,
     why: &str,
     wait_ms: Option<u64>,
+    fallback: Option<&str>,
 ) -> String {
     let until = humantime::format_rfc3339_seconds(until);
     let why = match why {
         "" => String::new(),
         why => format!(" ({why})"),
     };
-    let next = wait_ms.map(|ms| next_run_in(style, ms)).unwrap_or_default();
+    let next = match (fallback, wait_ms) {
+        // The switch's own line follows.
+        (Some(_), Some(_)) => String::new(),
+        _ => wait_ms.map(|ms| next_run_in(style, ms)).unwrap_or_default(),
+    };
     format!(
         "  {} until {until}{why}{next}",
         style.paint("33", "rate-limited")

@@ -294,6 +294,7 @@ impl Run {
                     failure: None,
                     rate_limited_until: Some(until),
                     rate_limit_words: failure,
+                    fallback: None,
                 },
                 // No reset time to wait for, or one already past (the agent still refused after
                 // the reset it gave, or gave one late): back off as for a failure.
