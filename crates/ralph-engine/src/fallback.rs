@@ -327,6 +327,35 @@ mod tests {
     }
 
     #[test]
+    fn an_edited_list_keeps_each_agents_limit_and_the_agent_that_runs() {
+        let mut r = roster(&["codex exec"]);
+        r.limited(now() + HOUR, now());
+        r.choose(now());
+        // The file now lists gemini first: codex still runs, the agent is still limited.
+        let edited = ralph_frontmatter::parse(
+            "RALPH.md",
+            "---\nagent: claude -p\nfallback: [gemini, codex exec]\n---\n",
+        )
+        .unwrap()
+        .file
+        .config;
+        r.reload(&edited);
+        assert_eq!(r.argv(), ["codex", "exec"]);
+        assert_eq!(r.records()[0].limited_until, Some(now() + HOUR));
+        // Its limit passed, the agent runs again.
+        assert_eq!(r.choose(now() + HOUR).unwrap().to, "claude -p");
+        // A fallback removed from the file while it ran: the agent runs next.
+        r.limited(now() + 2 * HOUR, now());
+        r.choose(now());
+        let gone = ralph_frontmatter::parse("RALPH.md", "---\nagent: claude -p\n---\n")
+            .unwrap()
+            .file
+            .config;
+        r.reload(&gone);
+        assert!(r.is_primary() && !r.has_fallbacks());
+    }
+
+    #[test]
     fn costs_are_kept_per_agent_and_limits_come_back_on_resume_by_command_line() {
         let mut r = roster(&["codex exec"]);
         let mut usage = Usage::default();
