@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use common::http_server::{HttpServer, Reply, Request};
 use common::parallel::TODO_AGENT;
@@ -22,9 +23,9 @@ fn webhook() -> (HttpServer, Arc<Mutex<Vec<Request>>>) {
     (server, seen)
 }
 
-#[test]
-fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
-    let (server, seen) = webhook();
+/// A repository taking its tasks from TODO.md (`todo`), `agent` as the agent (sh), and a
+/// `notify` block posting in Slack's format to `server`.
+fn todo_repo(server: &HttpServer, agent: &str, todo: &str) -> Project {
     let p = Project::new(
         &format!(
             "agent: sh agent.sh\ndone_when:\n  - 'ls *.done >/dev/null 2>&1'\n\
@@ -33,17 +34,32 @@ fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
              notify:\n  webhook: http://127.0.0.1:{}/hook\n  format: slack",
             server.port()
         ),
-        "ID={{ task.id }}\nTITLE={{ task.title }}\n",
+        "ID={{ task.id }}\nTITLE={{ task.title }}\nANSWER={{ task.answer }}\n",
     );
     let dir = p.path();
-    std::fs::write(dir.join("agent.sh"), TODO_AGENT).unwrap();
-    std::fs::write(
-        dir.join("TODO.md"),
-        "- [ ] Refuse one\n- [ ] Refuse two\n- [ ] Refuse three\n- [ ] Do that\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("agent.sh"), agent).unwrap();
+    std::fs::write(dir.join("TODO.md"), todo).unwrap();
     std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
     common::git_repo(dir);
+    p
+}
+
+fn texts(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<String> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.json()["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
+    let (server, seen) = webhook();
+    let p = todo_repo(
+        &server,
+        TODO_AGENT,
+        "- [ ] Refuse one\n- [ ] Refuse two\n- [ ] Refuse three\n- [ ] Do that\n",
+    );
 
     let out = p.run(&["run", "--parallel", "4"]);
     let said = stderr(&out);
@@ -52,12 +68,7 @@ fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
     assert_eq!(ended.len(), 1, "{said}");
     assert_eq!(ended[0]["blocked"], 3);
 
-    let posts: Vec<String> = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.json()["text"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let posts = texts(&seen);
     let all = posts.join("\n\n");
     assert_eq!(all.matches("a task is blocked: ").count(), 3, "{all}");
     let blocked = p.events_of("TASK_BLOCKED");
@@ -77,5 +88,56 @@ fn lanes_that_block_and_the_end_of_a_parallel_run_are_notified() {
     assert!(
         posts.last().unwrap().contains("the parallel run ended"),
         "{posts:#?}"
+    );
+}
+
+/// "Ask …" asks which framework until its prompt has an answer; any other task is done.
+const ASKING_AGENT: &str = r#"prompt=$(cat)
+id=$(printf '%s\n' "$prompt" | sed -n 's/^ID=//p')
+title=$(printf '%s\n' "$prompt" | sed -n 's/^TITLE=//p')
+answer=$(printf '%s\n' "$prompt" | sed -n 's/^ANSWER=//p')
+case "$title" in
+Ask*)
+    case "$answer" in
+    "" | "{{"*) echo '<!-- ralph:state ask question="Which framework?" -->' ;;
+    *) echo "$answer" > "$id.done" ;;
+    esac
+    ;;
+*) echo "work of $title" > "$id.done" ;;
+esac
+"#;
+
+#[test]
+fn a_lane_that_asks_a_person_is_notified_with_the_question_and_where_to_answer() {
+    let (server, seen) = webhook();
+    let p = todo_repo(
+        &server,
+        ASKING_AGENT,
+        "- [ ] Add the cart\n- [ ] Ask about the framework\n",
+    );
+    let mut child = p.spawn(&["run", "--parallel", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !texts(&seen).iter().any(|t| t.contains("the agent asks")) {
+        assert!(
+            Instant::now() < deadline,
+            "no question told within 60s: {:#?}",
+            p.events()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The lane waits for the answer: stop the run (Ctrl+C twice).
+    common::send_signal(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(200));
+    common::send_signal(child.id(), libc::SIGINT);
+    let _ = child.wait();
+    let all = texts(&seen).join("\n\n");
+    assert_eq!(all.matches("the agent asks").count(), 1, "{all}");
+    let asked = &p.events_of("LANE_ASKED")[0];
+    let id = asked["task_id"].as_str().unwrap();
+    assert!(
+        all.contains("ralph: the agent asks: \"Which framework?\"\nfolder: ")
+            && all.contains(&format!("task: {id}\n"))
+            && all.contains("answer it at TODO.md:3; the lane goes on by itself once answered"),
+        "{all}"
     );
 }
