@@ -141,3 +141,49 @@ fn a_lane_that_asks_a_person_is_notified_with_the_question_and_where_to_answer()
         "{all}"
     );
 }
+
+/// Stops `child` as a person would: Ctrl+C twice.
+fn stop(child: &mut std::process::Child) {
+    common::send_signal(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(200));
+    common::send_signal(child.id(), libc::SIGINT);
+    let _ = child.wait();
+}
+
+fn wait_until(what: &str, p: &Project, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} within 60s: {:#?}",
+            p.events()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_resumed_parallel_run_does_not_tell_the_same_question_again() {
+    let (server, seen) = webhook();
+    let p = todo_repo(&server, ASKING_AGENT, "- [ ] Ask about the framework\n");
+    let mut child = p.spawn(&["run", "--parallel", "1"]);
+    wait_until("the question told", &p, || {
+        texts(&seen).iter().any(|t| t.contains("the agent asks"))
+    });
+    stop(&mut child);
+
+    let mut child = p.spawn(&["run", "--resume"]);
+    // The events file is the resumed run's once it says it resumes.
+    wait_until("the resumed lane to ask again", &p, || {
+        let events = p.events();
+        events
+            .iter()
+            .any(|e| e["type"] == "PARALLEL_STARTED" && e["resumed"] == true)
+            && events.iter().any(|e| e["type"] == "LANE_ASKED")
+    });
+    // A second for the notifier's flush, had it anything to send.
+    std::thread::sleep(Duration::from_millis(1500));
+    stop(&mut child);
+    let all = texts(&seen).join("\n\n");
+    assert_eq!(all.matches("the agent asks").count(), 1, "{all}");
+}
