@@ -192,6 +192,17 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
             human_duration(c.rate_limit.max_wait)
         ),
     );
+    if !c.fallback.is_empty() {
+        let lines: Vec<String> = c.fallback.iter().map(|f| format!("`{}`", f.line)).collect();
+        row(
+            "fallback",
+            format!(
+                "{} while the agent is limited for more than {}",
+                lines.join(", then "),
+                human_duration(c.fallback_after)
+            ),
+        );
+    }
     row(
         "max_cost",
         c.max_cost

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use ralph_engine::frontmatter::NotifyConfig;
-use ralph_notify::{Delivery, Failures, Message, NotifySink, Place, Targets};
+use ralph_notify::{Delivery, Failures, LaneNotifier, Message, NotifySink, Place, Targets};
+use ralph_parallel::{Board, ParallelEvent, ParallelSink};
 
 use crate::error::CliError;
 use crate::ralph_file::{self, Loaded};
@@ -44,6 +45,43 @@ pub(crate) fn sink(
         run_folder,
     );
     Ok(Some((sink, failures)))
+}
+
+/// A parallel run's coordinator events, as messages: what a second brings goes as one.
+pub(crate) struct LaneMessages(LaneNotifier);
+
+impl ParallelSink for LaneMessages {
+    fn event(&mut self, event: &ParallelEvent, _board: &Board) {
+        if let Ok(value) = serde_json::to_value(event) {
+            self.0.event(&value);
+        }
+    }
+
+    fn tick(&mut self, _board: &Board) {
+        self.0.flush();
+    }
+}
+
+/// `ralph run --parallel`'s sink for the file's `notify`, keeping what it sent in
+/// `run_folder`, and the handle on its failures. `None` without `notify`.
+pub(crate) fn lane_sink(
+    config: Option<&NotifyConfig>,
+    file: &str,
+    cwd: &Path,
+    ralph_file: &Path,
+    run_folder: &Path,
+) -> Result<Option<(LaneMessages, Failures)>, CliError> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    let delivery = Delivery::start(targets(config, file)?);
+    let failures = delivery.failures();
+    // Made here: the coordinator makes the run's folder as lanes start.
+    let folder = std::fs::create_dir_all(run_folder)
+        .ok()
+        .map(|()| run_folder);
+    let notifier = LaneNotifier::new(config.on.clone(), place(cwd, ralph_file), delivery, folder);
+    Ok(Some((LaneMessages(notifier), failures)))
 }
 
 /// `ralph notify --test`: one test message to every target, each one's outcome on its own line

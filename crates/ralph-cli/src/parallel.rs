@@ -111,6 +111,18 @@ pub(crate) fn run(
         };
         sinks.push(Box::new(LaneLines::new(out, terminal, width, words)));
     }
+    // A `${VAR}` not set is an error before the run starts.
+    let notify = crate::notify_cmd::lane_sink(
+        parallel.engine.file.config.notify.as_ref(),
+        &parallel.engine.ralph_file.display().to_string(),
+        &parallel.engine.cwd,
+        &args.path,
+        &parallel.log_root.join(&parallel.run_id),
+    )?;
+    let notify_failures = notify.map(|(sink, failures)| {
+        sinks.push(Box::new(sink));
+        failures
+    });
     let (interrupt_tx, interrupts, signal_warnings) = waits.into_signals();
     runtime.block_on(async move {
         for warning in signal_warnings {
@@ -119,6 +131,10 @@ pub(crate) fn run(
         let outcome = ralph_parallel::run(parallel, sinks, interrupts)
             .await
             .map_err(|err| way_on(err, &args.path))?;
+        // The last messages were sent as the run ended, with its sinks.
+        if let Some(failure) = notify_failures.and_then(|f| f.take()) {
+            tracing::warn!("{failure}");
+        }
         drop(interrupt_tx);
         drop(claim);
         if outcome.resumable && !args.quiet {

@@ -183,8 +183,12 @@ impl<W: Write + Send> TerminalRenderer<W> {
                 until,
                 wait_ms,
                 why,
+                fallback,
                 ..
-            } => rate_limited_line(style, *until, why, *wait_ms),
+            } => rate_limited_line(style, *until, why, *wait_ms, fallback.as_deref()),
+            EventKind::AgentSwitched {
+                from, to, until, ..
+            } => agent_switched_line(style, from, to, *until),
             EventKind::AgentRetrying {
                 reason,
                 attempt,
@@ -221,6 +225,7 @@ fn kept_when_quiet(kind: &EventKind) -> bool {
         EventKind::AttemptEnded { .. }
             | EventKind::ConfigRejected { .. }
             | EventKind::RateLimited { .. }
+            | EventKind::AgentSwitched { .. }
             | EventKind::StopRequested { .. }
             | EventKind::SandboxDenied { .. }
             | EventKind::RunEnded { .. }
@@ -605,6 +610,28 @@ mod tests {
                     until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
                     wait_ms: Some(21_600_000),
                     why: "exit 1: You've hit your session limit · resets 3pm (UTC)".into(),
+                    fallback: None,
+                },
+                EventKind::RateLimited {
+                    iteration: 4,
+                    until: SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600),
+                    wait_ms: Some(0),
+                    why: "exit 1: You've hit your session limit · resets 3pm (UTC)".into(),
+                    fallback: Some("codex exec --json".into()),
+                },
+                EventKind::AgentSwitched {
+                    iteration: 5,
+                    from: "claude -p".into(),
+                    to: "codex exec --json".into(),
+                    why: ralph_engine::SwitchReason::RateLimited,
+                    until: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_755_615_600)),
+                },
+                EventKind::AgentSwitched {
+                    iteration: 9,
+                    from: "codex exec --json".into(),
+                    to: "claude -p".into(),
+                    why: ralph_engine::SwitchReason::LimitReset,
+                    until: None,
                 },
                 EventKind::WaitSkipped {
                     iteration: 4,
@@ -919,6 +946,7 @@ mod tests {
                 until: SystemTime::UNIX_EPOCH,
                 wait_ms: None,
                 why: String::new(),
+                fallback: None,
             },
             EventKind::StopRequested { iteration: 2 },
             story(ralph_escalation::StoryEvent::StoryPassed {

@@ -230,6 +230,7 @@ pub(crate) fn render(
     header(&mut html, run, stories, words);
     timeline(&mut html, run, stories);
     spending(&mut html, run);
+    agents(&mut html, run);
     checks(&mut html, run, stories, words);
     iterations(&mut html, run, stories, tails, words);
     html.push_str("</body></html>\n");
@@ -425,6 +426,35 @@ fn spending(html: &mut String, run: &RunRecord) {
             .collect();
         chart(html, "tokens", run, &tokens, |v| format!("{v:.0}"));
     }
+}
+
+/// With fallback agents, a table of the agents that ran: iterations, cost, last rate limit.
+fn agents(html: &mut String, run: &RunRecord) {
+    if run.agents.is_empty() {
+        return;
+    }
+    html.push_str(
+        "<h2>Agents</h2><table id=\"agents\"><tr><th>agent</th><th>iterations</th>\
+         <th>cost</th><th>rate-limited until</th></tr>",
+    );
+    for agent in &run.agents {
+        let _ = write!(
+            html,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&agent.agent),
+            agent.iterations,
+            agent
+                .cost_usd
+                .map(|c| format!("${c:.2}"))
+                .unwrap_or_default(),
+            agent
+                .limited_until
+                .as_deref()
+                .map(escape)
+                .unwrap_or_default(),
+        );
+    }
+    html.push_str("</table>\n");
 }
 
 /// What each iteration added to the run's cost (`None` where its agent reported none): the

@@ -55,11 +55,6 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
     };
     if let Some(n) = parallel {
         options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
-        if options.file.config.notify.is_some() {
-            options.warnings.push(
-                "notify: a parallel run sends no messages (only a single run does)".to_owned(),
-            );
-        }
         return crate::parallel::run(options, &args, n, log_root);
     }
     let resuming = crate::resume::prepare(&mut options, &args)?;

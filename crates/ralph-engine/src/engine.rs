@@ -28,6 +28,7 @@ mod attempt;
 mod commands;
 mod dry_run;
 mod failure;
+mod fallback;
 mod hold;
 pub(crate) mod interrupts;
 mod iteration;
@@ -384,6 +385,8 @@ struct Run {
     spare_files: crate::logs::SpareFiles,
     /// Run time before this process took the run up (`--resume`).
     elapsed_before: Duration,
+    /// The agent and its fallbacks: which one runs, their limits and costs.
+    agents: crate::fallback::Roster,
 }
 
 /// How an agent run went, as far as failing and rate limits go.
@@ -395,6 +398,8 @@ struct AgentRun {
     rate_limited_until: Option<SystemTime>,
     /// The agent's words for its rate limit (its exit and error), when it is rate-limited.
     rate_limit_words: String,
+    /// The `fallback` agent that runs the next iteration meanwhile, when one does.
+    fallback: Option<String>,
 }
 
 impl Run {
@@ -421,6 +426,7 @@ impl Run {
             prompt_copies: crate::logs::PromptCopies::default(),
             spare_files: crate::logs::SpareFiles::default(),
             elapsed_before: Duration::ZERO,
+            agents: crate::fallback::Roster::new(&options.file.config),
             started: Instant::now(),
             interrupts: Interrupts::default(),
             iterations: 0,
@@ -590,6 +596,7 @@ impl Run {
             if self.engine.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
+            self.choose_agent(iteration);
             self.save_session(true, None);
             let before = self.containment.iteration_started();
             let decision = self.iteration(iteration).await;
@@ -663,14 +670,18 @@ impl Run {
     /// `failure.max_consecutive`), a run that did not fail ends the failure streak. An ending the
     /// iteration reached stands.
     fn after_agent(&mut self, next: Next) -> Next {
-        let run = &self.agent_run;
+        let run = &mut self.agent_run;
         self.last_failed = run.failure.is_some();
         let agent = if let Some(until) = run.rate_limited_until {
-            let wait = until
-                .duration_since(SystemTime::now())
-                .unwrap_or_default()
-                .min(self.settings.rate_limit_max_wait);
-            AgentFacts::RateLimited(wait)
+            // With fallback agents, another may run the next iteration at once.
+            let now = SystemTime::now();
+            match self.agents.limited(until, now) {
+                wait if wait.is_zero() => {
+                    run.fallback = self.agents.next_other(now).map(str::to_owned);
+                    AgentFacts::Switching
+                }
+                wait => AgentFacts::RateLimited(wait.min(self.settings.rate_limit_max_wait)),
+            }
         } else if run.failure.is_none() {
             self.failures.record_success();
             AgentFacts::Succeeded
@@ -698,6 +709,7 @@ impl Run {
                 until,
                 wait_ms: wait,
                 why: run.rate_limit_words,
+                fallback: run.fallback,
             });
         } else if let Some(failure) = run.failure {
             self.emit(EventKind::IterationFailed {

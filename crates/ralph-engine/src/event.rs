@@ -47,6 +47,31 @@ fn deserialize_ts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, 
     })
 }
 
+/// An optional time, written as [`serialize_ts`] writes one.
+mod optional_ts {
+    use std::time::SystemTime;
+
+    use serde::Deserialize;
+
+    pub(super) fn serialize<S: serde::Serializer>(
+        ts: &Option<SystemTime>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match ts {
+            Some(ts) => super::serialize_ts(ts, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<SystemTime>, D::Error> {
+        #[derive(Deserialize)]
+        struct Ts(#[serde(deserialize_with = "super::deserialize_ts")] SystemTime);
+        Ok(Option::<Ts>::deserialize(d)?.map(|Ts(ts)| ts))
+    }
+}
+
 /// The format's version a `RUN_STARTED` without `events_version` was written in.
 fn first_events_version() -> u32 {
     1
@@ -197,6 +222,32 @@ pub enum EventKind {
         /// resets 9:59pm (UTC)`); empty in events from before ralph 0.4.
         #[serde(default)]
         why: String,
+        /// The command line of the `fallback` agent that runs the next iteration meanwhile
+        /// (`AGENT_SWITCHED` follows); absent when the loop waits for the reset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback: Option<String>,
+    },
+    /// Another agent runs the next iteration (`fallback`): the one that ran is rate-limited
+    /// with a reset further than `fallback_after` away, or an agent earlier in the list
+    /// (`agent` first) is no longer limited. The prompt is the same; nothing of the other
+    /// agent's session goes along.
+    AgentSwitched {
+        /// The iteration the agent `to` runs.
+        #[serde(default)]
+        iteration: u64,
+        /// The command line of the agent that ran until now, as written.
+        #[serde(default)]
+        from: String,
+        /// The command line of the agent that runs now.
+        #[serde(default)]
+        to: String,
+        /// Why.
+        #[serde(default)]
+        why: SwitchReason,
+        /// When `from`'s rate limit resets (RFC 3339 UTC), when `from` is limited.
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "optional_ts")]
+        #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
+        until: Option<SystemTime>,
     },
     /// The agent is retrying a request on its own (Claude Code's `api_retry`, Codex's
     /// `Reconnecting... 1/5`): it may stay silent for minutes meanwhile. Not a failure.
@@ -383,7 +434,7 @@ pub enum EventKind {
 }
 
 /// Every `type` the engine writes itself: a plug's event may take none of them.
-const ENGINE_EVENT_TYPES: [&str; 19] = [
+const ENGINE_EVENT_TYPES: [&str; 20] = [
     "RUN_STARTED",
     "RUN_RESUMED",
     "ITERATION_STARTED",
@@ -402,6 +453,7 @@ const ENGINE_EVENT_TYPES: [&str; 19] = [
     "STOP_REQUESTED",
     "WARNING",
     "SANDBOX_DENIED",
+    "AGENT_SWITCHED",
     "RUN_ENDED",
 ];
 
@@ -427,6 +479,7 @@ impl EventKind {
             EventKind::StopRequested { .. } => "STOP_REQUESTED",
             EventKind::Warning { .. } => "WARNING",
             EventKind::SandboxDenied { .. } => "SANDBOX_DENIED",
+            EventKind::AgentSwitched { .. } => "AGENT_SWITCHED",
             EventKind::RunEnded { .. } => "RUN_ENDED",
             EventKind::Task(event) => event.type_name(),
         }
@@ -613,6 +666,35 @@ pub struct IdleSummary {
     pub max_delay_ms: u64,
     /// Cumulative idle limit.
     pub max_ms: Option<u64>,
+}
+
+/// Why another agent runs ([`EventKind::AgentSwitched`]).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SwitchReason {
+    /// The agent that ran is rate-limited with a reset further than `fallback_after` away (or
+    /// every agent is, and this one's reset comes first).
+    RateLimited,
+    /// The rate limit of an agent earlier in the list has reset: it runs again.
+    LimitReset,
+    /// Read back: a reason a later version writes, or none.
+    #[default]
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Other,
+}
+
+impl SwitchReason {
+    /// The reason as written in events: `rate_limited`, `limit_reset`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwitchReason::RateLimited => "rate_limited",
+            SwitchReason::LimitReset => "limit_reset",
+            SwitchReason::Other => "other",
+        }
+    }
 }
 
 /// Why the loop waits.
@@ -878,6 +960,21 @@ mod tests {
                 until: humantime::parse_rfc3339("2026-11-23T14:00:00.500Z").unwrap(),
                 wait_ms: Some(1000),
                 why: "exit 1: You've hit your session limit · resets 2pm (UTC)".into(),
+                fallback: Some("codex exec --json".into()),
+            },
+            EventKind::AgentSwitched {
+                iteration: 3,
+                from: "claude -p".into(),
+                to: "codex exec --json".into(),
+                why: SwitchReason::RateLimited,
+                until: Some(humantime::parse_rfc3339("2026-11-23T14:00:00.500Z").unwrap()),
+            },
+            EventKind::AgentSwitched {
+                iteration: 5,
+                from: "codex exec --json".into(),
+                to: "claude -p".into(),
+                why: SwitchReason::LimitReset,
+                until: None,
             },
             EventKind::AgentRetrying {
                 iteration: 2,
@@ -1002,7 +1099,7 @@ mod tests {
         }
         types.sort();
         types.dedup();
-        assert_eq!(types.len(), 20, "one of each kind: {types:?}");
+        assert_eq!(types.len(), 21, "one of each kind: {types:?}");
     }
 
     #[test]

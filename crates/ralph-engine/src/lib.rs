@@ -61,6 +61,7 @@ mod claim;
 mod convergence;
 mod engine;
 mod event;
+mod fallback;
 mod handle;
 mod hold;
 pub mod lock;
@@ -82,8 +83,8 @@ pub use engine::{
 };
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
-    JsonLinesSink, MarkerRecord, Outcome, Stream, Termination, WaitProgress, WaitReason,
-    exit_status,
+    JsonLinesSink, MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitProgress,
+    WaitReason, exit_status,
 };
 pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};

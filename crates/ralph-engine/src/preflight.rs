@@ -77,6 +77,15 @@ pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<Co
         ));
     }
 
+    for (index, fallback) in config.fallback.iter().enumerate() {
+        if let Some(problem) = missing_agent(&fallback.argv, cwd) {
+            warnings.push(at(
+                format!("fallback[{index}]"),
+                format!("{problem}; it would fail to start whenever the agent is rate-limited"),
+            ));
+        }
+    }
+
     // `./` commands run from the RALPH.md's folder.
     let ralph_dir = Path::new(shown).parent().unwrap_or(Path::new(""));
     for (index, command) in config.commands.iter().enumerate() {

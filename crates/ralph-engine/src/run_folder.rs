@@ -22,6 +22,10 @@ use crate::lock::{FOLDER_LOCK, LockHolder};
 use crate::task::TaskEvent;
 use ralph_agents::RunCost;
 
+mod agents;
+
+pub use agents::AgentUse;
+
 /// Where a loop's runs are kept, relative to its folder.
 pub const RUNS_DIR: &str = ".ralph/runs";
 
@@ -406,6 +410,10 @@ pub struct RunRecord {
     pub cost_usd: Option<f64>,
     /// Total tokens of the iterations whose agent reported them.
     pub tokens: Option<u64>,
+    /// With fallback agents, each agent that ran: its iterations, cost and last rate limit;
+    /// empty when one agent ran every iteration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentUse>,
 }
 
 fn ms_between(from: Option<SystemTime>, to: Option<SystemTime>) -> u64 {
@@ -440,11 +448,14 @@ impl RunRecord {
             task_summary: Map::new(),
             cost_usd: None,
             tokens: None,
+            agents: Vec::new(),
         };
+        let mut agents = agents::AgentTally::default();
         let mut ended = false;
         let mut cost = RunCost::default();
         let mut ended_cost = None;
         for event in events {
+            agents.event(event);
             let at = Some(event.ts);
             last = at;
             let current = run.iterations.last_mut();
@@ -632,6 +643,7 @@ impl RunRecord {
         run.cost_usd = ended_cost.or_else(|| cost.total());
         let tokens: Vec<u64> = run.iterations.iter().filter_map(|i| i.tokens).collect();
         run.tokens = (!tokens.is_empty()).then(|| tokens.iter().sum());
+        run.agents = agents.finish();
         run
     }
 

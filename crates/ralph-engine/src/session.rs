@@ -16,6 +16,7 @@ use ralph_agents::SessionTokens;
 use serde::{Deserialize, Serialize};
 
 use crate::event::WaitReason;
+pub use crate::fallback::AgentRecord;
 use crate::outcome::EndReason;
 
 /// The session file's name inside the run's log folder.
@@ -89,6 +90,10 @@ pub struct Session {
     /// run after a resume that goes on with it counts only what it added.
     #[serde(default, skip_serializing_if = "SessionTokens::is_empty")]
     pub agent_session_tokens: SessionTokens,
+    /// With `fallback`: the agent and each fallback agent, in order, with its rate limit
+    /// and cost, so a resumed run knows which are limited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRecord>,
     /// Failed agent runs in a row (the failure streak).
     pub consecutive_failures: u64,
     /// The last agent run failed.
@@ -297,6 +302,7 @@ impl Session {
             cached_input_tokens: None,
             reasoning_tokens: None,
             agent_session_tokens: SessionTokens::default(),
+            agents: Vec::new(),
             consecutive_failures: 0,
             last_failed: false,
             consecutive_idle: 0,

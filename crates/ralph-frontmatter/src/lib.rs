@@ -127,6 +127,11 @@ pub struct Config {
     pub failure: FailurePolicy,
     /// Waits for an agent's rate limit to reset.
     pub rate_limit: RateLimitConfig,
+    /// Agents run in the agent's place while it is rate-limited (`fallback`), in order.
+    pub fallback: Vec<AgentLine>,
+    /// How far away a rate limit's reset must be for a fallback agent to run meanwhile
+    /// (`fallback_after`); a nearer one is waited for.
+    pub fallback_after: Duration,
     /// Start no iteration once the agents' reported cost reached this many US dollars.
     pub max_cost: Option<f64>,
     /// Start no iteration or wait once the run has lasted this long.
@@ -167,6 +172,15 @@ fn has_userinfo(url: &str) -> bool {
     rest.split(['/', '?', '#'])
         .next()
         .is_some_and(|authority| authority.contains('@'))
+}
+
+/// An agent command line: as written, and split into words like a shell would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentLine {
+    /// The command line as written.
+    pub line: String,
+    /// Its words (no shell runs it).
+    pub argv: Vec<String>,
 }
 
 /// The `rate_limit` block.

@@ -671,6 +671,23 @@ pub const FIELDS: &[Field] = &[
         "Waits for an agent's rate limit to reset; always on.",
     ),
     optional(
+        "fallback",
+        Kind::List {
+            item: &Kind::String,
+            unique: true,
+        },
+        Some(DefaultValue::EmptyList),
+        "Agents run in the agent's place, the first one not rate-limited, while the agent is \
+         rate-limited with a reset further than `fallback_after` away; each a command line.",
+    ),
+    optional(
+        "fallback_after",
+        Kind::Duration { positive: false },
+        Some(DefaultValue::Duration("10m")),
+        "How far away a rate limit's reset must be for a `fallback` agent to run meanwhile; a \
+         nearer reset is waited for.",
+    ),
+    optional(
         "max_cost",
         Kind::Number { min: 0.0 },
         None,
@@ -835,6 +852,8 @@ mod tests {
         assert!(config.commands.is_empty() && config.args.is_empty());
         assert!(config.done_when.is_empty());
         assert_eq!(config.delay, duration(FIELDS, "delay"));
+        assert!(config.fallback.is_empty());
+        assert_eq!(config.fallback_after, duration(FIELDS, "fallback_after"));
 
         let idle = config.idle.unwrap();
         assert_eq!(idle.delay, duration(IDLE_FIELDS, "delay"));

@@ -19,6 +19,7 @@ use crate::{
 };
 
 mod env;
+mod fallback;
 mod notify;
 mod sandbox;
 
@@ -478,6 +479,7 @@ pub(crate) fn config(
     let sandbox = root
         .get("sandbox")
         .map(|v| sandbox::sandbox(checker, &top.key("sandbox"), v));
+    let fallback = fallback::fallback(checker, &top, root, agent.as_ref().map(|(line, _)| line));
 
     let notify = root
         .get("notify")
@@ -502,6 +504,7 @@ pub(crate) fn config(
         );
     }
     let (failure, rate_limit) = (failure?, rate_limit?);
+    let (fallback, fallback_after) = fallback?;
     let (pty, old_idle_timeout) = match optional(pty)? {
         Some((pty, old)) => (Some(pty), old),
         None => (None, None),
@@ -530,6 +533,8 @@ pub(crate) fn config(
         output_adapter: output_adapter?,
         failure,
         rate_limit,
+        fallback,
+        fallback_after,
         max_cost: optional(max_cost)?,
         max_runtime: optional(max_runtime)?,
         env: env?,
@@ -538,7 +543,8 @@ pub(crate) fn config(
     })
 }
 
-fn agent(
+/// An agent command line (`agent`, an item of `fallback`) and its words.
+pub(super) fn agent(
     checker: &mut Checker<'_>,
     path: &FieldPath,
     value: &Value,

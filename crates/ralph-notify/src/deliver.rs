@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::message::Message;
 use crate::{Targets, Webhook};
 
-/// Messages waiting to be sent at most; past it a message is dropped and counted.
+/// Bursts waiting to be sent at most; past it a burst is dropped and its messages counted.
 const QUEUE: usize = 16;
 /// One try of one webhook: connect, send, answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,7 +30,7 @@ const FLUSH: Duration = Duration::from_secs(30);
 /// The thread that sends, and the queue to it. Dropping it sends what is queued (for at most
 /// 30 s) and stops the thread.
 pub struct Delivery {
-    queue: Option<SyncSender<Message>>,
+    queue: Option<SyncSender<Vec<Message>>>,
     worker: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
 }
@@ -89,11 +89,21 @@ impl Delivery {
 
     /// Queues `message`; never waits. A full queue drops it (the next message says how many).
     pub fn send(&self, message: Message) {
+        self.send_burst(vec![message]);
+    }
+
+    /// Queues `messages` to go as one (one post to a people's webhook, one run of the
+    /// command); never waits. A full queue drops them (the next message says how many).
+    pub fn send_burst(&self, messages: Vec<Message>) {
         let Some(queue) = &self.queue else { return };
-        match queue.try_send(message) {
+        let count = messages.len() as u64;
+        if count == 0 {
+            return;
+        }
+        match queue.try_send(messages) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                self.shared.dropped.fetch_add(1, Ordering::SeqCst);
+                self.shared.dropped.fetch_add(count, Ordering::SeqCst);
             }
             Err(TrySendError::Disconnected(_)) => {}
         }
@@ -149,10 +159,9 @@ impl Drop for Delivery {
 }
 
 /// The thread: each message, with any that queued up meanwhile, sent as one.
-fn work(targets: &Targets, messages: &Receiver<Message>, shared: &Shared) {
-    while let Ok(first) = messages.recv() {
-        let mut burst = vec![first];
-        burst.extend(messages.try_iter());
+fn work(targets: &Targets, messages: &Receiver<Vec<Message>>, shared: &Shared) {
+    while let Ok(mut burst) = messages.recv() {
+        burst.extend(messages.try_iter().flatten());
         let dropped = shared.dropped.swap(0, Ordering::SeqCst);
         if dropped > 0 {
             let last = burst.len() - 1;

@@ -5,16 +5,20 @@
 //! rate limit, a budget) into one message each and hands it to a [`Delivery`], a thread of its
 //! own with a bounded queue, which posts it to the webhooks and runs the command with a short
 //! timeout and a few retries. The loop never waits for a webhook: a full queue drops the message
-//! (and says so in the next), a failing webhook is reported once, as the sink's failure.
+//! (and says so in the next), a failing webhook is reported once, as the sink's failure. A
+//! parallel run's coordinator events go through a [`LaneNotifier`] the same way.
 //!
 //! Webhook URLs are secrets: nothing this crate says (errors, failures, [`Targets::describe`])
 //! holds one; they are shown as [`redact_url`] shows them.
 
 mod deliver;
+mod lanes;
 mod message;
+mod sent;
 mod sink;
 
 pub use deliver::{Delivery, DeliveryReport, Failures};
+pub use lanes::LaneNotifier;
 pub use message::{Message, Place};
 pub use sink::NotifySink;
 

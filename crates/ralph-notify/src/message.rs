@@ -15,7 +15,7 @@ pub struct Place {
 
 impl Place {
     /// The command that goes on with a stopped run.
-    fn resume_command(&self) -> String {
+    pub(crate) fn resume_command(&self) -> String {
         let folder =
             shlex::try_quote(&self.folder).map_or_else(|_| self.folder.clone(), Into::into);
         let file = match self.ralph_file.as_str() {
@@ -188,9 +188,14 @@ impl RunFacts {
             "RATE_LIMITED" => {
                 let until = text(&event["until"]);
                 let why = text(&event["why"]);
-                let words = match event["wait_ms"].as_u64() {
-                    Some(_) => format!("the agent is rate-limited until {until}; the loop waits"),
-                    None => format!("the agent is rate-limited until {until}; the loop ends"),
+                let words = match (event["wait_ms"].as_u64(), event["fallback"].as_str()) {
+                    (Some(_), Some(fallback)) => format!(
+                        "the agent is rate-limited until {until}; `{fallback}` runs meanwhile"
+                    ),
+                    (Some(_), None) => {
+                        format!("the agent is rate-limited until {until}; the loop waits")
+                    }
+                    (None, _) => format!("the agent is rate-limited until {until}; the loop ends"),
                 };
                 let words = match why.is_empty() {
                     true => words,
@@ -209,30 +214,60 @@ impl RunFacts {
         if !chosen.contains(&what) {
             return None;
         }
+        let said = Said {
+            what,
+            title,
+            words,
+            act,
+            key,
+            task: self.task.as_deref(),
+            cost_usd: self.cost_usd,
+        };
+        Some(said.message(event, place))
+    }
+}
+
+/// What a message says, before it is put in words for each format.
+pub(crate) struct Said<'a> {
+    pub(crate) what: NotifyEvent,
+    pub(crate) title: String,
+    /// What happened, after `ralph: `.
+    pub(crate) words: String,
+    /// What to do, if anything.
+    pub(crate) act: Option<String>,
+    /// What makes it the same message again, after the event's name.
+    pub(crate) key: String,
+    pub(crate) task: Option<&'a str>,
+    pub(crate) cost_usd: Option<f64>,
+}
+
+impl Said<'_> {
+    /// The message about `event` (as written) in the loop at `place`.
+    pub(crate) fn message(self, event: &Value, place: &Place) -> Message {
         let mut lines = vec![
-            format!("ralph: {words}"),
+            format!("ralph: {}", self.words),
             format!("folder: {}", place.folder),
         ];
-        if let Some(task) = &self.task {
+        if let Some(task) = self.task {
             lines.push(format!("task: {task}"));
         }
         if let Some(cost) = self.cost_usd {
             lines.push(format!("cost so far: ${cost:.2}"));
         }
-        if let Some(act) = act {
+        if let Some(act) = self.act {
             lines.push(act);
         }
         let text = lines.join("\n");
         let mut json = event.as_object().cloned().unwrap_or_default();
-        json.insert("notify".into(), what.as_str().into());
+        json.insert("notify".into(), self.what.as_str().into());
         json.insert("message".into(), text.clone().into());
-        Some(Message {
-            event: Some(what),
-            title,
+        Message {
+            event: Some(self.what),
+            title: self.title,
             text,
             json: Value::Object(json),
-            key: format!("{} {key}", what.as_str()),
-        })
+            key: format!("{} {}", self.what.as_str(), self.key),
+        }
     }
 }
 

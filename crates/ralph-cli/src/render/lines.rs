@@ -148,17 +148,45 @@ pub(super) fn rate_limited_line(
     until: std::time::SystemTime,
     why: &str,
     wait_ms: Option<u64>,
+    fallback: Option<&str>,
 ) -> String {
     let until = humantime::format_rfc3339_seconds(until);
     let why = match why {
         "" => String::new(),
         why => format!(" ({why})"),
     };
-    let next = wait_ms.map(|ms| next_run_in(style, ms)).unwrap_or_default();
+    let next = match (fallback, wait_ms) {
+        // The switch's own line follows.
+        (Some(_), Some(_)) => String::new(),
+        _ => wait_ms.map(|ms| next_run_in(style, ms)).unwrap_or_default(),
+    };
     format!(
         "  {} until {until}{why}{next}",
         style.paint("33", "rate-limited")
     )
+}
+
+/// `  ⇄ agent `codex exec --json` runs: `claude -p` is rate-limited until ...`, or `... runs
+/// again: its limit has reset`: another agent (`fallback`) runs the next iteration.
+pub(super) fn agent_switched_line(
+    style: Style,
+    from: &str,
+    to: &str,
+    until: Option<std::time::SystemTime>,
+) -> String {
+    let why = match until {
+        Some(until) => format!(
+            "`{from}` is rate-limited until {}",
+            humantime::format_rfc3339_seconds(until)
+        ),
+        None => "its limit has reset".to_owned(),
+    };
+    let runs = if until.is_some() {
+        "runs"
+    } else {
+        "runs again"
+    };
+    format!("  {} `{to}` {runs}: {why}", style.paint("36", "⇄ agent"))
 }
 
 /// `  ↻ agent retrying: 529 overloaded_error (1/10) · next try in 2s`: the agent retrying a

@@ -19,35 +19,40 @@ use ralph_process::pty;
 use ralph_process::{self as process, ProcessExit, ProcessSpec};
 
 impl Run {
-    /// `--max-turns N` when `max_turns` is set and the agent is `claude -p`.
+    /// `--max-turns N` when `max_turns` is set and the agent that runs is `claude -p`.
     pub(super) fn max_turns_args(&self) -> Vec<String> {
         let config = &self.engine.options.file.config;
-        max_turns_args(&config.agent_argv, config.max_turns)
+        max_turns_args(self.agents.argv(), config.max_turns)
     }
 
-    /// The built-in adapter for this agent, and the arguments it adds to the command line.
+    /// The built-in adapter for the agent that runs, and the arguments it adds to its command
+    /// line. `output` is the `agent`'s; a fallback agent's is chosen from its command line.
     pub(super) fn builtin_output(&self) -> adapter::OutputChoice {
         let config = &self.engine.options.file.config;
         // A PTY agent is interactive: read as text unless the file says otherwise.
         let text_on_pty = self.settings.pty.map(|_| OutputFormat::Text);
-        adapter::choose_output(&config.agent_argv, config.output.or(text_on_pty))
+        let configured = config.output.filter(|_| self.agents.is_primary());
+        adapter::choose_output(self.agents.argv(), configured.or(text_on_pty))
     }
 
-    /// The embedder's adapter for this agent run: the one the file names (`output:` a plug's
-    /// format), else what [`Engine::set_adapter`](crate::Engine::set_adapter)'s choice says.
+    /// The embedder's adapter for this agent run: for the primary agent the one the file names
+    /// (`output:` a plug's format), else what [`Engine::set_adapter`](crate::Engine::set_adapter)'s
+    /// choice says of the agent line that runs (a fallback's too; `output:` is the primary's).
     pub(super) fn embedders_adapter(&mut self) -> Option<Box<dyn adapter::OutputAdapter>> {
+        let primary = self.agents.is_primary();
         let config = &self.engine.options.file.config;
         if let Some(make) = config
             .output_adapter
             .as_ref()
+            .filter(|_| primary)
             .and_then(|name| self.engine.named_adapters.get_mut(name))
         {
             return Some(make());
         }
         let choose = self.engine.adapter.as_mut()?;
-        let output = config.output.map(OutputFormat::name);
+        let output = config.output.filter(|_| primary).map(OutputFormat::name);
         choose(&crate::engine::AgentLine {
-            argv: &config.agent_argv,
+            argv: self.agents.argv(),
             output,
         })
     }
@@ -77,12 +82,11 @@ impl Run {
         let mut watched = signal::Watched::new(&mut *adapter, completion.as_mut());
         let mut prompt_file = None;
         let mut prompt_warning = None;
-        let (mut words, uses_argv) =
-            agent_words(&self.engine.options.file.config.agent_argv, &prompt, || {
-                let (path, warning) = self.write_prompt_file(iteration, &prompt);
-                prompt_warning = warning;
-                prompt_file.insert(path).clone()
-            });
+        let (mut words, uses_argv) = agent_words(self.agents.argv(), &prompt, || {
+            let (path, warning) = self.write_prompt_file(iteration, &prompt);
+            prompt_warning = warning;
+            prompt_file.insert(path).clone()
+        });
         if let Some(warning) = prompt_warning {
             self.warn(warning);
         }

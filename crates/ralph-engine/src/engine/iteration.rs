@@ -127,6 +127,7 @@ impl Run {
         }
         if let Some(usage) = &usage {
             self.run_cost.record(usage);
+            self.agents.record(usage);
             let total = self.usage.get_or_insert_with(Usage::default);
             total.add(usage);
             total.cost_usd = self.run_cost.total();
@@ -305,6 +306,7 @@ impl Run {
                     failure: None,
                     rate_limited_until: Some(until),
                     rate_limit_words: failure,
+                    fallback: None,
                 },
                 // No reset time to wait for, or one already past (the agent still refused after
                 // the reset it gave, or gave one late): back off as for a failure.

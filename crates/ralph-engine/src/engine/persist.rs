@@ -229,6 +229,7 @@ impl Run {
         before.cached_input_tokens = old.cached_input_tokens;
         before.reasoning_tokens = old.reasoning_tokens;
         self.session_tokens = old.agent_session_tokens.clone();
+        self.agents.restore(&old.agents);
         before.num_turns = old.num_turns;
         self.usage = (before != Usage::default()).then_some(before);
         self.failures = FailureStreak::resumed(old.consecutive_failures);
@@ -406,6 +407,10 @@ impl Run {
         session.cached_input_tokens = self.usage.as_ref().and_then(|u| u.cached_input_tokens);
         session.reasoning_tokens = self.usage.as_ref().and_then(|u| u.reasoning_tokens);
         session.agent_session_tokens = self.session_tokens.clone();
+        session.agents = match self.agents.has_fallbacks() {
+            true => self.agents.records(),
+            false => Vec::new(),
+        };
         session.consecutive_failures = self.failures.consecutive();
         session.last_failed = self.last_failed;
         session.consecutive_idle = consecutive_idle;

@@ -33,6 +33,7 @@ impl Run {
                     let sandbox = self.engine.options.file.config.sandbox.take();
                     self.engine.options.file = parsed.file;
                     self.engine.options.file.config.sandbox = sandbox;
+                    self.agents.reload(&self.engine.options.file.config);
                     if let Some(session) = &mut self.session {
                         session.config_hash = crate::session::config_hash(&text);
                     }

@@ -60,6 +60,8 @@ pub(super) enum AgentFacts {
     Succeeded,
     /// It is rate-limited: wait this long (until the reset, at most `rate_limit.max_wait`).
     RateLimited(Duration),
+    /// It is rate-limited, and another agent (`fallback`) runs the next iteration.
+    Switching,
     /// It failed, and the failure streak decided this.
     Failed(FailureDecision),
 }
@@ -70,6 +72,8 @@ pub(super) fn agent_step(next: Next, agent: AgentFacts, delay: Duration) -> Next
     match (next, agent) {
         (Next::Stop(reason), _) => Next::Stop(reason),
         (_, AgentFacts::RateLimited(wait)) => Next::Wait(wait, WaitReason::RateLimit),
+        // No work was done: the next agent runs after the usual delay, whatever the state.
+        (_, AgentFacts::Switching) => Next::Continue,
         (next, AgentFacts::Succeeded) => next,
         (_, AgentFacts::Failed(FailureDecision::Stop { .. })) => {
             Next::Stop(EndReason::AgentFailing)
@@ -229,6 +233,20 @@ mod tests {
         );
         let stop = Next::Stop(EndReason::Converged);
         assert_eq!(agent_step(stop.clone(), limited, SECOND), stop);
+    }
+
+    #[test]
+    fn a_rate_limit_another_agent_takes_over_continues_but_an_ending_stands() {
+        let idle = Next::Wait(5 * SECOND, WaitReason::Idle);
+        assert_eq!(
+            agent_step(idle, AgentFacts::Switching, SECOND),
+            Next::Continue
+        );
+        let stop = Next::Stop(EndReason::AgentDone);
+        assert_eq!(
+            agent_step(stop.clone(), AgentFacts::Switching, SECOND),
+            stop
+        );
     }
 
     #[test]
