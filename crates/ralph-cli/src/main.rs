@@ -14,6 +14,7 @@ mod interrupts;
 mod logs_cmd;
 mod notify_cmd;
 mod parallel;
+mod plan_cmd;
 mod ralph_file;
 mod render;
 mod report;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => watch::watch(&args),
         Command::Tasks(args) => tasks_cmd::tasks(&args.path, args.json),
         Command::Notify(args) => notify_cmd::test(&args.path),
+        Command::Plan(args) => plan_cmd::plan(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.

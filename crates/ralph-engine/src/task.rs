@@ -218,6 +218,10 @@ pub struct IterationReport<'a> {
     /// With `done_when`: the attempt's checks. `None` without `done_when`, or when a state
     /// handler took the iteration (idle).
     pub attempt: Option<AttemptReport<'a>>,
+    /// The end of the agent's answer (its adapter's result text on standard output, the last
+    /// mebibyte): what a source that reads the agent's words (a plan) parses. Empty when the
+    /// agent said nothing or could not start.
+    pub answer: &'a str,
 }
 
 impl<'a> IterationReport<'a> {
@@ -230,6 +234,7 @@ impl<'a> IterationReport<'a> {
             exit_code: Some(0),
             state: None,
             attempt: None,
+            answer: "",
         }
     }
 }
@@ -473,6 +478,7 @@ impl Tasks {
         exit_code: Option<i32>,
         state: Option<&Marker>,
         attempt: Option<AttemptReport<'_>>,
+        answer: &str,
         events: &mut Vec<EventKind>,
     ) -> TaskDecision {
         let (Some(source), Some(task)) = (self.source.as_mut(), self.current.as_ref()) else {
@@ -484,6 +490,7 @@ impl Tasks {
             exit_code,
             state,
             attempt,
+            answer,
         };
         let decision = source.iteration_ended(&report, &mut TaskContext { events });
         // A task that is over (done, given up on, or the source ended the run) is no longer in

@@ -241,6 +241,7 @@ impl Run {
                 exit.exit_code,
                 state.as_ref(),
                 report,
+                &words.answer,
                 &mut events,
             );
             events.into_iter().for_each(|e| self.emit(e));
