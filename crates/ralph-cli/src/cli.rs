@@ -259,7 +259,7 @@ pub(crate) struct CheckArgs {
 
 /// An option given twice takes its last value, as in ralphify (`ralph run x -n 5 "$@"` lets a
 /// caller's own `-n` win).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(args_override_self = true, after_help = RUN_EXIT_CODES)]
 pub(crate) struct RunArgs {
     /// A RALPH.md, or a directory holding one.

@@ -5,6 +5,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod auto_split;
 mod check;
 mod cli;
 mod dry_run;

@@ -48,16 +48,16 @@ fn story_ids(events: &[Value], kind: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_blocked_story_split_in_two_is_replaced_by_them_and_the_run_then_passes_both() {
-    let p = Project::new(
-        "agent: sh agent.sh\n\
-         done_when:\n  - 'test -f \"pass-$(cat .story)\" || { echo \"error: too big\"; exit 1; }'\n\
-         convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
-         failure: {delay: 10ms, max_delay: 10ms}\n\
-         escalation:\n  prd: prd.json\n  same_error_limit: 2",
-        "STORY={{ story.id }}\n",
-    );
+const SHOP: &str = "agent: sh agent.sh\n\
+     done_when:\n  - 'test -f \"pass-$(cat .story)\" || { echo \"error: too big\"; exit 1; }'\n\
+     convergence: {max_attempts: 5, backoff: 10ms, max_backoff: 10ms}\n\
+     failure: {delay: 10ms, max_delay: 10ms}\n\
+     escalation:\n  prd: prd.json\n  same_error_limit: 2";
+
+/// A repository whose prd.json has US-001 (never passes) and US-002 (after it); `extra` goes
+/// into `escalation`.
+fn shop(extra: &str) -> Project {
+    let p = Project::new(&format!("{SHOP}\n  {extra}"), "STORY={{ story.id }}\n");
     let dir = p.path();
     std::fs::write(dir.join("agent.sh"), AGENT).unwrap();
     std::fs::write(dir.join("prd.json"), PRD).unwrap();
@@ -68,6 +68,13 @@ fn a_blocked_story_split_in_two_is_replaced_by_them_and_the_run_then_passes_both
     )
     .unwrap();
     git_repo(dir);
+    p
+}
+
+#[test]
+fn a_blocked_story_split_in_two_is_replaced_by_them_and_the_run_then_passes_both() {
+    let p = shop("");
+    let dir = p.path();
 
     let out = p.run(&["run"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -152,4 +159,62 @@ fn only_a_story_still_to_do_in_a_prd_json_is_split() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn with_escalation_split_the_run_splits_a_blocked_story_itself_and_goes_on() {
+    let p = shop("split: true");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("ralph: escalation.split: splitting US-001, which the breaker blocked"),
+        "{}",
+        stderr(&out)
+    );
+    // The last run's events: the smaller stories and the one after them passed.
+    assert_eq!(
+        story_ids(&p.events(), "STORY_PASSED"),
+        ["US-001a", "US-001b", "US-002"]
+    );
+    let prd: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path().join("prd.json")).unwrap()).unwrap();
+    let states: Vec<(&str, &Value)> = prd["userStories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].as_str().unwrap(), &s["passes"]))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("US-001", &Value::Bool(true)),
+            ("US-001a", &Value::Bool(true)),
+            ("US-001b", &Value::Bool(true)),
+            ("US-002", &Value::Bool(true)),
+        ]
+    );
+    // Three runs: the blocked one, the split, the one that passed them.
+    assert_eq!(
+        std::fs::read_dir(p.path().join(".ralph/runs"))
+            .unwrap()
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn a_split_that_does_not_help_ends_the_loop() {
+    let p = shop("split: true");
+    std::fs::write(p.path().join("split-answer.txt"), "no idea").unwrap();
+    common::commit_all(p.path(), "no split");
+    let out = p.run(&["run"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no valid plan after 3 answers"),
+        "{}",
+        stderr(&out)
+    );
+    let prd = std::fs::read_to_string(p.path().join("prd.json")).unwrap();
+    assert!(prd.contains("\"blocked\""), "{prd}");
 }
