@@ -94,6 +94,7 @@ fn split(args: &RunArgs, id: &str) -> Result<i32, CliError> {
         dry_run: false,
         renumber: false,
         commit: false,
+        apply: false,
         log_dir: args.log_dir.clone(),
         events: None,
         quiet: args.quiet,

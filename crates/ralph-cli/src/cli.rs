@@ -94,6 +94,10 @@ pub(crate) struct PlanArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub(crate) commit: bool,
 
+    /// `tasks: github`: open the planned issues (without it they are only shown).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(crate) apply: bool,
+
     /// Write the planning run's logs under DIR/RUN_ID/ instead of .ralph/runs/RUN_ID/.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) log_dir: Option<PathBuf>,

@@ -118,12 +118,15 @@ pub(crate) fn plan(args: &PlanArgs) -> Result<i32, CliError> {
     );
     match run.reason.as_str() {
         plan::PLAN_WRITTEN => written(args, &target, &outcome)?,
+        plan::PLAN_SHOWN if args.apply && matches!(target, Target::Issues(_)) => {
+            open_issues(&loaded_again(args)?, &outcome)?;
+        }
         plan::PLAN_SHOWN => {
             crate::print_out(outcome.shown.as_bytes())?;
             let note = match &target {
                 Target::Issues(repo) => format!(
-                    "ralph: {} issues planned for {repo}, shown and not opened (opening them \
-                     is not built yet)",
+                    "ralph: {} issues planned for {repo}, shown and not opened (`--apply` \
+                     opens them)",
                     outcome.tasks.len()
                 ),
                 _ => format!(
@@ -154,6 +157,54 @@ pub(crate) fn plan(args: &PlanArgs) -> Result<i32, CliError> {
         _ => {}
     }
     Ok(run.exit_code)
+}
+
+/// The RALPH.md, read again after the planning run.
+fn loaded_again(args: &PlanArgs) -> Result<ralph_engine::frontmatter::RalphFile, CliError> {
+    Ok(ralph_file::load(&args.path)?.parsed.file)
+}
+
+/// `--apply` for `tasks: github`: one issue per planned task, in the plan's order, with the
+/// list's label; a dependency on a task opened before is named by its number.
+fn open_issues(
+    file: &ralph_engine::frontmatter::RalphFile,
+    outcome: &PlanOutcome,
+) -> Result<(), CliError> {
+    let Some(TasksConfig::Github { repo, label, .. }) = file
+        .sections
+        .get("tasks")
+        .and_then(TasksConfig::from_section)
+    else {
+        return Ok(());
+    };
+    let mut client = ralph_github::Client::from_env(&repo)?;
+    let mut opened: Vec<(String, u64)> = Vec::new();
+    for task in &outcome.tasks {
+        let mut body = task.description.clone();
+        if !body.is_empty() {
+            body.push_str("\n\n");
+        }
+        body.push_str("Acceptance criteria:\n");
+        for criterion in &task.acceptance_criteria {
+            body.push_str(&format!("- {criterion}\n"));
+        }
+        if !task.depends_on.is_empty() {
+            let deps: Vec<String> = task
+                .depends_on
+                .iter()
+                .map(|dep| match opened.iter().find(|(id, _)| id == dep) {
+                    Some((_, number)) => format!("#{number}"),
+                    None => dep.clone(),
+                })
+                .collect();
+            body.push_str(&format!("\nDepends on: {}\n", deps.join(", ")));
+        }
+        let issue = client.open_issue(&task.title, &body, label.as_deref())?;
+        let line = format!("opened #{} {}\n", issue.number, task.title);
+        crate::print_out(line.as_bytes())?;
+        opened.push((task.id.clone(), issue.number));
+    }
+    Ok(())
 }
 
 /// The list the file names, its format and where a plan goes.
