@@ -5,8 +5,8 @@
 //! its task source: each iteration's prompt is the planning prompt ([`prompt`]), each answer
 //! is read in the list's own format ([`answer`]), checked ([`validate`]) and, when it is
 //! wrong, sent back with its errors at most [`MAX_CORRECTIONS`] times. Only a valid plan is
-//! written ([`write`]): a new list whole, an existing one with the new tasks appended and every
-//! other byte kept.
+//! written ([`write`](mod@write)): a new list whole, an existing one with the new tasks
+//! appended and every other byte kept.
 
 pub mod answer;
 pub mod config;

@@ -97,7 +97,7 @@ pub struct PlanOutcome {
     pub failed: Option<String>,
 }
 
-/// The planning agent's run: see the [module](self).
+/// The planning agent's run, a task source: see [`plan`](crate::plan).
 pub struct PlanSource {
     request: PlanRequest,
     /// Answers read so far.
