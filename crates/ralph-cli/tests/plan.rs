@@ -398,3 +398,31 @@ fn without_a_spec_or_a_list_nothing_runs() {
         stderr(&out)
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_planning_agent_as_it_stops_a_run_and_writes_nothing() {
+    let p = planning("{prd: prd.json}", &[TWO_STORIES]);
+    std::fs::write(
+        p.path().join("agent.sh"),
+        "cat > /dev/null\ntouch started\nsleep 30\ncat answer-1.txt\n",
+    )
+    .unwrap();
+    let child = p.spawn(&["plan", "-m", "goal", "--events", "events.jsonl"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !p.path().join("started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Twice: the second within a second stops the agent now, as in a run.
+    common::send_signal(child.id(), 2);
+    p.wait_for("STOP_REQUESTED", 1);
+    common::send_signal(child.id(), 2);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "interrupted");
+    assert!(!p.path().join("prd.json").exists(), "nothing written");
+    assert!(p.events_of("PLAN_WRITTEN").is_empty());
+}
