@@ -8,6 +8,7 @@ use std::path::Path;
 
 use ralph_engine::Event;
 use ralph_escalation::StoryEvent;
+use ralph_escalation::plan::PlanEvent;
 use ralph_parallel::ParallelEvent;
 use serde_json::{Map, Value, json};
 
@@ -38,6 +39,7 @@ pub(crate) fn render() -> Result<String, String> {
         .for_serialize()
         .into_generator();
     let story = generator.subschema_for::<StoryEvent>();
+    let plan = generator.subschema_for::<PlanEvent>();
     let schema = generator.into_root_schema_for::<Event>();
     let mut root = schema.to_value();
     let Some(Value::Object(defs)) = root.get_mut("$defs") else {
@@ -59,10 +61,12 @@ pub(crate) fn render() -> Result<String, String> {
     defs.insert(
         "TaskEvent".into(),
         json!({
-            "description": "An event of the task source's own: ralph-escalation's, or another \
-                            source's (any `type` the engine and escalation do not use).",
+            "description": "An event of the task source's own: ralph-escalation's (a story's, \
+                            or `ralph plan`'s), or another source's (any `type` the engine and \
+                            escalation do not use).",
             "anyOf": [
                 story.to_value(),
+                plan.to_value(),
                 {
                     "type": "object",
                     "properties": { "type": { "type": "string", "not": { "enum": known } } },

@@ -75,6 +75,10 @@ pub(crate) fn render() -> String {
             ralph_escalation::tasks_config::json_schema(),
         );
         properties.insert("land".to_owned(), ralph_parallel::land::json_schema());
+        properties.insert(
+            "plan".to_owned(),
+            ralph_escalation::plan::config::json_schema(),
+        );
     }
     root = Value::Object(top);
     let mut text = serde_json::to_string_pretty(&root).expect("a JSON value serializes");

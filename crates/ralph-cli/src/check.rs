@@ -157,13 +157,14 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
         match &c.escalation {
             None => "off".to_owned(),
             Some(e) => format!(
-                "prd {} · progress {} · same error ×{} · revert {}",
+                "prd {} · progress {} · same error ×{} · revert {}{}",
                 e.prd
                     .as_ref()
                     .map_or_else(|| "none".to_owned(), |p| p.display().to_string()),
                 e.progress.display(),
                 e.same_error_limit,
-                if e.revert { "on" } else { "off" }
+                if e.revert { "on" } else { "off" },
+                if e.split { " · split on" } else { "" }
             ),
         },
     );

@@ -49,10 +49,70 @@ pub(crate) enum Command {
     /// List the tasks of the RALPH.md's task list (`tasks:` or `escalation.prd`) in the order
     /// a run takes them: id, title, state, priority, dependencies.
     Tasks(TasksArgs),
+    /// Have the RALPH.md's agent write the task list from a spec (`--from SPEC.md`, `-m
+    /// "goal"`, or the spec on standard input), or split a task that keeps failing (`--split
+    /// ID`): the plan is checked, sent back with its errors at most twice, and only a valid one
+    /// is written (added to an existing list, every byte of it kept). See docs/plan.md.
+    Plan(PlanArgs),
     /// Send the RALPH.md's `notify` targets a message: `--test` sends one test message to
     /// each webhook and the command, and says how each went (webhooks shown without their
     /// secret part).
     Notify(NotifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    /// A RALPH.md, or a directory holding one: its agent plans, its task list (`tasks:` or
+    /// `escalation.prd`) gets the plan.
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+
+    /// The spec to plan from, a file (`-` for standard input, the default when it is not a
+    /// terminal).
+    #[arg(long = "from", value_name = "SPEC", conflicts_with_all = ["message", "split"])]
+    pub(crate) from: Option<PathBuf>,
+
+    /// The spec, given as text: the goal in a sentence or a few.
+    #[arg(short, long, value_name = "TEXT", conflicts_with = "split")]
+    pub(crate) message: Option<String>,
+
+    /// Split task ID, one that keeps failing (blocked), into smaller tasks that take its
+    /// place (prd.json lists).
+    #[arg(long, value_name = "ID")]
+    pub(crate) split: Option<String>,
+
+    /// Print the plan; write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
+    /// Give a new task whose id the list already has a fresh one (the list's prefix, numbered
+    /// on), rather than refuse the plan.
+    #[arg(long)]
+    pub(crate) renumber: bool,
+
+    /// In a git checkout: commit the list once the plan is written.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(crate) commit: bool,
+
+    /// `tasks: github`: open the planned issues (without it they are only shown).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(crate) apply: bool,
+
+    /// Write the planning run's logs under DIR/RUN_ID/ instead of .ralph/runs/RUN_ID/.
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
+
+    /// Also write events as JSON Lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) events: Option<PathBuf>,
+
+    /// Print only the plan and errors, not the agent's output.
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+
+    /// Never colour the output (NO_COLOR is honoured too).
+    #[arg(long)]
+    pub(crate) no_color: bool,
 }
 
 #[derive(Debug, Args)]
@@ -203,7 +263,7 @@ pub(crate) struct CheckArgs {
 
 /// An option given twice takes its last value, as in ralphify (`ralph run x -n 5 "$@"` lets a
 /// caller's own `-n` win).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(args_override_self = true, after_help = RUN_EXIT_CODES)]
 pub(crate) struct RunArgs {
     /// A RALPH.md, or a directory holding one.

@@ -5,6 +5,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod auto_split;
 mod check;
 mod cli;
 mod dry_run;
@@ -14,6 +15,7 @@ mod interrupts;
 mod logs_cmd;
 mod notify_cmd;
 mod parallel;
+mod plan_cmd;
 mod ralph_file;
 mod render;
 mod report;
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => watch::watch(&args),
         Command::Tasks(args) => tasks_cmd::tasks(&args.path, args.json),
         Command::Notify(args) => notify_cmd::test(&args.path),
+        Command::Plan(args) => plan_cmd::plan(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a write error.

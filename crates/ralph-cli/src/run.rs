@@ -14,7 +14,14 @@ use crate::render::Style;
 use crate::start_wait::StartWaits;
 
 /// Runs the loop (or, with `--dry-run`, prepares its first iteration); returns the exit code.
+/// With `escalation.split`, a story the breaker blocks is split and the loop goes on
+/// ([`crate::auto_split`]).
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
+    crate::auto_split::run(args)
+}
+
+/// One run; `ended` gets its `RUN_ENDED` reason when the loop ran.
+pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32, CliError> {
     let Loaded { path, parsed } = ralph_file::load(&args.path)?;
     let mut file = parsed.file;
     crate::sandbox_cmd::apply_flags(&mut file.config, args.sandbox, args.no_sandbox);
@@ -172,6 +179,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
             &args.path,
             human_to_stderr,
         );
+        *ended = Some(outcome.reason.as_str().to_owned());
         Ok(outcome.exit_code)
     })
 }

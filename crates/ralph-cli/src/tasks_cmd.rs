@@ -80,7 +80,7 @@ fn as_json(list: &dyn TaskList, listed: &[ListedTask]) -> serde_json::Value {
 }
 
 /// The table `ralph tasks` prints.
-fn table(listed: &[ListedTask]) -> String {
+pub(crate) fn table(listed: &[ListedTask]) -> String {
     let mut out = String::new();
     for (order, t) in in_order(listed) {
         let _ = writeln!(out, "{}", row(order, t));

@@ -199,7 +199,8 @@ fn a_state_named_like_a_story_ending_is_refused_as_ralph_knows_story_modes_words
              name (reserved: max_iterations, idle_limit, interrupted, cancelled, agent_failed, \
              agent_failing, agent_done, converged, max_attempts_reached, pty_idle_timeout, \
              max_cost, max_runtime, stories_done, stories_blocked, circuit_open, \
-             max_iterations_work_left, work_left, task_passed, task_blocked, escalation_failed)"
+             max_iterations_work_left, work_left, task_passed, task_blocked, escalation_failed, \
+             plan_written, plan_shown, plan_invalid)"
         ),
         "{text}"
     );

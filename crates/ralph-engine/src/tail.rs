@@ -21,6 +21,15 @@ impl Tail {
         }
     }
 
+    /// A tail that allocates only as bytes come: for what most runs never fill.
+    pub(crate) fn growing(cap: usize) -> Self {
+        Self {
+            bytes: VecDeque::new(),
+            cap,
+            truncated: false,
+        }
+    }
+
     pub(crate) fn push(&mut self, chunk: &[u8]) {
         let keep = &chunk[chunk.len().saturating_sub(self.cap)..];
         if keep.len() < chunk.len() {

@@ -231,6 +231,10 @@ pub struct IterationReport<'a> {
     pub duration: Duration,
     /// What the agent reported using (tokens, cost), when it did.
     pub usage: Option<&'a crate::Usage>,
+    /// The end of the agent's answer (its adapter's result text on standard output, the last
+    /// mebibyte): what a source that reads the agent's words (a plan) parses. Empty when the
+    /// agent said nothing or could not start.
+    pub answer: &'a str,
 }
 
 /// How an iteration's agent run ended, for its [`IterationReport`].
@@ -258,6 +262,7 @@ impl<'a> IterationReport<'a> {
             termination: crate::Termination::Natural,
             duration: Duration::ZERO,
             usage: None,
+            answer: "",
         }
     }
 }
@@ -503,6 +508,7 @@ impl Tasks {
         agent: AgentEnd<'_>,
         state: Option<&Marker>,
         attempt: Option<AttemptReport<'_>>,
+        answer: &str,
         events: &mut Vec<EventKind>,
     ) -> TaskDecision {
         let (Some(source), Some(task)) = (self.source.as_mut(), self.current.as_ref()) else {
@@ -519,6 +525,7 @@ impl Tasks {
             termination: agent.termination,
             duration: agent.duration,
             usage: agent.usage,
+            answer,
         };
         let decision = source.iteration_ended(&report, &mut TaskContext { events });
         // A task that is over (done, given up on, or the source ended the run) is no longer in

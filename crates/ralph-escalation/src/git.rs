@@ -966,6 +966,41 @@ impl Git {
         Ok(format!("{prefix}/{}", max + 1))
     }
 
+    /// The refs under `prefix/`, oldest number first (`refs/ralph/attempts/US-1/1`, `.../2`).
+    pub fn refs(&self, prefix: &str) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["for-each-ref", "--format=%(refname)", &format!("{prefix}/")])?;
+        let mut refs: Vec<(u64, String)> = out
+            .lines()
+            .map(|r| {
+                let n = r
+                    .strip_prefix(prefix)
+                    .and_then(|n| n.strip_prefix('/')?.parse().ok());
+                (n.unwrap_or(u64::MAX), r.to_owned())
+            })
+            .collect();
+        refs.sort();
+        Ok(refs.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Commits `paths` alone, as they are in the working tree, with `message` (`git commit
+    /// --only`): what else is staged stays staged. Returns the commit.
+    pub fn commit_paths(&self, message: &str, paths: &[PathBuf]) -> Result<String, GitError> {
+        let mut add: Vec<OsString> = vec!["add".into(), "--".into()];
+        add.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+        self.run_with(&add, None)?;
+        let mut commit: Vec<OsString> = vec![
+            "commit".into(),
+            "-q".into(),
+            "-m".into(),
+            message.into(),
+            "--only".into(),
+            "--".into(),
+        ];
+        commit.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+        self.run_with(&commit, None)?;
+        self.head()
+    }
+
     /// `git log --oneline from..to`.
     pub fn log(&self, from: &str, to: &str) -> Result<String, GitError> {
         self.run(&[

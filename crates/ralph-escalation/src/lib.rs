@@ -22,6 +22,7 @@ pub mod git;
 mod journal;
 pub mod lock;
 pub mod markdown;
+pub mod plan;
 pub mod prd;
 mod prd_list;
 pub mod preflight;

@@ -64,10 +64,10 @@ pub enum MarkdownError {
 
 /// One checklist item, found in a text.
 #[derive(Debug, Clone, PartialEq)]
-struct Item {
-    id: String,
-    title: String,
-    state: TaskState,
+pub(crate) struct Item {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) state: TaskState,
     /// Byte offset of the `[` of its checkbox.
     checkbox: usize,
     /// Byte range of its line, without the line ending.
@@ -76,7 +76,7 @@ struct Item {
     /// lines that end the item.
     block_end: usize,
     /// Its body lines, as written (each without its ending), blank lines inside kept.
-    body: Vec<String>,
+    pub(crate) body: Vec<String>,
     /// How its body lines are indented (the first body line's, or the item's text column).
     body_indent: String,
 }
@@ -95,7 +95,7 @@ enum Hidden {
 /// The items of `text`, in file order. Lines are read as CommonMark reads blocks: no item
 /// inside a fenced or indented code block or an HTML comment, and an item indented four
 /// columns past its container is code or text, not an item.
-fn items(text: &str) -> Vec<Item> {
+pub(crate) fn items(text: &str) -> Vec<Item> {
     let lines = lines(text);
     let mut items = Vec::new();
     let mut hidden: Option<Hidden> = None;
@@ -374,7 +374,7 @@ fn strip_comments(text: &str) -> String {
 }
 
 /// The id of a title: slug and hash (see the module's documentation).
-fn id_of(title: &str) -> String {
+pub(crate) fn id_of(title: &str) -> String {
     let normal = title.split_whitespace().collect::<Vec<_>>().join(" ");
     // FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
     let hash = normal.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {

@@ -162,7 +162,7 @@ fn describe(value: &Value) -> String {
 }
 
 /// A story's `priority` as the number it sorts by; `None` when it is not one ralph accepts.
-fn priority_of(value: &Value) -> Option<f64> {
+pub(crate) fn priority_of(value: &Value) -> Option<f64> {
     let number = match value {
         Value::Number(n) => n.as_f64()?,
         Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {

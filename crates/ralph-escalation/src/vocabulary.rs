@@ -47,7 +47,12 @@ pub fn vocabulary() -> PlugVocabulary {
     let endings = StoryEnd::ALL
         .map(StoryEnd::as_str)
         .into_iter()
-        .chain([crate::ESCALATION_FAILED]);
+        .chain([crate::ESCALATION_FAILED])
+        .chain([
+            crate::plan::PLAN_WRITTEN,
+            crate::plan::PLAN_SHOWN,
+            crate::plan::PLAN_INVALID,
+        ]);
     let task = Namespace::closed("task", TASK_PLACEHOLDERS.iter().copied()).filled_only_if(
         listed,
         "task placeholders are filled only when there is a task list (`tasks:` or \
@@ -59,6 +64,7 @@ pub fn vocabulary() -> PlugVocabulary {
         .end_reasons(endings)
         .reserved_states([ASK_STATE])
         .section("tasks", crate::tasks_config::check)
+        .section("plan", crate::plan::config::check)
 }
 
 /// Whether `file` has a task list: a `tasks` section or `escalation.prd`.

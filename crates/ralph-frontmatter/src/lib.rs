@@ -301,6 +301,8 @@ pub struct EscalationConfig {
     pub same_error_limit: u64,
     /// Revert to the last checkpoint when the breaker trips.
     pub revert: bool,
+    /// Split a story the breaker blocks into smaller ones (`ralph plan --split`), then go on.
+    pub split: bool,
 }
 
 impl Default for EscalationConfig {
@@ -312,6 +314,7 @@ impl Default for EscalationConfig {
             progress: PathBuf::from("progress.txt"),
             same_error_limit: 3,
             revert: true,
+            split: false,
         }
     }
 }

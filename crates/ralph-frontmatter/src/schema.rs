@@ -324,6 +324,13 @@ pub const ESCALATION_FIELDS: &[Field] = &[
         Some(DefaultValue::Bool(true)),
         "Revert to the last checkpoint when the breaker trips.",
     ),
+    optional(
+        "split",
+        Kind::Bool,
+        Some(DefaultValue::Bool(false)),
+        "Split a story the breaker blocks into smaller ones (`ralph plan --split`), then go on \
+         (prd.json lists; see docs/plan.md).",
+    ),
 ];
 
 /// The keys of one entry of `states`.
@@ -893,6 +900,7 @@ mod tests {
             integer(ESCALATION_FIELDS, "same_error_limit")
         );
         assert_eq!(e.revert, boolean(ESCALATION_FIELDS, "revert"));
+        assert_eq!(e.split, boolean(ESCALATION_FIELDS, "split"));
 
         let pty = config.pty.unwrap();
         assert_eq!(config.idle_timeout, None);

@@ -978,6 +978,12 @@ fn escalation(
             None => ok = false,
         }
     }
+    if let Some(v) = present(mapping, "split") {
+        match checker.bool(&path.key("split"), v) {
+            Some(split) => config.split = split,
+            None => ok = false,
+        }
+    }
     ok.then_some(config)
 }
 

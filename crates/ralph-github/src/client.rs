@@ -313,6 +313,27 @@ impl Client {
         })
     }
 
+    /// Opens an issue with `title`, `body` and, when given, `label`.
+    ///
+    /// # Errors
+    /// See [`Error`].
+    pub fn open_issue(
+        &mut self,
+        title: &str,
+        body: &str,
+        label: Option<&str>,
+    ) -> Result<Issue, Error> {
+        self.hiding(|client| {
+            let url = client.repo_url("/issues");
+            let mut request = json!({ "title": title, "body": body });
+            if let Some(label) = label {
+                request["labels"] = json!([label]);
+            }
+            let answer = client.send("POST", &url, Some(&request))?;
+            parse::<WireIssue>(&url, answer.json).map(Issue::from)
+        })
+    }
+
     /// Closes the issue as completed.
     ///
     /// # Errors

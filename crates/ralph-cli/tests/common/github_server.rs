@@ -452,6 +452,30 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
         ("GET", Some(n), None) => {
             Reply::json(200, &issue_json(port, &state.issues[n as usize - 1]))
         }
+        ("POST", None, None) => {
+            let body = request.json();
+            let Some(title) = body.get("title").and_then(Value::as_str) else {
+                return message(422, "Validation Failed: title");
+            };
+            let number = state.issues.len() as u64 + 1;
+            let created_at = state.tick();
+            state.issues.push(FakeIssue {
+                number,
+                title: title.to_owned(),
+                body: body["body"].as_str().unwrap_or_default().to_owned(),
+                open: true,
+                labels: body["labels"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect(),
+                created_at,
+                author: LOGIN.into(),
+                pull_request: false,
+            });
+            Reply::json(201, &issue_json(port, &state.issues[number as usize - 1]))
+        }
         ("PATCH", Some(n), None) => {
             let body = request.json();
             let issue = &mut state.issues[n as usize - 1];

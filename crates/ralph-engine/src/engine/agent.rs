@@ -9,6 +9,10 @@ use ralph_marker::{Finding, MarkerScanner};
 
 use super::assemble::{agent_words, max_turns_args};
 use super::failure::{AgentWords, FAILURE_TAIL_BYTES};
+
+/// How much of an agent's answer the task source is shown (its end): a plan of a few hundred
+/// tasks fits.
+const ANSWER_BYTES: usize = 1 << 20;
 use super::supervise::{AgentOutput, AgentReader, AgentRetries, Collector};
 use super::{EngineError, Run};
 use crate::logs::IterationLog;
@@ -133,6 +137,7 @@ impl Run {
                 scanners: &mut scanners,
                 findings: Vec::new(),
                 tail: Tail::new(FAILURE_TAIL_BYTES),
+                answer: Tail::growing(ANSWER_BYTES),
                 retries: AgentRetries::new(self.settings.failure.max_consecutive),
             }),
             interrupts: &mut self.interrupts,
@@ -151,16 +156,20 @@ impl Run {
             }
             None => process::run(&spec, &mut collector, &mut self.engine.signals).await,
         };
-        let (mut findings, tail, mut retries) = collector
+        let (mut findings, tail, mut answer, mut retries) = collector
             .agent
-            .map(|a| (a.findings, a.tail, a.retries))
-            .unwrap_or_else(|| (Vec::new(), Tail::new(0), AgentRetries::default()));
+            .map(|a| (a.findings, a.tail, a.answer, a.retries))
+            .unwrap_or_else(|| {
+                let none = || Tail::new(0);
+                (Vec::new(), none(), none(), AgentRetries::default())
+            });
         let usage = watched.finish(&mut AgentOutput {
             iteration,
             sinks: &mut self.engine.sinks,
             run_id: &self.engine.options.run_id,
             scanners: &mut scanners,
             findings: &mut findings,
+            answer: &mut answer,
             retries: &mut retries,
         });
         let tail = tail.into_text().0;
@@ -170,6 +179,7 @@ impl Run {
             tail,
             not_started: None,
             retries,
+            answer: answer.into_text().0,
         };
         for scanner in &mut scanners {
             scanner.finish(&mut findings);

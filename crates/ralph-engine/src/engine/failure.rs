@@ -26,6 +26,8 @@ pub(super) struct AgentWords {
     pub(super) not_started: Option<String>,
     /// Its own retries (`AGENT_RETRYING`).
     pub(super) retries: AgentRetries,
+    /// The end of its answer: the adapter's result text on standard output.
+    pub(super) answer: String,
 }
 
 /// The limits a run's agent ran under, for the words of the one it ran into.
@@ -160,6 +162,7 @@ mod tests {
             tail: tail.to_owned(),
             not_started: None,
             retries: AgentRetries::default(),
+            answer: String::new(),
         }
     }
 

@@ -253,9 +253,14 @@ impl Run {
                 duration: exit.duration,
                 usage: usage.as_ref(),
             };
-            let task = self
-                .tasks
-                .ended(iteration, agent, state.as_ref(), report, &mut events);
+            let task = self.tasks.ended(
+                iteration,
+                agent,
+                state.as_ref(),
+                report,
+                &words.answer,
+                &mut events,
+            );
             events.into_iter().for_each(|e| self.emit(e));
             match task {
                 TaskDecision::Continue => {}

@@ -85,6 +85,9 @@ pub(super) struct AgentReader<'a> {
     pub(super) findings: Vec<Finding>,
     /// The end of the agent's raw output, for a failed run's words.
     pub(super) tail: Tail,
+    /// The end of its answer (the adapter's result text on standard output), for the task
+    /// source ([`IterationReport::answer`](crate::IterationReport::answer)).
+    pub(super) answer: Tail,
     /// The agent's own retries so far in this run.
     pub(super) retries: AgentRetries,
 }
@@ -123,6 +126,8 @@ pub(super) struct AgentOutput<'a> {
     pub(super) run_id: &'a str,
     pub(super) scanners: &'a mut [MarkerScanner; 2],
     pub(super) findings: &'a mut Vec<Finding>,
+    /// Where the answer's end is kept.
+    pub(super) answer: &'a mut Tail,
     /// Where the agent's retries are counted.
     pub(super) retries: &'a mut AgentRetries,
 }
@@ -136,7 +141,10 @@ impl AdapterOutput for AgentOutput<'_> {
 
     fn result_text(&mut self, stream: Stream, bytes: &[u8]) {
         let i = match stream {
-            Stream::Stdout => 0,
+            Stream::Stdout => {
+                self.answer.push(bytes);
+                0
+            }
             Stream::Stderr => 1,
         };
         self.scanners[i].feed(bytes, self.findings);
@@ -191,6 +199,7 @@ impl Supervision for Collector<'_> {
                     run_id: self.run_id,
                     scanners: agent.scanners,
                     findings: &mut agent.findings,
+                    answer: &mut agent.answer,
                     retries: &mut agent.retries,
                 },
             );
