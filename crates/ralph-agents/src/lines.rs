@@ -125,8 +125,8 @@ impl Lines {
 
 /// An adapter reading standard output as JSON Lines through [`Lines`]: what its `feed` and
 /// `finish` share. Implement [`lines`](ReadsLines::lines) and [`line`](ReadsLines::line), then
-/// call [`feed_lines`](ReadsLines::feed_lines) from [`OutputAdapter::feed`] and
-/// [`finish_lines`](ReadsLines::finish_lines) from [`OutputAdapter::finish`]: memory stays
+/// call [`feed_lines`](ReadsLines::feed_lines) from [`OutputAdapter::feed`](crate::OutputAdapter::feed) and
+/// [`finish_lines`](ReadsLines::finish_lines) from [`OutputAdapter::finish`](crate::OutputAdapter::finish): memory stays
 /// bounded whatever the agent prints, and a line too long to parse is shown, not lost.
 pub trait ReadsLines {
     /// Its line splitter.
