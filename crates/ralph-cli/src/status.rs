@@ -427,14 +427,7 @@ impl Status {
 /// The connections the sandbox refused (`SANDBOX_DENIED` in the end of the run's
 /// `events.jsonl`): how many, and the last as `host:port`. `None` when it refused none.
 fn sandbox_denied(log_dir: &Path) -> Option<(u64, String)> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(log_dir.join("events.jsonl")).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(RETRY_TAIL_BYTES)))
-        .ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+    let text = events_tail(log_dir)?;
     let mut found = None;
     for line in text.lines().filter(|l| l.contains("\"SANDBOX_DENIED\"")) {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -451,13 +444,12 @@ fn sandbox_denied(log_dir: &Path) -> Option<(u64, String)> {
     found
 }
 
-/// How much of the end of `events.jsonl` is read for the agent's retries.
+/// How much of the end of `events.jsonl` is read for the agent's retries and the sandbox's
+/// refusals.
 const RETRY_TAIL_BYTES: u64 = 256 * 1024;
 
-/// The running agent's own retries in the iteration under way (`AGENT_RETRYING` since the last
-/// `ITERATION_STARTED`, read from the end of the run's `events.jsonl`): how many, and the last
-/// as the status line shows it. `None` when it has not retried.
-fn agent_retrying(log_dir: &Path) -> Option<(u64, String)> {
+/// The last [`RETRY_TAIL_BYTES`] of the run's `events.jsonl` (its first line may be cut).
+fn events_tail(log_dir: &Path) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(log_dir.join("events.jsonl")).ok()?;
     let len = file.metadata().ok()?.len();
@@ -465,7 +457,14 @@ fn agent_retrying(log_dir: &Path) -> Option<(u64, String)> {
         .ok()?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The running agent's own retries in the iteration under way (`AGENT_RETRYING` since the last
+/// `ITERATION_STARTED`, read from the end of the run's `events.jsonl`): how many, and the last
+/// as the status line shows it. `None` when it has not retried.
+fn agent_retrying(log_dir: &Path) -> Option<(u64, String)> {
+    let text = events_tail(log_dir)?;
     let (mut count, mut last) = (0, None);
     for line in text.lines().rev() {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
