@@ -20,7 +20,8 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
+    "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",

@@ -21,6 +21,7 @@ const BASE_CRATES: &[&str] = &[
 
 /// The library crates, held to "no `unwrap`/`expect` outside tests".
 const LIBRARY_CRATES: &[&str] = &[
+    "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -273,7 +274,7 @@ fn dependencies(manifest: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// Dependencies point one way (marker, frontmatter, backoff, agents, process, sandbox <-
+/// Dependencies point one way (atomic, marker, frontmatter, backoff, agents, process, sandbox <-
 /// engine <- escalation <- github, parallel <- cli), the agent adapters, process supervision
 /// and the sandbox know nothing of each other, and nothing below the engine but process
 /// supervision and the sandbox's proxy uses an async runtime.
@@ -293,6 +294,21 @@ fn dependencies_point_one_way() {
         .iter()
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
         .chain([
+            // Whole-file writes know no other part of ralph, and need no runtime.
+            (
+                "ralph-atomic",
+                [
+                    "ralph-marker",
+                    "ralph-frontmatter",
+                    "ralph-backoff",
+                    "ralph-agents",
+                ]
+                .iter()
+                .chain(&above_base)
+                .chain(&runtimes)
+                .copied()
+                .collect(),
+            ),
             (
                 "ralph-sandbox",
                 vec![
@@ -379,6 +395,29 @@ fn base_crates_do_no_io() {
     assert_none("I/O below the engine", &problems);
 }
 
+/// A library error says its cause once: a field named `source` is what `Error::source()`
+/// returns, so a message that also prints it repeats the cause in any program that prints the
+/// chain (`anyhow`'s `{:#}`). Either the message names the cause (in a field not called
+/// `source`) or `source()` returns it.
+#[test]
+fn library_errors_say_their_cause_once() {
+    let mut problems = Vec::new();
+    for krate in LIBRARY_CRATES {
+        scan(
+            &root().join("crates").join(krate).join("src"),
+            &mut problems,
+            |_, line| {
+                (line.contains("#[error(")
+                    && (line.contains("{source") || line.contains(".source")))
+                .then(|| {
+                    "the message prints `source`, which `Error::source()` returns too".to_owned()
+                })
+            },
+        );
+    }
+    assert_none("an error's cause said twice", &problems);
+}
+
 /// The engine never prints: everything it says is an event to its sinks. Nor do the crates it
 /// plugs in below it: the agent adapters hand what they read to an output, process supervision
 /// hands chunks to its caller.
@@ -386,6 +425,7 @@ fn base_crates_do_no_io() {
 fn the_engine_never_prints() {
     let mut problems = Vec::new();
     for krate in [
+        "ralph-atomic",
         "ralph-engine",
         "ralph-agents",
         "ralph-process",
@@ -534,6 +574,7 @@ fn only_the_process_module_and_git_start_processes() {
     };
     let mut problems = Vec::new();
     for krate in [
+        "ralph-atomic",
         "ralph-process",
         "ralph-sandbox",
         "ralph-agents",

@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_engine::atomic;
-
 use crate::cli::InitArgs;
 use crate::error::CliError;
 
@@ -70,13 +68,13 @@ fn check_folder(dir: &Path) -> Result<(), CliError> {
     })
 }
 
-/// Writes `text` whole (`ralph_engine::atomic`): a reader never sees half a file. Without
+/// Writes `text` whole (`ralph_atomic`): a reader never sees half a file. Without
 /// `replace`, nothing is written if `path` appeared meanwhile.
 fn write_atomic(path: &Path, text: &str, replace: bool) -> Result<(), CliError> {
     let written = if replace {
-        atomic::write(path, text.as_bytes())
+        ralph_atomic::write(path, text.as_bytes())
     } else {
-        atomic::create_new(path, text.as_bytes())
+        ralph_atomic::create_new(path, text.as_bytes())
     };
     match written {
         Ok(()) => Ok(()),

@@ -84,7 +84,7 @@ pub(crate) fn write(
         source,
     };
     // A FIFO or a device there (`/dev/stdout`) is written into, never replaced.
-    ralph_engine::atomic::write(output, html.as_bytes()).map_err(write_error)?;
+    ralph_atomic::write(output, html.as_bytes()).map_err(write_error)?;
     crate::print_out(format!("wrote {}\n", output.display()).as_bytes())?;
     Ok(0)
 }

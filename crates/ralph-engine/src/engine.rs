@@ -70,13 +70,13 @@ pub enum EngineError {
     /// The agent program could not be started.
     #[error(
         "cannot start the agent `{program}`: {}",
-        spawn_problem(program, source)
+        spawn_problem(program, cause)
     )]
     AgentSpawn {
         /// The program.
         program: String,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The agent command line is empty after substitution.
     #[error("the agent command line is empty")]
@@ -84,7 +84,7 @@ pub enum EngineError {
     /// [`EngineOptions::resume`] holds a session this loop must not go on with: another
     /// folder's, or one that ended by itself. Nothing was written.
     #[error("cannot resume: {0}")]
-    Resume(#[from] ResumeError),
+    Resume(ResumeError),
     /// The file's `output:` names an adapter no [`Engine::register_adapter`] registered.
     /// Nothing was written.
     #[error("output `{name}` names no adapter this program registered (Engine::register_adapter)")]
@@ -295,7 +295,9 @@ impl Engine {
     pub async fn run(mut self) -> Result<RunOutcome, EngineError> {
         // Before anything is written: the session's history is another run's until taken up.
         if let Some(stopped) = &self.options.resume {
-            stopped.check_resumable_in(&self.options.cwd)?;
+            stopped
+                .check_resumable_in(&self.options.cwd)
+                .map_err(EngineError::Resume)?;
         }
         if let Some(name) = &self.options.file.config.output_adapter {
             if !self.named_adapters.contains_key(name) {

@@ -85,6 +85,12 @@ fn first_events_version() -> u32 {
 /// events name only by its words: a task source's or a state's ending reads back as
 /// [`EndReason::Other`], and [`EndReason::MaxIterationsLastFailed`] as itself only through
 /// its exit code.
+///
+/// Serialize and deserialize through the [`Serialize`] and [`Deserialize`] traits. The
+/// associated functions `EventKind::serialize` and `EventKind::deserialize` that rustdoc also
+/// lists are serde's derived form, which the trait impls wrap: they know no task source's event.
+/// Serde's `remote` derive gives them the enum's own visibility; hiding them would take a
+/// second copy of every variant, kept in step by hand.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // The derived code is `EventKind::serialize`/`deserialize`; the trait impls below add what a

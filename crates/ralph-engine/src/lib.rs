@@ -55,7 +55,6 @@
 //! # }
 //! ```
 
-pub mod atomic;
 mod check;
 mod claim;
 mod convergence;

@@ -84,12 +84,12 @@ pub enum LockError {
         holder: Option<Box<LockHolder>>,
     },
     /// The lock file could not be created, opened or locked.
-    #[error("{}: cannot lock: {source}", .path.display())]
+    #[error("{}: cannot lock: {cause}", .path.display())]
     Io {
         /// The lock file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -131,9 +131,9 @@ impl RunLock {
     /// creating `.ralph/` when needed.
     pub fn folder(folder: &Path, me: &LockHolder) -> Result<Self, LockError> {
         let path = folder.join(FOLDER_LOCK);
-        let io = |source| LockError::Io {
+        let io = |cause| LockError::Io {
             path: path.clone(),
-            source,
+            cause,
         };
         // The folder first: a run whose `.ralph/` was deleted holds it still.
         let folder_lock = File::open(folder).map_err(io)?;
@@ -155,9 +155,9 @@ impl RunLock {
     /// Takes the lock of run `run_id`, whose log folder is `dir` (which must exist): held by
     /// the process running it, new or resumed, so no second process goes on with it.
     pub fn run(dir: &Path, run_id: &str) -> Result<Self, LockError> {
-        let io = |source| LockError::Io {
+        let io = |cause| LockError::Io {
             path: dir.to_path_buf(),
-            source,
+            cause,
         };
         let file = File::open(dir).map_err(io)?;
         if !try_flock(&file, LockMode::Exclusive).map_err(io)? {
@@ -193,9 +193,9 @@ impl RunLock {
         what: &str,
         me: &LockHolder,
     ) -> Result<Self, LockError> {
-        let io = |source| LockError::Io {
+        let io = |cause| LockError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         // Not truncated on open: the file may name the holder a refused run reports.
         let file = OpenOptions::new()

@@ -47,7 +47,7 @@ pub(crate) fn events_file(dir: &Path, resuming: bool) -> Result<(File, PathBuf),
 
 /// The run folder's files are written whole, as every file ralph writes; the per-iteration
 /// copies without fsyncs (the iteration log itself is streamed, never fsynced either).
-pub(crate) use crate::atomic::{
+pub(crate) use ralph_atomic::{
     write as write_atomic, write_unsynced as write_copy, write_unsynced_with as write_copy_with,
 };
 

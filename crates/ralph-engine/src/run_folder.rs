@@ -34,12 +34,12 @@ pub const RUNS_DIR: &str = ".ralph/runs";
 #[non_exhaustive]
 pub enum RunFolderError {
     /// A file or folder could not be read.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The folder holds no runs.
     #[error("{}: no runs yet", .dir.display())]
@@ -85,9 +85,9 @@ impl RunDir {
 
     /// The iteration logs present, in iteration order.
     pub fn iteration_logs(&self) -> Result<Vec<(u64, PathBuf)>, RunFolderError> {
-        let entries = std::fs::read_dir(&self.path).map_err(|source| RunFolderError::Io {
+        let entries = std::fs::read_dir(&self.path).map_err(|cause| RunFolderError::Io {
             path: self.path.clone(),
-            source,
+            cause,
         })?;
         let mut logs: Vec<(u64, PathBuf)> = entries
             .flatten()
@@ -112,10 +112,10 @@ pub fn list_runs_in(dir: &Path) -> Result<Vec<RunDir>, RunFolderError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
+        Err(cause) => {
             return Err(RunFolderError::Io {
                 path: dir.to_path_buf(),
-                source,
+                cause,
             });
         }
     };
@@ -176,9 +176,9 @@ pub fn running(folder: &Path) -> Option<LockHolder> {
 /// Reads a run's events: each whole line that reads as an [`Event`]; others (a half-written
 /// last line) are skipped.
 pub fn read_events(path: &Path) -> Result<Vec<Event>, RunFolderError> {
-    let text = std::fs::read(path).map_err(|source| RunFolderError::Io {
+    let text = std::fs::read(path).map_err(|cause| RunFolderError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     })?;
     Ok(parse_events(&text))
 }

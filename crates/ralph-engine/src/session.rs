@@ -174,20 +174,20 @@ pub struct AttemptsState {
 #[non_exhaustive]
 pub enum SessionError {
     /// The file is missing or unreadable.
-    #[error("{}: cannot read: {source}", .path.display())]
+    #[error("{}: cannot read: {cause}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not a session.
-    #[error("{}: not a ralph session file: {source}", .path.display())]
+    #[error("{}: not a ralph session file: {cause}", .path.display())]
     Parse {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     /// The file is of another version.
     #[error(
@@ -224,9 +224,9 @@ impl Session {
         // next write, reads a mix. It reads again.
         let mut tries = 0;
         let value: serde_json::Value = loop {
-            let bytes = std::fs::read(&path).map_err(|source| SessionError::Io {
+            let bytes = std::fs::read(&path).map_err(|cause| SessionError::Io {
                 path: path.clone(),
-                source,
+                cause,
             })?;
             match serde_json::from_slice(&bytes) {
                 Ok(value) => break value,
@@ -234,10 +234,10 @@ impl Session {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                Err(source) => {
+                Err(cause) => {
                     return Err(SessionError::Parse {
                         path: path.clone(),
-                        source,
+                        cause,
                     });
                 }
             }
@@ -249,11 +249,10 @@ impl Session {
         if found != u64::from(SESSION_VERSION) {
             return Err(SessionError::Version { path, found });
         }
-        let session: Self =
-            serde_json::from_value(value).map_err(|source| SessionError::Parse {
-                path: path.clone(),
-                source,
-            })?;
+        let session: Self = serde_json::from_value(value).map_err(|cause| SessionError::Parse {
+            path: path.clone(),
+            cause,
+        })?;
         if !is_run_id(&session.run_id) {
             return Err(SessionError::RunId {
                 path,

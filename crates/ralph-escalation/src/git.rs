@@ -32,10 +32,10 @@ const REF_COMPONENT_MAX: usize = 64;
 #[non_exhaustive]
 pub enum GitError {
     /// `git` could not be started.
-    #[error("cannot run git: {source}")]
+    #[error("cannot run git: {cause}")]
     Spawn {
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The folder is not inside a git work tree.
     #[error("{}: not a git repository (escalation.revert needs one; set `revert: false` to run without git)", .dir.display())]
@@ -72,20 +72,20 @@ pub enum GitError {
         stderr: String,
     },
     /// A file to be saved could not be read.
-    #[error("{}: cannot read: {source}", .path.display())]
+    #[error("{}: cannot read: {cause}", .path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// An untracked file could not be removed by a revert.
-    #[error("{}: cannot remove: {source}", .path.display())]
+    #[error("{}: cannot remove: {cause}", .path.display())]
     Remove {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The repository has submodules, whose uncommitted work a revert could not save.
     #[error(
@@ -225,7 +225,7 @@ impl Git {
             .args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])
             .stdin(Stdio::null())
             .output()
-            .map_err(|source| GitError::Spawn { source })?;
+            .map_err(|cause| GitError::Spawn { cause })?;
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
         let (true, Some(top), Some(git_dir)) = (out.status.success(), lines.next(), lines.next())
@@ -326,7 +326,7 @@ impl Git {
         if let Some(index) = index {
             cmd.env("GIT_INDEX_FILE", index);
         }
-        let mut child = cmd.spawn().map_err(|source| GitError::Spawn { source })?;
+        let mut child = cmd.spawn().map_err(|cause| GitError::Spawn { cause })?;
         std::thread::scope(|scope| {
             if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
                 // Written while the output is read: neither pipe can fill up and stall git.
@@ -336,7 +336,7 @@ impl Git {
             }
             child.wait_with_output()
         })
-        .map_err(|source| GitError::Spawn { source })
+        .map_err(|cause| GitError::Spawn { cause })
     }
 
     fn failed(args: &[OsString], out: &Output) -> GitError {
@@ -611,9 +611,9 @@ impl Git {
             };
             if meta.file_type().is_symlink() {
                 // A link's blob is its target, as git stores it.
-                let target = std::fs::read_link(&path).map_err(|source| GitError::Read {
+                let target = std::fs::read_link(&path).map_err(|cause| GitError::Read {
                     path: path.clone(),
-                    source,
+                    cause,
                 })?;
                 let args = os_args(&["hash-object", "-w", "--stdin"]);
                 let oid =
@@ -1079,7 +1079,7 @@ impl Git {
             let path = self.top.join(file);
             match std::fs::remove_file(&path) {
                 Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(GitError::Remove { path, source: err });
+                    return Err(GitError::Remove { path, cause: err });
                 }
                 _ => {}
             }

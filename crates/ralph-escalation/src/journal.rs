@@ -112,7 +112,7 @@ pub(crate) fn write(git: &Git, journal: &Journal) -> Result<(), JournalError> {
         path: path.clone(),
         reason: format!("cannot write: {err}"),
     })?;
-    ralph_engine::atomic::write(&path, &bytes).map_err(|err| JournalError {
+    ralph_atomic::write(&path, &bytes).map_err(|err| JournalError {
         path,
         reason: format!("cannot write: {err}"),
     })

@@ -30,12 +30,12 @@ const ANSWER: &str = "<!-- ralph: answer:";
 #[non_exhaustive]
 pub enum MarkdownError {
     /// The file could not be read.
-    #[error("{}: cannot read: {source}", .path.display())]
+    #[error("{}: cannot read: {cause}", .path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not UTF-8.
     #[error("{}:{line}: not UTF-8 text; ralph reads a checklist only as UTF-8", .path.display())]
@@ -46,12 +46,12 @@ pub enum MarkdownError {
         line: usize,
     },
     /// The file could not be written.
-    #[error("{}: cannot write: {source}", .path.display())]
+    #[error("{}: cannot write: {cause}", .path.display())]
     Write {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Others saved the file again and again while ralph wrote its change, faster than ralph
     /// could apply it to each save: nothing of theirs is lost, ralph's change waits.
@@ -480,9 +480,9 @@ impl MarkdownList {
     }
 
     fn read(&mut self) -> Result<String, MarkdownError> {
-        let bytes = std::fs::read(&self.path).map_err(|source| MarkdownError::Read {
+        let bytes = std::fs::read(&self.path).map_err(|cause| MarkdownError::Read {
             path: self.path.clone(),
-            source,
+            cause,
         })?;
         let text = self.decode(bytes)?;
         self.last_good = Some(text.clone());
@@ -501,7 +501,7 @@ impl MarkdownList {
     }
 
     /// Applies `edit` to the file as it is now and writes the result through
-    /// [`ralph_engine::atomic::update`]: a person's save made while ralph writes is never
+    /// [`ralph_atomic::update`]: a person's save made while ralph writes is never
     /// replaced, `edit` is applied to it again. `edit` answers the new text, or `None` when
     /// the file already says so.
     fn update(
@@ -511,7 +511,7 @@ impl MarkdownList {
         // A file that cannot be read is said as before: the change waits.
         self.read()?;
         let mut last = None;
-        let updated = ralph_engine::atomic::update(&self.path, |bytes| {
+        let updated = ralph_atomic::update(&self.path, |bytes| {
             let text = self.decode(bytes.to_vec())?;
             let out = edit(&text)?;
             last = Some(out.clone().unwrap_or(text));
@@ -519,11 +519,11 @@ impl MarkdownList {
         });
         match updated {
             Ok(_) => {}
-            Err(ralph_engine::atomic::UpdateError::Edit(err)) => return Err(err),
-            Err(ralph_engine::atomic::UpdateError::Io(source)) => {
+            Err(ralph_atomic::UpdateError::Edit(err)) => return Err(err),
+            Err(ralph_atomic::UpdateError::Io(cause)) => {
                 return Err(TaskListError::Failed(Box::new(MarkdownError::Write {
                     path: self.path.clone(),
-                    source,
+                    cause,
                 })));
             }
             Err(_) => {

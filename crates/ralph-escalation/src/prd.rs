@@ -350,12 +350,12 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 #[non_exhaustive]
 pub enum PrdError {
     /// The file could not be read.
-    #[error("{}: cannot read: {source}", .path.display())]
+    #[error("{}: cannot read: {cause}", .path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not UTF-8 JSON, is not shaped like a prd.json, or a field holds a value
     /// ralph cannot use (two stories with one id included).
@@ -380,12 +380,12 @@ pub enum PrdError {
         id: String,
     },
     /// The file could not be written.
-    #[error("{}: cannot write: {source}", .path.display())]
+    #[error("{}: cannot write: {cause}", .path.display())]
     Write {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The question ralph put in a story's notes is gone from them (a person deleted it).
     #[error("{} ({id}'s notes): the question \"{question}\" is no longer there", .path.display())]
@@ -425,9 +425,9 @@ const BOM: &str = "\u{feff}";
 impl Prd {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Self, PrdError> {
-        let bytes = fs::read(path).map_err(|source| PrdError::Read {
+        let bytes = fs::read(path).map_err(|cause| PrdError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         Self::from_bytes(path, &bytes)
     }
@@ -663,10 +663,10 @@ impl Prd {
 
     /// Writes the file atomically: temporary file, fsync, rename.
     pub fn save(&self) -> Result<(), PrdError> {
-        ralph_engine::atomic::write(&self.path, self.to_text().as_bytes()).map_err(|source| {
+        ralph_atomic::write(&self.path, self.to_text().as_bytes()).map_err(|cause| {
             PrdError::Write {
                 path: self.path.clone(),
-                source,
+                cause,
             }
         })
     }
@@ -685,9 +685,9 @@ impl Cache {
     /// Reads and validates `path`, parsing it only when its bytes changed since the last
     /// [`load`](Self::load) or [`save`](Self::save).
     pub fn load(&mut self, path: &Path) -> Result<Prd, PrdError> {
-        let bytes = fs::read(path).map_err(|source| PrdError::Read {
+        let bytes = fs::read(path).map_err(|cause| PrdError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         if let Some((last, prd)) = &self.last {
             if *last == bytes && prd.path == path {
@@ -721,7 +721,7 @@ impl Cache {
     }
 
     /// Applies `edit` to prd.json as it is now and writes the result through
-    /// [`ralph_engine::atomic::update`]: a person's save made while ralph writes is never
+    /// [`ralph_atomic::update`]: a person's save made while ralph writes is never
     /// replaced, `edit` is applied to it again. `edit` answers whether it changed anything.
     /// Returns the file as written (or as it was, when `edit` changed nothing).
     pub fn update(
@@ -732,7 +732,7 @@ impl Cache {
         // A file that cannot be read or parse is said as before: the change waits.
         self.load(path)?;
         let mut last = None;
-        let updated = ralph_engine::atomic::update(path, |bytes| {
+        let updated = ralph_atomic::update(path, |bytes| {
             let mut prd = Prd::from_bytes(path, bytes)?;
             let out = edit(&mut prd)?.then(|| prd.to_text().into_bytes());
             last = Some((out.clone().unwrap_or_else(|| bytes.to_vec()), prd));
@@ -740,11 +740,11 @@ impl Cache {
         });
         match updated {
             Ok(_) => {}
-            Err(ralph_engine::atomic::UpdateError::Edit(err)) => return Err(err),
-            Err(ralph_engine::atomic::UpdateError::Io(source)) => {
+            Err(ralph_atomic::UpdateError::Edit(err)) => return Err(err),
+            Err(ralph_atomic::UpdateError::Io(cause)) => {
                 return Err(PrdError::Write {
                     path: path.to_path_buf(),
-                    source,
+                    cause,
                 });
             }
             Err(_) => {

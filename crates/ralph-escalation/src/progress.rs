@@ -2,16 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_engine::atomic;
-
 /// progress.txt could not be updated.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write: {source}", .path.display())]
+#[error("{}: cannot write: {cause}", .path.display())]
 pub struct ProgressError {
     /// The file.
     pub path: PathBuf,
     /// Why.
-    pub source: std::io::Error,
+    pub cause: std::io::Error,
 }
 
 /// `escalation.progress` leads, on the file system, to a file ralph must not append to: through a
@@ -90,9 +88,9 @@ pub fn check_path(
 /// atomically, so a crash leaves the old file or the new one. Returns the 1-based line the
 /// entry starts on.
 pub fn append(path: &Path, entry: &str) -> Result<usize, ProgressError> {
-    let error = |source| ProgressError {
+    let error = |cause| ProgressError {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let mut bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -110,7 +108,7 @@ pub fn append(path: &Path, entry: &str) -> Result<usize, ProgressError> {
     if !entry.ends_with('\n') {
         bytes.push(b'\n');
     }
-    atomic::write(path, &bytes).map_err(error)?;
+    ralph_atomic::write(path, &bytes).map_err(error)?;
     Ok(line)
 }
 
@@ -120,10 +118,10 @@ pub fn find(path: &Path, entry: &str) -> Result<Option<usize>, ProgressError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
+        Err(cause) => {
             return Err(ProgressError {
                 path: path.to_path_buf(),
-                source,
+                cause,
             });
         }
     };

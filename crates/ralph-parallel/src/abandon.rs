@@ -89,9 +89,9 @@ pub fn abandon(folder: &Path) -> Result<Abandoned, ParallelError> {
     }
     git::run(&top, &["worktree", "prune"])?;
     MergeJournal::clear(&journal_path)?;
-    std::fs::remove_file(&path).map_err(|source| ParallelError::Io {
+    std::fs::remove_file(&path).map_err(|cause| ParallelError::Io {
         path: path.clone(),
-        source,
+        cause,
     })?;
     Ok(Abandoned {
         run_id: session.run_id,
@@ -168,13 +168,13 @@ fn worktree_names(top: &Path) -> Result<Vec<String>, ParallelError> {
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ParallelError::Io { path: dir, source }),
+        Err(cause) => return Err(ParallelError::Io { path: dir, cause }),
     };
     let mut names = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| ParallelError::Io {
+        let entry = entry.map_err(|cause| ParallelError::Io {
             path: dir.clone(),
-            source,
+            cause,
         })?;
         if is_worktree(&entry.path()) {
             names.push(entry.file_name().to_string_lossy().into_owned());

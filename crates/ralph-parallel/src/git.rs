@@ -34,9 +34,9 @@ fn output(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn();
-    let failed = |source| ParallelError::GitStart {
+    let failed = |cause| ParallelError::GitStart {
         dir: dir.to_path_buf(),
-        source,
+        cause,
     };
     let mut child = spawned.map_err(failed)?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -300,7 +300,7 @@ impl IndexLock {
         let (index, lock) = Self::paths(dir)?;
         let io = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| ParallelError::Io { path, source }
+            move |cause| ParallelError::Io { path, cause }
         };
         let deadline = std::time::Instant::now() + Self::WAIT;
         let mut file = loop {
@@ -351,9 +351,9 @@ impl IndexLock {
     /// The copy becomes the index (a rename: git's own way to let go of its lock).
     pub(crate) fn commit(self) -> Result<(), ParallelError> {
         let renamed = std::fs::rename(&self.lock, &self.index);
-        renamed.map_err(|source| ParallelError::Io {
+        renamed.map_err(|cause| ParallelError::Io {
             path: self.index.clone(),
-            source,
+            cause,
         })
     }
 }

@@ -59,7 +59,7 @@ impl LaneTask {
     /// Writes it to `path` (a temp file renamed).
     pub(crate) fn write(&self, path: &Path) -> Result<(), std::io::Error> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        ralph_engine::atomic::write(path, text.as_bytes())
+        ralph_atomic::write(path, text.as_bytes())
     }
 }
 

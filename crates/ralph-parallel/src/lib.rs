@@ -67,12 +67,12 @@ pub enum ParallelError {
         what: &'static str,
     },
     /// git could not be started.
-    #[error("{}: git could not start: {source}", .dir.display())]
+    #[error("{}: git could not start: {cause}", .dir.display())]
     GitStart {
         /// Where.
         dir: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A git command failed.
     #[error("{}: `{command}` failed: {stderr}", .dir.display())]
@@ -88,12 +88,12 @@ pub enum ParallelError {
     #[error("{}: HEAD is detached; --parallel lands tasks on the branch the run starts on: check one out", .0.display())]
     Detached(PathBuf),
     /// A file of the run could not be read or written.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The session or the merge journal is not what this ralph writes.
     #[error("{}: not a parallel run's session: {what}", .path.display())]
@@ -145,12 +145,12 @@ pub enum ParallelError {
     #[error(transparent)]
     EscalationGit(#[from] ralph_escalation::GitError),
     /// A lane's worktree is held by another ralph run started there.
-    #[error("{}: {source}", .worktree.display())]
+    #[error("{}: {cause}", .worktree.display())]
     LaneHeld {
         /// The lane's folder in its worktree.
         worktree: PathBuf,
         /// The lock that refused.
-        source: ralph_engine::lock::LockError,
+        cause: ralph_engine::lock::LockError,
     },
 }
 
@@ -412,9 +412,9 @@ impl LaneSpec {
             // have been then (no agent ran there, there is nothing to keep).
             git::run(&self.worktree, &["reset", "-q", "--hard", "HEAD"])?;
         }
-        let held = |source| ParallelError::LaneHeld {
+        let held = |cause| ParallelError::LaneHeld {
             worktree: self.options.cwd.clone(),
-            source,
+            cause,
         };
         // Before story mode opens, which may already save or revert: as one loop does.
         let claim = FolderClaim::take_lane(&self.options, &self.parallel_run_id).map_err(held)?;
@@ -422,13 +422,13 @@ impl LaneSpec {
             ralph_escalation::lock_repository(&self.options.cwd, &self.config, claim.holder())
                 .map_err(held)?;
         if let Some(task) = &self.task {
-            std::fs::create_dir_all(&self.lane_dir).map_err(|source| ParallelError::Io {
+            std::fs::create_dir_all(&self.lane_dir).map_err(|cause| ParallelError::Io {
                 path: self.lane_dir.clone(),
-                source,
+                cause,
             })?;
             let path = self.lane_dir.join(LANE_TASK_FILE);
             task.write(&path)
-                .map_err(|source| ParallelError::Io { path, source })?;
+                .map_err(|cause| ParallelError::Io { path, cause })?;
         }
         let escalation = match Escalation::open(&self.config, self.opening)? {
             Some(escalation) => escalation,
@@ -706,9 +706,9 @@ impl Parallel {
                 what: "`done_when` checks: they judge each task in its worktree and again on the merged result",
             });
         }
-        let cwd = std::path::absolute(&options.engine.cwd).map_err(|source| ParallelError::Io {
+        let cwd = std::path::absolute(&options.engine.cwd).map_err(|cause| ParallelError::Io {
             path: options.engine.cwd.clone(),
-            source,
+            cause,
         })?;
         let top = PathBuf::from(git::run(&cwd, &["rev-parse", "--show-toplevel"])?);
         let common = git::common_dir(&top)?;
@@ -745,17 +745,17 @@ impl Parallel {
         git::remove_stale_indexes(&common);
 
         let events_path = state_dir.join("events.jsonl");
-        std::fs::create_dir_all(&state_dir).map_err(|source| ParallelError::Io {
+        std::fs::create_dir_all(&state_dir).map_err(|cause| ParallelError::Io {
             path: state_dir.clone(),
-            source,
+            cause,
         })?;
         let events_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&events_path)
-            .map_err(|source| ParallelError::Io {
+            .map_err(|cause| ParallelError::Io {
                 path: events_path.clone(),
-                source,
+                cause,
             })?;
         let mut sinks = sinks;
         sinks.push(Box::new(JsonLinesSink(events_file)));
@@ -1779,7 +1779,7 @@ impl Parallel {
                 });
                 task.asked = Some(asked);
                 task.write(&path)
-                    .map_err(|source| ParallelError::Io { path, source })?;
+                    .map_err(|cause| ParallelError::Io { path, cause })?;
             }
             Err(err) => self.warn(
                 Some(id),
@@ -2325,9 +2325,9 @@ fn exclude_ralph_folder(common: &Path) -> Result<(), ParallelError> {
     {
         return Ok(());
     }
-    let io = |source| ParallelError::Io {
+    let io = |cause| ParallelError::Io {
         path: path.clone(),
-        source,
+        cause,
     };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
@@ -2337,5 +2337,5 @@ fn exclude_ralph_folder(common: &Path) -> Result<(), ParallelError> {
         text.push('\n');
     }
     text.push_str("# ralph's own files and a parallel run's worktrees\n/.ralph/\n");
-    ralph_engine::atomic::write(&path, text.as_bytes()).map_err(io)
+    ralph_atomic::write(&path, text.as_bytes()).map_err(io)
 }

@@ -169,7 +169,7 @@ impl Repo {
         self.over_copy(files, &key, |list, dir| {
             let io = |path: &Path| {
                 let path = path.to_path_buf();
-                move |source| ParallelError::Io { path, source }
+                move |cause| ParallelError::Io { path, cause }
             };
             let list_error =
                 |err: ralph_escalation::TaskListError| ParallelError::TaskList(err.to_string());
@@ -225,7 +225,7 @@ impl Repo {
         let dir = self.scratch.join(key);
         let io = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| ParallelError::Io { path, source }
+            move |cause| ParallelError::Io { path, cause }
         };
         let _ = std::fs::remove_dir_all(&dir);
         let result = (|| {
@@ -626,9 +626,9 @@ impl Repo {
             }
             match was {
                 Some(_) => restore.push(rel.to_owned()),
-                None => std::fs::remove_file(&path).map_err(|source| ParallelError::Io {
+                None => std::fs::remove_file(&path).map_err(|cause| ParallelError::Io {
                     path: path.clone(),
-                    source,
+                    cause,
                 })?,
             }
         }
@@ -675,8 +675,7 @@ impl Repo {
                 .find(|(path, _)| path == rel)
                 .map_or(bytes, |(_, marked)| marked);
             let path = self.top.join(rel);
-            ralph_engine::atomic::write(&path, bytes)
-                .map_err(|source| ParallelError::Io { path, source })?;
+            ralph_atomic::write(&path, bytes).map_err(|cause| ParallelError::Io { path, cause })?;
         }
         Ok(())
     }

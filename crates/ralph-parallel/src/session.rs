@@ -128,9 +128,9 @@ impl Session {
     }
 
     pub(crate) fn load(path: &Path) -> Result<Self, ParallelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ParallelError::Io {
+        let text = std::fs::read_to_string(path).map_err(|cause| ParallelError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         let session: Self = serde_json::from_str(&text).map_err(|err| ParallelError::Session {
             path: path.to_path_buf(),
@@ -228,9 +228,9 @@ impl MergeJournal {
                     })
             }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ParallelError::Io {
+            Err(cause) => Err(ParallelError::Io {
                 path: path.to_path_buf(),
-                source,
+                cause,
             }),
         }
     }
@@ -243,7 +243,7 @@ impl MergeJournal {
         match std::fs::remove_file(path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(ParallelError::Io {
                 path: path.to_path_buf(),
-                source: err,
+                cause: err,
             }),
             _ => Ok(()),
         }
@@ -256,14 +256,14 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ParallelError> 
         what: err.to_string(),
     })?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| ParallelError::Io {
+        std::fs::create_dir_all(dir).map_err(|cause| ParallelError::Io {
             path: dir.to_path_buf(),
-            source,
+            cause,
         })?;
     }
-    ralph_engine::atomic::write(path, &text).map_err(|source| ParallelError::Io {
+    ralph_atomic::write(path, &text).map_err(|cause| ParallelError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     })
 }
 

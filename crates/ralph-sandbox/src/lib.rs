@@ -52,12 +52,12 @@ pub enum SandboxError {
         writable: PathBuf,
     },
     /// The private temporary folder or the proxy could not be set up.
-    #[error("sandbox: cannot {what}: {source}")]
+    #[error("sandbox: cannot {what}: {cause}")]
     Setup {
         /// What was being done.
         what: String,
         /// Why it failed.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The kernel refused the ruleset or one of its rules.
     #[error("sandbox: Landlock refused the rules: {0}")]
@@ -281,15 +281,15 @@ impl Sandbox {
         let tmp = tempfile::Builder::new()
             .prefix("ralph-sandbox-")
             .tempdir()
-            .map_err(|source| SandboxError::Setup {
+            .map_err(|cause| SandboxError::Setup {
                 what: "make the private temporary folder".to_owned(),
-                source,
+                cause,
             })?;
         let proxy = match &config.network {
             Network::Listed(_) => Some(proxy::Proxy::start(allowed_hosts(config, agent)).map_err(
-                |source| SandboxError::Setup {
+                |cause| SandboxError::Setup {
                     what: "start the proxy on 127.0.0.1".to_owned(),
-                    source,
+                    cause,
                 },
             )?),
             Network::None | Network::All => None,

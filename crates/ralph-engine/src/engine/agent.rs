@@ -194,9 +194,9 @@ impl Run {
         }
         // The agent's refused connections, in its log too (`ralph logs`).
         self.report_denials(iteration, Some(log));
-        let exit = result.map_err(|source| EngineError::AgentSpawn {
+        let exit = result.map_err(|cause| EngineError::AgentSpawn {
             program: program.clone(),
-            source,
+            cause,
         })?;
         Ok((exit, findings, usage, words))
     }

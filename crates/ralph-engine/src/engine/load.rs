@@ -13,12 +13,12 @@ use crate::run_folder::RUNS_DIR;
 #[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("cannot read {}: {source}", .path.display())]
+    #[error("cannot read {}: {cause}", .path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file was read and is not a valid RALPH.md. `Display` gives every message, one per
     /// line, each located (`RALPH.md:3:8: max_iterations: ...`).
@@ -57,9 +57,9 @@ impl EngineOptions {
             true => path.join("RALPH.md"),
             false => path.to_path_buf(),
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|cause| LoadError::Read {
             path: path.clone(),
-            source,
+            cause,
         })?;
         let shown = path.display().to_string();
         let shown = shown.strip_prefix("./").unwrap_or(&shown);

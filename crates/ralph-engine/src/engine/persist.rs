@@ -9,13 +9,13 @@ use std::time::{Duration, Instant, SystemTime};
 use ralph_backoff::FailureStreak;
 
 use super::{Next, Run};
-use crate::atomic::Rewriter;
 use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
 use ralph_agents::{RunCost, Usage};
+use ralph_atomic::Rewriter;
 
 /// How long swapped session files may wait for the folder's fsync: a power cut loses at most
 /// about this much of the run's steps, and a fast loop pays one folder fsync a second, not

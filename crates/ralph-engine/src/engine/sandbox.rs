@@ -20,9 +20,9 @@ impl Run {
                 .confine_thread()
                 .map(ChildSetup::new)
                 .transpose()
-                .map_err(|source| ralph_sandbox::SandboxError::Setup {
+                .map_err(|cause| ralph_sandbox::SandboxError::Setup {
                     what: "confine the thread the run's processes start from".to_owned(),
-                    source,
+                    cause,
                 })?;
             self.sandbox = Some(sandbox);
         }

@@ -82,20 +82,20 @@ impl PlannedTask {
 #[non_exhaustive]
 pub enum PlanError {
     /// The list's file could not be read.
-    #[error("{}: cannot read: {source}", .path.display())]
+    #[error("{}: cannot read: {cause}", .path.display())]
     Read {
         /// The file.
         path: std::path::PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The list's file could not be written (nothing was changed).
-    #[error("{}: cannot write the plan: {source}", .path.display())]
+    #[error("{}: cannot write the plan: {cause}", .path.display())]
     Write {
         /// The file.
         path: std::path::PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The list as it is now cannot take the plan (it changed into something ralph cannot
     /// read, say).

@@ -206,10 +206,10 @@ fn add(
     let current = match std::fs::read(path) {
         Ok(bytes) => Some(bytes),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => {
+        Err(cause) => {
             return Err(PlanError::Read {
                 path: path.to_path_buf(),
-                source,
+                cause,
             });
         }
     };
@@ -219,11 +219,9 @@ fn add(
             _ => write::prd_new(tasks),
         };
         if !dry_run {
-            ralph_engine::atomic::create_new(path, text.as_bytes()).map_err(|source| {
-                PlanError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                }
+            ralph_atomic::create_new(path, text.as_bytes()).map_err(|cause| PlanError::Write {
+                path: path.to_path_buf(),
+                cause,
             })?;
         }
         return Ok(false);
@@ -254,12 +252,12 @@ fn add(
         append(&bytes)?;
         return Ok(true);
     }
-    match ralph_engine::atomic::update(path, |bytes| append(bytes).map(Some)) {
+    match ralph_atomic::update(path, |bytes| append(bytes).map(Some)) {
         Ok(_) => Ok(true),
-        Err(ralph_engine::atomic::UpdateError::Edit(err)) => Err(err),
-        Err(ralph_engine::atomic::UpdateError::Io(source)) => Err(PlanError::Write {
+        Err(ralph_atomic::UpdateError::Edit(err)) => Err(err),
+        Err(ralph_atomic::UpdateError::Io(cause)) => Err(PlanError::Write {
             path: path.to_path_buf(),
-            source,
+            cause,
         }),
         Err(_) => Err(list_error(
             "it kept changing while ralph added the plan; nothing was added".to_owned(),

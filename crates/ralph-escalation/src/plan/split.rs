@@ -104,18 +104,18 @@ pub fn replace(
             })
     };
     if dry_run {
-        let bytes = std::fs::read(path).map_err(|source| PlanError::Read {
+        let bytes = std::fs::read(path).map_err(|cause| PlanError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         return edit(&bytes).map(drop);
     }
-    match ralph_engine::atomic::update(path, |bytes| edit(bytes).map(Some)) {
+    match ralph_atomic::update(path, |bytes| edit(bytes).map(Some)) {
         Ok(_) => Ok(()),
-        Err(ralph_engine::atomic::UpdateError::Edit(err)) => Err(err),
-        Err(ralph_engine::atomic::UpdateError::Io(source)) => Err(PlanError::Write {
+        Err(ralph_atomic::UpdateError::Edit(err)) => Err(err),
+        Err(ralph_atomic::UpdateError::Io(cause)) => Err(PlanError::Write {
             path: path.to_path_buf(),
-            source,
+            cause,
         }),
         Err(_) => Err(list_error(
             "it kept changing while ralph split the task; nothing was changed".to_owned(),

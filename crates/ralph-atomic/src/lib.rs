@@ -1,6 +1,9 @@
 //! Whole-file writes that a crash, a power cut or a reader never sees half done: the one place
-//! ralph writes a file atomically (the run folder's files here, prd.json and progress.txt in
-//! `ralph-escalation`, `ralph init`'s templates in the CLI).
+//! ralph writes a file atomically (the run folder's files in `ralph-engine`, prd.json and
+//! progress.txt in `ralph-escalation`, the merge queue's and lanes' records in
+//! `ralph-parallel`, `ralph init`'s templates and `ralph report`'s page in the CLI). It owns
+//! only that: it never reads a clock, never starts a process, never logs, and never replaces
+//! anything but a regular file.
 //!
 //! Each write goes to a temporary file in the target's own folder (a rename is atomic only
 //! within one file system), which is fsynced, renamed over the target, and then the folder is
@@ -382,7 +385,7 @@ fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
 /// Where the swap is not available (another system, a file system without it), each write is
 /// a [`write()`]. The path is ralph's own: a symlink there is swapped, not followed.
 #[derive(Debug)]
-pub(crate) struct Rewriter {
+pub struct Rewriter {
     path: PathBuf,
     spare: PathBuf,
     /// The swap worked, or has not been tried yet.
@@ -393,7 +396,7 @@ pub(crate) struct Rewriter {
 
 impl Rewriter {
     /// Writes to `path` will go through the spare beside it.
-    pub(crate) fn new(path: &Path) -> Self {
+    pub fn new(path: &Path) -> Self {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -407,13 +410,13 @@ impl Rewriter {
     }
 
     /// The file written.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Replaces the file's content with `bytes`. The first write is durable at once, folder
     /// included; later ones once [`sync_folder`](Self::sync_folder) runs.
-    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if !self.swaps {
             return write(&self.path, bytes);
         }
@@ -441,7 +444,7 @@ impl Rewriter {
 
     /// Makes the writes so far survive a power cut: the folder holding the swapped names is
     /// fsynced (once, however many writes came since the last time).
-    pub(crate) fn sync_folder(&mut self) {
+    pub fn sync_folder(&mut self) {
         if self.synced {
             return;
         }
@@ -457,7 +460,7 @@ impl Rewriter {
     }
 
     /// Removes the spare, which holds only an older content (the end of a run).
-    pub(crate) fn remove_spare(&self) {
+    pub fn remove_spare(&self) {
         if self.swaps {
             let _ = fs::remove_file(&self.spare);
         }
