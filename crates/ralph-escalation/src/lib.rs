@@ -124,7 +124,7 @@ pub enum EscalationError {
     /// `ralph run --task ID` without a task list: the RALPH.md has no `tasks:` nor
     /// `escalation.prd`.
     #[error(
-        "--task {id}: the task is one of a task list, and this RALPH.md has none: no `tasks:` section and no `escalation.prd` (`tasks: {{markdown: TODO.md}}`, `tasks: {{prd: prd.json}}`; `ralph init --prd` shows one)"
+        "--task {id}: the task is one of a task list, and this RALPH.md has none: no `tasks:` section and no `escalation.prd` (`tasks: {{markdown: TODO.md}}`, `tasks: {{prd: prd.json}}`)"
     )]
     NotStoryMode {
         /// The id asked for.
