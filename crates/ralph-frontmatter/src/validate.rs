@@ -3,25 +3,25 @@
 //! Every check records its error and carries on, so one run reports every problem of the file.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use serde_norway::{Mapping, Value};
 
 use crate::DURATION_SYNTAX;
 use crate::locate::{FieldPath, Locator, Pos};
-use crate::schema::{self, BUILT_IN_STATES, PTY_MODES, RUN_STATUS_WORDS, STATE_THEN};
+use crate::schema::{self, PTY_MODES};
 use crate::suggest::nearest;
 use crate::{
-    CommandSpec, Config, ConfigError, ConvergenceConfig, EscalationConfig, FailurePolicy,
-    IdlePolicy, OutputFormat, PtyConfig, PtyMode, RateLimitConfig, RetryPolicy, StateSpec,
-    StateThen, Vocabulary,
+    CommandSpec, Config, ConfigError, ConvergenceConfig, FailurePolicy, IdlePolicy, OutputFormat,
+    PtyConfig, PtyMode, RateLimitConfig, RetryPolicy, Vocabulary,
 };
 
 mod env;
+mod escalation;
 mod fallback;
 mod notify;
 mod sandbox;
+mod states;
 
 /// The keys of a block, from the field table `cargo xtask schema` also reads.
 fn keys(block: &str) -> Vec<&'static str> {
@@ -433,9 +433,9 @@ pub(crate) fn config(
     };
     let escalation = root
         .get("escalation")
-        .map(|v| escalation(checker, &top.key("escalation"), v));
+        .map(|v| escalation::escalation(checker, &top.key("escalation"), v));
     let states = match present(root, "states") {
-        Some(value) => states(checker, &top.key("states"), value, vocabulary),
+        Some(value) => states::states(checker, &top.key("states"), value, vocabulary),
         None => Some(BTreeMap::new()),
     };
     let completion_signal = present(root, "completion_signal").map(|v| {
@@ -932,110 +932,6 @@ fn convergence(
     })
 }
 
-fn escalation(
-    checker: &mut Checker<'_>,
-    path: &FieldPath,
-    value: &Value,
-) -> Option<EscalationConfig> {
-    let mut config = EscalationConfig::default();
-    let Some(mapping) = block(checker, path, value, &keys("escalation"))? else {
-        return Some(config);
-    };
-    let mut ok = true;
-    if let Some(v) = present(mapping, "prd") {
-        match checker.string(&path.key("prd"), v, "a path to a prd.json file") {
-            Some(prd) => config.prd = Some(PathBuf::from(prd)),
-            None => ok = false,
-        }
-    }
-    if let Some(v) = present(mapping, "progress") {
-        match checker.string(&path.key("progress"), v, "a path to a progress file") {
-            Some(progress) => config.progress = PathBuf::from(progress),
-            None => ok = false,
-        }
-    }
-    if ok {
-        let file = checker.file;
-        if let Some(problem) = progress_problem(file, config.prd.as_deref(), &config.progress) {
-            // Where the default `progress.txt` is the clash, point at `prd`.
-            let at = match present(mapping, "progress") {
-                Some(_) => "progress",
-                None => "prd",
-            };
-            checker.value_error(&path.key(at), problem);
-            ok = false;
-        }
-    }
-    if let Some(v) = present(mapping, "same_error_limit") {
-        match checker.integer_at_least(&path.key("same_error_limit"), v, 1) {
-            Some(limit) => config.same_error_limit = limit,
-            None => ok = false,
-        }
-    }
-    if let Some(v) = present(mapping, "revert") {
-        match checker.bool(&path.key("revert"), v) {
-            Some(revert) => config.revert = revert,
-            None => ok = false,
-        }
-    }
-    if let Some(v) = present(mapping, "split") {
-        match checker.bool(&path.key("split"), v) {
-            Some(split) => config.split = split,
-            None => ok = false,
-        }
-    }
-    ok.then_some(config)
-}
-
-/// `path` with `.` steps dropped and each `..` taking the step before it away (`./a`, `x/../a`
-/// and `a` are all `a`), as far as that can be told from the text alone.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                // `/..` is `/`.
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(component),
-            },
-            other => out.push(other),
-        }
-    }
-    out.iter().collect()
-}
-
-/// Why `progress` (from `escalation.progress`, or its default) would destroy data, as far as the
-/// paths' text tells: it names the prd.json, this RALPH.md (`ralph_md`, as the user named it), or
-/// a place inside a `.git` folder. Paths that differ only through a symlink are ralph's
-/// escalation's to find, when it opens.
-fn progress_problem(ralph_md: &str, prd: Option<&Path>, progress: &Path) -> Option<String> {
-    let normal = lexical(progress);
-    let shown = progress.display();
-    if prd.is_some_and(|prd| lexical(prd) == normal) {
-        return Some(format!(
-            "\"{shown}\" is also escalation.prd; progress entries would overwrite the stories; \
-             choose another file, such as \"progress.txt\""
-        ));
-    }
-    if lexical(Path::new(ralph_md)) == normal {
-        return Some(format!(
-            "\"{shown}\" is this RALPH.md; progress entries would overwrite its prompt and \
-             settings; choose another file, such as \"progress.txt\""
-        ));
-    }
-    if normal.components().any(|c| c.as_os_str() == ".git") {
-        return Some(format!(
-            "\"{shown}\" is inside .git, git's own folder, where a file ralph writes can \
-             damage the repository; choose a path outside it, such as \"progress.txt\""
-        ));
-    }
-    None
-}
-
 /// The `pty` block, and its `idle_timeout` (the old spelling of the top-level one, refused
 /// beside it: `idle_set`).
 fn pty(
@@ -1074,177 +970,6 @@ fn pty(
         }
     }
     ok.then_some((config, idle_timeout))
-}
-
-/// The `states` mapping: each name a new marker meaning, none of the built-in states.
-fn states(
-    checker: &mut Checker<'_>,
-    path: &FieldPath,
-    value: &Value,
-    vocabulary: &Vocabulary,
-) -> Option<BTreeMap<String, StateSpec>> {
-    let mapping = checker.mapping(path, value)?;
-    let end_reasons = vocabulary.end_reasons();
-    let mut specs = BTreeMap::new();
-    let mut ok = true;
-    for (key, entry) in mapping {
-        let name = key_text(key);
-        let state_path = path.key(&name);
-        if BUILT_IN_STATES.contains(&name.as_str()) {
-            checker.key_error(
-                &state_path,
-                format!(
-                    "`{name}` is built in and cannot be redefined (built-in states: {})",
-                    BUILT_IN_STATES.join(", ")
-                ),
-            );
-            ok = false;
-            continue;
-        }
-        if end_reasons.contains(&name.as_str()) {
-            checker.key_error(
-                &state_path,
-                format!(
-                    "`{name}` is a reason ralph gives for ending a run (RUN_ENDED), and a stop in \
-                     this state would read as that ending; pick another name (reserved: {})",
-                    end_reasons.join(", ")
-                ),
-            );
-            ok = false;
-            continue;
-        }
-        if RUN_STATUS_WORDS.contains(&name.as_str()) {
-            checker.key_error(
-                &state_path,
-                format!(
-                    "`{name}` is what `ralph runs` and `ralph status` say of a run {}, and a stop \
-                     in this state would read so; pick another name (reserved: {})",
-                    match name.as_str() {
-                        "killed" => "that ended without a word",
-                        _ => "that still runs",
-                    },
-                    RUN_STATUS_WORDS.join(", ")
-                ),
-            );
-            ok = false;
-            continue;
-        }
-        if let Some(plug) = vocabulary.reserving_plug(&name) {
-            checker.key_error(
-                &state_path,
-                format!("`{name}` is a state `{plug}` gives a meaning to; pick another name"),
-            );
-            ok = false;
-            continue;
-        }
-        if !is_state_name(&name) {
-            checker.key_error(
-                &state_path,
-                format!(
-                    "expected a state name: a lowercase letter, then lowercase letters, digits, \
-                     `-` and `_` (markers are read lowercase), got {name:?}"
-                ),
-            );
-            ok = false;
-            continue;
-        }
-        match state(checker, &state_path, entry) {
-            Some(spec) => {
-                specs.insert(name, spec);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(specs)
-}
-
-/// Whether `name` can be declared: what the marker grammar reads, lowercase.
-fn is_state_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_lowercase())
-        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-}
-
-/// One entry of `states`; with no value, a state that only continues.
-fn state(checker: &mut Checker<'_>, path: &FieldPath, value: &Value) -> Option<StateSpec> {
-    let Some(mapping) = block(checker, path, value, &keys("states"))? else {
-        return Some(StateSpec {
-            run: None,
-            timeout: None,
-            then: StateThen::Continue,
-        });
-    };
-    let run =
-        present(mapping, "run").map(|v| checker.string(&path.key("run"), v, "a shell command"));
-    let mut ok = true;
-    if let Some(Some(hook)) = &run {
-        ok = unquotable_args(checker, &path.key("run"), hook);
-    }
-    let timeout =
-        present(mapping, "timeout").map(|v| checker.duration(&path.key("timeout"), v, true));
-    let then = present(mapping, "then").map(|v| checker.choice(&path.key("then"), v, STATE_THEN));
-    let wait = present(mapping, "wait").map(|v| checker.duration(&path.key("wait"), v, true));
-    let poll = present(mapping, "poll").map(|v| checker.duration(&path.key("poll"), v, true));
-    let exit_code = present(mapping, "exit_code")
-        .map(|v| checker.integer_in(&path.key("exit_code"), v, 0, 255));
-    let (run, then, wait, poll, exit_code) = (
-        optional(run),
-        optional(then),
-        optional(wait),
-        optional(poll),
-        optional(exit_code),
-    );
-    let then_name = then.flatten().unwrap_or("continue");
-    // A key that only another `then` uses is a mistake, not something to ignore.
-    let misplaced = |key: &str, wanted: &str| {
-        format!("`{key}` applies only with `then: {wanted}` (`then` is \"{then_name}\")")
-    };
-    if then.is_some() {
-        if present(mapping, "wait").is_some() && then_name != "wait" {
-            checker.key_error(&path.key("wait"), misplaced("wait", "wait"));
-            ok = false;
-        }
-        if present(mapping, "exit_code").is_some() && then_name != "stop" {
-            checker.key_error(&path.key("exit_code"), misplaced("exit_code", "stop"));
-            ok = false;
-        }
-        if present(mapping, "poll").is_some() && then_name != "hold" {
-            checker.key_error(&path.key("poll"), misplaced("poll", "hold"));
-            ok = false;
-        }
-        if then_name == "hold"
-            && (present(mapping, "poll").is_none() || present(mapping, "run").is_none())
-        {
-            checker.value_error(
-                &path.key("then"),
-                "`then: hold` needs `run`, the check that says when to go on (exit 0), and \
-                 `poll`, how often it runs, such as `poll: 1m`"
-                    .to_owned(),
-            );
-            ok = false;
-        }
-        if then_name == "wait" && present(mapping, "wait").is_none() {
-            checker.value_error(
-                &path.key("then"),
-                "`then: wait` needs `wait`: how long to wait, such as `wait: 30m`".to_owned(),
-            );
-            ok = false;
-        }
-    }
-    let (run, timeout, then, wait, poll, exit_code) =
-        (run?, optional(timeout)?, then?, wait?, poll?, exit_code?);
-    if !ok {
-        return None;
-    }
-    let then = match then {
-        Some("stop") => StateThen::Stop {
-            exit_code: exit_code.and_then(|n| u8::try_from(n).ok()).unwrap_or(0),
-        },
-        Some("wait") => StateThen::Wait(wait?),
-        Some("hold") => StateThen::Hold { poll: poll? },
-        _ => StateThen::Continue,
-    };
-    Some(StateSpec { run, timeout, then })
 }
 
 #[cfg(test)]

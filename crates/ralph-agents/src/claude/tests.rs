@@ -1,4 +1,3 @@
-
 use super::super::lines::KEPT_LINE_CAPACITY;
 use super::super::testing::{self, Recorded};
 use super::super::{MAX_JSON_LINE, MAX_RESULT_TEXT};

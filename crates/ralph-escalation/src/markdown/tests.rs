@@ -1,4 +1,3 @@
-
 use super::*;
 
 const TODO: &str = "# Work\r\n\r\nSome prose.  \r\n\r\n- [ ] Add a login page\r\n  \

@@ -1,5 +1,6 @@
+use std::path::Path;
 
-use super::*;
+use super::escalation::lexical;
 use std::time::Duration;
 
 use crate::{StateSpec, StateThen};
