@@ -549,7 +549,7 @@ fn the_engine_loop_does_not_count_idle_by_name() {
     assert_none("the engine loop names the idle state", &problems);
 }
 
-/// Only ralph-process starts the agent, commands and checks; escalation's `git` module starts
+/// Only ralph-process starts the agent, commands and checks; escalation's `git::command` starts
 /// git, ralph-github's `token` module asks `gh auth token` for a token and ralph-notify's
 /// delivery thread runs `notify.command` (a thread of its own, no async runtime): no other place
 /// starts a process; the engine, the agent adapters and the CLI start none.
@@ -567,8 +567,8 @@ fn only_the_process_module_and_git_start_processes() {
     let allowed = |path: &Path| {
         let path = relative(path);
         path.starts_with("crates/ralph-process/src/")
-            || path == "crates/ralph-escalation/src/git.rs"
-            || path == "crates/ralph-parallel/src/git.rs"
+            // The one git runner, for escalation, the merge queue and the task lists.
+            || path == "crates/ralph-escalation/src/git/command.rs"
             || path == "crates/ralph-github/src/token.rs"
             || path == "crates/ralph-notify/src/deliver.rs"
     };
@@ -597,8 +597,8 @@ fn only_the_process_module_and_git_start_processes() {
                     .find(|word| has_word(line, word))
                     .map(|word| {
                         format!(
-                            "`{word}`: only ralph-process (and escalation's and parallel's \
-                             `git`, ralph-github's `token`) start processes"
+                            "`{word}`: only ralph-process (and escalation's `git::command`, \
+                             ralph-github's `token`, ralph-notify's `deliver`) start processes"
                         )
                     })
             },

@@ -25,6 +25,7 @@ mod failure_backoff;
 mod failure_words;
 mod fallback_agents;
 mod faults;
+mod git_environment;
 mod github_authors;
 mod github_secrets;
 mod github_start;

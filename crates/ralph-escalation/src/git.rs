@@ -10,22 +10,23 @@
 //! built in a temporary index (`<git dir>/ralph-save-index-<pid>`), never in the user's.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
+
+mod command;
+mod task_branch;
+
+pub use command::{REPOSITORY_VARIABLES, git_command, output, what_git_said};
+pub use task_branch::{TaskBranch, ref_component, switch_to_task_branch, task_branch};
 
 /// The temporary indexes' file name, before the pid of the ralph that made them.
 const SAVE_INDEX_PREFIX: &str = "ralph-save-index-";
 
 /// How many times a ref name already taken by another writer is tried with the next number.
 const REF_RETRIES: usize = 100;
-
-/// Story ids longer than this are cut (and told apart by a hash) in ref names.
-const REF_COMPONENT_MAX: usize = 64;
 
 /// A git command that failed, or a repository ralph cannot work in.
 #[derive(Debug, thiserror::Error)]
@@ -141,14 +142,6 @@ enum Nested {
     Leave,
 }
 
-/// A `git` command in a process group of its own, with nothing on stdin.
-fn git_command() -> Command {
-    let mut cmd = Command::new("git");
-    // An index of the user's own (GIT_INDEX_FILE in the environment) must not be used.
-    cmd.env_remove("GIT_INDEX_FILE").process_group(0);
-    cmd
-}
-
 /// The temporary index a save or a commit is built in; removed when dropped.
 struct TempIndex(PathBuf);
 
@@ -218,14 +211,9 @@ impl Git {
     /// The repository holding `dir`. Temporary indexes left by a ralph that was killed are
     /// removed.
     pub fn open(dir: &Path) -> Result<Self, GitError> {
-        let out = git_command()
-            .arg("-C")
-            .arg(dir)
-            .env("PWD", ralph_process::child_pwd(dir))
-            .args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|cause| GitError::Spawn { cause })?;
+        let mut cmd = git_command(dir);
+        cmd.args(["rev-parse", "--show-toplevel", "--absolute-git-dir"]);
+        let out = output(cmd, None).map_err(|cause| GitError::Spawn { cause })?;
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
         let (true, Some(top), Some(git_dir)) = (out.status.success(), lines.next(), lines.next())
@@ -306,37 +294,17 @@ impl Git {
         index: Option<&Path>,
         input: Option<&[u8]>,
     ) -> Result<Output, GitError> {
-        let mut cmd = git_command();
-        cmd.arg("-C")
-            .arg(dir)
-            // Its hooks are the person's programs, run in `dir`.
-            .env("PWD", ralph_process::child_pwd(dir))
-            .args(["-c", "core.quotepath=off"])
+        let mut cmd = git_command(dir);
+        cmd.args(["-c", "core.quotepath=off"])
             // A ralph killed mid-step leaves its git running a moment longer, and the next
             // start finishes the step at once: a ref it still holds is waited for (git waits
             // 100 ms by default), not taken for a stale lock.
             .args(["-c", "core.filesRefLockTimeout=2000"])
-            .args(args)
-            .stdin(match input {
-                Some(_) => Stdio::piped(),
-                None => Stdio::null(),
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .args(args);
         if let Some(index) = index {
             cmd.env("GIT_INDEX_FILE", index);
         }
-        let mut child = cmd.spawn().map_err(|cause| GitError::Spawn { cause })?;
-        std::thread::scope(|scope| {
-            if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-                // Written while the output is read: neither pipe can fill up and stall git.
-                scope.spawn(move || {
-                    let _ = stdin.write_all(bytes);
-                });
-            }
-            child.wait_with_output()
-        })
-        .map_err(|cause| GitError::Spawn { cause })
+        output(cmd, input).map_err(|cause| GitError::Spawn { cause })
     }
 
     fn failed(args: &[OsString], out: &Output) -> GitError {
@@ -1189,71 +1157,6 @@ fn complaints(stderr: &[u8]) -> String {
     }
 }
 
-/// The branch `ralph run --task ID` works on: `ralph/ID` (the id made safe as
-/// [`ref_component`] makes it).
-pub fn task_branch(id: &str) -> String {
-    format!("ralph/{}", ref_component(id))
-}
-
-/// Where `ralph run --task ID` put HEAD.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskBranch {
-    /// The branch: [`task_branch`].
-    pub name: String,
-    /// Whether it was made now, at the commit HEAD was on; else it existed and was checked
-    /// out as it was (or HEAD was on it already).
-    pub created: bool,
-}
-
-/// `ralph run --task ID`: puts the work tree of the repository holding `cwd` on branch
-/// [`task_branch`], made at HEAD when it does not exist. `git switch` carries uncommitted
-/// changes over or refuses, so nothing is lost either way.
-pub fn switch_to_task_branch(cwd: &Path, id: &str) -> Result<TaskBranch, GitError> {
-    let git = Git::open(cwd)?;
-    git.head()?;
-    let name = task_branch(id);
-    let full = format!("refs/heads/{name}");
-    if git.head_branch()?.as_deref() == Some(full.as_str()) {
-        return Ok(TaskBranch {
-            name,
-            created: false,
-        });
-    }
-    let exists = git.run(&["rev-parse", "--verify", "-q", &full]).is_ok();
-    match exists {
-        true => git.run(&["switch", "-q", &name])?,
-        false => git.run(&["switch", "-q", "-c", &name])?,
-    };
-    Ok(TaskBranch {
-        name,
-        created: !exists,
-    })
-}
-
-/// A story id made safe for one component of a ref name, distinct for distinct ids: an id of
-/// letters, digits, `-` and `_`, at most 64 bytes long, is kept as it is; any other is cut to
-/// 64 characters, every other character becomes `-`, and `.` and a hash of the whole id are
-/// appended (an id kept as it is never holds a `.`, so the two kinds cannot meet).
-pub fn ref_component(id: &str) -> String {
-    let safe: String = id
-        .chars()
-        .take(REF_COMPONENT_MAX)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if !id.is_empty() && safe == id {
-        return safe;
-    }
-    let prefix = if safe.is_empty() { "story" } else { &safe };
-    format!("{prefix}.{:016x}", crate::signature::fnv1a(id.as_bytes()))
-}
-
 /// The paths of `git status --porcelain -z`: for a rename or copy, the new path and the old.
 fn parse_porcelain_z(out: &str) -> Vec<String> {
     let mut paths = Vec::new();
@@ -1271,49 +1174,8 @@ fn parse_porcelain_z(out: &str) -> Vec<String> {
     paths
 }
 
-/// What a failed git command said: its standard error, else its output's last line, else its
-/// exit status, so an error never ends in `failed:` with nothing after it (a hook that fails
-/// silently, a `git diff --quiet`).
-pub fn what_git_said(out: &Output) -> String {
-    use std::os::unix::process::ExitStatusExt as _;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !stderr.trim().is_empty() {
-        return stderr.trim().to_owned();
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if let Some(line) = stdout.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-        return line.to_owned();
-    }
-    match (out.status.code(), out.status.signal()) {
-        (Some(code), _) => format!("it exited with {code} and said nothing"),
-        (None, Some(signal)) => format!("it was killed by signal {signal}"),
-        (None, None) => "it said nothing".to_owned(),
-    }
-}
-
 #[cfg(test)]
-mod what_git_said_tests {
-    use super::what_git_said;
-
-    fn said(script: &str) -> String {
-        let out = std::process::Command::new("sh")
-            .args(["-c", script])
-            .output()
-            .unwrap();
-        what_git_said(&out)
-    }
-
-    #[test]
-    fn a_silent_failure_still_says_something() {
-        assert_eq!(said("echo 'fatal: bad' >&2; exit 128"), "fatal: bad");
-        assert_eq!(said("echo one; echo two; exit 1"), "two");
-        assert_eq!(said("exit 3"), "it exited with 3 and said nothing");
-        assert_eq!(said("kill -9 $$"), "it was killed by signal 9");
-    }
-}
-
-#[cfg(test)]
-mod porcelain_tests {
+mod tests {
     use super::parse_porcelain_z;
 
     #[test]
@@ -1330,60 +1192,5 @@ mod porcelain_tests {
                 "tab\there"
             ]
         );
-    }
-}
-
-#[cfg(test)]
-mod ref_component_tests {
-    use super::ref_component;
-
-    fn valid(component: &str) -> bool {
-        std::process::Command::new("git")
-            .args(["check-ref-format"])
-            .arg(format!("refs/ralph/attempts/{component}/1"))
-            .status()
-            .expect("git runs")
-            .success()
-    }
-
-    #[test]
-    fn odd_ids_get_valid_distinct_ref_names() {
-        let long = "x".repeat(300);
-        let ids = [
-            "US-001",
-            "../x",
-            "a..b",
-            "a@{b",
-            "@",
-            long.as_str(),
-            "ünïcødé",
-            "story.lock",
-            "a/b",
-            "a b",
-            "a-b",
-            "",
-            ".",
-            "-",
-            "a\\b",
-            "~^:?*[",
-        ];
-        let mut seen = std::collections::HashSet::new();
-        for id in ids {
-            let component = ref_component(id);
-            assert!(valid(&component), "{id:?} -> {component:?}");
-            assert!(component.len() <= 64 + 17, "{id:?} -> {component:?}");
-            assert!(
-                seen.insert(component.clone()),
-                "{id:?} -> {component:?} twice"
-            );
-        }
-    }
-
-    #[test]
-    fn plain_ids_are_kept_as_they_are() {
-        assert_eq!(ref_component("US-001"), "US-001");
-        assert_eq!(ref_component("story_2"), "story_2");
-        assert_ne!(ref_component("a/b"), ref_component("a-b"));
-        assert!(ref_component("a/b").starts_with("a-b."));
     }
 }

@@ -1,11 +1,13 @@
 //! The git commands of a parallel run: worktrees, the merge, the landing commit, moving the
-//! base. The one module of this crate that starts processes; each git runs in a process group
-//! of its own, so the terminal's Ctrl+C never kills one half-way.
+//! base. The one module of this crate that starts processes, through escalation's
+//! [`git_command`]: each git runs in a process group of its own, so the terminal's Ctrl+C never
+//! kills one half-way, and in the repository it is given whatever the environment says.
 
 use std::io::Write as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use ralph_escalation::git::git_command;
 
 use crate::ParallelError;
 
@@ -16,33 +18,12 @@ fn output(
     env: &[(&str, &Path)],
     stdin: Option<&[u8]>,
 ) -> Result<Output, ParallelError> {
-    let spawned = Command::new("git")
-        .current_dir(dir)
-        // Its hooks are the person's programs, run in `dir`, which may be a lane's worktree.
-        .env("PWD", ralph_process::child_pwd(dir))
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        // Never stop for a person: an editor for the merge message, a pager.
-        .env("GIT_EDITOR", "true")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
-    let failed = |cause| ParallelError::GitStart {
+    let mut cmd = git_command(dir);
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    ralph_escalation::git::output(cmd, stdin).map_err(|cause| ParallelError::GitStart {
         dir: dir.to_path_buf(),
         cause,
-    };
-    let mut child = spawned.map_err(failed)?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(bytes).map_err(failed)?;
-    }
-    child.wait_with_output().map_err(failed)
+    })
 }
 
 /// How much of a lane's worktree a kill let `git worktree add --no-checkout` and the checkout
