@@ -245,35 +245,59 @@ fn assert_none(what: &str, problems: &[String]) {
     );
 }
 
-/// The dependencies a crate builds with (not its dev-dependencies), with their lines.
-fn dependencies(manifest: &str) -> Vec<(usize, String)> {
-    let mut section = String::new();
-    let mut found = Vec::new();
-    for (i, line) in manifest.lines().enumerate() {
-        let line = line.trim();
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.trim().to_owned();
-            // `[dependencies.tokio]`, `[target.'cfg(unix)'.dependencies.libc]`
-            for table in ["dependencies.", "build-dependencies."] {
-                if let Some((_, dep)) = section.split_once(table) {
-                    if !section.contains("dev-dependencies.") {
-                        found.push((i + 1, dep.to_owned()));
-                    }
-                }
-            }
-            continue;
-        }
-        let builds = section == "dependencies"
-            || section == "build-dependencies"
-            || section.ends_with(".dependencies")
-            || section.ends_with(".build-dependencies");
-        if builds && !line.is_empty() && !line.starts_with('#') {
-            if let Some(name) = line.split(['=', '.']).next() {
-                found.push((i + 1, name.trim().trim_matches('"').to_owned()));
+/// Each workspace package's build dependencies (not its dev-dependencies), by package name, as
+/// `cargo metadata` reads the manifests: a renamed, inline-table or target-specific dependency
+/// counts as what it is, which a reading of the manifest's text could miss.
+fn workspace_dependencies() -> HashMap<String, Vec<String>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).expect("its JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    packages
+        .iter()
+        .map(|package| {
+            let deps = package["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter(|dep| dep["kind"].as_str() != Some("dev"))
+                .map(|dep| dep["name"].as_str().expect("a name").to_owned())
+                .collect();
+            (package["name"].as_str().expect("a name").to_owned(), deps)
+        })
+        .collect()
+}
+
+/// The workspace packages `krate` builds with, directly or through other workspace packages,
+/// and the external crates any of them names directly.
+fn reachable(krate: &str, graph: &HashMap<String, Vec<String>>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut stack = vec![krate.to_owned()];
+    while let Some(name) = stack.pop() {
+        for dep in graph.get(&name).into_iter().flatten() {
+            if !seen.contains(dep) {
+                seen.push(dep.clone());
+                stack.push(dep.clone());
             }
         }
     }
-    found
+    seen.sort();
+    seen
 }
 
 /// Dependencies point one way (atomic, marker, frontmatter, backoff, agents, process, sandbox <-
@@ -289,7 +313,7 @@ fn dependencies_point_one_way() {
         "ralph-escalation",
         "ralph-parallel",
         "ralph-github",
-        "ralph-cli",
+        "ralph-loop",
     ];
     let runtimes = ["tokio", "async-std", "smol"];
     let forbidden: HashMap<&str, Vec<&str>> = BASE_CRATES
@@ -320,7 +344,7 @@ fn dependencies_point_one_way() {
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
-                    "ralph-cli",
+                    "ralph-loop",
                 ],
             ),
             (
@@ -332,7 +356,7 @@ fn dependencies_point_one_way() {
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
-                    "ralph-cli",
+                    "ralph-loop",
                 ],
             ),
             (
@@ -342,34 +366,38 @@ fn dependencies_point_one_way() {
                     "ralph-github",
                     "ralph-parallel",
                     "ralph-notify",
-                    "ralph-cli",
+                    "ralph-loop",
                 ],
             ),
             (
                 "ralph-escalation",
-                vec!["ralph-github", "ralph-parallel", "ralph-cli"],
+                vec!["ralph-github", "ralph-parallel", "ralph-loop"],
             ),
-            ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
-            ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
+            ("ralph-github", vec!["ralph-parallel", "ralph-loop"]),
+            ("ralph-parallel", vec!["ralph-github", "ralph-loop"]),
             (
                 "ralph-notify",
                 vec![
                     "ralph-escalation",
                     "ralph-github",
                     "ralph-parallel",
-                    "ralph-cli",
+                    "ralph-loop",
                 ],
             ),
         ])
         .collect();
+    let graph = workspace_dependencies();
     let mut problems = Vec::new();
     for (krate, banned) in &forbidden {
-        let path = root().join("crates").join(krate).join("Cargo.toml");
-        for (line, dep) in dependencies(&read(&path)) {
+        assert!(
+            graph.contains_key(*krate),
+            "{krate} is not a workspace package"
+        );
+        for dep in reachable(krate, &graph) {
             if banned.contains(&dep.as_str()) {
                 problems.push(format!(
-                    "{}:{line}: {krate} must not depend on {dep}",
-                    relative(&path)
+                    "crates/{krate}/Cargo.toml: {krate} must not depend on {dep}, directly or \
+                     through another crate of the workspace"
                 ));
             }
         }
@@ -719,8 +747,10 @@ fn e() {}
     assert_eq!(lines[1].1, "fn c() { let u = \"http://x\"; }");
     assert!(has_word("print!(\"x\")", "print!"));
     assert!(!has_word("eprint!(\"x\")", "print!"));
-    let deps = dependencies(
-        "[dependencies]\ntokio.workspace = true\n[dev-dependencies]\nx = 1\n[dependencies.serde]\n",
-    );
-    assert_eq!(deps, [(2, "tokio".to_owned()), (5, "serde".to_owned())]);
+    let graph = HashMap::from([
+        ("a".to_owned(), vec!["b".to_owned()]),
+        ("b".to_owned(), vec!["c".to_owned(), "tokio".to_owned()]),
+        ("c".to_owned(), vec!["b".to_owned()]),
+    ]);
+    assert_eq!(reachable("a", &graph), ["b", "c", "tokio"]);
 }
