@@ -29,7 +29,7 @@ impl Supervision for TailOnly {
 
 /// Runs `check` through `sh -c` in `cwd` to its end (or `timeout`; SIGTERM, then SIGKILL after
 /// `kill_grace`), as the loop runs a `done_when` check, without the variables `env_remove`
-/// names ([`ralph_process::withheld_env`]). An interrupt sent on `stop` ends it now. A check that cannot start fails with no exit code, its reason as its tail. The check
+/// names ([`withheld_env`](crate::withheld_env)). An interrupt sent on `stop` ends it now. A check that cannot start fails with no exit code, its reason as its tail. The check
 /// holds the watchdog while it runs, so a ralph killed meanwhile takes it along, and a loop
 /// of the same process that ends meanwhile (its handle the last) does not.
 pub async fn run_check(

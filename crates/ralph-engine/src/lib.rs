@@ -59,6 +59,7 @@ mod check;
 mod claim;
 mod convergence;
 mod engine;
+mod environment;
 mod event;
 mod fallback;
 mod handle;
@@ -80,6 +81,7 @@ pub use engine::{
     AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides,
     ResumeError, new_run_id, wait_before_start,
 };
+pub use environment::withheld_env;
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
     JsonLinesSink, MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitProgress,

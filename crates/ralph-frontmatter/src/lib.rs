@@ -346,6 +346,34 @@ impl Default for PtyConfig {
 }
 
 impl Config {
+    /// The variables of ralph's environment a child goes without: the `env` block's withheld
+    /// ones ([`EnvConfig::withheld`]) and, with a `sandbox`, every variable that looks like a
+    /// secret ([`SandboxConfig::withheld`]); a name `sandbox.env` lists is passed on. `names`
+    /// are the environment's variable names and `var` reads one (`std::env` in a program, a
+    /// map in a test): the parser itself reads no environment.
+    pub fn withheld_variables<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let mut withheld: Vec<String> = self
+            .env
+            .withheld(var)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if let Some(sandbox) = &self.sandbox {
+            let agent = agent_needs(&self.agent_argv);
+            for name in sandbox.withheld(agent, names) {
+                if !withheld.contains(&name) {
+                    withheld.push(name);
+                }
+            }
+            withheld.retain(|name| !sandbox.env.contains(name));
+        }
+        withheld
+    }
+
     /// How long an agent run may print nothing when the file does not say: the field table's
     /// `idle_timeout` (10 minutes, past the minutes an agent CLI waits on a slow model), or on
     /// a terminal (`pty`) its `pty.idle_timeout` (30 s: an interactive agent waits for input

@@ -1620,7 +1620,7 @@ impl Parallel {
         let checks = self.options.engine.file.config.done_when.clone();
         let check_timeout = self.options.engine.file.config.convergence.check_timeout;
         let kill_grace = self.options.engine.kill_grace;
-        let env_remove = ralph_process::withheld_env(&self.options.engine.file.config);
+        let env_remove = ralph_engine::withheld_env(&self.options.engine.file.config);
         let cwd = worktree.join(&self.cwd_rel);
         // A person's change in the main worktree at a path the task changes would hold the
         // landing at its end: seen before the merge and the checks, it holds it now.

@@ -37,7 +37,7 @@ mod watchdog;
 
 pub use descendants::end_carriers;
 pub use program::find_on_path;
-pub use pty::{PtySize, PtyTerminal};
+pub use pty::{PtyMode, PtySize, PtyTerminal};
 use supervisor::{Read, Reader, Supervisor};
 
 /// Which output stream a chunk came from (a PTY's output is all [`Stream::Stdout`]).
@@ -173,32 +173,6 @@ fn same_folder(a: &Path, b: &Path) -> bool {
 /// Size of each read from a pipe.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The variables of ralph's environment a child goes without, read from ralph's environment
-/// now: the RALPH.md's `env` block (see [`ralph_frontmatter::EnvConfig::withheld`]) and, with
-/// a `sandbox`, every variable that looks like a secret
-/// ([`ralph_frontmatter::SandboxConfig::withheld`]); a name `sandbox.env` lists is passed on.
-pub fn withheld_env(config: &ralph_frontmatter::Config) -> Vec<String> {
-    let mut withheld: Vec<String> = config
-        .env
-        .withheld(|name| std::env::var(name).ok())
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    if let Some(sandbox) = &config.sandbox {
-        let names: Vec<String> = std::env::vars_os()
-            .filter_map(|(name, _)| name.into_string().ok())
-            .collect();
-        let agent = ralph_frontmatter::agent_needs(&config.agent_argv);
-        for name in sandbox.withheld(agent, names.iter().map(String::as_str)) {
-            if !withheld.contains(&name) {
-                withheld.push(name);
-            }
-        }
-        withheld.retain(|name| !sandbox.env.contains(name));
-    }
-    withheld
-}
-
 /// Where the spawns of a confined process are made: a thread of ralph's own that applied a
 /// confinement to itself (a sandbox's Landlock rules and `no_new_privs` hold for the thread that
 /// applies them and for every process it starts afterwards). A child started from it inherits
@@ -275,7 +249,7 @@ pub struct ProcessSpec {
     /// Environment variables added to ralph's own.
     pub env: Vec<(String, String)>,
     /// Variables of ralph's own environment the process goes without (secrets it is not to
-    /// have: see `ralph_frontmatter::EnvConfig::withheld`).
+    /// have: the engine passes what the RALPH.md's `env` and `sandbox` blocks withhold).
     pub env_remove: Vec<String>,
     /// Bytes written to standard input, which is then closed; `None` gives it /dev/null.
     pub stdin: Option<Arc<[u8]>>,
@@ -310,21 +284,16 @@ impl ProcessSpec {
 }
 
 impl ProcessSpec {
-    /// A command's line as `ralph_frontmatter::command_line` decided: through `sh -c`, or its
-    /// words run directly. A line without words does nothing, as `sh -c ""` does.
-    pub fn command(
-        line: &ralph_frontmatter::CommandLine,
-        cwd: PathBuf,
-        kill_grace: Duration,
-    ) -> Self {
-        match line {
-            ralph_frontmatter::CommandLine::Words(words) if !words.is_empty() => Self {
-                program: words[0].clone(),
-                args: words[1..].to_vec(),
+    /// `words` run directly: the first is the program, the rest its arguments. No words do
+    /// nothing, as `sh -c ""` does.
+    pub fn words(words: &[String], cwd: PathBuf, kill_grace: Duration) -> Self {
+        match words.split_first() {
+            Some((program, args)) => Self {
+                program: program.clone(),
+                args: args.to_vec(),
                 ..Self::shell("", cwd, kill_grace)
             },
-            ralph_frontmatter::CommandLine::Words(_) => Self::shell("", cwd, kill_grace),
-            ralph_frontmatter::CommandLine::Shell(script) => Self::shell(script, cwd, kill_grace),
+            None => Self::shell("", cwd, kill_grace),
         }
     }
 }

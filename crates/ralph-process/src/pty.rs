@@ -14,7 +14,6 @@
 use std::io;
 use std::os::fd::AsRawFd;
 
-use ralph_frontmatter::{PtyConfig, PtyMode};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
@@ -98,17 +97,26 @@ enum PtyWrite {
     Resize(PtySize),
 }
 
+/// Whether a person works in the agent's terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtyMode {
+    /// Nobody: the prompt is typed in and followed by Ctrl+D (end of input).
+    Autonomous,
+    /// A person: the prompt is typed in, and the terminal stays open to their keys.
+    Interactive,
+}
+
 /// Runs `spec` on a pseudo-terminal to its end. `spec.stdin`, when set, is typed into the
 /// terminal (echo off, so it does not come back as output), followed in autonomous mode by
 /// Ctrl+D (end of input).
 pub async fn run(
     spec: &ProcessSpec,
-    config: PtyConfig,
+    mode: PtyMode,
     terminal: &mut PtyTerminal,
     supervision: &mut dyn Supervision,
     signals: &mut mpsc::UnboundedReceiver<InterruptSignal>,
 ) -> io::Result<ProcessExit> {
-    let interactive = config.mode == PtyMode::Interactive;
+    let interactive = mode == PtyMode::Interactive;
     let (pty, pts) = pty_process::open().map_err(io_error)?;
     pty.resize(to_size(terminal.current_size()))
         .map_err(io_error)?;

@@ -348,8 +348,10 @@ fn dependencies_point_one_way() {
                 ],
             ),
             (
+                // It takes its own option types: what a process is, not what RALPH.md says.
                 "ralph-process",
                 vec![
+                    "ralph-frontmatter",
                     "ralph-sandbox",
                     "ralph-agents",
                     "ralph-engine",

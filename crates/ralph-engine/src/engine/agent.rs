@@ -145,9 +145,13 @@ impl Run {
         let result = match pty {
             Some(pty) => {
                 let signals = &mut self.engine.signals;
+                let mode = match pty.mode {
+                    ralph_frontmatter::PtyMode::Autonomous => pty::PtyMode::Autonomous,
+                    ralph_frontmatter::PtyMode::Interactive => pty::PtyMode::Interactive,
+                };
                 pty::run(
                     &spec,
-                    pty,
+                    mode,
                     &mut self.engine.terminal,
                     &mut collector,
                     signals,

@@ -13,7 +13,7 @@ use crate::event::EventKind;
 use crate::logs::IterationLog;
 use crate::state::millis;
 use crate::tail::HeadTail;
-use ralph_process::{self as process, ProcessSpec};
+use ralph_process::{self as process};
 
 impl Run {
     pub(super) fn cwd_for(&self, command: &str) -> PathBuf {
@@ -39,7 +39,7 @@ impl Run {
     /// The variables of ralph's environment a child goes without: GitHub tokens the RALPH.md
     /// does not pass on (`env.pass`), as an agent's prompt may be text anyone could write.
     pub(super) fn env_remove(&self) -> Vec<String> {
-        process::withheld_env(&self.engine.options.file.config)
+        crate::environment::withheld_env(&self.engine.options.file.config)
     }
 
     pub(super) async fn run_command(
@@ -53,7 +53,8 @@ impl Run {
         let line = ralph_frontmatter::command_line(&command.run, &self.engine.options.args);
         let cwd = self.cwd_for(&command.run);
         let spec = line.as_ref().map(|line| {
-            let mut spec = ProcessSpec::command(line, cwd, self.engine.options.kill_grace);
+            let mut spec =
+                crate::environment::command_process(line, cwd, self.engine.options.kill_grace);
             spec.timeout = Some(
                 command
                     .timeout

@@ -9,7 +9,6 @@ use super::Run;
 use super::assemble::shown_command;
 use crate::event::exit_status;
 use crate::state::{Facts, Requests};
-use ralph_process::ProcessSpec;
 
 impl Run {
     /// Carries out `requests` from the handler of `marker`'s state, after its events went out.
@@ -76,8 +75,11 @@ impl Run {
             }
         };
         let run = shown_command(&line);
-        let mut spec =
-            ProcessSpec::command(&line, self.cwd_for(hook), self.engine.options.kill_grace);
+        let mut spec = crate::environment::command_process(
+            &line,
+            self.cwd_for(hook),
+            self.engine.options.kill_grace,
+        );
         spec.timeout = Some(timeout);
         spec.env = self.env(iteration);
         spec.env_remove = self.env_remove();
