@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -30,6 +30,7 @@ const CRATES: [&str; 12] = [
     "ralph-engine",
     "ralph-escalation",
     "ralph-parallel",
+    "ralph-rest",
     "ralph-github",
     "ralph-notify",
     CLI_PACKAGE,

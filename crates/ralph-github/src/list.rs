@@ -4,19 +4,15 @@
 //! issue itself.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
+use ralph_backoff::FailurePolicy;
 use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_rest::{SharedFailures, Waits};
 use serde_json::{Value, json};
 
 use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
-
-/// Failures in a row (network errors, 5xx answers) that lists share
-/// ([`GithubList::sharing_failures`]).
-pub type SharedFailures = Arc<Mutex<FailureStreak>>;
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
 /// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
@@ -30,13 +26,10 @@ pub struct GithubList {
     client: Client,
     label: Option<String>,
     close: bool,
-    /// The run's `failure:` backoff, for network errors and 5xx answers.
-    failure: FailurePolicy,
-    /// Network errors and 5xx answers in a row: shared by the lists a run makes of one
-    /// repository ([`GithubList::sharing_failures`]).
-    failures: SharedFailures,
-    /// The longest rate-limit wait (`rate_limit.max_wait`).
-    max_wait: Duration,
+    /// The run's `failure:` backoff for network errors and 5xx answers, their count in a row
+    /// (shared by the lists a run makes of one repository,
+    /// [`GithubList::sharing_failures`]), the longest rate-limit wait (`rate_limit.max_wait`).
+    waits: Waits,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run, with their titles: passed whatever GitHub says until it is
@@ -71,9 +64,7 @@ impl GithubList {
             client,
             label,
             close,
-            failure,
-            failures: Arc::default(),
-            max_wait,
+            waits: Waits::new(failure, max_wait),
             seen: BTreeMap::new(),
             passed: BTreeMap::new(),
             ralph: None,
@@ -113,7 +104,7 @@ impl GithubList {
     /// and each try is one more of the run's, its wait the backoff's next.
     #[must_use]
     pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
-        self.failures = failures;
+        self.waits.share_failures(failures);
         self
     }
 
@@ -146,80 +137,10 @@ impl GithubList {
 }
 
 impl GithubList {
-    /// What `outcome` means to escalation. A rate limit is a wait until its reset (at most
-    /// `max_wait`); a network error or a 5xx is a wait from the run's `failure:` backoff, and
-    /// at `failure.max_consecutive` in a row the list cannot be read now (a mark waits in the
-    /// session, no task is marked for it, and the next look ends the run). Every other error
-    /// ends the run, saying why.
+    /// What `outcome` means to escalation: see [`Waits::settle`].
     fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
-        let err = match outcome {
-            Ok(value) => {
-                self.streak().record_success();
-                return Ok(value);
-            }
-            Err(TaskListError::Failed(err)) => err,
-            Err(other) => return Err(other),
-        };
-        let err = match err.downcast::<Error>() {
-            Ok(err) => *err,
-            Err(other) => return Err(TaskListError::Failed(other)),
-        };
-        match err {
-            Error::RateLimited { wait, .. } => {
-                let wait = wait.min(self.max_wait);
-                Err(TaskListError::RetryAfter {
-                    wait,
-                    why: format!("{err}; asking again in {}", seconds(wait)),
-                })
-            }
-            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
-                FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
-                    wait: delay,
-                    why: format!(
-                        "{err}; try {} of {} in {}",
-                        consecutive + 1,
-                        self.failure.max_consecutive.max(1),
-                        seconds(delay)
-                    ),
-                }),
-                FailureDecision::Stop { consecutive } => {
-                    Err(TaskListError::Unreadable(Box::new(Unreachable {
-                        err,
-                        tries: consecutive,
-                    })))
-                }
-            },
-            // A wait like any other, for the interrupt to be answered as during a wait: a
-            // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
-            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
-                wait: AFTER_INTERRUPT,
-                why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
-            }),
-            other => Err(TaskListError::Failed(Box::new(other))),
-        }
+        self.waits.settle::<T, Error>(outcome)
     }
-}
-
-/// The wait after a request given up at an interrupt.
-const AFTER_INTERRUPT: Duration = Duration::from_secs(1);
-
-impl GithubList {
-    fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// GitHub unreachable through every try `failure.max_consecutive` allows.
-#[derive(Debug, thiserror::Error)]
-#[error("{err}, {tries} times in a row (failure.max_consecutive)")]
-struct Unreachable {
-    err: Error,
-    tries: u64,
-}
-
-/// A wait in words: `2s`, `250ms`.
-fn seconds(wait: Duration) -> String {
-    humantime::format_duration(wait).to_string()
 }
 
 /// Every client error as [`TaskListError::Failed`], for [`GithubList::settle`] to sort.
