@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 13] = [
+const CRATES: [&str; 14] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -32,6 +32,7 @@ const CRATES: [&str; 13] = [
     "ralph-parallel",
     "ralph-rest",
     "ralph-github",
+    "ralph-gitlab",
     "ralph-notify",
     CLI_PACKAGE,
 ];
