@@ -45,7 +45,7 @@ impl Pages {
     /// After page `url` is read: the page to read next, `None` at the end.
     ///
     /// # Errors
-    /// [`PageStop`] when `next` was read already, is past [`MAX_PAGES`] or is on another host.
+    /// [`PageStop`] when `next` was read already, is past the 1,000th page or is on another host.
     pub fn follow(&mut self, url: &str, next: Option<String>) -> Result<Option<String>, PageStop> {
         self.read.insert(url.to_owned());
         let pages = self.read.len();
