@@ -374,3 +374,75 @@ fn no_child_has_the_gitlab_token_nor_an_address_holding_one() {
         "{printed}"
     );
 }
+
+#[test]
+fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
+    let server = GitlabServer::start();
+    let n = server.open_issue("Pick a database", "", &["ralph"]);
+    let p = issues_repo("", ASKING_AGENT);
+    let child = ralph(&p, &server, &["run"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_notes(n, Duration::from_secs(60), |c| !c.is_empty());
+    p.wait_for("WAIT_STARTED", 1);
+    common::send_signal(child.id(), libc::SIGTERM);
+    let mut child = child;
+    child.wait().unwrap();
+
+    server.note_as(n, "a-person", "Use Postgres");
+    let out = run(&p, &server, &["run", "--resume"]);
+
+    assert_eq!(common::code(&out), 0, "{}", shown(&out));
+    assert_eq!(
+        server.notes(n).len(),
+        3,
+        "the question once, the answer, the pass"
+    );
+    let prompts = std::fs::read_to_string(p.path().join("prompts.txt")).unwrap();
+    assert!(prompts.contains("Use Postgres"), "{prompts}");
+    assert!(!server.issue(n).open);
+}
+
+#[test]
+fn an_issue_closed_while_ralph_waits_for_its_answer_drops_its_task_and_the_next_runs() {
+    let server = GitlabServer::start();
+    let one = server.open_issue("Pick a database", "", &["ralph"]);
+    let two = server.open_issue("Write the README", "", &["ralph"]);
+    let p = issues_repo(
+        "",
+        r#"case "$(cat)" in
+*"ISSUE=1"*) echo started > one.txt; echo '<!-- ralph:state ask question="Postgres or SQLite?" -->' ;;
+*) echo '<!-- ralph:state done -->' ;;
+esac
+"#,
+    );
+    let mut child = ralph(&p, &server, &["run"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_notes(one, Duration::from_secs(60), |c| !c.is_empty());
+    p.wait_for("WAIT_STARTED", 1);
+    server.close(one);
+    let status = child.wait().unwrap();
+
+    assert!(status.success(), "{:#?}", p.events());
+    let warnings = p.events_of("WARNING");
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is no longer in the list")),
+        "{warnings:#?}"
+    );
+    assert_eq!(show(p.path(), "HEAD", "one.txt"), None);
+    assert!(!server.issue(two).open);
+    let passed: Vec<String> = p
+        .events_of("STORY_PASSED")
+        .iter()
+        .map(|e| e["story_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(passed, [two.to_string()]);
+}
