@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
-use ralph_rest::{SharedFailures, Waits};
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError};
+use ralph_rest::{SharedFailures, Waits, issue_tasks};
 use serde_json::{Value, json};
 
 use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
@@ -149,20 +149,27 @@ fn list_error(err: Error) -> TaskListError {
 }
 
 fn number(task_id: &str) -> Result<u64, TaskListError> {
-    task_id.parse().map_err(|_| TaskListError::NoSuchTask {
-        location: "GitHub".to_owned(),
-        id: task_id.to_owned(),
-    })
+    issue_tasks::issue_number(task_id, "GitHub")
 }
 
-fn state(issue: &Issue) -> TaskState {
-    let has = |label: &str| issue.labels.iter().any(|l| l == label);
-    if issue.state == IssueState::Closed || has(DONE_LABEL) {
-        TaskState::Passed
-    } else if has(BLOCKED_LABEL) {
-        TaskState::Blocked
-    } else {
-        TaskState::Pending
+impl issue_tasks::TaskIssue for Issue {
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn body(&self) -> &str {
+        &self.body
+    }
+    fn url(&self) -> &str {
+        &self.url
+    }
+    fn is_closed(&self) -> bool {
+        self.state == IssueState::Closed
+    }
+    fn labels(&self) -> &[String] {
+        &self.labels
     }
 }
 
@@ -215,10 +222,7 @@ impl GithubList {
                 .open_issues(self.label.as_deref())
                 .map_err(list_error)?,
         );
-        let next = issues
-            .iter()
-            .find(|i| state(i) == TaskState::Pending && !self.passed.contains_key(&i.number))
-            .map(|i| i.number);
+        let next = issue_tasks::next_to_run(&issues, &self.passed);
         let comments = match next {
             Some(n) => {
                 let ralph = self.ralph()?;
@@ -228,46 +232,12 @@ impl GithubList {
             None => String::new(),
         };
         self.seen = issues.iter().map(|i| (i.number, i.clone())).collect();
-        // Passed in this run and closed since: GitHub lists them no more, the run still counts them.
-        let closed: Vec<ListedTask> = self
-            .passed
-            .iter()
-            .filter(|(n, _)| !self.seen.contains_key(n))
-            .enumerate()
-            .map(|(i, (n, title))| {
-                let mut task = ListedTask::new(n.to_string(), title.clone());
-                task.priority = (issues.len() + i) as f64;
-                task.state = TaskState::Passed;
-                task
-            })
-            .collect();
-        let open = issues.iter().enumerate().map(|(order, issue)| {
-            let mut task = ListedTask::new(issue.number.to_string(), issue.title.clone());
-            let mut put = |name: &str, value: String| {
-                task.placeholders.insert(format!("task.{name}"), value);
-            };
-            put("title", issue.title.clone());
-            put("body", issue.body.clone());
-            put("url", issue.url.clone());
-            put("id", issue.number.to_string());
-            put(
-                "comments",
-                if Some(issue.number) == next {
-                    comments.clone()
-                } else {
-                    String::new()
-                },
-            );
-            // Already in run order: the list's order is the priority.
-            task.priority = order as f64;
-            task.state = if self.passed.contains_key(&issue.number) {
-                TaskState::Passed
-            } else {
-                state(issue)
-            };
-            task
-        });
-        Ok(open.chain(closed).collect())
+        Ok(issue_tasks::listed_tasks(
+            &issues,
+            next,
+            &comments,
+            &self.passed,
+        ))
     }
 
     /// `mark` written on its issue, by one try at each request.

@@ -2,12 +2,14 @@
 //! hides it, a [`Clock`] a test replaces, a rate limit's wait ([`rate_limit_wait`]), one HTTP
 //! exchange at a time ([`Transport`]: never a wait of its own, given up at an interrupt, told of
 //! when slow), pagination that neither loops nor leaves the API's host ([`Pages`]), the waits
-//! a task list asks of escalation ([`Waits`]) and the words of ralph's comments ([`words`]).
+//! a task list asks of escalation ([`Waits`]), issues as tasks ([`issue_tasks`]) and the words
+//! of ralph's comments ([`words`]).
 //!
 //! It never prints, logs or sleeps. Each forge's crate turns a [`Reply`] into its own errors,
 //! with its own hints.
 
 mod clock;
+pub mod issue_tasks;
 mod pages;
 mod rate_limit;
 mod secret;
