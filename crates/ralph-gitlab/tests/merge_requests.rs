@@ -95,3 +95,36 @@ fn a_closed_merge_request_is_found_for_its_branch_and_an_open_one_comes_first() 
     let found = client.merge_request_for("ralph/5").unwrap().unwrap();
     assert_eq!((found.iid, found.state), (open, MergeRequestState::Opened));
 }
+
+#[test]
+fn a_rate_limit_or_a_5xx_on_a_merge_request_call_asks_for_a_wait_and_a_refusal_does_not() {
+    use gitlab_server::Fault;
+    use ralph_rest::{WaitKind, Waitable};
+
+    let server = GitlabServer::start();
+    server.fail_next("merge_requests", Fault::RetryAfter(9));
+    server.fail_next("merge_requests", Fault::Status(503));
+    let mut client = client(&server);
+    let mut refused = Client::new(
+        server.url(),
+        Token::new("glpat-wrong"),
+        PROJECT.parse().unwrap(),
+    );
+
+    let limited = client.merge_request_for("ralph/6").unwrap_err();
+    let down = client
+        .open_merge_request(&new("ralph/6", false))
+        .unwrap_err();
+    let no = refused
+        .open_merge_request(&new("ralph/6", false))
+        .unwrap_err();
+
+    assert_eq!(
+        limited.wait_kind(),
+        WaitKind::RateLimited(std::time::Duration::from_secs(9))
+    );
+    assert_eq!(down.wait_kind(), WaitKind::Unreachable);
+    assert_eq!(no.wait_kind(), WaitKind::Never);
+    assert!(no.to_string().contains("check GITLAB_TOKEN"), "{no}");
+    assert!(server.merge_requests().is_empty(), "nothing opened");
+}
