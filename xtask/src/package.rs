@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 13] = [
+const CRATES: [&str; 15] = [
     "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
@@ -31,7 +31,9 @@ const CRATES: [&str; 13] = [
     "ralph-engine",
     "ralph-escalation",
     "ralph-parallel",
+    "ralph-rest",
     "ralph-github",
+    "ralph-gitlab",
     "ralph-notify",
     CLI_PACKAGE,
 ];

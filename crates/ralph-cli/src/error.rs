@@ -56,6 +56,10 @@ pub(crate) enum CliError {
     /// `GITHUB_API_URL`.
     #[error("tasks.github: {0}")]
     Github(#[from] ralph_github::Error),
+    /// `tasks.gitlab` cannot be used: no token, a project that is not `group/project`, a bad
+    /// `GITLAB_API_URL`.
+    #[error("tasks.gitlab: {0}")]
+    Gitlab(#[from] ralph_gitlab::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
     Lock(#[from] ralph_engine::lock::LockError),

@@ -219,6 +219,12 @@ fn list_of(
     Ok(match tasks {
         Some(TasksConfig::Markdown(p)) => (PlanFormat::Markdown, Target::File(p)),
         Some(TasksConfig::Github { repo, .. }) => (PlanFormat::Github, Target::Issues(repo)),
+        Some(TasksConfig::Gitlab { project, .. }) => {
+            return Err(CliError::Usage(format!(
+                "{shown}: `ralph plan` cannot write GitLab issues yet (tasks.gitlab: {project}); \
+                 plan into a checklist or a prd.json and open the issues from it"
+            )));
+        }
         _ => match file.config.escalation.as_ref().and_then(|e| e.prd.clone()) {
             Some(prd) => (PlanFormat::Prd, Target::File(prd)),
             None => {

@@ -143,6 +143,28 @@ pub(crate) fn task_list(
                 .sharing_failures(FAILURES.get_or_init(Default::default).clone()),
             ))
         }
+        Some(TasksConfig::Gitlab {
+            project,
+            label,
+            close,
+        }) => {
+            let client = ralph_gitlab::Client::from_env(&project)?
+                .with_interrupts(&crate::interrupts::COUNT)
+                .with_slow_notice(say_gitlab_is_slow);
+            // As GitHub's: the run's waits, its failures in a row across the lists it makes.
+            static FAILURES: std::sync::OnceLock<ralph_gitlab::SharedFailures> =
+                std::sync::OnceLock::new();
+            Some(Box::new(
+                ralph_gitlab::GitlabList::new(
+                    client,
+                    label,
+                    close,
+                    file.config.failure,
+                    file.config.rate_limit.max_wait,
+                )
+                .sharing_failures(FAILURES.get_or_init(Default::default).clone()),
+            ))
+        }
         // prd.json, however it is named, is `escalation.prd` by now.
         _ => file
             .config
@@ -179,6 +201,14 @@ pub(crate) fn display_path(path: &Path) -> String {
 fn say_github_is_slow(words: &str) {
     eprintln!(
         "ralph: waiting for GitHub: {words} (ralph gives up at 60s and tries again; Ctrl+C \
+         stops)"
+    );
+}
+
+/// A GitLab request without an answer for a while, on standard error, as GitHub's.
+fn say_gitlab_is_slow(words: &str) {
+    eprintln!(
+        "ralph: waiting for GitLab: {words} (ralph gives up at 60s and tries again; Ctrl+C \
          stops)"
     );
 }

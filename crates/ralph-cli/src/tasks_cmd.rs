@@ -20,7 +20,8 @@ pub(crate) fn tasks(path: &Path, json: bool) -> Result<i32, CliError> {
     let here = Path::new(".");
     let Some(mut list) = ralph_file::task_list(&loaded.parsed.file, here)? else {
         return Err(CliError::Usage(format!(
-            "{}: no task list; name one with `tasks: {{markdown: TODO.md}}` (or prd, github) \
+            "{}: no task list; name one with `tasks: {{markdown: TODO.md}}` (or prd, github, \
+             gitlab) \
              or `escalation.prd`",
             ralph_file::display_path(&loaded.path)
         )));

@@ -30,6 +30,8 @@ mod github_authors;
 mod github_secrets;
 mod github_start;
 mod github_tasks;
+mod gitlab_parallel;
+mod gitlab_tasks;
 mod hand_edited_sessions;
 mod holding_states;
 mod idle_backoff;

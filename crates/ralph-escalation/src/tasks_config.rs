@@ -7,13 +7,16 @@ use ralph_engine::frontmatter::SectionProblem;
 use ralph_engine::frontmatter::yaml::Value;
 
 /// The kinds of list `tasks:` takes, one key each.
-pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github"];
+pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "gitlab"];
 
-/// The keys only `github` takes.
-const GITHUB_KEYS: &[&str] = &["label", "close"];
+/// The keys only the forges' issues (`github`, `gitlab`) take.
+const ISSUE_KEYS: &[&str] = &["label", "close"];
+
+/// The sources that take [`ISSUE_KEYS`].
+const ISSUE_SOURCES: &[&str] = &["github", "gitlab"];
 
 /// Every key `tasks` takes.
-const ALL_KEYS: [&str; 5] = ["markdown", "prd", "github", "label", "close"];
+const ALL_KEYS: [&str; 6] = ["markdown", "prd", "github", "gitlab", "label", "close"];
 
 /// Where the tasks live, as `tasks:` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +30,15 @@ pub enum TasksConfig {
     Github {
         /// `owner/repo`.
         repo: String,
+        /// Only issues with this label.
+        label: Option<String>,
+        /// Close an issue when its task passes (`false`: label it `ralph:done`).
+        close: bool,
+    },
+    /// Open issues of a GitLab project: `tasks: {gitlab: group/project, label: ralph}`.
+    Gitlab {
+        /// `group/project` (or `group/subgroup/project`).
+        project: String,
         /// Only issues with this label.
         label: Option<String>,
         /// Close an issue when its task passes (`false`: label it `ralph:done`).
@@ -48,25 +60,35 @@ impl TasksConfig {
         if let Some(path) = text("prd") {
             return Some(Self::Prd(PathBuf::from(path)));
         }
+        let label = text("label");
+        let close = map.get("close").and_then(Value::as_bool).unwrap_or(true);
+        if let Some(project) = text("gitlab") {
+            return Some(Self::Gitlab {
+                project,
+                label,
+                close,
+            });
+        }
         Some(Self::Github {
             repo: text("github")?,
-            label: text("label"),
-            close: map.get("close").and_then(Value::as_bool).unwrap_or(true),
+            label,
+            close,
         })
     }
 
-    /// The key that names the source (`markdown`, `prd`, `github`).
+    /// The key that names the source (`markdown`, `prd`, `github`, `gitlab`).
     pub fn key(&self) -> &'static str {
         match self {
             Self::Markdown(_) => "markdown",
             Self::Prd(_) => "prd",
             Self::Github { .. } => "github",
+            Self::Gitlab { .. } => "gitlab",
         }
     }
 }
 
 /// The `tasks` section's problems: exactly one source key, a non-empty path or `owner/repo`,
-/// `label`/`close` only with `github`, nothing else.
+/// `group/project`, `label`/`close` only with `github` or `gitlab`, nothing else.
 pub fn check(value: &Value) -> Vec<SectionProblem> {
     let Some(map) = value.as_mapping() else {
         return vec![SectionProblem::at_value(
@@ -110,6 +132,19 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     ));
                 }
             }
+            "gitlab" => {
+                sources.push(key);
+                if !item.as_str().is_some_and(is_group_project) {
+                    problems.push(SectionProblem::at_value(
+                        key,
+                        format!(
+                            "expected a project as `group/project` (or \
+                             `group/subgroup/project`), got {}",
+                            describe(item)
+                        ),
+                    ));
+                }
+            }
             "label" if item.as_str().is_none_or(|s| s.trim().is_empty()) => {
                 problems.push(SectionProblem::at_value(
                     key,
@@ -128,7 +163,7 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     one_of(TASK_SOURCES),
                     match ralph_engine::frontmatter::nearest(other, &ALL_KEYS) {
                         Some(near) => format!("; did you mean `{near}`?"),
-                        None => " (and `label`, `close` with `github`)".to_owned(),
+                        None => " (and `label`, `close` with `github` or `gitlab`)".to_owned(),
                     }
                 ),
             )),
@@ -152,11 +187,11 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
             }
         }
     }
-    if !sources.contains(&"github") {
-        for key in GITHUB_KEYS.iter().filter(|k| map.contains_key(**k)) {
+    if !sources.iter().any(|s| ISSUE_SOURCES.contains(s)) {
+        for key in ISSUE_KEYS.iter().filter(|k| map.contains_key(**k)) {
             problems.push(SectionProblem::at_key(
                 *key,
-                format!("`{key}` is a setting of `github` tasks only"),
+                format!("`{key}` is a setting of `github` and `gitlab` tasks only"),
             ));
         }
     }
@@ -167,21 +202,24 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
 pub fn json_schema() -> serde_json::Value {
     serde_json::json!({
         "description": "Where story mode's tasks live: one of `markdown` (a checklist), `prd` \
-                        (a prd.json, the same as escalation.prd) or `github` (open issues). \
+                        (a prd.json, the same as escalation.prd), `github` or `gitlab` (open \
+                        issues). \
                         See docs/tasks.md.",
         "type": "object",
         "properties": {
             "markdown": {"type": "string", "minLength": 1, "description": "A Markdown checklist: every `- [ ]` line is a task."},
             "prd": {"type": "string", "minLength": 1, "description": "A prd.json; the same as escalation.prd."},
             "github": {"type": "string", "pattern": "^[^/\\s]+/[^/\\s]+$", "description": "Open issues of this repository, `owner/repo`."},
-            "label": {"type": "string", "minLength": 1, "description": "github: only issues with this label."},
-            "close": {"type": "boolean", "default": true, "description": "github: close an issue when its task passes (false: label it ralph:done)."}
+            "gitlab": {"type": "string", "pattern": "^[^/\\s]+(/[^/\\s]+)+$", "description": "Open issues of this GitLab project, `group/project` (or `group/subgroup/project`)."},
+            "label": {"type": "string", "minLength": 1, "description": "github, gitlab: only issues with this label."},
+            "close": {"type": "boolean", "default": true, "description": "github, gitlab: close an issue when its task passes (false: label it ralph:done)."}
         },
         "additionalProperties": false,
         "oneOf": [
-            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}]}}
+            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["gitlab"]}]}},
+            {"required": ["gitlab"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["github"]}]}}
         ]
     })
 }
@@ -190,6 +228,15 @@ fn is_owner_repo(text: &str) -> bool {
     let mut parts = text.split('/');
     let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && !p.contains(char::is_whitespace));
     ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+/// GitLab's project path: a namespace of one or more groups, then the project.
+fn is_group_project(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('/').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && !p.contains(char::is_whitespace))
 }
 
 fn one_of(words: &[&str]) -> String {
@@ -258,26 +305,63 @@ mod tests {
         );
         assert_eq!(
             problems("markdown: TODO.md\nlabel: x"),
-            ["label: `label` is a setting of `github` tasks only"]
+            ["label: `label` is a setting of `github` and `gitlab` tasks only"]
         );
         assert_eq!(
             problems("markdwn: TODO.md"),
             [
                 "markdwn: unknown key `markdwn`; `tasks` takes one of `markdown`, `prd`, \
-                 `github`; did you mean `markdown`?",
-                ": names no task source; expected one of `markdown`, `prd`, `github`"
+                 `github`, `gitlab`; did you mean `markdown`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `gitlab`"
             ]
         );
         assert_eq!(
             problems("TODO.md"),
             [
-                ": expected a mapping with one of `markdown`, `prd`, `github`, such as \
+                ": expected a mapping with one of `markdown`, `prd`, `github`, `gitlab`, such as \
               `tasks: {markdown: TODO.md}`, got \"TODO.md\""
             ]
         );
         assert_eq!(
             problems("github: a/b\nclose: yes please"),
             ["close: expected true or false, got \"yes please\""]
+        );
+    }
+
+    #[test]
+    fn gitlab_takes_a_project_path_with_label_and_close_as_github_does() {
+        let value: Value = ralph_engine::frontmatter::yaml::from_str(
+            "gitlab: acme/tools/widgets\nlabel: ralph\nclose: false",
+        )
+        .unwrap();
+        let config = TasksConfig::from_section(&value).unwrap();
+        assert_eq!(
+            config,
+            TasksConfig::Gitlab {
+                project: "acme/tools/widgets".into(),
+                label: Some("ralph".into()),
+                close: false
+            }
+        );
+        assert_eq!(config.key(), "gitlab");
+        assert_eq!(
+            problems("gitlab: widgets"),
+            [
+                "gitlab: expected a project as `group/project` (or `group/subgroup/project`), \
+                 got \"widgets\""
+            ]
+        );
+        assert_eq!(
+            problems("gitlab: a/b\nclose: yes please"),
+            ["close: expected true or false, got \"yes please\""]
+        );
+        assert_eq!(
+            problems("gitlab: a/b\ngithub: a/b"),
+            ["github: `gitlab` is already the task source; `tasks` takes one source"]
+        );
+        assert_eq!(
+            problems("gitlab: a/b\nlabel: \"\""),
+            ["label: expected a label name, got \"\""]
         );
     }
 }

@@ -154,14 +154,17 @@ pub struct EnvConfig {
 
 impl EnvConfig {
     /// The variables a child's environment goes without: the withheld ones not passed on, of
-    /// which `GITHUB_API_URL` only when it holds a user or password (`https://USER:TOKEN@HOST`).
+    /// which an API address (`GITHUB_API_URL`, `GITLAB_API_URL`) only when it holds a user or
+    /// password (`https://USER:TOKEN@HOST`).
     /// `var` reads ralph's environment (`std::env::var` in a program, a map in a test).
     pub fn withheld(&self, var: impl Fn(&str) -> Option<String>) -> Vec<&'static str> {
         schema::WITHHELD_VARIABLES
             .iter()
             .copied()
             .filter(|name| !self.pass.iter().any(|p| p == name))
-            .filter(|&name| name != "GITHUB_API_URL" || var(name).is_some_and(|v| has_userinfo(&v)))
+            .filter(|&name| {
+                !name.ends_with("_API_URL") || var(name).is_some_and(|v| has_userinfo(&v))
+            })
             .collect()
     }
 }

@@ -468,9 +468,16 @@ pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
 )];
 
 /// The variables of ralph's environment that no agent, command, check or hook gets unless
-/// `env.pass` names them: GitHub tokens (the tokens a GitHub task list reads; an agent's prompt
-/// may be issue text anyone can write), and `GITHUB_API_URL` when it holds a user or password.
-pub const WITHHELD_VARIABLES: &[&str] = &["GITHUB_TOKEN", "GH_TOKEN", "GITHUB_API_URL"];
+/// `env.pass` names them: the forges' tokens (the tokens a GitHub or GitLab task list reads;
+/// an agent's prompt may be issue text anyone can write), and an API address (`GITHUB_API_URL`,
+/// `GITLAB_API_URL`) when it holds a user or password.
+pub const WITHHELD_VARIABLES: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_API_URL",
+    "GITLAB_TOKEN",
+    "GITLAB_API_URL",
+];
 
 /// The keys of the `env` block.
 pub const ENV_FIELDS: &[Field] = &[optional(

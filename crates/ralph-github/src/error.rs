@@ -136,7 +136,7 @@ impl Error {
     /// The error with every `userinfo` (an API address's `USER:TOKEN`) in its text shown as
     /// `***`.
     pub(crate) fn hiding(self, userinfo: &str) -> Self {
-        let hide = |text: String| text.replace(userinfo, crate::token::HIDDEN);
+        let hide = |text: String| text.replace(userinfo, ralph_rest::HIDDEN);
         match self {
             Error::BadRepo { value } => Error::BadRepo { value: hide(value) },
             Error::BadApiUrl { value } => Error::BadApiUrl { value: hide(value) },
@@ -196,6 +196,17 @@ impl Error {
                 url: hide(url),
             },
             Error::NoToken => Error::NoToken,
+        }
+    }
+}
+
+impl ralph_rest::Waitable for Error {
+    fn wait_kind(&self) -> ralph_rest::WaitKind {
+        match self {
+            Error::RateLimited { wait, .. } => ralph_rest::WaitKind::RateLimited(*wait),
+            Error::Unreachable { .. } => ralph_rest::WaitKind::Unreachable,
+            Error::Interrupted { .. } => ralph_rest::WaitKind::Interrupted,
+            _ => ralph_rest::WaitKind::Never,
         }
     }
 }

@@ -4,18 +4,10 @@
 
 use crate::{Comment, Issue};
 
-/// A label `priority:N` (N a whole number, 0 first) runs the issue before those with a larger
-/// N and before every issue without one.
-pub const PRIORITY_PREFIX: &str = "priority:";
-/// The label a passed issue gets when `close: false` keeps it open.
-pub const DONE_LABEL: &str = "ralph:done";
-/// The label a blocked issue gets; ralph skips issues that carry it.
-pub const BLOCKED_LABEL: &str = "ralph:blocked";
-/// Ends every comment ralph writes, so its own comments are never taken for a person's
-/// answer, even when ralph runs with that person's token. Not a `ralph:` marker, so an agent
-/// that quotes it states nothing. Anyone can end a comment with it: a comment is ralph's only
-/// when its author is ralph's account too (see [`is_ralphs`]).
-pub const SIGNATURE: &str = "<!-- posted by ralph -->";
+pub use ralph_rest::words::{
+    BLOCKED_LABEL, DONE_LABEL, PRIORITY_PREFIX, SIGNATURE, blocked_comment, passed_comment,
+    question_comment,
+};
 
 /// Who ralph's comments are written by: the login of the account its token acts for, or, for
 /// a token that may not read its own user (a GitHub App's, such as GitHub Actions'
@@ -43,12 +35,7 @@ impl Author {
 /// The issue's priority: the smallest N of its `priority:N` labels.
 #[must_use]
 pub fn priority(issue: &Issue) -> Option<u32> {
-    issue
-        .labels
-        .iter()
-        .filter_map(|label| label.strip_prefix(PRIORITY_PREFIX))
-        .filter_map(|n| n.trim().parse().ok())
-        .min()
+    ralph_rest::words::priority(issue.labels.iter().map(String::as_str))
 }
 
 /// `issues` in the order they run: by priority label, then oldest first (by `created_at`, then
@@ -69,17 +56,12 @@ pub fn run_order(mut issues: Vec<Issue>) -> Vec<Issue> {
 /// with the signature is that person's).
 #[must_use]
 pub fn is_ralphs(comment: &Comment, ralph: &Author) -> bool {
-    comment.body.trim_end().ends_with(SIGNATURE) && ralph.is(&comment.author)
+    ralph_rest::words::is_signed(&comment.body) && ralph.is(&comment.author)
 }
 
 /// A comment's text without ralph's signature (a person's too: it is no more than a mark).
 fn text(comment: &Comment) -> &str {
-    comment
-        .body
-        .trim_end()
-        .strip_suffix(SIGNATURE)
-        .unwrap_or(&comment.body)
-        .trim_end()
+    ralph_rest::words::unsigned(&comment.body)
 }
 
 /// The comments as `{{ task.comments }}` shows them: each headed by its author and time
@@ -98,47 +80,6 @@ pub fn render_comments(comments: &[Comment], ralph: &Author) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-/// The comment a passed issue gets: the commit(s) and the branch.
-#[must_use]
-pub fn passed_comment(commits: &[&str], branch: Option<&str>) -> String {
-    let commits = match commits {
-        [] => "with no commit of its own".to_owned(),
-        [one] => format!("in commit {one}"),
-        many => format!("in commits {}", many.join(", ")),
-    };
-    let branch = branch.map_or_else(String::new, |b| {
-        format!(
-            " on branch `{}`",
-            b.strip_prefix("refs/heads/").unwrap_or(b)
-        )
-    });
-    format!("ralph finished this task {commits}{branch}.\n\n{SIGNATURE}")
-}
-
-/// The comment a blocked issue gets: why, and where the abandoned work is.
-#[must_use]
-pub fn blocked_comment(reason: &str, saved_ref: Option<&str>) -> String {
-    let saved = saved_ref.map_or_else(String::new, |r| {
-        format!(
-            "\n\nThe abandoned work is saved under `{r}` (`git log -p {r}` shows it, `git \
-             checkout {r} -- .` brings it back)."
-        )
-    });
-    format!(
-        "ralph blocked this task: {reason}.{saved}\n\nRemove the `{BLOCKED_LABEL}` label to \
-         let ralph try again.\n\n{SIGNATURE}"
-    )
-}
-
-/// The comment that puts the agent's question to a person.
-#[must_use]
-pub fn question_comment(question: &str) -> String {
-    format!(
-        "**ralph asks:** {question}\n\nAnswer in a comment here: the loop waits for it, and \
-         the next iteration reads it.\n\n{SIGNATURE}"
-    )
 }
 
 /// The answer to the question posted as comment `question_id`: every comment after it that

@@ -21,9 +21,10 @@ mod list;
 mod repo;
 mod token;
 
-pub use client::{Client, Clock, Comment, Issue, IssueState, SystemClock};
+pub use client::{Client, Comment, Issue, IssueState};
 pub use error::Error;
-pub use list::{GithubList, SharedFailures};
+pub use list::GithubList;
+pub use ralph_rest::{Clock, SharedFailures, SystemClock};
 pub use repo::Repo;
 pub use token::{TOKEN_VARIABLES, Token, api_url_from_env, token_from_env};
 

@@ -4,19 +4,15 @@
 //! issue itself.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_backoff::FailurePolicy;
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError};
+use ralph_rest::{SharedFailures, Waits, issue_tasks};
 use serde_json::{Value, json};
 
 use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};
 use crate::{Client, Error, Issue, IssueState};
-
-/// Failures in a row (network errors, 5xx answers) that lists share
-/// ([`GithubList::sharing_failures`]).
-pub type SharedFailures = Arc<Mutex<FailureStreak>>;
 
 /// The open issues of a repository (with a label, when given) as tasks. A task's id is its
 /// issue's number; its placeholders are `{{ task.id }}` (the number), `{{ task.title }}`,
@@ -30,13 +26,10 @@ pub struct GithubList {
     client: Client,
     label: Option<String>,
     close: bool,
-    /// The run's `failure:` backoff, for network errors and 5xx answers.
-    failure: FailurePolicy,
-    /// Network errors and 5xx answers in a row: shared by the lists a run makes of one
-    /// repository ([`GithubList::sharing_failures`]).
-    failures: SharedFailures,
-    /// The longest rate-limit wait (`rate_limit.max_wait`).
-    max_wait: Duration,
+    /// The run's `failure:` backoff for network errors and 5xx answers, their count in a row
+    /// (shared by the lists a run makes of one repository,
+    /// [`GithubList::sharing_failures`]), the longest rate-limit wait (`rate_limit.max_wait`).
+    waits: Waits,
     /// The issues as last read, by number.
     seen: BTreeMap<u64, Issue>,
     /// Issues passed in this run, with their titles: passed whatever GitHub says until it is
@@ -71,9 +64,7 @@ impl GithubList {
             client,
             label,
             close,
-            failure,
-            failures: Arc::default(),
-            max_wait,
+            waits: Waits::new(failure, max_wait),
             seen: BTreeMap::new(),
             passed: BTreeMap::new(),
             ralph: None,
@@ -113,7 +104,7 @@ impl GithubList {
     /// and each try is one more of the run's, its wait the backoff's next.
     #[must_use]
     pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
-        self.failures = failures;
+        self.waits.share_failures(failures);
         self
     }
 
@@ -146,80 +137,10 @@ impl GithubList {
 }
 
 impl GithubList {
-    /// What `outcome` means to escalation. A rate limit is a wait until its reset (at most
-    /// `max_wait`); a network error or a 5xx is a wait from the run's `failure:` backoff, and
-    /// at `failure.max_consecutive` in a row the list cannot be read now (a mark waits in the
-    /// session, no task is marked for it, and the next look ends the run). Every other error
-    /// ends the run, saying why.
+    /// What `outcome` means to escalation: see [`Waits::settle`].
     fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
-        let err = match outcome {
-            Ok(value) => {
-                self.streak().record_success();
-                return Ok(value);
-            }
-            Err(TaskListError::Failed(err)) => err,
-            Err(other) => return Err(other),
-        };
-        let err = match err.downcast::<Error>() {
-            Ok(err) => *err,
-            Err(other) => return Err(TaskListError::Failed(other)),
-        };
-        match err {
-            Error::RateLimited { wait, .. } => {
-                let wait = wait.min(self.max_wait);
-                Err(TaskListError::RetryAfter {
-                    wait,
-                    why: format!("{err}; asking again in {}", seconds(wait)),
-                })
-            }
-            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
-                FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
-                    wait: delay,
-                    why: format!(
-                        "{err}; try {} of {} in {}",
-                        consecutive + 1,
-                        self.failure.max_consecutive.max(1),
-                        seconds(delay)
-                    ),
-                }),
-                FailureDecision::Stop { consecutive } => {
-                    Err(TaskListError::Unreadable(Box::new(Unreachable {
-                        err,
-                        tries: consecutive,
-                    })))
-                }
-            },
-            // A wait like any other, for the interrupt to be answered as during a wait: a
-            // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
-            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
-                wait: AFTER_INTERRUPT,
-                why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
-            }),
-            other => Err(TaskListError::Failed(Box::new(other))),
-        }
+        self.waits.settle::<T, Error>(outcome)
     }
-}
-
-/// The wait after a request given up at an interrupt.
-const AFTER_INTERRUPT: Duration = Duration::from_secs(1);
-
-impl GithubList {
-    fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// GitHub unreachable through every try `failure.max_consecutive` allows.
-#[derive(Debug, thiserror::Error)]
-#[error("{err}, {tries} times in a row (failure.max_consecutive)")]
-struct Unreachable {
-    err: Error,
-    tries: u64,
-}
-
-/// A wait in words: `2s`, `250ms`.
-fn seconds(wait: Duration) -> String {
-    humantime::format_duration(wait).to_string()
 }
 
 /// Every client error as [`TaskListError::Failed`], for [`GithubList::settle`] to sort.
@@ -228,20 +149,27 @@ fn list_error(err: Error) -> TaskListError {
 }
 
 fn number(task_id: &str) -> Result<u64, TaskListError> {
-    task_id.parse().map_err(|_| TaskListError::NoSuchTask {
-        location: "GitHub".to_owned(),
-        id: task_id.to_owned(),
-    })
+    issue_tasks::issue_number(task_id, "GitHub")
 }
 
-fn state(issue: &Issue) -> TaskState {
-    let has = |label: &str| issue.labels.iter().any(|l| l == label);
-    if issue.state == IssueState::Closed || has(DONE_LABEL) {
-        TaskState::Passed
-    } else if has(BLOCKED_LABEL) {
-        TaskState::Blocked
-    } else {
-        TaskState::Pending
+impl issue_tasks::TaskIssue for Issue {
+    fn number(&self) -> u64 {
+        self.number
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn body(&self) -> &str {
+        &self.body
+    }
+    fn url(&self) -> &str {
+        &self.url
+    }
+    fn is_closed(&self) -> bool {
+        self.state == IssueState::Closed
+    }
+    fn labels(&self) -> &[String] {
+        &self.labels
     }
 }
 
@@ -294,10 +222,7 @@ impl GithubList {
                 .open_issues(self.label.as_deref())
                 .map_err(list_error)?,
         );
-        let next = issues
-            .iter()
-            .find(|i| state(i) == TaskState::Pending && !self.passed.contains_key(&i.number))
-            .map(|i| i.number);
+        let next = issue_tasks::next_to_run(&issues, &self.passed);
         let comments = match next {
             Some(n) => {
                 let ralph = self.ralph()?;
@@ -307,46 +232,12 @@ impl GithubList {
             None => String::new(),
         };
         self.seen = issues.iter().map(|i| (i.number, i.clone())).collect();
-        // Passed in this run and closed since: GitHub lists them no more, the run still counts them.
-        let closed: Vec<ListedTask> = self
-            .passed
-            .iter()
-            .filter(|(n, _)| !self.seen.contains_key(n))
-            .enumerate()
-            .map(|(i, (n, title))| {
-                let mut task = ListedTask::new(n.to_string(), title.clone());
-                task.priority = (issues.len() + i) as f64;
-                task.state = TaskState::Passed;
-                task
-            })
-            .collect();
-        let open = issues.iter().enumerate().map(|(order, issue)| {
-            let mut task = ListedTask::new(issue.number.to_string(), issue.title.clone());
-            let mut put = |name: &str, value: String| {
-                task.placeholders.insert(format!("task.{name}"), value);
-            };
-            put("title", issue.title.clone());
-            put("body", issue.body.clone());
-            put("url", issue.url.clone());
-            put("id", issue.number.to_string());
-            put(
-                "comments",
-                if Some(issue.number) == next {
-                    comments.clone()
-                } else {
-                    String::new()
-                },
-            );
-            // Already in run order: the list's order is the priority.
-            task.priority = order as f64;
-            task.state = if self.passed.contains_key(&issue.number) {
-                TaskState::Passed
-            } else {
-                state(issue)
-            };
-            task
-        });
-        Ok(open.chain(closed).collect())
+        Ok(issue_tasks::listed_tasks(
+            &issues,
+            next,
+            &comments,
+            &self.passed,
+        ))
     }
 
     /// `mark` written on its issue, by one try at each request.

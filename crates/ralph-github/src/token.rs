@@ -1,34 +1,13 @@
 //! Where the token and the API address come from: the environment first, then `gh`.
 
-use std::fmt;
 use std::process::{Command, Stdio};
+
+pub use ralph_rest::Token;
 
 use crate::{DEFAULT_API_URL, Error};
 
 /// The variables read for a token, in order.
 pub const TOKEN_VARIABLES: [&str; 2] = ["GITHUB_TOKEN", "GH_TOKEN"];
-
-/// A GitHub token. Its `Debug` hides it, so it never reaches an event or a log.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-impl Token {
-    /// A token given as text.
-    #[must_use]
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    pub(crate) fn secret(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(…)")
-    }
-}
 
 /// The token from `GITHUB_TOKEN`, then `GH_TOKEN` (the first that is set and not blank), then
 /// `gh auth token` when `gh` is installed and logged in. `var` reads a variable (`std::env::var`
@@ -43,7 +22,7 @@ pub fn token_from_env(var: impl Fn(&str) -> Option<String>) -> Result<Token, Err
         .map(|value| value.trim().to_owned())
         .find(|value| !value.is_empty())
         .or_else(token_from_gh)
-        .map(Token)
+        .map(Token::new)
         .ok_or(Error::NoToken)
 }
 
@@ -65,32 +44,8 @@ fn token_from_gh() -> Option<String> {
 /// # Errors
 /// [`Error::BadApiUrl`] when the variable is set to something that is not http(s).
 pub fn api_url_from_env(var: impl Fn(&str) -> Option<String>) -> Result<String, Error> {
-    match var("GITHUB_API_URL").filter(|v| !v.trim().is_empty()) {
-        None => Ok(DEFAULT_API_URL.to_owned()),
-        Some(value) => {
-            let url = value.trim().trim_end_matches('/');
-            if url.starts_with("https://") || url.starts_with("http://") {
-                Ok(url.to_owned())
-            } else {
-                let value = match userinfo(&value) {
-                    Some(userinfo) => value.replace(userinfo, HIDDEN),
-                    None => value,
-                };
-                Err(Error::BadApiUrl { value })
-            }
-        }
-    }
-}
-
-/// What a user and password in an address are shown as.
-pub(crate) const HIDDEN: &str = "***";
-
-/// The `USER:PASSWORD` part of `url` (before its host's `@`), if it has one.
-pub(crate) fn userinfo(url: &str) -> Option<&str> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let (userinfo, _host) = authority.rsplit_once('@')?;
-    (!userinfo.is_empty()).then_some(userinfo)
+    ralph_rest::checked_api_url(var("GITHUB_API_URL"), DEFAULT_API_URL)
+        .map_err(|value| Error::BadApiUrl { value })
 }
 
 #[cfg(test)]
@@ -115,11 +70,7 @@ mod tests {
     }
 
     #[test]
-    fn the_user_and_password_of_an_address_are_found_before_its_host_only() {
-        assert_eq!(userinfo("https://me:tok@ghe.example/api"), Some("me:tok"));
-        assert_eq!(userinfo("http://tok@127.0.0.1:80"), Some("tok"));
-        assert_eq!(userinfo("https://ghe.example/api?a=b@c"), None);
-        assert_eq!(userinfo("https://api.github.com"), None);
+    fn a_bad_api_url_is_shown_without_its_user_and_password() {
         let bad = [("GITHUB_API_URL", "ftp://me:tok@ghe.example")];
         let err = api_url_from_env(env(&bad)).unwrap_err().to_string();
         assert!(

@@ -428,6 +428,7 @@ exec "$GIT" "$@"
 }
 
 pub mod github_server;
+pub mod gitlab_server;
 pub mod http_server;
 pub mod model_server;
 pub mod parallel;

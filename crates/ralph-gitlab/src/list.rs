@@ -1,0 +1,312 @@
+//! GitLab issues as story mode's task list: [`GitlabList`] implements escalation's
+//! [`TaskList`], so issues get every story-mode guarantee (the breaker, the revert that saves
+//! first, blocking with a reason, resume) and a person can answer the agent's question in a
+//! note on the issue.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ralph_backoff::FailurePolicy;
+use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError};
+use ralph_rest::words::{self, BLOCKED_LABEL, DONE_LABEL};
+use ralph_rest::{SharedFailures, Waits, issue_tasks};
+use serde_json::{Value, json};
+
+use crate::{Client, Error, Issue, IssueState, Note, notes};
+
+/// The open issues of a project (with a label, when given) as tasks. A task's id is its
+/// issue's number in the project (`iid`); its placeholders are `{{ task.id }}`,
+/// `{{ task.title }}`, `{{ task.body }}` (the description), `{{ task.url }}` and
+/// `{{ task.comments }}` (the notes, read for the task about to run only).
+///
+/// It never waits itself: a rate limit and a network error or a 5xx come back as
+/// [`TaskListError::RetryAfter`], for escalation to have the engine wait.
+#[derive(Debug)]
+pub struct GitlabList {
+    client: Client,
+    label: Option<String>,
+    close: bool,
+    /// The run's `failure:` backoff for network errors and 5xx answers, their count in a row
+    /// (shared by the lists a run makes, [`GitlabList::sharing_failures`]), the longest
+    /// rate-limit wait (`rate_limit.max_wait`).
+    waits: Waits,
+    /// The issues as last read, by number.
+    seen: BTreeMap<u64, Issue>,
+    /// Issues passed in this run, with their titles: passed whatever GitLab says until it is
+    /// told, and still listed (as passed) once closed, so the run's counts include them.
+    passed: BTreeMap<u64, String>,
+    /// Who ralph's notes are by (a username): asked of GitLab once, the first time notes are
+    /// read.
+    ralph: Option<String>,
+    /// Looks for an answer so far: every [`ISSUE_EVERY`]th also reads the issue itself.
+    answer_looks: u64,
+}
+
+/// While ralph waits for an answer, one look in this many also reads the issue, to see it
+/// closed (or its label taken off) without doubling what a wait costs of the rate limit.
+const ISSUE_EVERY: u64 = 3;
+
+impl GitlabList {
+    /// The open issues `client` reads, only those labelled `label` when given; a passed issue
+    /// is closed when `close`, else kept open with the `ralph:done` label. A network error or
+    /// a 5xx asks for the wait `failure` gives (the run's `failure:`), and ends the run at
+    /// `failure.max_consecutive` in a row; a rate limit asks for a wait until its reset, at
+    /// most `max_wait` (the run's `rate_limit.max_wait`).
+    #[must_use]
+    pub fn new(
+        client: Client,
+        label: Option<String>,
+        close: bool,
+        failure: FailurePolicy,
+        max_wait: Duration,
+    ) -> Self {
+        Self {
+            client,
+            label,
+            close,
+            waits: Waits::new(failure, max_wait),
+            seen: BTreeMap::new(),
+            passed: BTreeMap::new(),
+            ralph: None,
+            answer_looks: 0,
+        }
+    }
+
+    /// The same list counting its failures in a row in `failures`, with the other lists of the
+    /// run (`--task` checks the task, then opens the run): each try is one more of the run's.
+    #[must_use]
+    pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
+        self.waits.share_failures(failures);
+        self
+    }
+
+    fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
+        self.waits.settle::<T, Error>(outcome)
+    }
+
+    /// Who ralph's notes are by: the token's username, asked once (`GET /user`).
+    fn ralph(&mut self) -> Result<String, TaskListError> {
+        if let Some(ralph) = &self.ralph {
+            return Ok(ralph.clone());
+        }
+        let username = self.client.username().map_err(list_error)?;
+        Ok(self.ralph.insert(username).clone())
+    }
+
+    /// `body` posted on issue `iid`.
+    fn post(&mut self, iid: u64, body: &str) -> Result<Note, TaskListError> {
+        let posted = self.client.post_note(iid, body).map_err(list_error)?;
+        if self.ralph.is_none() && !posted.author.is_empty() {
+            self.ralph = Some(posted.author.clone());
+        }
+        Ok(posted)
+    }
+
+    /// A pass on the issue: a note naming the commit and the branch, then closed (or labelled
+    /// `ralph:done`); nothing when it already is.
+    fn report_pass(
+        &mut self,
+        iid: u64,
+        commit: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<(), TaskListError> {
+        let issue = self.client.issue(iid).map_err(list_error)?;
+        let done = if self.close {
+            issue.state == IssueState::Closed
+        } else {
+            issue.labels.iter().any(|l| l == DONE_LABEL)
+        };
+        if done {
+            return Ok(());
+        }
+        let commits: Vec<&str> = commit.into_iter().collect();
+        self.post(iid, &words::passed_comment(&commits, branch))?;
+        if self.close {
+            self.client.close_issue(iid).map_err(list_error)
+        } else {
+            self.client.add_label(iid, DONE_LABEL).map_err(list_error)
+        }
+    }
+
+    /// The open issues as tasks, by one try at each request.
+    fn read_tasks(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        let issues = notes::run_order(
+            self.client
+                .open_issues(self.label.as_deref())
+                .map_err(list_error)?,
+        );
+        let next = issue_tasks::next_to_run(&issues, &self.passed);
+        let comments = match next {
+            Some(iid) => {
+                let ralph = self.ralph()?;
+                let notes = self.client.notes(iid).map_err(list_error)?;
+                notes::render_notes(&notes, &ralph)
+            }
+            None => String::new(),
+        };
+        self.seen = issues.iter().map(|i| (i.iid, i.clone())).collect();
+        Ok(issue_tasks::listed_tasks(
+            &issues,
+            next,
+            &comments,
+            &self.passed,
+        ))
+    }
+
+    /// `mark` written on its issue, by one try at each request.
+    fn write(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        match mark {
+            Mark::Passed {
+                story_id,
+                commit,
+                branch,
+            } => {
+                let iid = number(story_id)?;
+                // Passed for this run from now on, even while GitLab cannot be told: the mark
+                // waits in the session, and the task is not taken up again meanwhile.
+                let title = self.seen.get(&iid).map(|i| i.title.clone());
+                self.passed
+                    .entry(iid)
+                    .or_insert_with(|| title.unwrap_or_default());
+                self.report_pass(iid, commit.as_deref(), branch.as_deref())
+            }
+            Mark::Blocked {
+                story_id,
+                reason,
+                saved_ref,
+                ..
+            } => {
+                let iid = number(story_id)?;
+                let issue = self.client.issue(iid).map_err(list_error)?;
+                if issue.labels.iter().any(|l| l == BLOCKED_LABEL) {
+                    return Ok(());
+                }
+                self.post(iid, &words::blocked_comment(reason, saved_ref.as_deref()))?;
+                self.client
+                    .add_label(iid, BLOCKED_LABEL)
+                    .map_err(list_error)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The question posted as a note on the task's issue.
+    fn put_question(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let iid = number(task_id)?;
+        let posted = self.post(iid, &words::question_comment(question))?;
+        let at = self.seen.get(&iid).map_or_else(
+            || format!("{}#{iid}", self.client.project()),
+            |i| format!("{}#note_{}", i.url, posted.id),
+        );
+        Ok(Asked::new(
+            task_id,
+            question,
+            at,
+            json!({ "note": posted.id }),
+        ))
+    }
+
+    /// The answer after the question, if any. An issue a person closed (or took the run's
+    /// label off) meanwhile is a task no longer in the list; a question note a person deleted
+    /// ends the wait.
+    fn read_answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let iid = number(&asked.task_id)?;
+        let Some(question) = asked.token.get("note").and_then(Value::as_u64) else {
+            return Ok(None);
+        };
+        if self.answer_looks % ISSUE_EVERY == 0 {
+            let issue = self.client.issue(iid).map_err(list_error)?;
+            let labelled = self
+                .label
+                .as_ref()
+                .is_none_or(|label| issue.labels.contains(label));
+            if issue.state == IssueState::Closed || !labelled {
+                return Err(TaskListError::NoSuchTask {
+                    location: self.location(),
+                    id: asked.task_id.clone(),
+                });
+            }
+        }
+        self.answer_looks += 1;
+        let ralph = self.ralph()?;
+        let notes = self.client.notes(iid).map_err(list_error)?;
+        if !notes.iter().any(|n| n.id == question) {
+            return Err(TaskListError::NoSuchQuestion {
+                at: asked.at.clone(),
+                question: asked.question.clone(),
+            });
+        }
+        Ok(notes::answer_after(&notes, question, &ralph))
+    }
+}
+
+/// Every client error as [`TaskListError::Failed`], for [`Waits::settle`] to sort.
+fn list_error(err: Error) -> TaskListError {
+    TaskListError::Failed(Box::new(err))
+}
+
+fn number(task_id: &str) -> Result<u64, TaskListError> {
+    issue_tasks::issue_number(task_id, "GitLab")
+}
+
+impl issue_tasks::TaskIssue for Issue {
+    fn number(&self) -> u64 {
+        self.iid
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn body(&self) -> &str {
+        &self.description
+    }
+    fn url(&self) -> &str {
+        &self.url
+    }
+    fn is_closed(&self) -> bool {
+        self.state == IssueState::Closed
+    }
+    fn labels(&self) -> &[String] {
+        &self.labels
+    }
+}
+
+impl TaskList for GitlabList {
+    fn kind(&self) -> &str {
+        "gitlab"
+    }
+
+    fn location(&self) -> String {
+        match &self.label {
+            Some(label) => format!("{} (label {label})", self.client.project()),
+            None => self.client.project().to_string(),
+        }
+    }
+
+    fn files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
+    fn load(&mut self) -> Result<Vec<ListedTask>, TaskListError> {
+        let outcome = self.read_tasks();
+        self.settle(outcome)
+    }
+
+    fn write_mark(&mut self, mark: &Mark) -> Result<(), TaskListError> {
+        let outcome = self.write(mark);
+        self.settle(outcome)
+    }
+
+    fn can_ask(&self) -> bool {
+        true
+    }
+
+    fn ask(&mut self, task_id: &str, question: &str) -> Result<Asked, TaskListError> {
+        let outcome = self.put_question(task_id, question);
+        self.settle(outcome)
+    }
+
+    fn answer(&mut self, asked: &Asked) -> Result<Option<String>, TaskListError> {
+        let outcome = self.read_answer(asked);
+        self.settle(outcome)
+    }
+}
