@@ -8,12 +8,14 @@ use std::path::Path;
 
 use ralph_escalation::{Passes, Prd};
 
+use ralph_escalation::StoryEnd;
+
 use crate::cli::{PlanArgs, RunArgs};
 use crate::error::CliError;
 use crate::ralph_file;
 
 /// The endings after which a split can let the loop go on.
-const SPLITTABLE_ENDINGS: [&str; 2] = ["stories_blocked", "work_left"];
+const SPLITTABLE_ENDINGS: [StoryEnd; 2] = [StoryEnd::StoriesBlocked, StoryEnd::WorkLeft];
 
 /// `ralph run`, splitting what the breaker blocks when the file asks for it.
 pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
@@ -28,7 +30,8 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         let before = stories(&prd);
         let mut ended = None;
         let code = crate::run::run_once(args.clone(), &mut ended)?;
-        if !ended.is_some_and(|reason| SPLITTABLE_ENDINGS.contains(&reason.as_str())) {
+        let ending = ended.as_deref().and_then(StoryEnd::from_reason);
+        if !ending.is_some_and(|ending| SPLITTABLE_ENDINGS.contains(&ending)) {
             return Ok(code);
         }
         let blocked: Vec<String> = stories(&prd)

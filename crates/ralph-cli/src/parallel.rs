@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
-use ralph_escalation::{EscalationError, TaskListError, TaskWords};
+use ralph_escalation::{EscalationError, StoryEnd, TaskListError, TaskWords};
 use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
 
 use crate::cli::RunArgs;
@@ -488,7 +488,11 @@ fn event_line(
         // A lane whose task passed or blocked says so in the queue's lines.
         ParallelEventKind::LaneEnded {
             task_id, reason, ..
-        } if !matches!(reason.as_str(), "stories_done" | "stories_blocked") => {
+        } if !matches!(
+            StoryEnd::from_reason(reason),
+            Some(StoryEnd::StoriesDone | StoryEnd::StoriesBlocked)
+        ) =>
+        {
             format!("■ {} stopped: {reason}", name(task_id))
         }
         ParallelEventKind::MergeQueued { task_id, position } => {
@@ -569,10 +573,12 @@ fn event_line(
             ..
         } => {
             // The task list's endings in words, as a single run's last line has them.
-            let why = match reason.as_str() {
-                "stories_done" => format!("every {} passes", words.one),
-                "stories_blocked" => format!("no {} left to do; some are blocked", words.one),
-                other => other.to_owned(),
+            let why = match StoryEnd::from_reason(reason) {
+                Some(StoryEnd::StoriesDone) => format!("every {} passes", words.one),
+                Some(StoryEnd::StoriesBlocked) => {
+                    format!("no {} left to do; some are blocked", words.one)
+                }
+                _ => reason.clone(),
             };
             let cost = cost(*cost_usd).unwrap_or_else(|| "cost unknown".to_owned());
             // Tokens an agent reported without a cost (Codex, gemini-cli): still what it spent.

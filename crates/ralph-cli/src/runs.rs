@@ -115,11 +115,11 @@ impl ParallelListed {
             (None, Some(ended)) => ended,
         };
         let one = self.words.one;
-        let reason = match reason.as_str() {
-            "stories_done" => format!("every {one} landed"),
-            "stories_blocked" => format!("no {one} left; some blocked"),
-            "work_left" => "work left".to_owned(),
-            other => other.to_owned(),
+        let reason = match StoryEnd::from_reason(reason) {
+            Some(StoryEnd::StoriesDone) => format!("every {one} landed"),
+            Some(StoryEnd::StoriesBlocked) => format!("no {one} left; some blocked"),
+            Some(StoryEnd::WorkLeft) => "work left".to_owned(),
+            _ => reason.clone(),
         };
         match code {
             0 => reason,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use ralph_engine::{Event, EventKind, RunCost, Usage};
+use ralph_escalation::StoryEnd;
 use ralph_parallel::{ParallelEvent, ParallelEventKind};
 
 /// The name of a single run's one loop.
@@ -321,7 +322,9 @@ impl WatchModel {
                 }
             }
             // Any end but `stories_done`, with which it passed and joins the queue.
-            ParallelEventKind::LaneEnded { reason, .. } if reason != "stories_done" => {
+            ParallelEventKind::LaneEnded { reason, .. }
+                if StoryEnd::from_reason(reason) != Some(StoryEnd::StoriesDone) =>
+            {
                 lane.state = LaneState::Ended(reason.clone());
                 lane.ended = at;
             }
