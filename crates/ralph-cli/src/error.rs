@@ -56,6 +56,9 @@ pub(crate) enum CliError {
     /// `GITHUB_API_URL`.
     #[error("tasks.github: {0}")]
     Github(#[from] ralph_github::Error),
+    /// `tasks.linear` cannot be used: no `LINEAR_API_KEY`, a bad `LINEAR_API_URL`.
+    #[error("tasks.linear: {0}")]
+    Linear(#[from] ralph_linear::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
     Lock(#[from] ralph_engine::lock::LockError),

@@ -219,6 +219,12 @@ fn list_of(
     Ok(match tasks {
         Some(TasksConfig::Markdown(p)) => (PlanFormat::Markdown, Target::File(p)),
         Some(TasksConfig::Github { repo, .. }) => (PlanFormat::Github, Target::Issues(repo)),
+        Some(TasksConfig::Linear { team, .. }) => {
+            return Err(CliError::Usage(format!(
+                "{shown}: `ralph plan` cannot write tasks into Linear (team {team}) yet; plan \
+                 into `tasks: {{markdown: TODO.md}}` and open the issues from it"
+            )));
+        }
         _ => match file.config.escalation.as_ref().and_then(|e| e.prd.clone()) {
             Some(prd) => (PlanFormat::Prd, Target::File(prd)),
             None => {

@@ -7,13 +7,10 @@ use ralph_engine::frontmatter::SectionProblem;
 use ralph_engine::frontmatter::yaml::Value;
 
 /// The kinds of list `tasks:` takes, one key each.
-pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github"];
-
-/// The keys only `github` takes.
-const GITHUB_KEYS: &[&str] = &["label", "close"];
+pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "linear"];
 
 /// Every key `tasks` takes.
-const ALL_KEYS: [&str; 5] = ["markdown", "prd", "github", "label", "close"];
+const ALL_KEYS: [&str; 6] = ["markdown", "prd", "github", "linear", "label", "close"];
 
 /// Where the tasks live, as `tasks:` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +29,13 @@ pub enum TasksConfig {
         /// Close an issue when its task passes (`false`: label it `ralph:done`).
         close: bool,
     },
+    /// Unstarted issues of a Linear team: `tasks: {linear: ENG, label: ralph}`.
+    Linear {
+        /// The team's key (`ENG`).
+        team: String,
+        /// Only issues with this label.
+        label: Option<String>,
+    },
 }
 
 impl TasksConfig {
@@ -48,6 +52,12 @@ impl TasksConfig {
         if let Some(path) = text("prd") {
             return Some(Self::Prd(PathBuf::from(path)));
         }
+        if let Some(team) = text("linear") {
+            return Some(Self::Linear {
+                team,
+                label: text("label"),
+            });
+        }
         Some(Self::Github {
             repo: text("github")?,
             label: text("label"),
@@ -55,18 +65,19 @@ impl TasksConfig {
         })
     }
 
-    /// The key that names the source (`markdown`, `prd`, `github`).
+    /// The key that names the source (`markdown`, `prd`, `github`, `linear`).
     pub fn key(&self) -> &'static str {
         match self {
             Self::Markdown(_) => "markdown",
             Self::Prd(_) => "prd",
             Self::Github { .. } => "github",
+            Self::Linear { .. } => "linear",
         }
     }
 }
 
-/// The `tasks` section's problems: exactly one source key, a non-empty path or `owner/repo`,
-/// `label`/`close` only with `github`, nothing else.
+/// The `tasks` section's problems: exactly one source key, a non-empty path, `owner/repo` or
+/// team key, `label` only with `github` or `linear`, `close` only with `github`, nothing else.
 pub fn check(value: &Value) -> Vec<SectionProblem> {
     let Some(map) = value.as_mapping() else {
         return vec![SectionProblem::at_value(
@@ -110,6 +121,19 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     ));
                 }
             }
+            "linear" => {
+                sources.push(key);
+                if !item.as_str().is_some_and(is_team_key) {
+                    problems.push(SectionProblem::at_value(
+                        key,
+                        format!(
+                            "expected a Linear team's key, such as `ENG` (letters and digits), \
+                             got {}",
+                            describe(item)
+                        ),
+                    ));
+                }
+            }
             "label" if item.as_str().is_none_or(|s| s.trim().is_empty()) => {
                 problems.push(SectionProblem::at_value(
                     key,
@@ -128,7 +152,9 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     one_of(TASK_SOURCES),
                     match ralph_engine::frontmatter::nearest(other, &ALL_KEYS) {
                         Some(near) => format!("; did you mean `{near}`?"),
-                        None => " (and `label`, `close` with `github`)".to_owned(),
+                        None => " (and `label` with `github` or `linear`, `close` with \
+                                 `github`)"
+                            .to_owned(),
                     }
                 ),
             )),
@@ -152,13 +178,23 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
             }
         }
     }
-    if !sources.contains(&"github") {
-        for key in GITHUB_KEYS.iter().filter(|k| map.contains_key(**k)) {
-            problems.push(SectionProblem::at_key(
-                *key,
-                format!("`{key}` is a setting of `github` tasks only"),
-            ));
-        }
+    let issues = sources.contains(&"github") || sources.contains(&"linear");
+    if !issues && map.contains_key("label") {
+        problems.push(SectionProblem::at_key(
+            "label",
+            "`label` is a setting of `github` and `linear` tasks only".to_owned(),
+        ));
+    }
+    if !sources.contains(&"github") && map.contains_key("close") {
+        let words = match sources.contains(&"linear") {
+            // A passed Linear issue always moves to the team's done state.
+            true => {
+                "`close` is a setting of `github` tasks only; a passed Linear issue moves \
+                     to the team's first completed state"
+            }
+            false => "`close` is a setting of `github` tasks only",
+        };
+        problems.push(SectionProblem::at_key("close", words.to_owned()));
     }
     problems
 }
@@ -167,21 +203,23 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
 pub fn json_schema() -> serde_json::Value {
     serde_json::json!({
         "description": "Where story mode's tasks live: one of `markdown` (a checklist), `prd` \
-                        (a prd.json, the same as escalation.prd) or `github` (open issues). \
-                        See docs/tasks.md.",
+                        (a prd.json, the same as escalation.prd), `github` (open issues) or \
+                        `linear` (a Linear team's unstarted issues). See docs/tasks.md.",
         "type": "object",
         "properties": {
             "markdown": {"type": "string", "minLength": 1, "description": "A Markdown checklist: every `- [ ]` line is a task."},
             "prd": {"type": "string", "minLength": 1, "description": "A prd.json; the same as escalation.prd."},
             "github": {"type": "string", "pattern": "^[^/\\s]+/[^/\\s]+$", "description": "Open issues of this repository, `owner/repo`."},
-            "label": {"type": "string", "minLength": 1, "description": "github: only issues with this label."},
+            "linear": {"type": "string", "pattern": "^[A-Za-z0-9]+$", "description": "Unstarted issues of the Linear team with this key (ENG); LINEAR_API_KEY must be set."},
+            "label": {"type": "string", "minLength": 1, "description": "github, linear: only issues with this label."},
             "close": {"type": "boolean", "default": true, "description": "github: close an issue when its task passes (false: label it ralph:done)."}
         },
         "additionalProperties": false,
         "oneOf": [
-            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}]}}
+            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["linear"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["linear"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["linear"]}]}},
+            {"required": ["linear"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["github"]}, {"required": ["close"]}]}}
         ]
     })
 }
@@ -190,6 +228,11 @@ fn is_owner_repo(text: &str) -> bool {
     let mut parts = text.split('/');
     let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && !p.contains(char::is_whitespace));
     ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+/// A Linear team key: letters and digits, as Linear allows them.
+fn is_team_key(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 fn one_of(words: &[&str]) -> String {
@@ -258,26 +301,78 @@ mod tests {
         );
         assert_eq!(
             problems("markdown: TODO.md\nlabel: x"),
-            ["label: `label` is a setting of `github` tasks only"]
+            ["label: `label` is a setting of `github` and `linear` tasks only"]
         );
         assert_eq!(
             problems("markdwn: TODO.md"),
             [
                 "markdwn: unknown key `markdwn`; `tasks` takes one of `markdown`, `prd`, \
-                 `github`; did you mean `markdown`?",
-                ": names no task source; expected one of `markdown`, `prd`, `github`"
+                 `github`, `linear`; did you mean `markdown`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `linear`"
             ]
         );
         assert_eq!(
             problems("TODO.md"),
             [
-                ": expected a mapping with one of `markdown`, `prd`, `github`, such as \
+                ": expected a mapping with one of `markdown`, `prd`, `github`, `linear`, such as \
               `tasks: {markdown: TODO.md}`, got \"TODO.md\""
             ]
         );
         assert_eq!(
             problems("github: a/b\nclose: yes please"),
             ["close: expected true or false, got \"yes please\""]
+        );
+    }
+
+    #[test]
+    fn a_linear_team_with_a_label_parses() {
+        let value: Value =
+            ralph_engine::frontmatter::yaml::from_str("linear: ENG\nlabel: ralph").unwrap();
+        assert_eq!(
+            TasksConfig::from_section(&value),
+            Some(TasksConfig::Linear {
+                team: "ENG".into(),
+                label: Some("ralph".into()),
+            })
+        );
+        assert_eq!(TasksConfig::from_section(&value).unwrap().key(), "linear");
+    }
+
+    #[test]
+    fn a_wrong_linear_section_says_what_is_allowed() {
+        assert_eq!(
+            problems("linear: acme/eng"),
+            [
+                "linear: expected a Linear team's key, such as `ENG` (letters and digits), got \
+                 \"acme/eng\""
+            ]
+        );
+        assert_eq!(
+            problems("linear: 12.5"),
+            ["linear: expected a Linear team's key, such as `ENG` (letters and digits), got 12.5"]
+        );
+        assert_eq!(
+            problems("linear: ENG\nclose: false"),
+            [
+                "close: `close` is a setting of `github` tasks only; a passed Linear issue moves \
+                 to the team's first completed state"
+            ]
+        );
+        assert_eq!(
+            problems("linear: ENG\ngithub: a/b"),
+            ["github: `linear` is already the task source; `tasks` takes one source"]
+        );
+        assert_eq!(
+            problems("linear: ENG\nlabel: ''"),
+            ["label: expected a label name, got \"\""]
+        );
+        assert_eq!(
+            problems("linaer: ENG"),
+            [
+                "linaer: unknown key `linaer`; `tasks` takes one of `markdown`, `prd`, \
+                 `github`, `linear`; did you mean `linear`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `linear`"
+            ]
         );
     }
 }
