@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
     "ralph-marker",
     "ralph-frontmatter",
     "ralph-backoff",
@@ -31,6 +31,7 @@ const CRATES: [&str; 12] = [
     "ralph-escalation",
     "ralph-parallel",
     "ralph-github",
+    "ralph-linear",
     "ralph-notify",
     CLI_PACKAGE,
 ];

@@ -31,6 +31,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-escalation",
     "ralph-parallel",
     "ralph-github",
+    "ralph-linear",
     "ralph-notify",
 ];
 
@@ -286,6 +287,7 @@ fn dependencies_point_one_way() {
         "ralph-escalation",
         "ralph-parallel",
         "ralph-github",
+        "ralph-linear",
         "ralph-cli",
     ];
     let runtimes = ["tokio", "async-std", "smol"];
@@ -302,6 +304,7 @@ fn dependencies_point_one_way() {
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
+                    "ralph-linear",
                     "ralph-cli",
                 ],
             ),
@@ -314,6 +317,7 @@ fn dependencies_point_one_way() {
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
+                    "ralph-linear",
                     "ralph-cli",
                 ],
             ),
@@ -322,6 +326,7 @@ fn dependencies_point_one_way() {
                 vec![
                     "ralph-escalation",
                     "ralph-github",
+                    "ralph-linear",
                     "ralph-parallel",
                     "ralph-notify",
                     "ralph-cli",
@@ -329,15 +334,31 @@ fn dependencies_point_one_way() {
             ),
             (
                 "ralph-escalation",
+                vec![
+                    "ralph-github",
+                    "ralph-linear",
+                    "ralph-parallel",
+                    "ralph-cli",
+                ],
+            ),
+            (
+                "ralph-github",
+                vec!["ralph-linear", "ralph-parallel", "ralph-cli"],
+            ),
+            (
+                "ralph-linear",
                 vec!["ralph-github", "ralph-parallel", "ralph-cli"],
             ),
-            ("ralph-github", vec!["ralph-parallel", "ralph-cli"]),
-            ("ralph-parallel", vec!["ralph-github", "ralph-cli"]),
+            (
+                "ralph-parallel",
+                vec!["ralph-github", "ralph-linear", "ralph-cli"],
+            ),
             (
                 "ralph-notify",
                 vec![
                     "ralph-escalation",
                     "ralph-github",
+                    "ralph-linear",
                     "ralph-parallel",
                     "ralph-cli",
                 ],
@@ -541,6 +562,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-escalation",
         "ralph-parallel",
         "ralph-github",
+        "ralph-linear",
         "ralph-notify",
         "ralph-cli",
     ] {

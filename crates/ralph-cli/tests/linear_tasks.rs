@@ -392,3 +392,36 @@ echo '<!-- ralph:state done -->'
     );
     assert_eq!(show(p.path(), "HEAD", "abandoned.txt"), None);
 }
+
+#[test]
+fn the_agent_runs_without_the_linear_key_unless_the_ralph_md_passes_it_on() {
+    let server = LinearServer::start();
+    let n = server.open_issue("Task", "", &["ralph"], 0);
+    // The issue's text is the agent's prompt: the key that reads and writes the team stays
+    // with ralph.
+    let agent = "cat > /dev/null\necho \"key=${LINEAR_API_KEY:-none}\" > \"$KEY_SEEN\"\necho '<!-- ralph:state done -->'\n";
+    let outside = tempfile::tempdir().unwrap();
+    let seen = outside.path().join("seen");
+    let p = linear_repo("", agent);
+
+    let out = ralph(&p, &server, &["run"])
+        .env("KEY_SEEN", &seen)
+        .output()
+        .unwrap();
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "key=none\n");
+    assert_eq!(server.state_of(&n), "Done");
+
+    let passing = linear_repo("env:\n  pass: [LINEAR_API_KEY]\n", agent);
+    server.open_issue("Another", "", &["ralph"], 0);
+    let out = ralph(&passing, &server, &["run"])
+        .env("KEY_SEEN", &seen)
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        format!("key={KEY}\n")
+    );
+}

@@ -468,9 +468,15 @@ pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
 )];
 
 /// The variables of ralph's environment that no agent, command, check or hook gets unless
-/// `env.pass` names them: GitHub tokens (the tokens a GitHub task list reads; an agent's prompt
-/// may be issue text anyone can write), and `GITHUB_API_URL` when it holds a user or password.
-pub const WITHHELD_VARIABLES: &[&str] = &["GITHUB_TOKEN", "GH_TOKEN", "GITHUB_API_URL"];
+/// `env.pass` names them: GitHub tokens and Linear's API key (what the task lists read and write
+/// with; an agent's prompt may be issue text anyone can write), and `GITHUB_API_URL` when it
+/// holds a user or password.
+pub const WITHHELD_VARIABLES: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_API_URL",
+    "LINEAR_API_KEY",
+];
 
 /// The keys of the `env` block.
 pub const ENV_FIELDS: &[Field] = &[optional(

@@ -85,11 +85,14 @@ mod tests {
         let env = parse("env:\n  pass: [GH_TOKEN]\n").unwrap();
         assert_eq!(env.pass, ["GH_TOKEN"]);
         let none = |_: &str| None;
-        assert_eq!(env.withheld(none), ["GITHUB_TOKEN"]);
+        assert_eq!(env.withheld(none), ["GITHUB_TOKEN", "LINEAR_API_KEY"]);
         let with_user = |_: &str| Some("https://me:ghp_x@ghe.example/api/v3".to_owned());
-        assert_eq!(env.withheld(with_user), ["GITHUB_TOKEN", "GITHUB_API_URL"]);
+        assert_eq!(
+            env.withheld(with_user),
+            ["GITHUB_TOKEN", "GITHUB_API_URL", "LINEAR_API_KEY"]
+        );
         let plain = |_: &str| Some("https://ghe.example/api/v3?a=b@c".to_owned());
-        assert_eq!(env.withheld(plain), ["GITHUB_TOKEN"]);
+        assert_eq!(env.withheld(plain), ["GITHUB_TOKEN", "LINEAR_API_KEY"]);
     }
 
     #[test]
