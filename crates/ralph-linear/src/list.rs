@@ -3,7 +3,7 @@
 //! first, blocking with a reason, resume) and a person can answer the agent's question in the
 //! issue itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -70,6 +70,9 @@ pub struct LinearList {
     passed: BTreeMap<String, String>,
     /// Looks for an answer so far: every [`ISSUE_EVERY`]th also reads the issue itself.
     answer_looks: u64,
+    /// The marks whose comment is posted, by `Mark`'s words (`ENG-1 passes`): a mark tried
+    /// again after Linear failed to move or label the issue is not commented twice.
+    commented: BTreeSet<String>,
 }
 
 impl LinearList {
@@ -97,6 +100,7 @@ impl LinearList {
             seen: BTreeMap::new(),
             passed: BTreeMap::new(),
             answer_looks: 0,
+            commented: BTreeSet::new(),
         }
     }
 
@@ -133,6 +137,16 @@ impl LinearList {
         self.client.post_comment(issue_id, body).map_err(list_error)
     }
 
+    /// `body` posted on the issue for `mark`, unless this run posted it already.
+    fn post_once(&mut self, mark: &Mark, issue_id: &str, body: &str) -> Result<(), TaskListError> {
+        let key = mark.to_string();
+        if !self.commented.contains(&key) {
+            self.post(issue_id, body)?;
+            self.commented.insert(key);
+        }
+        Ok(())
+    }
+
     /// The `ralph:blocked` label's id: the team's (or the workspace's), made in the team when
     /// there is none.
     fn blocked_label(&mut self, team_id: &str) -> Result<String, TaskListError> {
@@ -157,6 +171,7 @@ impl LinearList {
     /// team's done state; nothing when a person already finished or cancelled it.
     fn report_pass(
         &mut self,
+        mark: &Mark,
         identifier: &str,
         commit: Option<&str>,
         branch: Option<&str>,
@@ -167,7 +182,7 @@ impl LinearList {
             return Ok(());
         }
         let body = words::passed_comment(commit, branch, &setting.done.name);
-        self.post(&issue.id, &body)?;
+        self.post_once(mark, &issue.id, &body)?;
         self.client
             .move_issue(&issue.id, &setting.done.id)
             .map_err(list_error)
@@ -377,7 +392,7 @@ impl LinearList {
                 self.passed
                     .entry(story_id.clone())
                     .or_insert_with(|| title.unwrap_or_default());
-                self.report_pass(story_id, commit.as_deref(), branch.as_deref())
+                self.report_pass(mark, story_id, commit.as_deref(), branch.as_deref())
             }
             Mark::Blocked {
                 story_id,
@@ -392,7 +407,7 @@ impl LinearList {
                 }
                 let label = self.blocked_label(&setting.team.id)?;
                 let body = words::blocked_comment(reason, saved_ref.as_deref());
-                self.post(&issue.id, &body)?;
+                self.post_once(mark, &issue.id, &body)?;
                 self.client.add_label(&issue.id, &label).map_err(list_error)
             }
             _ => Ok(()),

@@ -144,3 +144,43 @@ fn a_question_on_an_issue_a_person_moved_meanwhile_is_no_such_task() {
 
     assert!(matches!(err, TaskListError::NoSuchTask { .. }), "{err:?}");
 }
+
+#[test]
+fn a_mark_tried_again_after_linear_failed_to_move_or_label_is_commented_once() {
+    let server = LinearServer::start();
+    let done = server.open_issue("Passes", "", &["ralph"], 0);
+    let stuck = server.open_issue("Blocks", "", &["ralph"], 0);
+    server.fail_next("IssueMove", Fault::Status(500));
+    server.fail_next("IssueAddLabel", Fault::Status(502));
+    let mut list = list(&server, Duration::from_secs(3600));
+    list.load().unwrap();
+    let pass: Mark = serde_json::from_value(serde_json::json!({
+        "mark": "passed", "story_id": done, "commit": "abc1234",
+    }))
+    .unwrap();
+    let block: Mark = serde_json::from_value(serde_json::json!({
+        "mark": "blocked", "story_id": stuck, "notes": "", "reason": "same error 3 times",
+    }))
+    .unwrap();
+
+    for mark in [&pass, &block] {
+        retry_after(list.write_mark(mark).unwrap_err());
+        list.write_mark(mark).unwrap();
+    }
+
+    assert_eq!(server.state_of(&done), "Done");
+    assert!(
+        server
+            .issue(&stuck)
+            .labels
+            .contains(&"ralph:blocked".to_owned())
+    );
+    for issue in [&done, &stuck] {
+        assert_eq!(
+            server.comments(issue).len(),
+            1,
+            "{:#?}",
+            server.comments(issue)
+        );
+    }
+}
