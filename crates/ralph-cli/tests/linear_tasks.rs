@@ -425,3 +425,93 @@ fn the_agent_runs_without_the_linear_key_unless_the_ralph_md_passes_it_on() {
         format!("key={KEY}\n")
     );
 }
+
+#[test]
+fn run_task_takes_an_identifier_and_passes_that_issue_alone_on_its_branch() {
+    let server = LinearServer::start();
+    let first = server.open_issue("First", "", &["ralph"], 1);
+    let second = server.open_issue("Second", "", &["ralph"], 4);
+    let p = linear_repo("", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run", "--task", &second]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    let branch = format!("ralph/{second}");
+    let head = git(p.path(), &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), branch);
+    assert_eq!(server.state_of(&second), "Done");
+    assert_eq!(
+        server.state_of(&first),
+        "Todo",
+        "the other issue is not taken up"
+    );
+    let comments = server.comments(&second);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains(&branch), "{comments:#?}");
+
+    let out = run(&p, &server, &["run", "--task", "ENG-99"]);
+    assert_eq!(common::code(&out), 2, "nothing ran");
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("Linear team ENG") && err.contains("\"ENG-99\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn issues_run_in_parallel_and_each_moves_to_done_with_a_comment_naming_its_landing_commit() {
+    let server = LinearServer::start();
+    let first = server.open_issue("First", "", &["ralph"], 0);
+    let second = server.open_issue("Second", "", &["ralph"], 0);
+    let p = linear_repo("done_when:\n  - 'ls issue-*.txt'\n", WORKING_AGENT);
+
+    let out = run(&p, &server, &["run", "--parallel", "2"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let events = p.events();
+    for n in [&first, &second] {
+        let landed: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["type"] == "TASK_LANDED" && e["task_id"].as_str() == Some(n))
+            .collect();
+        assert_eq!(landed.len(), 1, "{n}: {events:#?}");
+        let commit = landed[0]["commit"].as_str().unwrap();
+        assert!(show(p.path(), commit, &format!("issue-{n}.txt")).is_some());
+        assert_eq!(server.state_of(n), "Done");
+        let comments = server.comments(n);
+        assert!(
+            comments.iter().any(|c| c.body.contains(commit)),
+            "{n}'s comment names {commit}: {comments:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
+    let server = LinearServer::start();
+    let n = server.open_issue("Pick a database", "", &["ralph"], 0);
+    let p = linear_repo("", ASKING_AGENT);
+    let mut child = ralph(&p, &server, &["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_comments(&n, Duration::from_secs(30), |c| !c.is_empty());
+    p.wait_for("WAIT_STARTED", 1);
+    common::send_signal(child.id(), libc::SIGTERM);
+    child.wait().unwrap();
+
+    server.comment_as(&n, "a-person", "Use Postgres");
+    let out = run(&p, &server, &["run", "--resume"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(
+        server.comments(&n).len(),
+        3,
+        "the question once, the answer, the pass"
+    );
+    let prompts = std::fs::read_to_string(p.path().join("prompts.txt")).unwrap();
+    assert!(prompts.contains("Use Postgres"), "{prompts}");
+    assert_eq!(server.state_of(&n), "Done");
+}
