@@ -515,3 +515,20 @@ fn a_run_stopped_while_waiting_for_an_answer_resumes_waiting_and_reads_it() {
     assert!(prompts.contains("Use Postgres"), "{prompts}");
     assert_eq!(server.state_of(&n), "Done");
 }
+
+#[test]
+fn ralph_plan_says_it_cannot_write_into_linear_and_runs_nothing() {
+    let server = LinearServer::start();
+    let p = linear_repo("", WORKING_AGENT);
+
+    let out = run(&p, &server, &["plan", "-m", "Build the shop"]);
+
+    assert_eq!(common::code(&out), 2, "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("`ralph plan` cannot write tasks into Linear (team ENG) yet"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert!(!p.path().join("prompts.txt").exists(), "no agent ran");
+    assert!(server.asked().is_empty(), "Linear is not asked");
+}
