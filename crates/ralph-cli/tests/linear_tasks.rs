@@ -532,3 +532,84 @@ fn ralph_plan_says_it_cannot_write_into_linear_and_runs_nothing() {
     assert!(!p.path().join("prompts.txt").exists(), "no agent ran");
     assert!(server.asked().is_empty(), "Linear is not asked");
 }
+
+#[test]
+fn ctrl_c_during_a_request_linear_does_not_answer_gives_it_up_and_looks_again_at_once() {
+    let server = LinearServer::start();
+    let n = server.open_issue("Task", "", &["ralph"], 0);
+    // A 502 first: the run's own wait takes the signals from then on.
+    server.fail_next("Issues", Fault::Status(502));
+    server.fail_next("Issues", Fault::Stall(Duration::from_secs(120)));
+    let p = linear_repo(FAST_FAILURE, WORKING_AGENT);
+    let child = ralph(&p, &server, &["run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the request Linear does not answer", || {
+        server
+            .operations()
+            .iter()
+            .filter(|o| *o == "Issues")
+            .count()
+            >= 2
+    });
+    // In the request.
+    std::thread::sleep(Duration::from_millis(200));
+    let interrupted = Instant::now();
+    common::send_signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+
+    let shown = format!("{}{}", common::stdout(&out), common::stderr(&out));
+    assert_eq!(common::code(&out), 0, "{shown}");
+    // The request's own timeout is a minute; the stall two.
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(45),
+        "the request was waited out: {shown}"
+    );
+    assert!(
+        shown.contains("Issues at http://127.0.0.1:")
+            && shown.contains("given up, ralph was interrupted"),
+        "{shown}"
+    );
+    assert_eq!(server.state_of(&n), "Done");
+}
+
+/// A request Linear does not answer is no silent minute: after 5 s ralph says, once, what it
+/// waits for.
+#[test]
+fn a_request_without_an_answer_is_said_after_five_seconds_without_the_key() {
+    let server = LinearServer::start();
+    server.open_issue("Task", "", &["ralph"], 0);
+    server.fail_next("Viewer", Fault::Stall(Duration::from_secs(120)));
+    let p = linear_repo("", WORKING_AGENT);
+    let said = tempfile::NamedTempFile::new().unwrap();
+    let mut child = ralph(&p, &server, &["run"])
+        .stdout(Stdio::null())
+        .stderr(said.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !std::fs::read_to_string(said.path())
+        .unwrap()
+        .contains("waiting for Linear")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "nothing said while Linear did not answer"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    common::send_signal(child.id(), libc::SIGINT);
+    child.wait().unwrap();
+
+    let text = std::fs::read_to_string(said.path()).unwrap();
+    assert_eq!(text.matches("waiting for Linear").count(), 1, "{text}");
+    assert!(
+        text.contains(&format!("Viewer at {}: no answer after 5s", server.url())),
+        "{text}"
+    );
+    assert!(text.contains("Ctrl+C stops"), "{text}");
+    assert!(!text.contains(KEY), "{text}");
+}

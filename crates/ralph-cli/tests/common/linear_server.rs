@@ -56,6 +56,8 @@ pub enum Fault {
     GraphqlError(String),
     /// The connection closes with no answer at all.
     Hangup,
+    /// No answer for this long, then the connection closes.
+    Stall(Duration),
 }
 
 /// An issue as the server keeps it.
@@ -148,8 +150,16 @@ impl LinearServer {
         }));
         let shared = Arc::clone(&state);
         let http = HttpServer::start(move |_port, request| {
-            let mut state = shared.lock().unwrap();
-            answer(&mut state, request)
+            let answered = answer(&mut shared.lock().unwrap(), request);
+            match answered {
+                Answered::Reply(reply) => Some(reply),
+                Answered::Hangup => None,
+                // The state unlocked meanwhile: other requests are answered.
+                Answered::Stall(time) => {
+                    std::thread::sleep(time);
+                    None
+                }
+            }
         });
         Self { http, state }
     }
@@ -419,8 +429,16 @@ fn connection(state: &State, nodes: Vec<Value>, variables: &Value, first: usize)
     json!({"nodes": shown, "pageInfo": {"hasNextPage": more, "endCursor": cursor}})
 }
 
+/// What the server does with a request.
+enum Answered {
+    Reply(Reply),
+    Hangup,
+    /// Nothing for this long, then a hang-up.
+    Stall(Duration),
+}
+
 /// The answer to one HTTP request.
-fn answer(state: &mut State, request: Request) -> Option<Reply> {
+fn answer(state: &mut State, request: Request) -> Answered {
     let body = request.json();
     let operation = body["operationName"]
         .as_str()
@@ -440,13 +458,13 @@ fn answer(state: &mut State, request: Request) -> Option<Reply> {
         return fault_reply(fault);
     }
     if request.header("authorization") != Some(KEY) {
-        return Some(errors(
+        return Answered::Reply(errors(
             400,
             "Authentication required, not authenticated",
             "AUTHENTICATION_ERROR",
         ));
     }
-    Some(match operate(state, &operation, &variables) {
+    Answered::Reply(match operate(state, &operation, &variables) {
         Ok(data) => Reply::json(200, &json!({"data": data})),
         Err(message) => errors(400, &message, "INVALID_INPUT"),
     })
@@ -466,12 +484,12 @@ fn take_fault(state: &mut State, operation: &str) -> Option<Fault> {
     None
 }
 
-fn fault_reply(fault: Fault) -> Option<Reply> {
+fn fault_reply(fault: Fault) -> Answered {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    Some(match fault {
+    Answered::Reply(match fault {
         Fault::RateLimited(ms) => errors(400, "Rate limit exceeded", "RATELIMITED")
             .header("x-ratelimit-requests-remaining", "0")
             .header("x-ratelimit-requests-reset", &(now_ms + ms).to_string()),
@@ -485,7 +503,8 @@ fn fault_reply(fault: Fault) -> Option<Reply> {
         },
         Fault::NoData => Reply::json(200, &json!({"data": {}})),
         Fault::GraphqlError(message) => errors(400, &message, "INVALID_INPUT"),
-        Fault::Hangup => return None,
+        Fault::Hangup => return Answered::Hangup,
+        Fault::Stall(time) => return Answered::Stall(time),
     })
 }
 
