@@ -184,3 +184,39 @@ fn a_mark_tried_again_after_linear_failed_to_move_or_label_is_commented_once() {
         );
     }
 }
+
+#[test]
+fn a_block_uses_the_blocked_label_the_workspace_has_and_makes_none() {
+    let server = LinearServer::start();
+    // Another team's label of the same name is not this team's to use.
+    server.make_label("ralph:blocked", Some(linear_server::OTHER_TEAM));
+    server.make_label("ralph:blocked", None);
+    let n = server.open_issue("Blocks", "", &["ralph"], 0);
+    let mut list = list(&server, Duration::from_secs(3600));
+    list.load().unwrap();
+    let block: Mark = serde_json::from_value(serde_json::json!({
+        "mark": "blocked", "story_id": n, "notes": "", "reason": "needs a person",
+    }))
+    .unwrap();
+
+    list.write_mark(&block).unwrap();
+
+    assert!(
+        server
+            .issue(&n)
+            .labels
+            .contains(&"ralph:blocked".to_owned())
+    );
+    assert!(!server.operations().iter().any(|o| o == "LabelCreate"));
+    let added = server
+        .asked()
+        .into_iter()
+        .find(|a| a.operation == "IssueAddLabel")
+        .unwrap();
+    let workspace = server
+        .labels()
+        .into_iter()
+        .find(|l| l.name == "ralph:blocked" && l.team.is_none())
+        .unwrap();
+    assert_eq!(added.variables["labelId"], workspace.id.as_str());
+}

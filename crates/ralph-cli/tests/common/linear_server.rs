@@ -275,6 +275,17 @@ impl LinearServer {
             .collect()
     }
 
+    /// A label a person made: the workspace's (`team` none) or a team's (by key).
+    pub fn make_label(&self, name: &str, team: Option<&str>) {
+        let mut state = self.state.lock().unwrap();
+        let id = format!("label-{}", state.labels.len() + 1);
+        state.labels.push(FakeLabel {
+            id,
+            name: name.into(),
+            team: team.map(team_id),
+        });
+    }
+
     pub fn labels(&self) -> Vec<FakeLabel> {
         self.state.lock().unwrap().labels.clone()
     }
