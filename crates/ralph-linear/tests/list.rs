@@ -220,3 +220,24 @@ fn a_block_uses_the_blocked_label_the_workspace_has_and_makes_none() {
         .unwrap();
     assert_eq!(added.variables["labelId"], workspace.id.as_str());
 }
+
+#[test]
+fn a_team_without_a_completed_state_is_an_error_at_the_start() {
+    let server = LinearServer::start();
+    server.open_issue("Task", "", &["ralph"], 0);
+    server.drop_completed_states();
+    let mut list = list(&server, Duration::from_secs(3600));
+
+    let err = list.load().unwrap_err();
+
+    assert!(matches!(err, TaskListError::Failed(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "Linear team ENG has no workflow state of type `completed` for a passed issue; add one \
+         in the team's settings (Workflow)"
+    );
+    assert!(
+        !server.operations().iter().any(|o| o == "Issues"),
+        "no task read"
+    );
+}

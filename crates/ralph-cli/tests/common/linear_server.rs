@@ -115,6 +115,8 @@ struct State {
     page_cap: Option<usize>,
     /// Every page of issues names the same cursor, as a broken proxy might.
     repeat_cursor: bool,
+    /// The workflow has no state of type `completed`.
+    no_completed: bool,
     clock: u64,
 }
 
@@ -235,6 +237,11 @@ impl LinearServer {
     /// Pages hold at most `n` nodes, whatever `first` asks.
     pub fn cap_pages(&self, n: usize) {
         self.state.lock().unwrap().page_cap = Some(n);
+    }
+
+    /// The team's workflow loses its `completed` states.
+    pub fn drop_completed_states(&self) {
+        self.state.lock().unwrap().no_completed = true;
     }
 
     /// From now on every page of issues says there is a next one, at the same cursor.
@@ -535,7 +542,11 @@ fn operate(state: &mut State, operation: &str, v: &Value) -> Result<Value, Strin
             if text("teamId") != team_id(TEAM) && text("teamId") != team_id(OTHER_TEAM) {
                 return Err("Entity not found: Team".into());
             }
-            let states = STATES.iter().map(|(id, _, _)| state_json(id)).collect();
+            let states = STATES
+                .iter()
+                .filter(|(_, _, kind)| !(state.no_completed && *kind == "completed"))
+                .map(|(id, _, _)| state_json(id))
+                .collect();
             Ok(json!({"team": {"states": connection(state, states, v, 100)}}))
         }
         "Issues" => {
