@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 15] = [
+const CRATES: [&str; 16] = [
     "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
@@ -34,6 +34,7 @@ const CRATES: [&str; 15] = [
     "ralph-rest",
     "ralph-github",
     "ralph-gitlab",
+    "ralph-linear",
     "ralph-notify",
     CLI_PACKAGE,
 ];

@@ -60,6 +60,9 @@ pub(crate) enum CliError {
     /// `GITLAB_API_URL`.
     #[error("tasks.gitlab: {0}")]
     Gitlab(#[from] ralph_gitlab::Error),
+    /// `tasks.linear` cannot be used: no `LINEAR_API_KEY`, a bad `LINEAR_API_URL`.
+    #[error("tasks.linear: {0}")]
+    Linear(#[from] ralph_linear::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
     Lock(#[from] ralph_engine::lock::LockError),

@@ -225,6 +225,12 @@ fn list_of(
                  plan into a checklist or a prd.json and open the issues from it"
             )));
         }
+        Some(TasksConfig::Linear { team, .. }) => {
+            return Err(CliError::Usage(format!(
+                "{shown}: `ralph plan` cannot write tasks into Linear (team {team}) yet; plan \
+                 into `tasks: {{markdown: TODO.md}}` and open the issues from it"
+            )));
+        }
         _ => match file.config.escalation.as_ref().and_then(|e| e.prd.clone()) {
             Some(prd) => (PlanFormat::Prd, Target::File(prd)),
             None => {

@@ -165,6 +165,24 @@ pub(crate) fn task_list(
                 .sharing_failures(FAILURES.get_or_init(Default::default).clone()),
             ))
         }
+        Some(TasksConfig::Linear { team, label }) => {
+            let client = ralph_linear::Client::from_env()?
+                .with_interrupts(&crate::interrupts::COUNT)
+                .with_slow_notice(say_linear_is_slow);
+            // As GitHub's: the run's waits, its failures in a row shared by the lists it makes.
+            static FAILURES: std::sync::OnceLock<ralph_linear::SharedFailures> =
+                std::sync::OnceLock::new();
+            Some(Box::new(
+                ralph_linear::LinearList::new(
+                    client,
+                    team,
+                    label,
+                    file.config.failure,
+                    file.config.rate_limit.max_wait,
+                )
+                .sharing_failures(FAILURES.get_or_init(Default::default).clone()),
+            ))
+        }
         // prd.json, however it is named, is `escalation.prd` by now.
         _ => file
             .config
@@ -209,6 +227,14 @@ fn say_github_is_slow(words: &str) {
 fn say_gitlab_is_slow(words: &str) {
     eprintln!(
         "ralph: waiting for GitLab: {words} (ralph gives up at 60s and tries again; Ctrl+C \
+         stops)"
+    );
+}
+
+/// A Linear request without an answer for a while, on standard error, as GitHub's.
+fn say_linear_is_slow(words: &str) {
+    eprintln!(
+        "ralph: waiting for Linear: {words} (ralph gives up at 60s and tries again; Ctrl+C \
          stops)"
     );
 }

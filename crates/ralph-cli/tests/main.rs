@@ -36,6 +36,7 @@ mod hand_edited_sessions;
 mod holding_states;
 mod idle_backoff;
 mod killed_mid_step;
+mod linear_tasks;
 mod markdown_tasks;
 mod messages;
 mod no_process_outlives;

@@ -293,7 +293,7 @@ fn check_shows_the_tasks_in_order_and_tasks_with_escalation_prd_is_refused() {
     assert!(
         stderr(&out).contains(
             "RALPH.md:4:3: tasks.markdwn: unknown key `markdwn`; `tasks` takes one of \
-             `markdown`, `prd`, `github`, `gitlab`; did you mean `markdown`?"
+             `markdown`, `prd`, `github`, `gitlab`, `linear`; did you mean `markdown`?"
         ),
         "{}",
         stderr(&out)

@@ -7,16 +7,19 @@ use ralph_engine::frontmatter::SectionProblem;
 use ralph_engine::frontmatter::yaml::Value;
 
 /// The kinds of list `tasks:` takes, one key each.
-pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "gitlab"];
+pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "gitlab", "linear"];
 
-/// The keys only the forges' issues (`github`, `gitlab`) take.
-const ISSUE_KEYS: &[&str] = &["label", "close"];
+/// The sources that take `label`: issues of a forge or a tracker.
+const LABEL_SOURCES: &[&str] = &["github", "gitlab", "linear"];
 
-/// The sources that take [`ISSUE_KEYS`].
-const ISSUE_SOURCES: &[&str] = &["github", "gitlab"];
+/// The sources that take `close`: a forge's issues, which can be closed (a Linear issue moves
+/// to its team's done state instead).
+const CLOSE_SOURCES: &[&str] = &["github", "gitlab"];
 
 /// Every key `tasks` takes.
-const ALL_KEYS: [&str; 6] = ["markdown", "prd", "github", "gitlab", "label", "close"];
+const ALL_KEYS: [&str; 7] = [
+    "markdown", "prd", "github", "gitlab", "linear", "label", "close",
+];
 
 /// Where the tasks live, as `tasks:` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +47,13 @@ pub enum TasksConfig {
         /// Close an issue when its task passes (`false`: label it `ralph:done`).
         close: bool,
     },
+    /// Unstarted issues of a Linear team: `tasks: {linear: ENG, label: ralph}`.
+    Linear {
+        /// The team's key (`ENG`).
+        team: String,
+        /// Only issues with this label.
+        label: Option<String>,
+    },
 }
 
 impl TasksConfig {
@@ -69,6 +79,9 @@ impl TasksConfig {
                 close,
             });
         }
+        if let Some(team) = text("linear") {
+            return Some(Self::Linear { team, label });
+        }
         Some(Self::Github {
             repo: text("github")?,
             label,
@@ -76,13 +89,14 @@ impl TasksConfig {
         })
     }
 
-    /// The key that names the source (`markdown`, `prd`, `github`, `gitlab`).
+    /// The key that names the source (`markdown`, `prd`, `github`, `gitlab`, `linear`).
     pub fn key(&self) -> &'static str {
         match self {
             Self::Markdown(_) => "markdown",
             Self::Prd(_) => "prd",
             Self::Github { .. } => "github",
             Self::Gitlab { .. } => "gitlab",
+            Self::Linear { .. } => "linear",
         }
     }
 }
@@ -132,6 +146,19 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     ));
                 }
             }
+            "linear" => {
+                sources.push(key);
+                if !item.as_str().is_some_and(is_team_key) {
+                    problems.push(SectionProblem::at_value(
+                        key,
+                        format!(
+                            "expected a Linear team's key, such as `ENG` (letters and digits), \
+                             got {}",
+                            describe(item)
+                        ),
+                    ));
+                }
+            }
             "gitlab" => {
                 sources.push(key);
                 if !item.as_str().is_some_and(is_group_project) {
@@ -163,7 +190,9 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     one_of(TASK_SOURCES),
                     match ralph_engine::frontmatter::nearest(other, &ALL_KEYS) {
                         Some(near) => format!("; did you mean `{near}`?"),
-                        None => " (and `label`, `close` with `github` or `gitlab`)".to_owned(),
+                        None => " (and `label` with `github`, `gitlab` or `linear`, `close` \
+                                 with `github` or `gitlab`)"
+                            .to_owned(),
                     }
                 ),
             )),
@@ -187,13 +216,22 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
             }
         }
     }
-    if !sources.iter().any(|s| ISSUE_SOURCES.contains(s)) {
-        for key in ISSUE_KEYS.iter().filter(|k| map.contains_key(**k)) {
-            problems.push(SectionProblem::at_key(
-                *key,
-                format!("`{key}` is a setting of `github` and `gitlab` tasks only"),
-            ));
-        }
+    if !sources.iter().any(|s| LABEL_SOURCES.contains(s)) && map.contains_key("label") {
+        problems.push(SectionProblem::at_key(
+            "label",
+            "`label` is a setting of `github`, `gitlab` and `linear` tasks only".to_owned(),
+        ));
+    }
+    if !sources.iter().any(|s| CLOSE_SOURCES.contains(s)) && map.contains_key("close") {
+        let words = match sources.contains(&"linear") {
+            // A passed Linear issue always moves to the team's done state.
+            true => {
+                "`close` is a setting of `github` and `gitlab` tasks only; a passed Linear \
+                 issue moves to the team's first completed state"
+            }
+            false => "`close` is a setting of `github` and `gitlab` tasks only",
+        };
+        problems.push(SectionProblem::at_key("close", words.to_owned()));
     }
     problems
 }
@@ -203,7 +241,7 @@ pub fn json_schema() -> serde_json::Value {
     serde_json::json!({
         "description": "Where story mode's tasks live: one of `markdown` (a checklist), `prd` \
                         (a prd.json, the same as escalation.prd), `github` or `gitlab` (open \
-                        issues). \
+                        issues) or `linear` (a Linear team's unstarted issues). \
                         See docs/tasks.md.",
         "type": "object",
         "properties": {
@@ -211,15 +249,17 @@ pub fn json_schema() -> serde_json::Value {
             "prd": {"type": "string", "minLength": 1, "description": "A prd.json; the same as escalation.prd."},
             "github": {"type": "string", "pattern": "^[^/\\s]+/[^/\\s]+$", "description": "Open issues of this repository, `owner/repo`."},
             "gitlab": {"type": "string", "pattern": "^[^/\\s]+(/[^/\\s]+)+$", "description": "Open issues of this GitLab project, `group/project` (or `group/subgroup/project`)."},
-            "label": {"type": "string", "minLength": 1, "description": "github, gitlab: only issues with this label."},
+            "linear": {"type": "string", "pattern": "^[A-Za-z0-9]+$", "description": "Unstarted issues of the Linear team with this key (ENG); LINEAR_API_KEY must be set."},
+            "label": {"type": "string", "minLength": 1, "description": "github, gitlab, linear: only issues with this label."},
             "close": {"type": "boolean", "default": true, "description": "github, gitlab: close an issue when its task passes (false: label it ralph:done)."}
         },
         "additionalProperties": false,
         "oneOf": [
-            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["label"]}, {"required": ["close"]}]}},
-            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["gitlab"]}]}},
-            {"required": ["gitlab"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["github"]}]}}
+            {"required": ["markdown"], "not": {"anyOf": [{"required": ["prd"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["linear"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["prd"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["linear"]}, {"required": ["label"]}, {"required": ["close"]}]}},
+            {"required": ["github"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["gitlab"]}, {"required": ["linear"]}]}},
+            {"required": ["gitlab"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["github"]}, {"required": ["linear"]}]}},
+            {"required": ["linear"], "not": {"anyOf": [{"required": ["markdown"]}, {"required": ["prd"]}, {"required": ["github"]}, {"required": ["gitlab"]}, {"required": ["close"]}]}}
         ]
     })
 }
@@ -228,6 +268,11 @@ fn is_owner_repo(text: &str) -> bool {
     let mut parts = text.split('/');
     let ok = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && !p.contains(char::is_whitespace));
     ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+/// A Linear team key: letters and digits, as Linear allows them.
+fn is_team_key(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// GitLab's project path: a namespace of one or more groups, then the project.
@@ -305,20 +350,22 @@ mod tests {
         );
         assert_eq!(
             problems("markdown: TODO.md\nlabel: x"),
-            ["label: `label` is a setting of `github` and `gitlab` tasks only"]
+            ["label: `label` is a setting of `github`, `gitlab` and `linear` tasks only"]
         );
         assert_eq!(
             problems("markdwn: TODO.md"),
             [
                 "markdwn: unknown key `markdwn`; `tasks` takes one of `markdown`, `prd`, \
-                 `github`, `gitlab`; did you mean `markdown`?",
-                ": names no task source; expected one of `markdown`, `prd`, `github`, `gitlab`"
+                 `github`, `gitlab`, `linear`; did you mean `markdown`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `gitlab`, \
+                 `linear`"
             ]
         );
         assert_eq!(
             problems("TODO.md"),
             [
-                ": expected a mapping with one of `markdown`, `prd`, `github`, `gitlab`, such as \
+                ": expected a mapping with one of `markdown`, `prd`, `github`, `gitlab`, `linear`, \
+                 such as \
               `tasks: {markdown: TODO.md}`, got \"TODO.md\""
             ]
         );
@@ -362,6 +409,58 @@ mod tests {
         assert_eq!(
             problems("gitlab: a/b\nlabel: \"\""),
             ["label: expected a label name, got \"\""]
+        );
+    }
+
+    #[test]
+    fn a_linear_team_with_a_label_parses() {
+        let value: Value =
+            ralph_engine::frontmatter::yaml::from_str("linear: ENG\nlabel: ralph").unwrap();
+        assert_eq!(
+            TasksConfig::from_section(&value),
+            Some(TasksConfig::Linear {
+                team: "ENG".into(),
+                label: Some("ralph".into()),
+            })
+        );
+        assert_eq!(TasksConfig::from_section(&value).unwrap().key(), "linear");
+    }
+
+    #[test]
+    fn a_wrong_linear_section_says_what_is_allowed() {
+        assert_eq!(
+            problems("linear: acme/eng"),
+            [
+                "linear: expected a Linear team's key, such as `ENG` (letters and digits), got \
+                 \"acme/eng\""
+            ]
+        );
+        assert_eq!(
+            problems("linear: 12.5"),
+            ["linear: expected a Linear team's key, such as `ENG` (letters and digits), got 12.5"]
+        );
+        assert_eq!(
+            problems("linear: ENG\nclose: false"),
+            [
+                "close: `close` is a setting of `github` and `gitlab` tasks only; a passed Linear \
+                 issue moves to the team's first completed state"
+            ]
+        );
+        assert_eq!(
+            problems("linear: ENG\ngithub: a/b"),
+            ["github: `linear` is already the task source; `tasks` takes one source"]
+        );
+        assert_eq!(
+            problems("linear: ENG\nlabel: ''"),
+            ["label: expected a label name, got \"\""]
+        );
+        assert_eq!(
+            problems("linaer: ENG"),
+            [
+                "linaer: unknown key `linaer`; `tasks` takes one of `markdown`, `prd`, \
+                 `github`, `linear`; did you mean `linear`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `linear`"
+            ]
         );
     }
 }

@@ -468,15 +468,16 @@ pub const RATE_LIMIT_FIELDS: &[Field] = &[optional(
 )];
 
 /// The variables of ralph's environment that no agent, command, check or hook gets unless
-/// `env.pass` names them: the forges' tokens (the tokens a GitHub or GitLab task list reads;
-/// an agent's prompt may be issue text anyone can write), and an API address (`GITHUB_API_URL`,
-/// `GITLAB_API_URL`) when it holds a user or password.
+/// `env.pass` names them: the forges' tokens and Linear's API key (what the task lists read and
+/// write with; an agent's prompt may be issue text anyone can write), and an API address
+/// (`GITHUB_API_URL`, `GITLAB_API_URL`) when it holds a user or password.
 pub const WITHHELD_VARIABLES: &[&str] = &[
     "GITHUB_TOKEN",
     "GH_TOKEN",
     "GITHUB_API_URL",
     "GITLAB_TOKEN",
     "GITLAB_API_URL",
+    "LINEAR_API_KEY",
 ];
 
 /// The keys of the `env` block.

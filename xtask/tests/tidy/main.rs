@@ -36,6 +36,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-rest",
     "ralph-github",
     "ralph-gitlab",
+    "ralph-linear",
     "ralph-notify",
 ];
 
@@ -367,7 +368,10 @@ fn dependencies_point_one_way() {
                 "ralph-engine",
                 vec![
                     "ralph-escalation",
+                    "ralph-rest",
                     "ralph-github",
+                    "ralph-gitlab",
+                    "ralph-linear",
                     "ralph-parallel",
                     "ralph-notify",
                     "ralph-loop",
@@ -375,7 +379,14 @@ fn dependencies_point_one_way() {
             ),
             (
                 "ralph-escalation",
-                vec!["ralph-github", "ralph-parallel", "ralph-loop"],
+                vec![
+                    "ralph-rest",
+                    "ralph-github",
+                    "ralph-gitlab",
+                    "ralph-linear",
+                    "ralph-parallel",
+                    "ralph-loop",
+                ],
             ),
             // What every forge client shares knows no forge (it knows the task lists' seam,
             // in ralph-escalation until that seam is a crate of its own).
@@ -384,24 +395,50 @@ fn dependencies_point_one_way() {
                 vec![
                     "ralph-github",
                     "ralph-gitlab",
+                    "ralph-linear",
+                    "ralph-parallel",
+                    "ralph-loop",
+                ],
+            ),
+            // Each forge's crate knows no other forge.
+            (
+                "ralph-github",
+                vec![
+                    "ralph-gitlab",
+                    "ralph-linear",
                     "ralph-parallel",
                     "ralph-loop",
                 ],
             ),
             (
-                "ralph-github",
-                vec!["ralph-gitlab", "ralph-parallel", "ralph-loop"],
+                "ralph-gitlab",
+                vec![
+                    "ralph-github",
+                    "ralph-linear",
+                    "ralph-parallel",
+                    "ralph-loop",
+                ],
             ),
             (
-                "ralph-gitlab",
-                vec!["ralph-github", "ralph-parallel", "ralph-loop"],
+                "ralph-linear",
+                vec![
+                    "ralph-github",
+                    "ralph-gitlab",
+                    "ralph-parallel",
+                    "ralph-loop",
+                ],
             ),
-            ("ralph-parallel", vec!["ralph-github", "ralph-loop"]),
+            (
+                "ralph-parallel",
+                vec!["ralph-github", "ralph-gitlab", "ralph-linear", "ralph-loop"],
+            ),
             (
                 "ralph-notify",
                 vec![
                     "ralph-escalation",
                     "ralph-github",
+                    "ralph-gitlab",
+                    "ralph-linear",
                     "ralph-parallel",
                     "ralph-loop",
                 ],
@@ -676,6 +713,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-rest",
         "ralph-github",
         "ralph-gitlab",
+        "ralph-linear",
         "ralph-notify",
         "ralph-cli",
     ] {

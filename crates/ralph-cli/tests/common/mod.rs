@@ -430,6 +430,7 @@ exec "$GIT" "$@"
 pub mod github_server;
 pub mod gitlab_server;
 pub mod http_server;
+pub mod linear_server;
 pub mod model_server;
 pub mod parallel;
 pub mod real_agents;

@@ -85,7 +85,10 @@ mod tests {
         let env = parse("env:\n  pass: [GH_TOKEN]\n").unwrap();
         assert_eq!(env.pass, ["GH_TOKEN"]);
         let none = |_: &str| None;
-        assert_eq!(env.withheld(none), ["GITHUB_TOKEN", "GITLAB_TOKEN"]);
+        assert_eq!(
+            env.withheld(none),
+            ["GITHUB_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"]
+        );
         let with_user = |_: &str| Some("https://me:ghp_x@ghe.example/api/v3".to_owned());
         assert_eq!(
             env.withheld(with_user),
@@ -93,11 +96,15 @@ mod tests {
                 "GITHUB_TOKEN",
                 "GITHUB_API_URL",
                 "GITLAB_TOKEN",
-                "GITLAB_API_URL"
+                "GITLAB_API_URL",
+                "LINEAR_API_KEY"
             ]
         );
         let plain = |_: &str| Some("https://ghe.example/api/v3?a=b@c".to_owned());
-        assert_eq!(env.withheld(plain), ["GITHUB_TOKEN", "GITLAB_TOKEN"]);
+        assert_eq!(
+            env.withheld(plain),
+            ["GITHUB_TOKEN", "GITLAB_TOKEN", "LINEAR_API_KEY"]
+        );
     }
 
     #[test]
