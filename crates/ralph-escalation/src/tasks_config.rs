@@ -458,8 +458,9 @@ mod tests {
             problems("linaer: ENG"),
             [
                 "linaer: unknown key `linaer`; `tasks` takes one of `markdown`, `prd`, \
-                 `github`, `linear`; did you mean `linear`?",
-                ": names no task source; expected one of `markdown`, `prd`, `github`, `linear`"
+                 `github`, `gitlab`, `linear`; did you mean `linear`?",
+                ": names no task source; expected one of `markdown`, `prd`, `github`, `gitlab`, \
+                 `linear`"
             ]
         );
     }
