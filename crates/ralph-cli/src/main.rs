@@ -10,6 +10,7 @@ mod check;
 mod cli;
 mod dry_run;
 mod error;
+mod forge;
 mod init;
 mod interrupts;
 mod logs_cmd;

@@ -18,6 +18,9 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
+mod push;
+pub use push::{PushError, base_of, push_head, remember_base, remote_branch, remote_url};
+
 /// The temporary indexes' file name, before the pid of the ralph that made them.
 const SAVE_INDEX_PREFIX: &str = "ralph-save-index-";
 
@@ -1221,10 +1224,19 @@ pub fn switch_to_task_branch(cwd: &Path, id: &str) -> Result<TaskBranch, GitErro
         });
     }
     let exists = git.run(&["rev-parse", "--verify", "-q", &full]).is_ok();
+    let from = git.head_branch()?;
     match exists {
         true => git.run(&["switch", "-q", &name])?,
         false => git.run(&["switch", "-q", "-c", &name])?,
     };
+    // The branch it is made from (or comes back from) is where its pull request lands
+    // (`land.pr`): recorded beside git's own settings for the branch.
+    if let Some(base) = from.as_deref().and_then(|b| b.strip_prefix("refs/heads/")) {
+        push::remember_base(&git.top, &name, base).map_err(|err| GitError::Failed {
+            args: format!("config branch.{name}.ralphBase {base}"),
+            stderr: err.to_string(),
+        })?;
+    }
     Ok(TaskBranch {
         name,
         created: !exists,

@@ -18,6 +18,7 @@
 
 pub mod breaker;
 pub mod events;
+pub mod forge;
 pub mod git;
 mod journal;
 pub mod lock;
@@ -25,6 +26,9 @@ pub mod markdown;
 pub mod plan;
 pub mod prd;
 mod prd_list;
+pub mod pr_config;
+pub mod pull_request;
+mod pr_task;
 pub mod preflight;
 pub mod progress;
 mod resume;
@@ -60,6 +64,8 @@ pub use resume::Interrupted;
 pub use signature::{Signature, signature};
 pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};
 pub use tasks_config::TasksConfig;
+pub use pr_config::{Forge, PrSettings};
+pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask};
 pub use vocabulary::{ASK_STATE, STORY_PLACEHOLDERS, TASK_PLACEHOLDERS, vocabulary};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
@@ -92,6 +98,9 @@ pub enum EscalationError {
     /// progress.txt could not be written.
     #[error(transparent)]
     Progress(#[from] ProgressError),
+    /// `land.pr`: the task's branch could not be pushed, or its base is not known.
+    #[error(transparent)]
+    Push(git::PushError),
     /// `escalation.progress` leads to the prd.json or into `.git`.
     #[error(transparent)]
     ProgressPath(#[from] progress::PathConflict),
@@ -257,6 +266,8 @@ pub struct Escalation {
     /// The tasks this run passed, with their pass commits, kept in the session: one a stale
     /// save shows undone again is marked again, not done again ([`retick`](Self::retick)).
     passed: std::collections::BTreeMap<String, Option<String>>,
+    /// `land.pr`: a `--task` that passes is landed as a pull request ([`pr_task`]).
+    pull_request: Option<pr_task::PrTaskLanding>,
 }
 
 impl Escalation {
@@ -373,6 +384,7 @@ impl Escalation {
             not_now,
             only_passed: false,
             passed: std::collections::BTreeMap::new(),
+            pull_request: None,
         }))
     }
 
@@ -1347,7 +1359,8 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        self.choose_next(cx)
+        let next = self.choose_next(cx);
+        self.land_before_passing(next, cx)
     }
 
     fn iteration_ended(
@@ -1355,6 +1368,7 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
+        self.record_for_pull_request(report);
         self.decide(report, cx)
     }
 

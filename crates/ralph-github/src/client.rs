@@ -176,8 +176,8 @@ impl fmt::Debug for Client {
 }
 
 /// One answer: its JSON and the next page's address, if any.
-struct Answer {
-    json: Value,
+pub(crate) struct Answer {
+    pub(crate) json: Value,
     next: Option<String>,
 }
 
@@ -230,7 +230,12 @@ impl Client {
         &self.repo
     }
 
-    fn repo_url(&self, rest: &str) -> String {
+    /// The token, for the one header a push to GitHub carries ([`crate::GithubPulls`]).
+    pub(crate) fn token(&self) -> &Token {
+        &self.token
+    }
+
+    pub(crate) fn repo_url(&self, rest: &str) -> String {
         format!(
             "{}/repos/{}/{}{rest}",
             self.base,
@@ -362,7 +367,7 @@ impl Client {
     /// `call`'s result, with a user and password in the API address (`https://USER:TOKEN@HOST`)
     /// replaced by `***` wherever its error shows the address: errors are printed, and go into
     /// events (`WAIT_STARTED.why`, `WARNING`).
-    fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+    pub(crate) fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
         let result = call(self);
         match crate::token::userinfo(&self.base) {
             Some(userinfo) => result.map_err(|err| err.hiding(userinfo)),
@@ -370,7 +375,7 @@ impl Client {
         }
     }
 
-    fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
+    pub(crate) fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
         let mut read = std::collections::HashSet::new();
         let mut url = first;
@@ -408,7 +413,12 @@ impl Client {
 
     /// One request, tried once: a rate limit ([`Error::RateLimited`]) and a network error or a
     /// 5xx ([`Error::Unreachable`]) come back for the caller to wait and ask again.
-    fn send(&mut self, method: &str, url: &str, body: Option<&Value>) -> Result<Answer, Error> {
+    pub(crate) fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, Error> {
         let reason = match self.send_once(method, url, body) {
             Ok(Reply::Answer(answer)) => return Ok(answer),
             Ok(Reply::RateLimited { status, wait }) => {
@@ -627,7 +637,7 @@ enum Reply {
     Interrupted,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {
     if let Some(reason) = json.get("unparsed").and_then(Value::as_str) {
         return Err(Error::BadAnswer {
             url: url.to_owned(),
@@ -697,7 +707,7 @@ fn next_link(link: &str) -> Option<String> {
 }
 
 /// Percent-encodes a query value: everything but RFC 3986's unreserved characters.
-fn encode_query_value(value: &str) -> String {
+pub(crate) fn encode_query_value(value: &str) -> String {
     let mut encoded = String::with_capacity(value.len());
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {

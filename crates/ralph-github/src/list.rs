@@ -164,39 +164,51 @@ impl GithubList {
             Ok(err) => *err,
             Err(other) => return Err(TaskListError::Failed(other)),
         };
-        match err {
-            Error::RateLimited { wait, .. } => {
-                let wait = wait.min(self.max_wait);
-                Err(TaskListError::RetryAfter {
-                    wait,
-                    why: format!("{err}; asking again in {}", seconds(wait)),
-                })
+        let failure = self.failure;
+        Err(waits(err, &mut self.streak(), &failure, self.max_wait))
+    }
+}
+
+/// A client error as escalation takes it. A rate limit is a wait until its reset (at most
+/// `max_wait`); a network error or a 5xx is a wait from the run's `failure:` backoff, counted
+/// in `streak`, and at `failure.max_consecutive` in a row the service cannot be read now; an
+/// interrupt is a short wait; every other error ends the run, saying why.
+pub(crate) fn waits(
+    err: Error,
+    streak: &mut FailureStreak,
+    failure: &FailurePolicy,
+    max_wait: Duration,
+) -> TaskListError {
+    match err {
+        Error::RateLimited { wait, .. } => {
+            let wait = wait.min(max_wait);
+            TaskListError::RetryAfter {
+                wait,
+                why: format!("{err}; asking again in {}", seconds(wait)),
             }
-            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
-                FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
-                    wait: delay,
-                    why: format!(
-                        "{err}; try {} of {} in {}",
-                        consecutive + 1,
-                        self.failure.max_consecutive.max(1),
-                        seconds(delay)
-                    ),
-                }),
-                FailureDecision::Stop { consecutive } => {
-                    Err(TaskListError::Unreadable(Box::new(Unreachable {
-                        err,
-                        tries: consecutive,
-                    })))
-                }
-            },
-            // A wait like any other, for the interrupt to be answered as during a wait: a
-            // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
-            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
-                wait: AFTER_INTERRUPT,
-                why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
-            }),
-            other => Err(TaskListError::Failed(Box::new(other))),
         }
+        Error::Unreachable { .. } => match streak.record_failure(failure) {
+            FailureDecision::Wait { delay, consecutive } => TaskListError::RetryAfter {
+                wait: delay,
+                why: format!(
+                    "{err}; try {} of {} in {}",
+                    consecutive + 1,
+                    failure.max_consecutive.max(1),
+                    seconds(delay)
+                ),
+            },
+            FailureDecision::Stop { consecutive } => TaskListError::Unreadable(Box::new(Unreachable {
+                err,
+                tries: consecutive,
+            })),
+        },
+        // A wait like any other, for the interrupt to be answered as during a wait: a
+        // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.
+        Error::Interrupted { .. } => TaskListError::RetryAfter {
+            wait: AFTER_INTERRUPT,
+            why: format!("{err}; asking again in {}", seconds(AFTER_INTERRUPT)),
+        },
+        other => TaskListError::Failed(Box::new(other)),
     }
 }
 
