@@ -33,6 +33,7 @@ mod hand_edited_sessions;
 mod holding_states;
 mod idle_backoff;
 mod killed_mid_step;
+mod land_pr;
 mod markdown_tasks;
 mod messages;
 mod no_process_outlives;

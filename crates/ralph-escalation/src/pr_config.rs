@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(settings.remote, "up");
         assert!(settings.draft);
         assert!(problems("pr: gitlab\nrepo: g/sub/p\nremote: up\ndraft: true").is_empty());
-        assert_eq!(PrSettings::from_section(Some(&section("history: squash"))), None);
+        assert_eq!(
+            PrSettings::from_section(Some(&section("history: squash"))),
+            None
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ impl Escalation {
 
     /// `next`, unless it ends the run with the task passed and the task is still to land as a
     /// pull request: then the landing's wait, or its failure, or (landed) `next`.
-    pub(crate) fn land_before_passing(&mut self, next: NextTask, cx: &mut TaskContext<'_>) -> NextTask {
+    pub(crate) fn land_before_passing(
+        &mut self,
+        next: NextTask,
+        cx: &mut TaskContext<'_>,
+    ) -> NextTask {
         let passed = StoryEnd::TaskPassed.reason();
         let ends_passed = matches!(&next, NextTask::End(reason) if *reason == passed);
         if !ends_passed || self.pull_request.as_ref().is_none_or(|pr| pr.landed) {

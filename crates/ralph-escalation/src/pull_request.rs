@@ -199,7 +199,10 @@ impl PrLanding {
     /// wait and land again; [`EscalationError::Push`] naming the remote and the branch.
     pub fn land(&mut self, task: &PrTask<'_>) -> Result<PrLanded, EscalationError> {
         let found = self.forge.find(task.branch)?;
-        if let Some(pr) = found.as_ref().filter(|pr| pr.state == PullRequestState::Closed) {
+        if let Some(pr) = found
+            .as_ref()
+            .filter(|pr| pr.state == PullRequestState::Closed)
+        {
             return Ok(PrLanded::ClosedUnmerged(pr.clone()));
         }
         let header = self.forge.push_header();

@@ -367,7 +367,10 @@ impl Client {
     /// `call`'s result, with a user and password in the API address (`https://USER:TOKEN@HOST`)
     /// replaced by `***` wherever its error shows the address: errors are printed, and go into
     /// events (`WAIT_STARTED.why`, `WARNING`).
-    pub(crate) fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+    pub(crate) fn hiding<T>(
+        &mut self,
+        call: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let result = call(self);
         match crate::token::userinfo(&self.base) {
             Some(userinfo) => result.map_err(|err| err.hiding(userinfo)),
@@ -375,7 +378,10 @@ impl Client {
         }
     }
 
-    pub(crate) fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
+    pub(crate) fn all_pages<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        first: String,
+    ) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
         let mut read = std::collections::HashSet::new();
         let mut url = first;

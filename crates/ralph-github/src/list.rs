@@ -197,10 +197,12 @@ pub(crate) fn waits(
                     seconds(delay)
                 ),
             },
-            FailureDecision::Stop { consecutive } => TaskListError::Unreadable(Box::new(Unreachable {
-                err,
-                tries: consecutive,
-            })),
+            FailureDecision::Stop { consecutive } => {
+                TaskListError::Unreadable(Box::new(Unreachable {
+                    err,
+                    tries: consecutive,
+                }))
+            }
         },
         // A wait like any other, for the interrupt to be answered as during a wait: a
         // Ctrl+C looks again at once, a second stops the run, a SIGTERM stops it.

@@ -129,7 +129,10 @@ impl PullRequests for GithubPulls {
     fn push_header(&self) -> Option<String> {
         // GitHub's git over HTTPS takes the token as a Basic password; any user name will do.
         let credentials = format!("x-access-token:{}", self.client.token().secret());
-        Some(format!("Authorization: Basic {}", base64(credentials.as_bytes())))
+        Some(format!(
+            "Authorization: Basic {}",
+            base64(credentials.as_bytes())
+        ))
     }
 }
 

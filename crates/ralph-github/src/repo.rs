@@ -21,7 +21,11 @@ impl Repo {
         let path = match url.split_once("://") {
             Some((_, rest)) => rest.split_once('/')?.1,
             // scp-like `user@host:path`; a plain path has no `:` before its first `/`.
-            None => url.split_once(':').filter(|(host, _)| !host.contains('/'))?.1,
+            None => {
+                url.split_once(':')
+                    .filter(|(host, _)| !host.contains('/'))?
+                    .1
+            }
         };
         let mut parts = path.trim_end_matches('/').rsplit('/');
         let name = parts.next()?;

@@ -427,6 +427,7 @@ exec "$GIT" "$@"
     )
 }
 
+pub mod github_pulls;
 pub mod github_server;
 pub mod http_server;
 pub mod model_server;

@@ -144,7 +144,15 @@ pub fn push_head(
     let full = format!("refs/heads/{branch}");
     let lease = format!("--force-with-lease={full}:{}", expected.unwrap_or_default());
     let refspec = format!("HEAD:{full}");
-    let args = ["push", "--porcelain", "--no-verify", &lease, "--", remote, &refspec];
+    let args = [
+        "push",
+        "--porcelain",
+        "--no-verify",
+        &lease,
+        "--",
+        remote,
+        &refspec,
+    ];
     let out = git(dir, &args, header)?;
     match out.status.success() {
         true => Ok(()),
