@@ -34,6 +34,7 @@ mod holding_states;
 mod idle_backoff;
 mod killed_mid_step;
 mod land_pr;
+mod land_pr_parallel;
 mod markdown_tasks;
 mod messages;
 mod no_process_outlives;

@@ -159,6 +159,26 @@ pub struct PrTask<'a> {
     pub body: &'a str,
 }
 
+impl<'a> PrTask<'a> {
+    /// The task whose work is HEAD of `dir`, landing as `branch` on `base`.
+    #[must_use]
+    pub fn new(
+        dir: &'a Path,
+        branch: &'a str,
+        base: &'a str,
+        title: &'a str,
+        body: &'a str,
+    ) -> Self {
+        Self {
+            dir,
+            branch,
+            base,
+            title,
+            body,
+        }
+    }
+}
+
 /// `land.pr`'s remote, draft setting and forge.
 #[derive(Debug)]
 #[non_exhaustive]

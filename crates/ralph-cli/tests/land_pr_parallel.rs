@@ -1,0 +1,117 @@
+//! `land.pr: github` with `--parallel`: the lanes run at once, the merge queue still merges the
+//! base into each task's branch and runs the checks there first, then each passing task's
+//! branch is pushed and opened as a pull request; the base stays as it was.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::github_server::{GithubServer, REPO, TOKEN};
+use common::{Project, git, git_repo};
+use serde_json::Value;
+
+const AGENT: &str = r#"prompt=$(cat)
+n=$(printf '%s\n' "$prompt" | sed -n 's/^ISSUE=//p')
+echo "work for $n" > "issue-$n.txt"
+echo '<!-- ralph:state done -->'
+"#;
+
+/// The coordinator's events.
+fn parallel_events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join(".ralph/parallel/events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn remote_rev(remote: &Path, branch: &str) -> Option<String> {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(remote)
+        .args(["rev-parse", "--verify", "-q", branch])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    let p = Project::new(
+        &format!(
+            "agent: sh agent.sh\ntasks:\n  github: {REPO}\n  label: ralph\n  close: false\n\
+             done_when:\n  - 'ls issue-*.txt'\nland:\n  pr: github\n"
+        ),
+        "ISSUE={{ task.id }}\n",
+    );
+    let dir = p.path();
+    std::fs::write(dir.join("agent.sh"), AGENT).unwrap();
+    std::fs::write(dir.join(".gitignore"), "events.jsonl\n").unwrap();
+    git_repo(dir);
+    let remote = dir.join(".ralph-test-remote.git");
+    let made = Command::new("git")
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .arg(&remote)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(dir.join(".git/info/exclude"), ".ralph-test-remote.git/\n").unwrap();
+    git(dir, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    git(dir, &["push", "-q", "origin", "main"]);
+    let base = git(dir, &["rev-parse", "main"]).trim().to_owned();
+
+    let out = p
+        .ralph(&["run", "--parallel", "2"])
+        .env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(
+        git(dir, &["rev-parse", "main"]).trim(),
+        base,
+        "the base stays"
+    );
+    assert_eq!(remote_rev(&remote, "main").as_deref(), Some(base.as_str()));
+    let pulls = server.pulls();
+    assert_eq!(pulls.len(), 2, "{pulls:#?}");
+    let events = parallel_events(dir);
+    for n in [first, second] {
+        let branch = format!("ralph/{n}");
+        let pull = pulls
+            .iter()
+            .find(|p| p.head == branch)
+            .expect("a request per task");
+        assert_eq!(pull.base, "main");
+        assert!(pull.body.contains(&format!("Closes #{n}")), "{}", pull.body);
+        assert!(
+            pull.body.contains("`ls issue-*.txt`: passed"),
+            "{}",
+            pull.body
+        );
+        let pushed = remote_rev(&remote, &branch).expect("pushed");
+        let file = format!("issue-{n}.txt");
+        let shown = git(dir, &["show", &format!("{pushed}:{file}")]);
+        assert_eq!(shown.trim(), format!("work for {n}"));
+        // The queue's merge and checks came first.
+        let id = n.to_string();
+        let at = |kind: &str| {
+            events
+                .iter()
+                .position(|e| e["type"] == kind && e["task_id"].as_str() == Some(id.as_str()))
+        };
+        let merged = at("MERGE_STARTED").expect("merged with the base first");
+        let opened = at("PR_OPENED").expect("PR_OPENED");
+        assert!(merged < opened, "{events:#?}");
+        assert_eq!(events[opened]["url"], pull.url());
+    }
+}
