@@ -17,6 +17,7 @@ mod logs_cmd;
 mod notify_cmd;
 mod parallel;
 mod plan_cmd;
+mod pull_requests;
 mod ralph_file;
 mod render;
 mod report;

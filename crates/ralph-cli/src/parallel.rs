@@ -529,6 +529,16 @@ fn event_line(
                 &commit[..commit.len().min(8)]
             )
         }
+        ParallelEventKind::PrOpened { task_id, url, .. } => {
+            format!("⇡ {} pull request opened: {url}", name(task_id))
+        }
+        ParallelEventKind::PrUpdated { task_id, url, .. } => {
+            format!("⇡ {} pull request updated: {url}", name(task_id))
+        }
+        ParallelEventKind::PrClosed { task_id, url, .. } => format!(
+            "⇡ {} pull request closed unmerged, left closed: {url}",
+            name(task_id)
+        ),
         ParallelEventKind::LaneAsked {
             task_id,
             question,

@@ -387,3 +387,32 @@ fn land_pr_gitlab_parses_and_says_it_cannot_open_merge_requests_yet() {
         "nothing ran"
     );
 }
+
+#[test]
+fn status_and_report_show_the_tasks_pull_request() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Shown", "", &["ralph"]);
+    let (p, _remote) = project("");
+    let out = run(&p, &server, &["run", "--task", &n.to_string()]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let url = server.pulls()[0].url();
+
+    let text = common::stdout(&p.run(&["status"]));
+    assert!(
+        text.contains(&format!("pull request for task {n}: {url} (open)")),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&common::stdout(&p.run(&["status", "--json"]))).unwrap();
+    assert_eq!(json["pull_requests"][0]["url"], url, "{json:#}");
+    assert_eq!(json["pull_requests"][0]["state"], "open");
+    assert_eq!(json["pull_requests"][0]["task_id"], n.to_string());
+
+    let out = p.run(&["report", "-o", "report.html"]);
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(p.path().join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<a href=\"{url}\">")),
+        "the report links it"
+    );
+}

@@ -114,4 +114,19 @@ fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request()
         assert!(merged < opened, "{events:#?}");
         assert_eq!(events[opened]["url"], pull.url());
     }
+
+    let status = common::stdout(&p.ralph(&["status"]).output().unwrap());
+    for pull in &pulls {
+        assert!(
+            status.contains(&format!("pull request: {} (open)", pull.url())),
+            "{status}"
+        );
+    }
+    let out = p.ralph(&["report", "-o", "report.html"]).output().unwrap();
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains(&pulls[0].url()),
+        "the report links each request"
+    );
 }

@@ -2142,10 +2142,15 @@ impl Parallel {
     /// told (GitHub: a comment naming the commit, the issue closed); a file list has its mark
     /// in the commit already. What it cannot do is a warning: the work is on the base.
     fn report_landed(&mut self, id: &str, commit: &str) {
+        // With `land.pr` the commit is on the task's own branch, in its pull request.
+        let branch = match self.options.pull_requests {
+            Some(_) => git::branch_name(id),
+            None => self.repo.base.clone(),
+        };
         let mark = Mark::Passed {
             story_id: id.to_owned(),
             commit: Some(commit.to_owned()),
-            branch: Some(self.repo.base.clone()),
+            branch: Some(branch),
         };
         let mut told = Ok(());
         if self.repo.list_rel.is_empty() {
