@@ -214,14 +214,19 @@ pub enum ParallelEventKind {
         /// The task.
         task_id: String,
         /// The request's number.
+        #[serde(default)]
         number: u64,
         /// Its page on the forge.
+        #[serde(default)]
         url: String,
         /// `open`, `closed` or `merged`.
+        #[serde(default)]
         state: String,
         /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
         branch: String,
         /// The branch it lands on.
+        #[serde(default)]
         base: String,
     },
     /// `land.pr`: the task's branch was pushed again and its open pull request updated.
@@ -229,14 +234,19 @@ pub enum ParallelEventKind {
         /// The task.
         task_id: String,
         /// The request's number.
+        #[serde(default)]
         number: u64,
         /// Its page on the forge.
+        #[serde(default)]
         url: String,
         /// `open`, `closed` or `merged`.
+        #[serde(default)]
         state: String,
         /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
         branch: String,
         /// The branch it lands on.
+        #[serde(default)]
         base: String,
     },
     /// `land.pr`: the branch's pull request was closed unmerged by a person: nothing pushed,
@@ -245,14 +255,19 @@ pub enum ParallelEventKind {
         /// The task.
         task_id: String,
         /// The request's number.
+        #[serde(default)]
         number: u64,
         /// Its page on the forge.
+        #[serde(default)]
         url: String,
         /// `open`, `closed` or `merged`.
+        #[serde(default)]
         state: String,
         /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
         branch: String,
         /// The branch it lands on.
+        #[serde(default)]
         base: String,
     },
     /// A lane's agent asked a person: the merge queue put the question where the task lives
