@@ -191,7 +191,11 @@ fn the_scale_out_examples_parse_and_run_one_task_each() {
         .as_sequence()
         .unwrap()
         .iter()
-        .find(|s| s["run"].as_str().is_some_and(|r| r.contains("ralph run --task")))
+        .find(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("ralph run --task"))
+        })
         .unwrap();
     assert!(run_step["env"]["GITHUB_TOKEN"].is_string());
 
