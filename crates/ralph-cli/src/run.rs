@@ -109,8 +109,12 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
     // `.ralph/current` still names the last run that did start. A task list's rate limit is
     // waited for, as in the run.
-    // Its token and repository are checked before HEAD moves to the task's branch.
-    let landing = crate::forge::landing(&options.file, &options.cwd)?;
+    // Its token and repository are checked before HEAD moves to the task's branch. A plain
+    // run lands nothing as a pull request (it is warned above), so needs no token.
+    let landing = match args.task.is_some() || resuming.is_some() {
+        true => crate::forge::landing(&options.file, &options.cwd)?,
+        false => None,
+    };
     if let Some(id) = &args.task {
         waits.retry(|| switch_to_task(&options, &args, &log_root, id))?;
     }

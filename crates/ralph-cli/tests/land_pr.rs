@@ -416,3 +416,44 @@ fn status_and_report_show_the_tasks_pull_request() {
         "the report links it"
     );
 }
+
+#[test]
+fn with_close_true_the_issue_closes_at_the_pass_and_its_request_keeps_its_title() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Closed at the pass", "", &["ralph"]);
+    let (p, _remote) = project("");
+    let text = std::fs::read_to_string(p.path().join("RALPH.md"))
+        .unwrap()
+        .replace("close: false", "close: true");
+    std::fs::write(p.path().join("RALPH.md"), text).unwrap();
+    git(p.path(), &["commit", "-qam", "close issues"]);
+
+    let out = run(&p, &server, &["run", "--task", &n.to_string()]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(!server.issue(n).open, "closed at the pass");
+    let pulls = server.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    assert_eq!(pulls[0].title, "Closed at the pass");
+    assert!(pulls[0].body.contains(&format!("Closes #{n}")));
+}
+
+#[test]
+fn a_plain_run_with_land_pr_is_warned_and_opens_nothing() {
+    let server = GithubServer::start();
+    server.open_issue("Plain", "", &["ralph"]);
+    let (p, remote) = project("");
+
+    let out = run(&p, &server, &["run"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let warned = p.events_of("WARNING").iter().any(|w| {
+        w["message"]
+            .as_str()
+            .unwrap()
+            .contains("only `ralph run --task ID` and `ralph run --parallel N`")
+    });
+    assert!(warned, "{:#?}", p.events());
+    assert!(server.pulls().is_empty());
+    assert_eq!(remote_rev(&remote, "ralph/1"), None, "nothing pushed");
+}

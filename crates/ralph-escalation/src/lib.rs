@@ -61,7 +61,7 @@ pub use pr_config::{Forge, PrSettings};
 pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use prd_list::PrdList;
 pub use progress::ProgressError;
-pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask};
+pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask, pr_title};
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
 pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};

@@ -19,6 +19,9 @@ pub(crate) struct PrTaskLanding {
     /// The repository (worktree) whose HEAD is the task's branch.
     dir: PathBuf,
     facts: PrFacts,
+    /// The task's title as its iterations saw it: a list that drops a passed task (a closed
+    /// issue) no longer has it when the task lands.
+    title: Option<String>,
     /// Landed in this run: the run ends as it would have.
     landed: bool,
 }
@@ -32,6 +35,7 @@ impl Escalation {
             landing,
             dir: dir.into(),
             facts: PrFacts::default(),
+            title: None,
             landed: false,
         });
     }
@@ -45,6 +49,9 @@ impl Escalation {
     pub(crate) fn record_for_pull_request(&mut self, report: &IterationReport<'_>) {
         if let Some(pr) = &mut self.pull_request {
             pr.facts.record(report);
+            if let Some(current) = &self.current {
+                pr.title = Some(current.title.clone());
+            }
         }
     }
 
@@ -87,15 +94,9 @@ impl Escalation {
             .and_then(|tasks| tasks.into_iter().find(|t| t.id == id));
         let title = listed
             .map(|t| t.title)
-            .or_else(|| self.current.as_ref().map(|c| c.title.clone()))
-            .filter(|t| !t.is_empty());
-        let kind = self.list.as_ref().map(|l| l.kind().to_owned());
-        let github = kind.as_deref() == Some("github");
-        let title = match (title, github) {
-            (Some(title), true) => title,
-            (Some(title), false) => format!("{id}: {title}"),
-            (None, _) => format!("ralph: task {id}"),
-        };
+            .or_else(|| self.pull_request.as_ref().and_then(|pr| pr.title.clone()));
+        let github = self.list.as_ref().is_some_and(|l| l.kind() == "github");
+        let title = crate::pr_title(&id, title.as_deref(), github);
         let Some(pr) = &mut self.pull_request else {
             return Ok(());
         };

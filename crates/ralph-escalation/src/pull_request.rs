@@ -143,6 +143,17 @@ impl PrFacts {
     }
 }
 
+/// A request's title for task `id` titled `title`: a GitHub issue's title as it is (`github`),
+/// another task's after its id (`US-001: Cart page`), or `ralph: task <id>` without one.
+#[must_use]
+pub fn pr_title(id: &str, title: Option<&str>, github: bool) -> String {
+    match (title.filter(|t| !t.is_empty()), github) {
+        (Some(title), true) => title.to_owned(),
+        (Some(title), false) => format!("{id}: {title}"),
+        (None, _) => format!("ralph: task {id}"),
+    }
+}
+
 /// A task to land: the pushed branch is HEAD of `dir`.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -282,6 +293,9 @@ mod tests {
             closes: Some(12),
         };
         insta::assert_snapshot!(facts.body("12"));
+        assert_eq!(pr_title("12", Some("Fix it"), true), "Fix it");
+        assert_eq!(pr_title("US-1", Some("Cart"), false), "US-1: Cart");
+        assert_eq!(pr_title("US-1", Some(""), false), "ralph: task US-1");
         assert_eq!(
             PrFacts::default().body("US-1"),
             "ralph's loop passed task `US-1`.\n"

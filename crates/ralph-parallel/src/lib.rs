@@ -1647,6 +1647,7 @@ impl Parallel {
         let title = self.title(&id);
         let pull_requests = self.options.pull_requests.clone();
         let mut facts = self.pr_facts(&id);
+        let pr_title = ralph_escalation::pr_title(&id, Some(&title), self.list.kind() == "github");
         // The event before the step, so readers see the merge start before its end.
         let base_commit = self.repo.base_commit()?;
         let branch_commit = git::run(&worktree, &["rev-parse", "HEAD"])?;
@@ -1710,6 +1711,7 @@ impl Parallel {
                         let request = pr_landing::PrRequest {
                             worktree: &worktree,
                             title: &title,
+                            pr_title,
                             facts,
                         };
                         repo.land_as_pull_request(&journal, &head, request, &pr, &stopped)

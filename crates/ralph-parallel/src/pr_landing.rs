@@ -36,7 +36,10 @@ pub(crate) enum PrOutcome {
 /// the issue it closes.
 pub(crate) struct PrRequest<'a> {
     pub(crate) worktree: &'a Path,
+    /// The task's own title (a squash commit's subject).
     pub(crate) title: &'a str,
+    /// The request's title ([`ralph_escalation::pr_title`]).
+    pub(crate) pr_title: String,
     pub(crate) facts: PrFacts,
 }
 
@@ -72,7 +75,13 @@ impl Repo {
         git::run(request.worktree, &["reset", "-q", "--keep", &commit])?;
         let branch = git::branch_name(&journal.task_id);
         let body = request.facts.body(&journal.task_id);
-        let task = PrTask::new(request.worktree, &branch, &self.base, request.title, &body);
+        let task = PrTask::new(
+            request.worktree,
+            &branch,
+            &self.base,
+            &request.pr_title,
+            &body,
+        );
         loop {
             let tried = landing
                 .lock()
