@@ -38,11 +38,9 @@ fn remote_rev(remote: &Path, branch: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-#[test]
-fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request() {
-    let server = GithubServer::start();
-    let first = server.open_issue("First", "", &["ralph"]);
-    let second = server.open_issue("Second", "", &["ralph"]);
+/// A repository whose tasks are the fake GitHub's issues, landing as pull requests pushed to a
+/// bare repository of its own (`origin`, holding `main`); the bare repository's path.
+fn pr_project() -> (Project, std::path::PathBuf) {
     let p = Project::new(
         &format!(
             "agent: sh agent.sh\ntasks:\n  github: {REPO}\n  label: ralph\n  close: false\n\
@@ -64,16 +62,29 @@ fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request()
     std::fs::write(dir.join(".git/info/exclude"), ".ralph-test-remote.git/\n").unwrap();
     git(dir, &["remote", "add", "origin", remote.to_str().unwrap()]);
     git(dir, &["push", "-q", "origin", "main"]);
-    let base = git(dir, &["rev-parse", "main"]).trim().to_owned();
+    (p, remote)
+}
 
-    let out = p
-        .ralph(&["run", "--parallel", "2"])
+fn run(p: &Project, server: &GithubServer, args: &[&str]) -> std::process::Output {
+    p.ralph(args)
         .env("GITHUB_API_URL", server.url())
         .env("GITHUB_TOKEN", TOKEN)
         .env_remove("GH_TOKEN")
         .stdin(Stdio::null())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request() {
+    let server = GithubServer::start();
+    let first = server.open_issue("First", "", &["ralph"]);
+    let second = server.open_issue("Second", "", &["ralph"]);
+    let (p, remote) = pr_project();
+    let dir = p.path();
+    let base = git(dir, &["rev-parse", "main"]).trim().to_owned();
+
+    let out = run(&p, &server, &["run", "--parallel", "2"]);
 
     assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
     assert_eq!(
@@ -128,5 +139,58 @@ fn each_passing_lane_is_checked_against_the_base_then_opened_as_a_pull_request()
     assert!(
         html.contains(&pulls[0].url()),
         "the report links each request"
+    );
+}
+
+#[test]
+fn a_refused_push_keeps_the_task_on_its_branch_and_a_resume_opens_its_request() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Protected", "", &["ralph"]);
+    let (p, remote) = pr_project();
+    let dir = p.path();
+    let base = git(dir, &["rev-parse", "main"]).trim().to_owned();
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'protected: no pushes here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&hook, mode).unwrap();
+
+    let out = run(&p, &server, &["run", "--parallel", "1"]);
+
+    assert_ne!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert!(server.pulls().is_empty());
+    let events = parallel_events(dir);
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "WARNING")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    let branch = format!("ralph/{n}");
+    assert!(
+        said.iter().any(|m| m.contains("remote `origin`")
+            && m.contains(&format!("branch `{branch}`"))
+            && m.contains("protected: no pushes here")),
+        "{said:#?}"
+    );
+    assert_eq!(git(dir, &["rev-parse", "main"]).trim(), base);
+    assert_eq!(remote_rev(&remote, &branch), None);
+
+    std::fs::remove_file(&hook).unwrap();
+    let out = run(&p, &server, &["run", "--parallel", "1", "--resume"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let pulls = server.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    assert_eq!(pulls[0].head, branch);
+    assert_eq!(pulls[0].title, "Protected");
+    assert!(remote_rev(&remote, &branch).is_some());
+    assert_eq!(
+        git(dir, &["rev-parse", "main"]).trim(),
+        base,
+        "the base stays"
     );
 }
