@@ -113,7 +113,8 @@ pub fn remote_branch(
     header: Option<&str>,
 ) -> Result<Option<String>, PushError> {
     let full = format!("refs/heads/{branch}");
-    let out = git(dir, &["ls-remote", "--", remote, &full], header)?;
+    let header = scoped_header(dir, remote, header)?;
+    let out = git(dir, &["ls-remote", "--", remote, &full], header.as_ref())?;
     if !out.status.success() {
         return Err(PushError::Unreadable {
             dir: dir.to_path_buf(),
@@ -153,7 +154,8 @@ pub fn push_head(
         remote,
         &refspec,
     ];
-    let out = git(dir, &args, header)?;
+    let header = scoped_header(dir, remote, header)?;
+    let out = git(dir, &args, header.as_ref())?;
     match out.status.success() {
         true => Ok(()),
         false => Err(PushError::Rejected {
@@ -185,9 +187,25 @@ fn said(out: &Output) -> String {
     }
 }
 
-/// `git -C dir args`, with `header` given to git's HTTP transport for this command only, and
-/// no prompt for a password (a CI job must fail, not hang).
-fn git(dir: &Path, args: &[&str], header: Option<&str>) -> Result<Output, PushError> {
+/// The setting that gives `header` to git for `remote`'s own URL only
+/// (`http.<url>.extraHeader`): none for a remote that is not `http(s)` (ssh, a path), which
+/// takes no header, so the token never goes anywhere but the remote it is for.
+fn scoped_header(
+    dir: &Path,
+    remote: &str,
+    header: Option<&str>,
+) -> Result<Option<(String, String)>, PushError> {
+    let Some(header) = header else {
+        return Ok(None);
+    };
+    Ok(remote_url(dir, remote)?
+        .filter(|url| url.starts_with("https://") || url.starts_with("http://"))
+        .map(|url| (format!("http.{url}.extraHeader"), header.to_owned())))
+}
+
+/// `git -C dir args`, with the setting `header` (a key and its value) given to git for this
+/// command only, and no prompt for a password (a CI job must fail, not hang).
+fn git(dir: &Path, args: &[&str], header: Option<&(String, String)>) -> Result<Output, PushError> {
     let mut cmd = git_command();
     cmd.arg("-C")
         .arg(dir)
@@ -197,11 +215,11 @@ fn git(dir: &Path, args: &[&str], header: Option<&str>) -> Result<Output, PushEr
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(header) = header {
-        // Read by git as `-c http.extraHeader=...` would be, but out of the process list.
+    if let Some((key, value)) = header {
+        // Read by git as `-c key=value` would be, but out of the process list.
         cmd.env("GIT_CONFIG_COUNT", "1")
-            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
-            .env("GIT_CONFIG_VALUE_0", header);
+            .env("GIT_CONFIG_KEY_0", key)
+            .env("GIT_CONFIG_VALUE_0", value);
     }
     cmd.output().map_err(|source| PushError::Spawn { source })
 }
