@@ -457,3 +457,37 @@ fn a_plain_run_with_land_pr_is_warned_and_opens_nothing() {
     assert!(server.pulls().is_empty());
     assert_eq!(remote_rev(&remote, "ralph/1"), None, "nothing pushed");
 }
+
+#[test]
+fn a_5xx_or_a_dropped_connection_is_waited_out_with_the_failure_backoff_then_the_request_opens() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Flaky forge", "", &["ralph"]);
+    let (p, _remote) = project("");
+    let text = std::fs::read_to_string(p.path().join("RALPH.md"))
+        .unwrap()
+        .replace(
+            "land:\n",
+            "failure:\n  delay: 10ms\n  max_delay: 40ms\n  max_consecutive: 10\nland:\n",
+        );
+    std::fs::write(p.path().join("RALPH.md"), text).unwrap();
+    git(p.path(), &["commit", "-qam", "fast failure backoff"]);
+    server.fail_next("GET /repos/acme/widgets/pulls", Fault::Status(502));
+    server.fail_next("POST /repos/acme/widgets/pulls", Fault::Hangup);
+
+    let out = run(&p, &server, &["run", "--task", &n.to_string()]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    let waits: Vec<String> = p
+        .events_of("WAIT_STARTED")
+        .iter()
+        .map(|w| format!("{} {}", w["reason"], w["why"]))
+        .collect();
+    assert_eq!(waits.len(), 2, "{waits:#?}");
+    assert!(
+        waits.iter().all(|w| w.starts_with("\"task\"")),
+        "{waits:#?}"
+    );
+    assert!(waits[0].contains("502"), "{waits:#?}");
+    assert_eq!(server.pulls().len(), 1, "opened once");
+    assert_eq!(p.events_of("PR_OPENED").len(), 1);
+}
