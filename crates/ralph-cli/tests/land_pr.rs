@@ -491,3 +491,17 @@ fn a_5xx_or_a_dropped_connection_is_waited_out_with_the_failure_backoff_then_the
     assert_eq!(server.pulls().len(), 1, "opened once");
     assert_eq!(p.events_of("PR_OPENED").len(), 1);
 }
+
+#[test]
+fn a_task_that_passes_on_its_last_allowed_iteration_still_lands() {
+    let server = GithubServer::start();
+    let n = server.open_issue("Just in time", "", &["ralph"]);
+    let (p, _remote) = project("");
+
+    let out = run(&p, &server, &["run", "--task", &n.to_string(), "-n", "1"]);
+
+    assert_eq!(common::code(&out), 0, "{}", common::stderr(&out));
+    assert_eq!(p.run_ended()["reason"], "task_passed");
+    assert_eq!(server.pulls().len(), 1, "{:#?}", p.events());
+    assert_eq!(p.events_of("PR_OPENED").len(), 1);
+}

@@ -1373,6 +1373,33 @@ impl TaskSource for Escalation {
     }
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
+        let reason = self.limit_reason(cx);
+        self.land_at_limit(reason, cx)
+    }
+
+    fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut fields = self.counts.map(StoriesSummary::fields).unwrap_or_default();
+        // Which list, so what reads the run back calls its tasks as the list does.
+        if let (false, Some(list)) = (fields.is_empty(), &self.list) {
+            fields.insert(TaskWords::FIELD.to_owned(), list.kind().into());
+        }
+        fields
+    }
+
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.state(ending)
+    }
+
+    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+        self.say_pending(cx);
+        self.take_up(state, cx);
+    }
+}
+
+impl Escalation {
+    /// Why the run ends at its iteration limit ([`TaskSource::limit_reached`]), before a
+    /// `--task` that passed lands as a pull request.
+    fn limit_reason(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
         self.say_pending(cx);
         match self.write_marks(cx) {
             Ok(None) => {}
@@ -1405,24 +1432,6 @@ impl TaskSource for Escalation {
             Ok(None) => EndReason::MaxIterations,
             Err(err) => Self::failed_in(&err, cx),
         }
-    }
-
-    fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut fields = self.counts.map(StoriesSummary::fields).unwrap_or_default();
-        // Which list, so what reads the run back calls its tasks as the list does.
-        if let (false, Some(list)) = (fields.is_empty(), &self.list) {
-            fields.insert(TaskWords::FIELD.to_owned(), list.kind().into());
-        }
-        fields
-    }
-
-    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
-        self.state(ending)
-    }
-
-    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
-        self.say_pending(cx);
-        self.take_up(state, cx);
     }
 }
 

@@ -76,6 +76,27 @@ impl Escalation {
         }
     }
 
+    /// `reason`, the run's end at its iteration limit, unless it is `task_passed` with the
+    /// task still to land: then the landing, tried once (no wait is left to make: a "not now"
+    /// from the forge ends the run as a failure, saying how to land it).
+    pub(crate) fn land_at_limit(
+        &mut self,
+        reason: EndReason,
+        cx: &mut TaskContext<'_>,
+    ) -> EndReason {
+        match self.land_before_passing(NextTask::End(reason), cx) {
+            NextTask::End(reason) => reason,
+            NextTask::Wait(wait) => {
+                let err = EscalationError::Tasks(TaskListError::RetryAfter {
+                    wait: wait.poll,
+                    why: wait.why,
+                });
+                self.pull_request_failed(&err, cx)
+            }
+            _ => StoryEnd::TaskPassed.reason(),
+        }
+    }
+
     fn pull_request_failed(&self, err: &EscalationError, cx: &mut TaskContext<'_>) -> EndReason {
         cx.warn(format!(
             "the task passed but did not land as a pull request: {err}; once that is mended, \
