@@ -52,6 +52,9 @@ pub(crate) enum CliError {
     /// Escalation cannot start: a malformed prd.json, no git repository, a dirty tree.
     #[error(transparent)]
     Escalation(#[from] ralph_escalation::EscalationError),
+    /// `land.pr` cannot be set up: its forge's token or repository.
+    #[error("{0}")]
+    Land(String),
     /// `tasks.github` cannot be used: no token, a repository that is not `owner/name`, a bad
     /// `GITHUB_API_URL`.
     #[error("tasks.github: {0}")]

@@ -46,6 +46,9 @@ pub(crate) fn run(
     parallel.max_runtime = args.max_runtime.or(parallel.engine.file.config.max_runtime);
     parallel.history =
         ralph_parallel::LandConfig::from_section(parallel.engine.file.sections.get("land")).history;
+    // `land.pr`: its token and repository checked before anything runs.
+    parallel.pull_requests = crate::forge::landing(&parallel.engine.file, &parallel.engine.cwd)?
+        .map(|landing| std::sync::Arc::new(std::sync::Mutex::new(landing)));
     // Made now so a list that cannot be made (no GitHub token) ends ralph before anything runs.
     let mut list = crate::ralph_file::task_list(&parallel.engine.file, &parallel.engine.cwd)?;
     let words = list
@@ -530,6 +533,16 @@ fn event_line(
                 &commit[..commit.len().min(8)]
             )
         }
+        ParallelEventKind::PrOpened { task_id, url, .. } => {
+            format!("⇡ {} pull request opened: {url}", name(task_id))
+        }
+        ParallelEventKind::PrUpdated { task_id, url, .. } => {
+            format!("⇡ {} pull request updated: {url}", name(task_id))
+        }
+        ParallelEventKind::PrClosed { task_id, url, .. } => format!(
+            "⇡ {} pull request closed unmerged, left closed: {url}",
+            name(task_id)
+        ),
         ParallelEventKind::LaneAsked {
             task_id,
             question,

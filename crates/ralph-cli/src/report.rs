@@ -270,6 +270,21 @@ fn header(html: &mut String, run: &RunRecord, stories: &RunStories, words: TaskW
             s.remaining.map_or(String::new(), |r| format!(", {r} left"))
         ));
     }
+    // `land.pr`: each task's pull request, as its last event told it.
+    let events: Vec<serde_json::Value> = run
+        .task_events
+        .iter()
+        .filter_map(|record| serde_json::to_value(&record.event).ok())
+        .collect();
+    for (task, pr) in crate::pull_requests::from_events(&events) {
+        facts.push(format!(
+            "pull request for {} <b>{}</b>: <a href=\"{2}\">{2}</a> ({3})",
+            words.one,
+            escape(&task),
+            escape(&pr.url),
+            escape(&pr.state)
+        ));
+    }
     if let Some(cost) = run.cost_usd {
         facts.push(format!("cost <b>${cost:.2}</b>"));
     }

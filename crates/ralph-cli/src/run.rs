@@ -68,6 +68,13 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
 
     // A run says them as `WARNING` events, so its events file has them too.
     options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+    if crate::forge::settings(&options.file).is_some() && args.task.is_none() && resuming.is_none()
+    {
+        options.warnings.push(
+            "land.pr: only `ralph run --task ID` and `ralph run --parallel N` land tasks as pull              requests; this run commits on the branch it runs on"
+                .to_owned(),
+        );
+    }
     if args.dry_run {
         for warning in &options.warnings {
             tracing::warn!("{warning}");
@@ -102,6 +109,12 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
     // Before anything runs: a malformed prd.json or a dirty tree ends ralph here (exit 2), and
     // `.ralph/current` still names the last run that did start. A task list's rate limit is
     // waited for, as in the run.
+    // Its token and repository are checked before HEAD moves to the task's branch. A plain
+    // run lands nothing as a pull request (it is warned above), so needs no token.
+    let landing = match args.task.is_some() || resuming.is_some() {
+        true => crate::forge::landing(&options.file, &options.cwd)?,
+        false => None,
+    };
     if let Some(id) = &args.task {
         waits.retry(|| switch_to_task(&options, &args, &log_root, id))?;
     }
@@ -111,6 +124,10 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
         waits.retry(|| Ok(escalation.only_story(id)?))?;
     } else if let Some(id) = &args.task {
         return Err(ralph_escalation::EscalationError::NotStoryMode { id: id.clone() }.into());
+    }
+    // `land.pr`: a `--task` that passes (now, or in the run resumed) lands as a pull request.
+    if let (Some(escalation), Some(landing)) = (escalation.as_mut(), landing) {
+        escalation.land_as_pull_request(landing, &options.cwd);
     }
     style.words = escalation
         .as_ref()

@@ -124,6 +124,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         ralph_parallel::LaneState::Running if !alive => "stopped",
         state => state.as_str(),
     };
+    let pulls = crate::pull_requests::of_parallel_run(folder, &run.run_id);
     if json {
         let lanes: Vec<serde_json::Value> = run
             .lanes
@@ -138,6 +139,7 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                     "held": lane.held,
                     "question": lane.question,
                     "answer_at": lane.answer_at,
+                    "pull_request": pulls.get(&lane.task_id).map(crate::pull_requests::PullRequest::json),
                 })
             })
             .collect();
@@ -181,6 +183,9 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
                 .map(|id| format!("ralph logs {id}"))
                 .unwrap_or_default()
         ));
+        if let Some(pr) = pulls.get(&lane.task_id) {
+            text.push_str(&format!("    pull request: {}\n", pr.words()));
+        }
         if !lane.held.is_empty() {
             text.push_str(&format!(
                 "    waiting on your uncommitted changes to: {}\n",
@@ -321,6 +326,14 @@ impl Status {
             "sandbox_denied": sandbox_denied(&self.log_dir).map(|(count, last)| json!({
                 "connections": count, "last": last,
             })),
+            "pull_requests": crate::pull_requests::of_run_folder(&self.log_dir)
+                .iter()
+                .map(|(task, pr)| {
+                    let mut value = pr.json();
+                    value["task_id"] = json!(task);
+                    value
+                })
+                .collect::<Vec<_>>(),
             "cost_usd": s.cost_usd,
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
@@ -383,6 +396,14 @@ impl Status {
             lines.push(stories_line(
                 stories,
                 TaskWords::from_fields(&s.task_fields),
+            ));
+        }
+        for (task, pr) in crate::pull_requests::of_run_folder(&self.log_dir) {
+            let words = TaskWords::from_fields(&s.task_fields);
+            lines.push(format!(
+                "pull request for {} {task}: {}",
+                words.one,
+                pr.words()
             ));
         }
         if s.cost_usd.is_some() || s.input_tokens.is_some() {

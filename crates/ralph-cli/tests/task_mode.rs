@@ -185,7 +185,19 @@ fn the_scale_out_examples_parse_and_run_one_task_each() {
         runs.iter()
             .any(|r| r.contains("ralph run --task \"$TASK_ID\""))
     );
-    assert!(runs.iter().any(|r| r.contains("gh pr create")));
+    // `land.pr` pushes and opens the pull request: no hand-written `gh pr create`.
+    assert!(runs.iter().all(|r| !r.contains("gh pr create")));
+    let run_step = task["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("ralph run --task"))
+        })
+        .unwrap();
+    assert!(run_step["env"]["GITHUB_TOKEN"].is_string());
 
     let job = yaml_document("kubernetes-indexed-job.yaml");
     assert_eq!(job["kind"].as_str(), Some("Job"));
@@ -194,6 +206,7 @@ fn the_scale_out_examples_parse_and_run_one_task_each() {
     let script = pod["containers"][0]["args"][0].as_str().unwrap();
     assert!(script.contains("$JOB_COMPLETION_INDEX"), "{script}");
     assert!(script.contains("ralph run --task \"$id\""), "{script}");
+    assert!(!script.contains("gh pr create"), "{script}");
     let init = pod["initContainers"][0]["args"][0].as_str().unwrap();
     assert!(init.contains("ralph tasks --json"), "{init}");
 }

@@ -62,6 +62,53 @@ pub enum StoryEvent {
         /// The attempts the circuit breaker allows (`convergence.max_attempts`).
         max_attempts: u64,
     },
+    /// `land.pr`: the task's branch was pushed and a pull request opened for it.
+    PrOpened {
+        /// The task.
+        story_id: String,
+        /// The request's number.
+        number: u64,
+        /// Its page on the forge.
+        url: String,
+        /// `open`.
+        state: String,
+        /// The pushed branch (`ralph/US-1`).
+        branch: String,
+        /// The branch it lands on.
+        base: String,
+    },
+    /// `land.pr`: the task's branch was pushed again and its open pull request's title and
+    /// body replaced (a re-run or a resumed run).
+    PrUpdated {
+        /// The task.
+        story_id: String,
+        /// The request's number.
+        number: u64,
+        /// Its page on the forge.
+        url: String,
+        /// `open`.
+        state: String,
+        /// The pushed branch.
+        branch: String,
+        /// The branch it lands on.
+        base: String,
+    },
+    /// `land.pr`: the branch's pull request was closed unmerged by a person: nothing was
+    /// pushed and it was not reopened.
+    PrClosed {
+        /// The task.
+        story_id: String,
+        /// The request's number.
+        number: u64,
+        /// Its page on the forge.
+        url: String,
+        /// `closed`.
+        state: String,
+        /// The task's branch.
+        branch: String,
+        /// The branch it was to land on.
+        base: String,
+    },
 }
 
 impl StoryEvent {

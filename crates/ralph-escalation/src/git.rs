@@ -16,12 +16,14 @@ use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 mod command;
+mod push;
 mod save;
 mod task_branch;
 
 use save::Nested;
 
 pub use command::{REPOSITORY_VARIABLES, git_command, output, what_git_said};
+pub use push::{PushError, base_of, push_head, remember_base, remote_branch, remote_url};
 pub use task_branch::{TaskBranch, ref_component, switch_to_task_branch, task_branch};
 
 /// The temporary indexes' file name, before the pid of the ralph that made them.

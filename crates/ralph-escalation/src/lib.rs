@@ -20,6 +20,7 @@ pub mod breaker;
 mod escalate;
 
 pub mod events;
+pub mod forge;
 pub mod git;
 mod journal;
 pub mod lock;
@@ -27,10 +28,13 @@ pub mod markdown;
 mod opening;
 mod passing;
 pub mod plan;
+pub mod pr_config;
+mod pr_task;
 pub mod prd;
 mod prd_list;
 pub mod preflight;
 pub mod progress;
+pub mod pull_request;
 mod resume;
 mod retick;
 pub mod run_folder;
@@ -58,9 +62,11 @@ pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
 pub use journal::JournalError;
 pub use lock::lock_repository;
 pub use markdown::MarkdownList;
+pub use pr_config::{Forge, PrSettings};
 pub use prd::{Mark, Passes, Prd, PrdError, Story};
 pub use prd_list::PrdList;
 pub use progress::ProgressError;
+pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask, pr_title};
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
 pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};
@@ -97,6 +103,9 @@ pub enum EscalationError {
     /// progress.txt could not be written.
     #[error(transparent)]
     Progress(#[from] ProgressError),
+    /// `land.pr`: the task's branch could not be pushed, or its base is not known.
+    #[error(transparent)]
+    Push(git::PushError),
     /// `escalation.progress` leads to the prd.json or into `.git`.
     #[error(transparent)]
     ProgressPath(#[from] progress::PathConflict),
@@ -262,6 +271,8 @@ pub struct Escalation {
     /// The tasks this run passed, with their pass commits, kept in the session: one a stale
     /// save shows undone again is marked again, not done again ([`retick`](Self::retick)).
     passed: std::collections::BTreeMap<String, Option<String>>,
+    /// `land.pr`: a `--task` that passes is landed as a pull request ([`pr_task`]).
+    pull_request: Option<pr_task::PrTaskLanding>,
 }
 
 impl Escalation {
@@ -737,7 +748,8 @@ impl TaskSource for Escalation {
     }
 
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
-        self.choose_next(cx)
+        let next = self.choose_next(cx);
+        self.land_before_passing(next, cx)
     }
 
     fn iteration_ended(
@@ -745,10 +757,38 @@ impl TaskSource for Escalation {
         report: &IterationReport<'_>,
         cx: &mut TaskContext<'_>,
     ) -> TaskDecision {
+        self.record_for_pull_request(report);
         self.decide(report, cx)
     }
 
     fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
+        let reason = self.limit_reason(cx);
+        self.land_at_limit(reason, cx)
+    }
+
+    fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut fields = self.counts.map(StoriesSummary::fields).unwrap_or_default();
+        // Which list, so what reads the run back calls its tasks as the list does.
+        if let (false, Some(list)) = (fields.is_empty(), &self.list) {
+            fields.insert(TaskWords::FIELD.to_owned(), list.kind().into());
+        }
+        fields
+    }
+
+    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+        self.state(ending)
+    }
+
+    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+        self.say_pending(cx);
+        self.take_up(state, cx);
+    }
+}
+
+impl Escalation {
+    /// Why the run ends at its iteration limit ([`TaskSource::limit_reached`]), before a
+    /// `--task` that passed lands as a pull request.
+    fn limit_reason(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
         self.say_pending(cx);
         match self.write_marks(cx) {
             Ok(None) => {}
@@ -781,24 +821,6 @@ impl TaskSource for Escalation {
             Ok(None) => EndReason::MaxIterations,
             Err(err) => Self::failed_in(&err, cx),
         }
-    }
-
-    fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut fields = self.counts.map(StoriesSummary::fields).unwrap_or_default();
-        // Which list, so what reads the run back calls its tasks as the list does.
-        if let (false, Some(list)) = (fields.is_empty(), &self.list) {
-            fields.insert(TaskWords::FIELD.to_owned(), list.kind().into());
-        }
-        fields
-    }
-
-    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
-        self.state(ending)
-    }
-
-    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
-        self.say_pending(cx);
-        self.take_up(state, cx);
     }
 }
 

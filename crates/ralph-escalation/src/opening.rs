@@ -125,6 +125,7 @@ impl Escalation {
             not_now,
             only_passed: false,
             passed: std::collections::BTreeMap::new(),
+            pull_request: None,
         }))
     }
 

@@ -48,6 +48,7 @@ pub fn refusals(
         | EscalationError::DirtyTree { .. }
         | EscalationError::Journal(_)
         | EscalationError::ChangedWhileStopped { .. } => "escalation.revert",
+        EscalationError::Push(_) => "land.pr",
     };
     vec![error_at_key(
         shown,

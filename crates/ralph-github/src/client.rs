@@ -128,6 +128,9 @@ impl From<WireComment> for Comment {
 pub struct Client {
     transport: Transport,
     repo: Repo,
+    /// The token, for the one header a push to GitHub carries (its requests carry it through
+    /// `transport`).
+    token: Token,
 }
 
 impl fmt::Debug for Client {
@@ -151,7 +154,11 @@ impl Client {
             ("authorization", authorization),
             vec![("x-github-api-version", "2022-11-28")],
         );
-        Self { transport, repo }
+        Self {
+            transport,
+            repo,
+            token,
+        }
     }
 
     /// A client for `repo` (`owner/name`) with the token and API address the environment gives
@@ -180,7 +187,12 @@ impl Client {
         &self.repo
     }
 
-    fn repo_url(&self, rest: &str) -> String {
+    /// The token, for the one header a push to GitHub carries ([`crate::GithubPulls`]).
+    pub(crate) fn token(&self) -> &Token {
+        &self.token
+    }
+
+    pub(crate) fn repo_url(&self, rest: &str) -> String {
         format!(
             "{}/repos/{}/{}{rest}",
             self.transport.base(),
@@ -312,7 +324,10 @@ impl Client {
     /// `call`'s result, with a user and password in the API address (`https://USER:TOKEN@HOST`)
     /// replaced by `***` wherever its error shows the address: errors are printed, and go into
     /// events (`WAIT_STARTED.why`, `WARNING`).
-    fn hiding<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+    pub(crate) fn hiding<T>(
+        &mut self,
+        call: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let result = call(self);
         match ralph_rest::userinfo(self.transport.base()) {
             Some(userinfo) => result.map_err(|err| err.hiding(userinfo)),
@@ -320,7 +335,10 @@ impl Client {
         }
     }
 
-    fn all_pages<T: for<'de> Deserialize<'de>>(&mut self, first: String) -> Result<Vec<T>, Error> {
+    pub(crate) fn all_pages<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        first: String,
+    ) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
         let mut pages = Pages::new(self.transport.base());
         let mut url = first;
@@ -346,7 +364,12 @@ impl Client {
 
     /// One request, tried once: a rate limit ([`Error::RateLimited`]) and a network error or a
     /// 5xx ([`Error::Unreachable`]) come back for the caller to wait and ask again.
-    fn send(&mut self, method: &str, url: &str, body: Option<&Value>) -> Result<Answer, Error> {
+    pub(crate) fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, Error> {
         let reason = match self.transport.send_once(method, url, body) {
             Ok(Reply::Answer(answer)) => return Ok(answer),
             Ok(Reply::RateLimited {
@@ -408,7 +431,7 @@ impl Client {
     }
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(url: &str, json: Value) -> Result<T, Error> {
     if let Some(reason) = json.get("unparsed").and_then(Value::as_str) {
         return Err(Error::BadAnswer {
             url: url.to_owned(),

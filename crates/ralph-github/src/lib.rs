@@ -10,6 +10,9 @@
 //! Ctrl+C ends, a `WAIT_STARTED`, a wait `ralph status` shows and a resumed run takes up. The
 //! reset time is read against a [`Clock`] the caller can replace.
 //!
+//! [`GithubPulls`] opens and updates pull requests for `land.pr: github` (escalation's
+//! `PullRequests`), over the same client and with the same waits.
+//!
 //! It must never print, log or sleep. It never decides what a failure does to the run:
 //! escalation does, from the `TaskListError`. It sends
 //! the token only to the API address it was given: a pagination link elsewhere is an error.
@@ -18,12 +21,14 @@ mod client;
 mod error;
 pub mod issues;
 mod list;
+mod pulls;
 mod repo;
 mod token;
 
 pub use client::{Client, Comment, Issue, IssueState};
 pub use error::Error;
 pub use list::GithubList;
+pub use pulls::GithubPulls;
 pub use ralph_rest::{Clock, SharedFailures, SystemClock};
 pub use repo::Repo;
 pub use token::{TOKEN_VARIABLES, Token, api_url_from_env, token_from_env};

@@ -13,6 +13,27 @@ pub struct Repo {
 }
 
 impl Repo {
+    /// The repository a git remote's URL names (`git@github.com:o/r.git`,
+    /// `https://github.com/o/r`, `ssh://git@host/o/r.git`): its last two path components;
+    /// `None` for a URL that names none (a local path may still end in two that pass).
+    #[must_use]
+    pub fn from_remote_url(url: &str) -> Option<Self> {
+        let path = match url.split_once("://") {
+            Some((_, rest)) => rest.split_once('/')?.1,
+            // scp-like `user@host:path`; a plain path has no `:` before its first `/`.
+            None => {
+                url.split_once(':')
+                    .filter(|(host, _)| !host.contains('/'))?
+                    .1
+            }
+        };
+        let mut parts = path.trim_end_matches('/').rsplit('/');
+        let name = parts.next()?;
+        let name = name.strip_suffix(".git").unwrap_or(name);
+        let owner = parts.next()?;
+        format!("{owner}/{name}").parse().ok()
+    }
+
     /// The account or organisation that owns the repository.
     #[must_use]
     pub fn owner(&self) -> &str {
@@ -75,5 +96,21 @@ mod tests {
             let err = bad.parse::<Repo>().unwrap_err();
             assert!(err.to_string().contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn a_remote_url_names_its_repository() {
+        let named = |url: &str| Repo::from_remote_url(url).map(|r| r.to_string());
+        for url in [
+            "git@github.com:o/r.git",
+            "https://github.com/o/r",
+            "https://github.com/o/r.git/",
+            "ssh://git@github.com/o/r.git",
+            "https://x-access-token@ghe.example.com/o/r.git",
+        ] {
+            assert_eq!(named(url).as_deref(), Some("o/r"), "{url}");
+        }
+        assert_eq!(named("https://github.com/lonely"), None);
+        assert_eq!(named("/tmp/remote"), None);
     }
 }

@@ -123,6 +123,9 @@ impl From<WireNote> for Note {
 pub struct Client {
     transport: Transport,
     project: Project,
+    /// The token, for the one header a push to GitLab carries (its requests carry it through
+    /// `transport`).
+    token: Token,
 }
 
 impl fmt::Debug for Client {
@@ -139,8 +142,17 @@ impl Client {
     /// with the system clock. The token goes in each request's `PRIVATE-TOKEN` header.
     #[must_use]
     pub fn new(base: impl Into<String>, token: Token, project: Project) -> Self {
-        let transport = Transport::new(base, "application/json", ("private-token", token), vec![]);
-        Self { transport, project }
+        let transport = Transport::new(
+            base,
+            "application/json",
+            ("private-token", token.clone()),
+            vec![],
+        );
+        Self {
+            transport,
+            project,
+            token,
+        }
     }
 
     /// A client for `project` (`group/project`) with the token and API address the environment
@@ -154,6 +166,11 @@ impl Client {
         let base = crate::api_url_from_env(var)?;
         let token = crate::token_from_env(var)?;
         Ok(Self::new(base, token, project))
+    }
+
+    /// The token, for the one header a push to GitLab carries ([`crate::GitlabMergeRequests`]).
+    pub(crate) fn token(&self) -> &Token {
+        &self.token
     }
 
     /// The same client on another clock.

@@ -18,6 +18,7 @@
 
 mod client;
 mod error;
+mod landing;
 mod list;
 mod merge_requests;
 pub mod notes;
@@ -26,6 +27,7 @@ mod token;
 
 pub use client::{Client, Issue, IssueState, Note};
 pub use error::Error;
+pub use landing::GitlabMergeRequests;
 pub use list::GitlabList;
 pub use merge_requests::{MergeRequest, MergeRequestState, NewMergeRequest};
 pub use project::Project;

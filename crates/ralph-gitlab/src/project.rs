@@ -36,6 +36,27 @@ fn valid_segment(segment: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+impl Project {
+    /// The project a git remote's URL names (`https://gitlab.com/group/sub/project.git`,
+    /// `git@gitlab.example.com:group/project.git`): the path after the host, without `.git`.
+    /// `None` for a URL without one (a local path, a bare host).
+    #[must_use]
+    pub fn from_remote_url(url: &str) -> Option<Self> {
+        let path = match url.split_once("://") {
+            Some((_, rest)) => rest.split_once('/')?.1,
+            // scp-like `user@host:path`; a plain path has no `:` before its first `/`.
+            None => {
+                url.split_once(':')
+                    .filter(|(host, _)| !host.contains('/'))?
+                    .1
+            }
+        };
+        let path = path.trim_end_matches('/');
+        let path = path.strip_suffix(".git").unwrap_or(path);
+        path.parse().ok()
+    }
+}
+
 impl FromStr for Project {
     type Err = Error;
 
@@ -86,5 +107,29 @@ mod tests {
             let err = bad.parse::<Project>().unwrap_err();
             assert!(err.to_string().contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn a_remote_url_names_its_project_with_its_groups() {
+        for (url, path) in [
+            (
+                "https://gitlab.com/acme/tools/widgets.git",
+                "acme/tools/widgets",
+            ),
+            (
+                "https://oauth2@gitlab.example.com/acme/widgets",
+                "acme/widgets",
+            ),
+            ("git@gitlab.com:acme/widgets.git", "acme/widgets"),
+            ("ssh://git@gitlab.com:2222/acme/widgets.git", "acme/widgets"),
+        ] {
+            assert_eq!(
+                Project::from_remote_url(url).map(|p| p.to_string()),
+                Some(path.to_owned()),
+                "{url}"
+            );
+        }
+        assert_eq!(Project::from_remote_url("/srv/git/widgets.git"), None);
+        assert_eq!(Project::from_remote_url("https://gitlab.com/widgets"), None);
     }
 }

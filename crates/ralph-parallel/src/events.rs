@@ -208,6 +208,68 @@ pub enum ParallelEventKind {
         #[serde(default)]
         commit: String,
     },
+    /// `land.pr`: the task passed the queue's checks; its branch was pushed and a pull
+    /// request opened (the base untouched).
+    PrOpened {
+        /// The task.
+        task_id: String,
+        /// The request's number.
+        #[serde(default)]
+        number: u64,
+        /// Its page on the forge.
+        #[serde(default)]
+        url: String,
+        /// `open`, `closed` or `merged`.
+        #[serde(default)]
+        state: String,
+        /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
+        branch: String,
+        /// The branch it lands on.
+        #[serde(default)]
+        base: String,
+    },
+    /// `land.pr`: the task's branch was pushed again and its open pull request updated.
+    PrUpdated {
+        /// The task.
+        task_id: String,
+        /// The request's number.
+        #[serde(default)]
+        number: u64,
+        /// Its page on the forge.
+        #[serde(default)]
+        url: String,
+        /// `open`, `closed` or `merged`.
+        #[serde(default)]
+        state: String,
+        /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
+        branch: String,
+        /// The branch it lands on.
+        #[serde(default)]
+        base: String,
+    },
+    /// `land.pr`: the branch's pull request was closed unmerged by a person: nothing pushed,
+    /// not reopened.
+    PrClosed {
+        /// The task.
+        task_id: String,
+        /// The request's number.
+        #[serde(default)]
+        number: u64,
+        /// Its page on the forge.
+        #[serde(default)]
+        url: String,
+        /// `open`, `closed` or `merged`.
+        #[serde(default)]
+        state: String,
+        /// The task's branch (`ralph/US-1`).
+        #[serde(default)]
+        branch: String,
+        /// The branch it lands on.
+        #[serde(default)]
+        base: String,
+    },
     /// A lane's agent asked a person: the merge queue put the question where the task lives
     /// (committed under a checklist item on the base, a comment on an issue). The lane waits
     /// for the answer there; the other lanes go on.
@@ -329,6 +391,9 @@ impl ParallelEventKind {
             | ParallelEventKind::MergeCheckFailed { task_id, .. }
             | ParallelEventKind::MergeHeld { task_id, .. }
             | ParallelEventKind::TaskLanded { task_id, .. }
+            | ParallelEventKind::PrOpened { task_id, .. }
+            | ParallelEventKind::PrUpdated { task_id, .. }
+            | ParallelEventKind::PrClosed { task_id, .. }
             | ParallelEventKind::LaneAsked { task_id, .. }
             | ParallelEventKind::TaskBlocked { task_id, .. } => Some(task_id),
             ParallelEventKind::Warning { task_id, .. } => task_id.as_deref(),
@@ -637,6 +702,14 @@ mod tests {
             ParallelEventKind::TaskLanded {
                 task_id: task_id(),
                 commit: "c".into(),
+            },
+            ParallelEventKind::PrOpened {
+                task_id: task_id(),
+                number: 7,
+                url: "https://github.com/o/r/pull/7".into(),
+                state: "open".into(),
+                branch: "ralph/US-001".into(),
+                base: "main".into(),
             },
             ParallelEventKind::LaneAsked {
                 task_id: task_id(),

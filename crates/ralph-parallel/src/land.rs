@@ -4,6 +4,7 @@
 
 use ralph_engine::frontmatter::yaml::Value;
 use ralph_engine::frontmatter::{PlugVocabulary, SectionProblem};
+use ralph_escalation::pr_config;
 use ralph_escalation::tasks_config::describe;
 
 /// What a landing adds to the base's history. Whichever it is, the `done_when` checks ran on
@@ -57,7 +58,8 @@ impl LandConfig {
     }
 }
 
-/// The `land` section's problems: a mapping whose only key is `history`, one of its choices.
+/// The `land` section's problems: a mapping of `history` (one of its choices) and the
+/// pull-request keys [`pr_config`] checks.
 pub fn check(value: &Value) -> Vec<SectionProblem> {
     let choices = History::ALL.map(|h| format!("`{}`", h.as_str())).join(", ");
     let Some(map) = value.as_mapping() else {
@@ -83,10 +85,16 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                     ));
                 }
             }
-            Some(other) => problems.push(SectionProblem::at_key(
-                other,
-                format!("unknown key `{other}`; `land` takes `history`"),
-            )),
+            Some(other) => match pr_config::check_key(other, item, value) {
+                Some(found) => problems.extend(found),
+                None => problems.push(SectionProblem::at_key(
+                    other,
+                    format!(
+                        "unknown key `{other}`; `land` takes `history`, {}",
+                        pr_config::KEYS.map(|k| format!("`{k}`")).join(", ")
+                    ),
+                )),
+            },
             None => problems.push(SectionProblem::at_value("", "keys must be words")),
         }
     }
@@ -95,8 +103,8 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
 
 /// The JSON Schema of the `land` section, for `docs/ralph.schema.json`.
 pub fn json_schema() -> serde_json::Value {
-    serde_json::json!({
-        "description": "How `ralph run --parallel` lands a task on the base. See docs/parallel.md.",
+    let mut schema = serde_json::json!({
+        "description": "How a task lands: on the base (`ralph run --parallel`, see docs/parallel.md), or as a pull request (`pr`, see docs/forges.md).",
         "type": "object",
         "properties": {
             "history": {
@@ -108,7 +116,11 @@ pub fn json_schema() -> serde_json::Value {
             }
         },
         "additionalProperties": false
-    })
+    });
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.extend(pr_config::json_schema_properties());
+    }
+    schema
 }
 
 /// The words parallel runs bring to RALPH.md: the `land` section.
@@ -143,7 +155,7 @@ mod tests {
             messages,
             [
                 "expected one of `merge`, `rebase`, `squash`, got \"linear\"",
-                "unknown key `squash`; `land` takes `history`",
+                "unknown key `squash`; `land` takes `history`, `pr`, `repo`, `remote`, `draft`",
             ]
         );
         assert_eq!(problems[0].field, "history");

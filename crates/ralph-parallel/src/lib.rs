@@ -24,6 +24,7 @@ pub mod events;
 mod git;
 pub mod land;
 mod lane_list;
+mod pr_landing;
 mod queue;
 mod session;
 pub mod tasks;
@@ -187,6 +188,9 @@ pub struct ParallelOptions {
     pub listed: Option<Vec<ListedTask>>,
     /// What a landing adds to the base's history (the RALPH.md's `land.history`).
     pub history: History,
+    /// `land.pr`: each task that passes the queue's checks is pushed and opened as a pull
+    /// request through this, instead of landing on the base.
+    pub pull_requests: Option<std::sync::Arc<std::sync::Mutex<ralph_escalation::PrLanding>>>,
 }
 
 impl std::fmt::Debug for ParallelOptions {
@@ -202,6 +206,7 @@ impl std::fmt::Debug for ParallelOptions {
             .field("tasks", &self.tasks.is_some())
             .field("listed", &self.listed.as_ref().map(Vec::len))
             .field("history", &self.history)
+            .field("pull_requests", &self.pull_requests.is_some())
             .finish()
     }
 }
@@ -220,6 +225,7 @@ impl ParallelOptions {
             tasks: None,
             listed: None,
             history: History::default(),
+            pull_requests: None,
         }
     }
 }
@@ -272,6 +278,12 @@ struct CheckStop {
 /// What the queue's landing of one task gave.
 enum Landed {
     Yes(String),
+    /// `land.pr`: the landing commit on the task's branch (the base untouched), pushed, and
+    /// its pull request as the forge has it.
+    PullRequest {
+        commit: String,
+        landed: ralph_escalation::PrLanded,
+    },
     Conflict {
         files: Vec<String>,
         hunks: String,
@@ -1633,6 +1645,9 @@ impl Parallel {
             move || repo.merge_base(&id, &worktree)
         };
         let title = self.title(&id);
+        let pull_requests = self.options.pull_requests.clone();
+        let mut facts = self.pr_facts(&id);
+        let pr_title = ralph_escalation::pr_title(&id, Some(&title), self.list.kind() == "github");
         // The event before the step, so readers see the merge start before its end.
         let base_commit = self.repo.base_commit()?;
         let branch_commit = git::run(&worktree, &["rev-parse", "HEAD"])?;
@@ -1662,6 +1677,7 @@ impl Parallel {
                     }
                 };
                 let mut failed = Vec::new();
+                let mut passed = Vec::new();
                 let mut signals = stop.signals.lock().await;
                 for check in &checks {
                     let result = ralph_engine::run_check(
@@ -1673,8 +1689,9 @@ impl Parallel {
                         &mut signals,
                     )
                     .await;
-                    if result.tail.is_some() {
-                        failed.push(result);
+                    match result.tail.is_some() {
+                        true => failed.push(result),
+                        false => passed.push(result),
                     }
                 }
                 drop(signals);
@@ -1686,6 +1703,27 @@ impl Parallel {
                     let saved =
                         join_blocking(move || repo.send_back(&id, &worktree, &journal)).await?;
                     return Ok(Landed::CheckFailed { failed, saved });
+                }
+                if let Some(pr) = pull_requests {
+                    let stopped = stop.stopped.clone();
+                    let outcome = join_blocking(move || {
+                        facts.checks = passed;
+                        let request = pr_landing::PrRequest {
+                            worktree: &worktree,
+                            title: &title,
+                            pr_title,
+                            facts,
+                        };
+                        repo.land_as_pull_request(&journal, &head, request, &pr, &stopped)
+                    })
+                    .await?;
+                    return Ok(match outcome {
+                        pr_landing::PrOutcome::Landed { commit, landed } => {
+                            Landed::PullRequest { commit, landed }
+                        }
+                        pr_landing::PrOutcome::Refused(why) => Landed::Refused(why),
+                        pr_landing::PrOutcome::Interrupted => Landed::Interrupted,
+                    });
                 }
                 let (landing, moved) =
                     join_blocking(move || repo.land(journal, &head, &title)).await?;
@@ -1935,6 +1973,10 @@ impl Parallel {
         match result {
             Landed::Interrupted | Landed::Held(_) => {}
             Landed::Yes(commit) => self.record_landing(id, commit)?,
+            Landed::PullRequest { commit, landed } => {
+                self.record_landing(id, commit)?;
+                self.pull_request_landed(id, &landed);
+            }
             Landed::Refused(why) => {
                 // Its work stays on its branch and in its worktree; `--resume` lands it, its
                 // task not done again.
@@ -2102,10 +2144,15 @@ impl Parallel {
     /// told (GitHub: a comment naming the commit, the issue closed); a file list has its mark
     /// in the commit already. What it cannot do is a warning: the work is on the base.
     fn report_landed(&mut self, id: &str, commit: &str) {
+        // With `land.pr` the commit is on the task's own branch, in its pull request.
+        let branch = match self.options.pull_requests {
+            Some(_) => git::branch_name(id),
+            None => self.repo.base.clone(),
+        };
         let mark = Mark::Passed {
             story_id: id.to_owned(),
             commit: Some(commit.to_owned()),
-            branch: Some(self.repo.base.clone()),
+            branch: Some(branch),
         };
         let mut told = Ok(());
         if self.repo.list_rel.is_empty() {

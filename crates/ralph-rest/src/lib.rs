@@ -8,6 +8,7 @@
 //! It never prints, logs or sleeps. Each forge's crate turns a [`Reply`] into its own errors,
 //! with its own hints.
 
+mod basic;
 mod clock;
 pub mod issue_tasks;
 mod pages;
@@ -17,6 +18,7 @@ mod transport;
 mod waits;
 pub mod words;
 
+pub use basic::basic_authorization;
 pub use clock::{Clock, SystemClock};
 pub use pages::{PageStop, Pages};
 pub use rate_limit::{RateLimitHeaders, rate_limit_wait};

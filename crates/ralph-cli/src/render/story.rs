@@ -44,6 +44,30 @@ pub(super) fn task_line(style: Style, event: &TaskEvent) -> Option<String> {
             attempts,
             checkpoint,
         } => story_passed_line(style, story_id, *attempts, checkpoint.as_deref()),
+        StoryEvent::PrOpened {
+            story_id,
+            url,
+            base,
+            ..
+        } => format!(
+            "{} for {}: {} (to {})",
+            style.paint("1;32", "pull request opened"),
+            inert(story_id),
+            inert(url),
+            inert(base)
+        ),
+        StoryEvent::PrUpdated { story_id, url, .. } => format!(
+            "{} for {}: {}",
+            style.paint("1;32", "pull request updated"),
+            inert(story_id),
+            inert(url)
+        ),
+        StoryEvent::PrClosed { story_id, url, .. } => format!(
+            "{} for {}: {} (closed unmerged: left closed, nothing pushed)",
+            style.paint("1;33", "pull request closed"),
+            inert(story_id),
+            inert(url)
+        ),
         // A later attempt on a story: the iteration line names it.
         _ => return None,
     })

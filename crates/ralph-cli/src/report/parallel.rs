@@ -297,6 +297,20 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 let what = format!("landed on the base as {commit}");
                 queue_rows.push((t, task.to_owned(), "converged".to_owned(), what));
             }
+            ParallelEventKind::PrOpened { url, state, .. }
+            | ParallelEventKind::PrUpdated { url, state, .. }
+            | ParallelEventKind::PrClosed { url, state, .. } => {
+                let i = lane_of(&mut lanes, task);
+                let done = match &e.kind {
+                    ParallelEventKind::PrOpened { .. } => "opened",
+                    ParallelEventKind::PrUpdated { .. } => "updated",
+                    _ => "found closed, left so",
+                };
+                let link = format!("<a href=\"{0}\">{0}</a> ({1})", escape(url), escape(state));
+                lanes[i].outcome = format!("pull request {link}");
+                let what = format!("pull request {done}: {link}");
+                queue_rows.push((t, task.to_owned(), "converged".to_owned(), what));
+            }
             ParallelEventKind::TaskBlocked { reason, .. } => {
                 let i = lane_of(&mut lanes, task);
                 close(&mut lanes[i], t, "blocked");

@@ -54,6 +54,8 @@ pub(crate) struct Lane {
     /// whose task had passed goes straight to the queue and lands without an iteration).
     next_log_dir: Option<PathBuf>,
     cost: RunCost,
+    /// `land.pr`: its task's pull request, as its last event told it.
+    pub(crate) pull_request: Option<crate::pull_requests::PullRequest>,
 }
 
 /// What a loop does now.
@@ -110,6 +112,7 @@ impl Lane {
             log_dir,
             next_log_dir: None,
             cost: RunCost::default(),
+            pull_request: None,
         }
     }
 
@@ -238,6 +241,12 @@ impl WatchModel {
                 self.lane_mut(SINGLE_LANE, at).state =
                     LaneState::Waiting(reason.as_str().to_owned());
             }
+            EventKind::Task(task) if crate::pull_requests::TYPES.contains(&task.type_name()) => {
+                let value = serde_json::to_value(task).unwrap_or_default();
+                if let Some((_, pr)) = crate::pull_requests::PullRequest::from_event(&value) {
+                    self.lane_mut(SINGLE_LANE, at).pull_request = Some(pr);
+                }
+            }
             _ => {}
         }
     }
@@ -364,6 +373,15 @@ impl WatchModel {
                 lane.ended = at;
                 leave_queue = true;
             }
+            ParallelEventKind::PrOpened { .. }
+            | ParallelEventKind::PrUpdated { .. }
+            | ParallelEventKind::PrClosed { .. } => {
+                let value = serde_json::to_value(event).unwrap_or_default();
+                if let Some((_, pr)) = crate::pull_requests::PullRequest::from_event(&value) {
+                    lane.state = LaneState::Ended(format!("pull request {}", pr.done));
+                    lane.pull_request = Some(pr);
+                }
+            }
             ParallelEventKind::LaneAsked { question, at, .. } => {
                 lane.state = LaneState::Asking {
                     question: question.clone(),
@@ -445,5 +463,33 @@ mod tests {
         ));
         let model = WatchModel::from_parallel_events("p", &events);
         assert!(model.queue.is_empty());
+    }
+
+    /// `land.pr`: each lane (and one loop) shows its task's pull request, as its last event
+    /// told it.
+    #[test]
+    fn a_pull_request_shows_on_its_lane_and_on_one_loop() {
+        let lines = br#"{"ts":"2026-01-01T00:00:00Z","run_id":"p","type":"PARALLEL_STARTED","base":"main","parallel":1,"tasks":["7"],"resumed":false}
+{"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"TASK_LANDED","task_id":"7","commit":"c"}
+{"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"PR_OPENED","task_id":"7","number":100,"url":"https://github.com/o/r/pull/100","state":"open","branch":"ralph/7","base":"main"}
+"#;
+        let model = WatchModel::from_parallel_events("p", &ralph_parallel::parse_events(lines));
+        let lane = &model.lanes[0];
+        assert_eq!(
+            lane.state,
+            LaneState::Ended("pull request opened".to_owned())
+        );
+        assert_eq!(
+            lane.pull_request
+                .as_ref()
+                .map(crate::pull_requests::PullRequest::words),
+            Some("https://github.com/o/r/pull/100 (open)".to_owned())
+        );
+
+        let line = r#"{"ts":"2026-01-01T00:00:02Z","run_id":"r","type":"PR_UPDATED","story_id":"7","number":100,"url":"https://github.com/o/r/pull/100","state":"open","branch":"ralph/7","base":"main"}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        let model = WatchModel::from_events("r", &[event]);
+        let pr = model.lanes[0].pull_request.clone().expect("shown");
+        assert_eq!(pr.done, "updated");
     }
 }

@@ -163,6 +163,10 @@ fn draw_lanes(frame: &mut Frame<'_>, run: &RunScreen<'_>, area: Rect) {
                         format!("asks \"{question}\": answer in {at}")
                     }
                 };
+                let state = match &lane.pull_request {
+                    Some(pr) => format!("{state} · {}", pr.words()),
+                    None => state,
+                };
                 let until = lane.ended.unwrap_or(run.now);
                 let row = Row::new([
                     if selected { "›" } else { " " }.to_owned(),

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use super::github_pulls::{self, FakePull};
 use super::http_server::{HttpServer, Reply, Request};
 
 /// The token the server accepts.
@@ -75,6 +76,8 @@ struct State {
     /// Every list of issues links to itself as its next page, as a broken proxy might.
     self_link: bool,
     clock: u64,
+    /// Pull requests (`github_pulls`).
+    pulls: Vec<FakePull>,
 }
 
 impl State {
@@ -212,6 +215,20 @@ impl GithubServer {
             .filter(|c| c.issue == issue)
             .cloned()
             .collect()
+    }
+
+    /// The pull requests, oldest first.
+    pub fn pulls(&self) -> Vec<FakePull> {
+        self.state.lock().unwrap().pulls.clone()
+    }
+
+    /// A person closes pull request `number`, merged or not.
+    pub fn close_pull(&self, number: u64, merged: bool) {
+        let mut state = self.state.lock().unwrap();
+        if let Some(pull) = state.pulls.iter_mut().find(|p| p.number == number) {
+            pull.state = "closed".to_owned();
+            pull.merged = merged;
+        }
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -420,6 +437,11 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
     let path = request.path.split('?').next().unwrap_or_default();
     if request.method == "GET" && path == "/user" {
         return Reply::json(200, &json!({"login": LOGIN, "type": "User"}));
+    }
+    if let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/pulls")) {
+        return github_pulls::route(&mut state.pulls, rest, request, |name| {
+            query(&request.path, name)
+        });
     }
     let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/issues")) else {
         return message(404, "Not Found");

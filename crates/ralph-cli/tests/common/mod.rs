@@ -427,6 +427,7 @@ exec "$GIT" "$@"
     )
 }
 
+pub mod github_pulls;
 pub mod github_server;
 pub mod gitlab_server;
 pub mod http_server;

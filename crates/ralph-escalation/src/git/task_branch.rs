@@ -39,10 +39,19 @@ pub fn switch_to_task_branch(cwd: &Path, id: &str) -> Result<TaskBranch, GitErro
         });
     }
     let exists = git.run(&["rev-parse", "--verify", "-q", &full]).is_ok();
+    let from = git.head_branch()?;
     match exists {
         true => git.run(&["switch", "-q", &name])?,
         false => git.run(&["switch", "-q", "-c", &name])?,
     };
+    // The branch it is made from (or comes back from) is where its pull request lands
+    // (`land.pr`): recorded beside git's own settings for the branch.
+    if let Some(base) = from.as_deref().and_then(|b| b.strip_prefix("refs/heads/")) {
+        super::push::remember_base(&git.top, &name, base).map_err(|err| GitError::Failed {
+            args: format!("config branch.{name}.ralphBase {base}"),
+            stderr: err.to_string(),
+        })?;
+    }
     Ok(TaskBranch {
         name,
         created: !exists,
