@@ -142,3 +142,14 @@ fn known_teams(known: &[String]) -> String {
         keys => keys.join(", "),
     }
 }
+
+impl ralph_rest::Waitable for Error {
+    fn wait_kind(&self) -> ralph_rest::WaitKind {
+        match self {
+            Error::RateLimited { wait, .. } => ralph_rest::WaitKind::RateLimited(*wait),
+            Error::Unreachable { .. } => ralph_rest::WaitKind::Unreachable,
+            Error::Interrupted { .. } => ralph_rest::WaitKind::Interrupted,
+            _ => ralph_rest::WaitKind::Never,
+        }
+    }
+}

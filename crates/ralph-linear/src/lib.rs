@@ -29,7 +29,8 @@ pub use client::{
 };
 pub use error::Error;
 pub use forge::{Clock, Secret, SystemClock};
-pub use list::{LinearList, SharedFailures};
+pub use list::LinearList;
+pub use ralph_rest::SharedFailures;
 
 /// The API address used when `LINEAR_API_URL` is not set.
 pub const DEFAULT_API_URL: &str = "https://api.linear.app/graphql";

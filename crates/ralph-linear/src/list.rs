@@ -4,19 +4,15 @@
 //! issue itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
+use ralph_backoff::FailurePolicy;
 use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_rest::{SharedFailures, Waits};
 use serde_json::{Value, json};
 
 use crate::words::{self, BLOCKED_LABEL};
 use crate::{Client, Comment, Error, Issue, Team, User, WorkflowState};
-
-/// Failures in a row (network errors, 5xx answers) that lists share
-/// ([`LinearList::sharing_failures`]).
-pub type SharedFailures = Arc<Mutex<FailureStreak>>;
 
 /// The workflow-state type of the issues that are tasks.
 const UNSTARTED: &str = "unstarted";
@@ -24,9 +20,6 @@ const UNSTARTED: &str = "unstarted";
 /// While ralph waits for an answer, one look in this many also reads the issue, to see it
 /// moved out of its unstarted state (or its label taken off) by a person.
 const ISSUE_EVERY: u64 = 3;
-
-/// The wait after a request given up at an interrupt.
-const AFTER_INTERRUPT: Duration = Duration::from_secs(1);
 
 /// What the list learns of Linear once, at its first request: who the key is (a bad key is
 /// said there, at the start), the team, the state a passed issue moves to.
@@ -54,12 +47,10 @@ pub struct LinearList {
     /// The team's key, as `tasks.linear` gives it.
     team_key: String,
     label: Option<String>,
-    /// The run's `failure:` backoff, for network errors and 5xx answers.
-    failure: FailurePolicy,
-    /// Network errors and 5xx answers in a row, shared by the lists a run makes.
-    failures: SharedFailures,
-    /// The longest rate-limit wait (`rate_limit.max_wait`).
-    max_wait: Duration,
+    /// What Linear's errors mean to the run: the `failure:` backoff for network errors and
+    /// 5xx answers (counted in a row with the run's other lists), a rate limit's wait capped
+    /// by `rate_limit.max_wait`.
+    waits: Waits,
     setting: Option<Setting>,
     /// The `ralph:blocked` label's id, once found or made.
     blocked_label: Option<String>,
@@ -92,9 +83,7 @@ impl LinearList {
             client,
             team_key: team.into(),
             label,
-            failure,
-            failures: Arc::default(),
-            max_wait,
+            waits: Waits::new(failure, max_wait),
             setting: None,
             blocked_label: None,
             seen: BTreeMap::new(),
@@ -108,7 +97,7 @@ impl LinearList {
     /// run: a run's start makes more than one (`--task` checks the task, then opens the run).
     #[must_use]
     pub fn sharing_failures(mut self, failures: SharedFailures) -> Self {
-        self.failures = failures;
+        self.waits.share_failures(failures);
         self
     }
 
@@ -188,73 +177,10 @@ impl LinearList {
             .map_err(list_error)
     }
 
-    fn streak(&self) -> std::sync::MutexGuard<'_, FailureStreak> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// What `outcome` means to escalation. A rate limit is a wait until its reset (at most
-    /// `max_wait`); a network error or a 5xx is a wait from the run's `failure:` backoff, and
-    /// at `failure.max_consecutive` in a row the list cannot be read now. Every other error
-    /// ends the run, saying why.
+    /// What `outcome` means to escalation: see [`Waits::settle`].
     fn settle<T>(&mut self, outcome: Result<T, TaskListError>) -> Result<T, TaskListError> {
-        let err = match outcome {
-            Ok(value) => {
-                self.streak().record_success();
-                return Ok(value);
-            }
-            Err(TaskListError::Failed(err)) => err,
-            Err(other) => return Err(other),
-        };
-        let err = match err.downcast::<Error>() {
-            Ok(err) => *err,
-            Err(other) => return Err(TaskListError::Failed(other)),
-        };
-        match err {
-            Error::RateLimited { wait, .. } => {
-                let wait = wait.min(self.max_wait);
-                Err(TaskListError::RetryAfter {
-                    wait,
-                    why: format!("{err}; asking again in {}", in_words(wait)),
-                })
-            }
-            Error::Unreachable { .. } => match self.streak().record_failure(&self.failure) {
-                FailureDecision::Wait { delay, consecutive } => Err(TaskListError::RetryAfter {
-                    wait: delay,
-                    why: format!(
-                        "{err}; try {} of {} in {}",
-                        consecutive + 1,
-                        self.failure.max_consecutive.max(1),
-                        in_words(delay)
-                    ),
-                }),
-                FailureDecision::Stop { consecutive } => {
-                    Err(TaskListError::Unreadable(Box::new(Unreachable {
-                        err,
-                        tries: consecutive,
-                    })))
-                }
-            },
-            // A wait like any other, for the interrupt to be answered as during a wait.
-            Error::Interrupted { .. } => Err(TaskListError::RetryAfter {
-                wait: AFTER_INTERRUPT,
-                why: format!("{err}; asking again in {}", in_words(AFTER_INTERRUPT)),
-            }),
-            other => Err(TaskListError::Failed(Box::new(other))),
-        }
+        self.waits.settle::<T, Error>(outcome)
     }
-}
-
-/// Linear unreachable through every try `failure.max_consecutive` allows.
-#[derive(Debug, thiserror::Error)]
-#[error("{err}, {tries} times in a row (failure.max_consecutive)")]
-struct Unreachable {
-    err: Error,
-    tries: u64,
-}
-
-/// A wait in words: `2s`, `250ms`.
-fn in_words(wait: Duration) -> String {
-    humantime::format_duration(wait).to_string()
 }
 
 /// Every client error as [`TaskListError::Failed`], for [`LinearList::settle`] to sort.
