@@ -433,13 +433,16 @@ impl Reader<'_> {
 
     /// A one-line scalar or alias from `start` to `end`, as written.
     fn raw(&self, event: &Event<'_>, start: Place, end: Place) -> Option<String> {
-        let one_line = match event {
+        let inline = match event {
             Event::Scalar(_, ScalarStyle::Literal | ScalarStyle::Folded, ..) => false,
-            Event::Scalar(..) | Event::Alias(_) => start.line == end.line,
+            Event::Scalar(..) | Event::Alias(_) => true,
             _ => false,
         };
+        if !inline || start.line != end.line {
+            return None;
+        }
         let text = self.line(start.line).get(start.col..end.col)?;
-        one_line.then(|| text.iter().collect::<String>().trim_end().to_owned())
+        Some(text.iter().collect::<String>().trim_end().to_owned())
     }
 
     /// The `|` or `>` of the block scalar whose content starts at `content`: at the end of

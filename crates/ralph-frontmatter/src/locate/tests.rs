@@ -195,9 +195,11 @@ fn anchors_tags_and_aliases_are_stepped_over() {
 
 #[test]
 fn a_key_without_a_value_is_located_at_the_key() {
-    let loc = locator("agent:\ntimeout: ~\n");
+    let loc = locator("agent:\ntimeout: ~\nargs:\n-\n- x\n");
     assert_eq!(loc.value(&path("agent")), at(2, 1));
     assert_eq!(loc.value(&path("timeout")), at(3, 10));
+    assert_eq!(loc.value(&path("args[0]")), at(5, 1));
+    assert_eq!(loc.key(&path("args[1]")), at(6, 1));
 }
 
 #[test]
