@@ -530,7 +530,9 @@ pub fn parse_with(file: &str, text: &str, vocabulary: &Vocabulary) -> Result<Par
 
     let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
     let value: Value = serde_norway::from_str(doc.frontmatter).map_err(|error| {
-        // serde_norway stops at the first repeated key; the locator has read them all.
+        // serde_norway stops at the first repeated key in file order, the locator's first (up
+        // to a syntax error, as serde_norway). Should something before it fail too (a number too
+        // large), the repeated key is told first.
         fail(vec![match locator.duplicates().first() {
             Some(duplicate) => located(
                 duplicate.again,
