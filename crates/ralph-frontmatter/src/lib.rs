@@ -561,7 +561,10 @@ pub fn parse_with(file: &str, text: &str, vocabulary: &Vocabulary) -> Result<Par
 
     let locator = Locator::new(doc.frontmatter, doc.frontmatter_line, document::OPENING);
     let value: Value = serde_norway::from_str(doc.frontmatter).map_err(|error| {
-        fail(vec![match duplicate_key(&locator, &error) {
+        // serde_norway stops at the first repeated key in file order, the locator's first (up
+        // to a syntax error, as serde_norway). Should something before it fail too (a number too
+        // large), the repeated key is told first.
+        fail(vec![match locator.duplicates().first() {
             Some(duplicate) => located(
                 duplicate.again,
                 &duplicate.path.to_string(),
@@ -743,21 +746,6 @@ fn field_path(field: &str) -> locate::FieldPath {
         }
     }
     path
-}
-
-/// The repeated key serde_norway complains about, located by the scanner: serde_norway itself
-/// only points at the start of the mapping that holds it.
-fn duplicate_key<'l>(
-    locator: &'l Locator,
-    error: &serde_norway::Error,
-) -> Option<&'l locate::Duplicate> {
-    let message = error.to_string();
-    // serde_norway prefixes the message with the enclosing path (`idle: duplicate entry ...`).
-    let (_, key) = message.split_once("duplicate entry with key ")?;
-    locator.duplicates().iter().find(|duplicate| {
-        matches!(duplicate.path.0.last(), Some(locate::Seg::Key(name))
-            if key.starts_with(&format!("{name:?}")))
-    })
 }
 
 /// The names the engine fills in under `{{ ralph.* }}`: the one list validation checks a

@@ -3,5 +3,6 @@
 
 mod fixtures;
 mod parse;
+mod positions;
 mod shell_quoting;
 mod vocabulary;
