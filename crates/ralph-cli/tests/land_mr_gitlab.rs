@@ -1,7 +1,8 @@
 //! `land.pr: gitlab`: a `--task` that passes is pushed as `ralph/<id>` to a remote (a local
 //! bare repository here) and opened as a merge request on the fake GitLab, into the branch it
-//! started from; the base stays as it was, a re-run updates the one request, and a request a
-//! person closed is reported and left closed.
+//! started from; the base stays as it was, a re-run updates the one request, a refused push is
+//! an error naming the remote and the branch, and a request a person closed is reported and
+//! left closed.
 
 use crate::common;
 
@@ -157,4 +158,35 @@ fn a_merge_request_a_person_closed_is_reported_and_left_closed() {
     assert_eq!(requests[0].state, "closed");
     assert_eq!(p.events_of("PR_CLOSED").len(), 1, "{:#?}", p.events());
     assert!(p.events_of("PR_OPENED").is_empty());
+}
+
+#[test]
+fn a_refused_push_is_an_error_naming_the_remote_and_the_branch_and_opens_nothing() {
+    let server = GitlabServer::start();
+    let n = server.open_issue("Protected", "", &["ralph"]);
+    let (p, remote) = project();
+    // The remote refuses every push, as a protected-branch rule might.
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'protected: no pushes here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&hook, mode).unwrap();
+    let base = rev(p.path(), "main");
+
+    let out = run(&p, &server, &["run", "--task", &n.to_string()]);
+
+    assert_ne!(common::code(&out), 0, "{}", common::stderr(&out));
+    let said = format!("{}{:#?}", common::stderr(&out), p.events());
+    assert!(
+        said.contains("remote `origin`") && said.contains(&format!("branch `ralph/{n}`")),
+        "{said}"
+    );
+    assert!(said.contains("protected: no pushes here"), "{said}");
+    assert!(server.merge_requests().is_empty());
+    assert_eq!(remote_rev(&remote, &format!("ralph/{n}")), None);
+    assert_eq!(rev(p.path(), "main"), base);
 }
