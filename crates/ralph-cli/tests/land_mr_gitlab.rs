@@ -12,6 +12,8 @@ use std::process::{Command, Output, Stdio};
 use common::gitlab_server::{GitlabServer, PROJECT, TOKEN};
 use common::{Project, git, git_repo};
 
+use crate::land_pr::{refuse_every_push, remote_rev};
+
 /// The agent: a file for the issue, then `done`; the check passes once the file is there.
 const AGENT: &str = r#"prompt=$(cat)
 n=$(printf '%s\n' "$prompt" | sed -n 's/^ISSUE=//p')
@@ -58,19 +60,6 @@ fn run(p: &Project, server: &GitlabServer, args: &[&str]) -> Output {
 
 fn rev(dir: &Path, name: &str) -> String {
     git(dir, &["rev-parse", name]).trim().to_owned()
-}
-
-/// The commit `branch` is at in the bare repository `remote`, if it has it.
-fn remote_rev(remote: &Path, branch: &str) -> Option<String> {
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(remote)
-        .args(["rev-parse", "--verify", "-q", branch])
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 #[test]
@@ -165,16 +154,7 @@ fn a_refused_push_is_an_error_naming_the_remote_and_the_branch_and_opens_nothing
     let server = GitlabServer::start();
     let n = server.open_issue("Protected", "", &["ralph"]);
     let (p, remote) = project();
-    // The remote refuses every push, as a protected-branch rule might.
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\necho 'protected: no pushes here' >&2\nexit 1\n",
-    )
-    .unwrap();
-    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
-    std::fs::set_permissions(&hook, mode).unwrap();
+    refuse_every_push(&remote);
     let base = rev(p.path(), "main");
 
     let out = run(&p, &server, &["run", "--task", &n.to_string()]);

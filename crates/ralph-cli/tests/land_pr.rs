@@ -88,7 +88,7 @@ fn rev(dir: &Path, name: &str) -> String {
 }
 
 /// The commit `branch` is at in the bare repository `remote`, if it has it.
-fn remote_rev(remote: &Path, branch: &str) -> Option<String> {
+pub(crate) fn remote_rev(remote: &Path, branch: &str) -> Option<String> {
     let out = Command::new("git")
         .arg("--git-dir")
         .arg(remote)
@@ -117,6 +117,20 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// The bare repository `remote` refuses every push from now on, saying
+/// `protected: no pushes here`, as a protected-branch rule might.
+pub(crate) fn refuse_every_push(remote: &Path) {
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'protected: no pushes here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&hook, mode).unwrap();
 }
 
 #[test]
@@ -256,16 +270,7 @@ fn a_refused_push_is_an_error_naming_the_remote_and_the_branch_and_opens_nothing
     let server = GithubServer::start();
     let n = server.open_issue("Protected", "", &["ralph"]);
     let (p, remote) = project("");
-    // The remote refuses every branch but main, as a protected-branch rule might.
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\necho 'protected: no pushes here' >&2\nexit 1\n",
-    )
-    .unwrap();
-    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
-    std::fs::set_permissions(&hook, mode).unwrap();
+    refuse_every_push(&remote);
     let base = rev(p.path(), "main");
 
     let out = run(&p, &server, &["run", "--task", &n.to_string()]);
