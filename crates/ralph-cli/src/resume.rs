@@ -115,7 +115,7 @@ fn resume_command(path: &Path, session: &Session) -> String {
     let mut command = run_command(path, "--resume");
     if let Some(limit) = session
         .max_iterations
-        .filter(|limit| session.iteration >= *limit)
+        .filter(|limit| session.tally.iteration >= *limit)
     {
         command.push_str(&format!(" -n {}", limit.saturating_mul(2)));
     }

@@ -309,10 +309,10 @@ impl Status {
             "exit_code": s.ended.as_ref().map(|e| e.exit_code),
             "ended_at": s.ended.as_ref().map(|e| ts(e.at)),
             "resumable": self.holder.is_none() && s.resumable(),
-            "iterations": s.iteration,
+            "iterations": s.tally.iteration,
             "state": self.state(now),
             "consecutive_idle": s.consecutive_idle,
-            "consecutive_failures": s.consecutive_failures,
+            "consecutive_failures": s.tally.consecutive_failures,
             "waiting_until": self.waiting(now).and(s.wait.as_ref().map(|w| ts(w.until))),
             "waiting_for": self.waiting(now).and(s.wait.as_ref().and_then(|w| w.why.clone())),
             "story": s.task_id.as_ref().filter(|_| StoriesSummary::from_fields(&s.task_fields).is_some()),
@@ -334,9 +334,9 @@ impl Status {
                     value
                 })
                 .collect::<Vec<_>>(),
-            "cost_usd": s.cost_usd,
-            "input_tokens": s.input_tokens,
-            "output_tokens": s.output_tokens,
+            "cost_usd": s.tally.cost_usd(),
+            "input_tokens": s.tally.usage.as_ref().and_then(|u| u.input_tokens),
+            "output_tokens": s.tally.usage.as_ref().and_then(|u| u.output_tokens),
             "log_dir": self.log_dir.display().to_string(),
         })
     }
@@ -355,7 +355,7 @@ impl Status {
                 ts(s.updated)
             ),
         });
-        lines.push(format!("iterations: {}", s.iteration));
+        lines.push(format!("iterations: {}", s.tally.iteration));
         if self.holder.is_some() {
             let until = s.wait.as_ref().map(|w| ts(w.until)).unwrap_or_default();
             let why = s.wait.as_ref().and_then(|w| w.why.clone());
@@ -363,8 +363,10 @@ impl Status {
                 "state: {}",
                 match self.state(now) {
                     "idle" => format!("idle ×{}, waiting until {until}", s.consecutive_idle),
-                    "failing" =>
-                        format!("failing ×{}, waiting until {until}", s.consecutive_failures),
+                    "failing" => format!(
+                        "failing ×{}, waiting until {until}",
+                        s.tally.consecutive_failures
+                    ),
                     "rate_limited" => format!("rate-limited until {until}"),
                     "waiting" => match why {
                         Some(why) => why,
@@ -374,10 +376,10 @@ impl Status {
                         Some((count, last)) => format!(
                             "working on iteration {}; the agent is retrying: {last} \
                              ({count} {} so far)",
-                            s.iteration,
+                            s.tally.iteration,
                             if count == 1 { "retry" } else { "retries" }
                         ),
-                        None => format!("working on iteration {}", s.iteration),
+                        None => format!("working on iteration {}", s.tally.iteration),
                     },
                 }
             ));
@@ -406,16 +408,17 @@ impl Status {
                 pr.words()
             ));
         }
-        if s.cost_usd.is_some() || s.input_tokens.is_some() {
+        let spent = s.tally.usage.clone().unwrap_or_default();
+        if spent.cost_usd.is_some() || spent.input_tokens.is_some() {
             let mut usage = Vec::new();
-            if let Some(cost) = s.cost_usd {
+            if let Some(cost) = spent.cost_usd {
                 usage.push(format!("${cost:.2}"));
             }
-            if let (Some(i), Some(o)) = (s.input_tokens, s.output_tokens) {
+            if let (Some(i), Some(o)) = (spent.input_tokens, spent.output_tokens) {
                 usage.push(format!("{i} input and {o} output tokens"));
             }
             // Tokens without a cost: the agent reports none (Codex, gemini-cli), not $0.
-            if s.cost_usd.is_none() {
+            if spent.cost_usd.is_none() {
                 usage.push("cost unknown".to_owned());
             }
             lines.push(format!("cost: {}", usage.join(", ")));

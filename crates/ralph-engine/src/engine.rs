@@ -17,8 +17,9 @@ use crate::session::PlannedWait;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
+use crate::tally::Tally;
 use crate::task::{NotYet, TaskSource, Tasks};
-use ralph_agents::{OutputAdapter, RunCost, SessionTokens, Usage};
+use ralph_agents::{OutputAdapter, RunCost};
 use ralph_process::Containment;
 use ralph_process::pty::PtyTerminal;
 
@@ -336,9 +337,9 @@ struct Run {
     settings: Settings,
     started: Instant,
     interrupts: Interrupts,
-    iterations: u64,
-    idle_iterations: u64,
-    idle_time: Duration,
+    /// The loop's counts: iterations, idle time, the failure streak, the spend. The session
+    /// file writes them as they are.
+    tally: Tally,
     /// The wait the last iteration's state handler asked for (its reason and streak, for the
     /// countdown), if it asked for one.
     state_wait: Option<StateWait>,
@@ -356,11 +357,6 @@ struct Run {
     ralph_file_abs: String,
     /// The run's cost, each agent session counted once (`adapter::RunCost`).
     run_cost: RunCost,
-    /// The last session's token running totals, for agents that report those (Codex).
-    session_tokens: SessionTokens,
-    /// Sums over the iterations whose agent reported them, for RUN_ENDED.
-    num_turns: Option<u64>,
-    usage: Option<Usage>,
     tasks: Tasks,
     /// The watchdog and the subreaper: no process outlives the run, nor its iteration.
     containment: Containment,
@@ -368,12 +364,8 @@ struct Run {
     sandbox: Option<ralph_sandbox::Sandbox>,
     /// The thread the sandboxed processes are spawned from, confined by the sandbox's rules.
     child_setup: Option<ralph_process::ChildSetup>,
-    /// Consecutive failed agent runs.
-    failures: FailureStreak,
     /// How the last agent run went, for the decision after its iteration.
     agent_run: AgentRun,
-    /// Whether the last agent run failed: a `max_iterations` ending after it is a failure.
-    last_failed: bool,
     /// An agent process has started in this run: a later spawn error is a failed run, not a
     /// mistake in the agent line.
     agent_started: bool,
@@ -416,12 +408,7 @@ impl Run {
             child_setup: None,
             tasks: Tasks::new(tasks),
             run_cost: RunCost::default(),
-            session_tokens: SessionTokens::default(),
-            num_turns: None,
-            usage: None,
-            failures: FailureStreak::new(),
             agent_run: AgentRun::default(),
-            last_failed: false,
             agent_started: false,
             session: None,
             session_writer: None,
@@ -431,9 +418,7 @@ impl Run {
             agents: crate::fallback::Roster::new(&options.file.config),
             started: Instant::now(),
             interrupts: Interrupts::default(),
-            iterations: 0,
-            idle_iterations: 0,
-            idle_time: Duration::ZERO,
+            tally: Tally::default(),
             state_wait: None,
             holding: None,
             prompt_note: None,
@@ -518,7 +503,7 @@ impl Run {
         let mut hold_announced = false;
         let reason = loop {
             if let Some(max) = self.settings.max_iterations {
-                if self.iterations >= max {
+                if self.tally.iteration >= max {
                     break EndReason::MaxIterations;
                 }
             }
@@ -585,7 +570,7 @@ impl Run {
                     );
                     task_waiting = Some(wait.why);
                     if let Some(reason) = self
-                        .wait_saying(self.iterations, WaitReason::Task, wait.poll, announce)
+                        .wait_saying(self.tally.iteration, WaitReason::Task, wait.poll, announce)
                         .await
                     {
                         break reason;
@@ -593,8 +578,8 @@ impl Run {
                     continue;
                 }
             }
-            self.iterations += 1;
-            let iteration = self.iterations;
+            self.tally.iteration += 1;
+            let iteration = self.tally.iteration;
             if self.engine.options.reload && iteration > 1 {
                 self.reload(iteration);
             }
@@ -650,13 +635,13 @@ impl Run {
     /// A wait of `reason` lasted `time`: idle waits add up to `RUN_ENDED`'s `idle_ms`.
     fn waited(&mut self, reason: WaitReason, time: Duration) {
         if reason == WaitReason::Idle {
-            self.idle_time += time;
+            self.tally.idle_time += time;
         }
     }
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
     fn budget_spent(&self) -> Option<EndReason> {
-        if let (Some(max), Some(cost)) = (self.settings.max_cost, self.run_cost.total()) {
+        if let (Some(max), Some(cost)) = (self.settings.max_cost, self.tally.cost_usd()) {
             if cost >= max {
                 return Some(EndReason::MaxCost);
             }
@@ -673,7 +658,7 @@ impl Run {
     /// iteration reached stands.
     fn after_agent(&mut self, next: Next) -> Next {
         let run = &mut self.agent_run;
-        self.last_failed = run.failure.is_some();
+        self.tally.last_failed = run.failure.is_some();
         let agent = if let Some(until) = run.rate_limited_until {
             // With fallback agents, another may run the next iteration at once.
             let now = SystemTime::now();
@@ -685,13 +670,16 @@ impl Run {
                 wait => AgentFacts::RateLimited(wait.min(self.settings.rate_limit_max_wait)),
             }
         } else if run.failure.is_none() {
-            self.failures.record_success();
+            self.tally.consecutive_failures = 0;
             AgentFacts::Succeeded
         } else {
-            AgentFacts::Failed(match self.engine.failure_backoff.as_mut() {
-                Some(backoff) => self.failures.record_failure_by(backoff.as_mut()),
-                None => self.failures.record_failure(&self.settings.failure),
-            })
+            let mut streak = FailureStreak::resumed(self.tally.consecutive_failures);
+            let decision = match self.engine.failure_backoff.as_mut() {
+                Some(backoff) => streak.record_failure_by(backoff.as_mut()),
+                None => streak.record_failure(&self.settings.failure),
+            };
+            self.tally.consecutive_failures = streak.consecutive();
+            AgentFacts::Failed(decision)
         };
         step::agent_step(next, agent, self.settings.delay)
     }
@@ -716,7 +704,7 @@ impl Run {
         } else if let Some(failure) = run.failure {
             self.emit(EventKind::IterationFailed {
                 iteration,
-                consecutive_failures: self.failures.consecutive(),
+                consecutive_failures: self.tally.consecutive_failures,
                 failure,
                 next_delay_ms: wait,
             });
@@ -734,7 +722,7 @@ impl Run {
                 let reason = self.tasks.limit_reached(&mut events);
                 events.into_iter().for_each(|e| self.emit(e));
                 match reason {
-                    EndReason::MaxIterations if self.last_failed => {
+                    EndReason::MaxIterations if self.tally.last_failed => {
                         EndReason::MaxIterationsLastFailed
                     }
                     other => other,
@@ -762,28 +750,28 @@ impl Run {
         );
         self.emit(EventKind::RunEnded {
             reason: reason.clone(),
-            iterations: self.iterations,
-            idle_iterations: self.idle_iterations,
-            idle_ms: millis(self.idle_time),
+            iterations: self.tally.iteration,
+            idle_iterations: self.tally.idle_iterations,
+            idle_ms: millis(self.tally.idle_time),
             exit_code,
             outcome: self.attempts.as_ref().map(|a| a.outcome(converged)),
             flake_retries: self.attempts.as_ref().map(Attempts::flake_retries),
             task: self.tasks.summary(),
-            cost_usd: self.run_cost.total(),
-            num_turns: self.num_turns,
-            usage: self.usage.clone(),
+            cost_usd: self.tally.cost_usd(),
+            num_turns: self.tally.num_turns(),
+            usage: self.tally.usage.clone(),
         });
         RunOutcome {
             resumable: crate::session::resumable(&reason),
             reason,
             exit_code,
-            iterations: self.iterations,
-            idle_iterations: self.idle_iterations,
-            idle_time: self.idle_time,
+            iterations: self.tally.iteration,
+            idle_iterations: self.tally.idle_iterations,
+            idle_time: self.tally.idle_time,
             run_id: self.engine.options.run_id.clone(),
             log_dir: self.engine.options.log_dir.clone(),
-            usage: self.usage.clone(),
-            cost_usd: self.run_cost.total(),
+            usage: self.tally.usage.clone(),
+            cost_usd: self.tally.cost_usd(),
         }
     }
 }

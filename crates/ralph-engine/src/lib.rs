@@ -73,6 +73,7 @@ pub mod session;
 mod signal;
 mod state;
 mod tail;
+mod tally;
 mod task;
 
 pub use check::run_check;

@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ralph_agents::SessionTokens;
 use serde::{Deserialize, Serialize};
 
 use crate::event::WaitReason;
 pub use crate::fallback::AgentRecord;
 use crate::outcome::EndReason;
+pub use crate::tally::Tally;
 
 /// The session file's name inside the run's log folder.
 pub const SESSION_FILE: &str = "session.json";
@@ -52,8 +52,6 @@ pub struct Session {
     pub folder: Option<PathBuf>,
     /// A hash of the RALPH.md text the run's config came from ([`config_hash`]).
     pub config_hash: String,
-    /// The last iteration started; a resumed run goes on with the next.
-    pub iteration: u64,
     /// The run's iteration limit (`-n` or `max_iterations`), counted over the whole run: a
     /// resumed run keeps it unless it is given another.
     #[serde(default)]
@@ -66,38 +64,17 @@ pub struct Session {
     pub max_runtime_ms: Option<u64>,
     /// An iteration is under way (its commands, agent or checks run).
     pub working: bool,
-    /// Idle iterations so far.
-    pub idle_iterations: u64,
-    /// Time spent in idle waits so far.
-    pub idle_ms: u64,
+    /// The loop's counts so far: iterations, idle time, the failure streak, the spend. Written
+    /// flat (`iteration`, `idle_ms`, `consecutive_failures`, `cost_usd`, ...); declared before
+    /// `task_fields`, which takes the keys nothing else does.
+    #[serde(flatten)]
+    pub tally: Tally,
     /// The run's time so far (`max_runtime` counts it), over every process that ran it.
     pub elapsed_ms: u64,
-    /// The agents' reported cost so far, when they report one.
-    pub cost_usd: Option<f64>,
-    /// The agents' reported turns so far.
-    pub num_turns: Option<u64>,
-    /// The agents' reported input tokens so far.
-    pub input_tokens: Option<u64>,
-    /// The agents' reported output tokens so far.
-    pub output_tokens: Option<u64>,
-    /// The part of `input_tokens` read from the prompt cache, when reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_input_tokens: Option<u64>,
-    /// The part of `output_tokens` spent reasoning, when reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_tokens: Option<u64>,
-    /// The last agent session's token running totals (Codex's thread), so the first agent
-    /// run after a resume that goes on with it counts only what it added.
-    #[serde(default, skip_serializing_if = "SessionTokens::is_empty")]
-    pub agent_session_tokens: SessionTokens,
     /// With `fallback`: the agent and each fallback agent, in order, with its rate limit
     /// and cost, so a resumed run knows which are limited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRecord>,
-    /// Failed agent runs in a row (the failure streak).
-    pub consecutive_failures: u64,
-    /// The last agent run failed.
-    pub last_failed: bool,
     /// Idle iterations in a row (the idle streak), as last reported.
     pub consecutive_idle: u64,
     /// Each state handler's own state, by state name (the idle streak's count and start).
@@ -286,24 +263,13 @@ impl Session {
             ralph_file: ralph_file.to_owned(),
             folder: Some(canonical_folder(folder)),
             config_hash,
-            iteration: 0,
             max_iterations: None,
             max_cost_usd: None,
             max_runtime_ms: None,
             working: false,
-            idle_iterations: 0,
-            idle_ms: 0,
+            tally: Tally::default(),
             elapsed_ms: 0,
-            cost_usd: None,
-            num_turns: None,
-            input_tokens: None,
-            output_tokens: None,
-            cached_input_tokens: None,
-            reasoning_tokens: None,
-            agent_session_tokens: SessionTokens::default(),
             agents: Vec::new(),
-            consecutive_failures: 0,
-            last_failed: false,
             consecutive_idle: 0,
             handlers: BTreeMap::new(),
             attempts: None,
@@ -443,7 +409,7 @@ mod tests {
         let mut session = Session::new("r1", "RALPH.md", Path::new("."), config_hash("x"));
         // Times are written to the millisecond.
         (session.started, session.updated) = (at, at);
-        session.iteration = 3;
+        session.tally.iteration = 3;
         session.wait = Some(PlannedWait {
             reason: WaitReason::Idle,
             delay_ms: 4000,
@@ -452,6 +418,39 @@ mod tests {
         });
         session.write(dir.path()).unwrap();
         assert_eq!(Session::read(dir.path()).unwrap(), session);
+    }
+
+    #[test]
+    fn the_tally_is_written_flat_and_the_task_fields_keep_only_their_own_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut session = Session::new("r1", "RALPH.md", Path::new("."), config_hash("x"));
+        (session.started, session.updated) = (SystemTime::UNIX_EPOCH, SystemTime::UNIX_EPOCH);
+        session.tally.iteration = 7;
+        session.tally.idle_time = std::time::Duration::from_millis(1500);
+        session.tally.consecutive_failures = 2;
+        let mut usage = ralph_agents::Usage::default();
+        (usage.cost_usd, usage.input_tokens, usage.num_turns) = (Some(0.25), Some(900), Some(4));
+        session.tally.usage = Some(usage);
+        session
+            .task_fields
+            .insert("stories".into(), serde_json::json!({"passed": 1}));
+        session.write(dir.path()).unwrap();
+
+        let text = std::fs::read_to_string(dir.path().join(SESSION_FILE)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["iteration"], 7);
+        assert_eq!(json["idle_ms"], 1500);
+        assert_eq!(json["consecutive_failures"], 2);
+        assert_eq!(
+            (json["cost_usd"].as_f64(), json["num_turns"].as_u64()),
+            (Some(0.25), Some(4))
+        );
+        assert_eq!(json["stories"]["passed"], 1);
+        assert_eq!(text.matches("\"iteration\"").count(), 1, "{text}");
+
+        let read = Session::read(dir.path()).unwrap();
+        assert_eq!(read.task_fields.keys().collect::<Vec<_>>(), ["stories"]);
+        assert_eq!(read, session);
     }
 
     #[test]

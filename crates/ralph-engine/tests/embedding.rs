@@ -370,7 +370,7 @@ async fn a_holding_state_waits_for_a_file_with_exactly_one_agent_run() {
     );
     assert_eq!(count(|k| matches!(k, EventKind::WaitStarted { .. })), 1);
     let session = ralph_engine::session::Session::read(&outcome.log_dir.unwrap()).unwrap();
-    assert_eq!(session.iteration, 1);
+    assert_eq!(session.tally.iteration, 1);
 }
 
 /// `output: acme-json` names the embedder's adapter: it reads the agent (its result's marker

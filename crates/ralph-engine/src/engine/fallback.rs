@@ -15,7 +15,7 @@ impl Run {
         let Some(switch) = self.agents.choose(SystemTime::now()) else {
             return;
         };
-        self.session_tokens = SessionTokens::default();
+        self.tally.agent_session_tokens = SessionTokens::default();
         self.emit(EventKind::AgentSwitched {
             iteration,
             from: switch.from,

@@ -26,7 +26,7 @@ impl Run {
         hold: &StateHold,
         announce: bool,
     ) -> HoldVerdict {
-        let iteration = self.iterations;
+        let iteration = self.tally.iteration;
         let poll = hold.poll.max(super::MIN_POLL);
         // `ralph status` says what the loop waits for, from the session.
         self.save_session(

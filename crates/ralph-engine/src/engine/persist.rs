@@ -6,15 +6,13 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_backoff::FailureStreak;
-
 use super::{Next, Run};
 use crate::convergence::Attempts;
 use crate::event::{EventKind, WaitReason};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
-use ralph_agents::{RunCost, Usage};
+use ralph_agents::RunCost;
 use ralph_atomic::Rewriter;
 
 /// How long swapped session files may wait for the folder's fsync: a power cut loses at most
@@ -213,27 +211,13 @@ impl Run {
             return None;
         };
         self.emit(EventKind::RunResumed {
-            iteration: old.iteration,
+            iteration: old.tally.iteration,
             previous_reason: old.previous_reason().to_owned(),
         });
-        self.iterations = old.iteration;
-        self.idle_iterations = old.idle_iterations;
-        self.idle_time = Duration::from_millis(old.idle_ms);
+        self.tally = old.tally.clone();
         self.elapsed_before = Duration::from_millis(old.elapsed_ms);
-        self.num_turns = old.num_turns;
-        self.run_cost = RunCost::resumed(old.cost_usd);
-        let mut before = Usage::default();
-        before.cost_usd = old.cost_usd;
-        before.input_tokens = old.input_tokens;
-        before.output_tokens = old.output_tokens;
-        before.cached_input_tokens = old.cached_input_tokens;
-        before.reasoning_tokens = old.reasoning_tokens;
-        self.session_tokens = old.agent_session_tokens.clone();
+        self.run_cost = RunCost::resumed(old.tally.cost_usd());
         self.agents.restore(&old.agents);
-        before.num_turns = old.num_turns;
-        self.usage = (before != Usage::default()).then_some(before);
-        self.failures = FailureStreak::resumed(old.consecutive_failures);
-        self.last_failed = old.last_failed;
         // The interrupted wait's countdown goes on with the streak it showed.
         self.state_wait = (old.wait.as_ref())
             .filter(|w| w.reason == WaitReason::Idle)
@@ -283,14 +267,14 @@ impl Run {
         }
         if resumed.config_changed {
             self.emit(EventKind::ConfigReloaded {
-                iteration: self.iterations + 1,
+                iteration: self.tally.iteration + 1,
             });
         }
         self.save_session(false, resumed.wait.clone());
         let limit_reached = self
             .settings
             .max_iterations
-            .is_some_and(|max| self.iterations >= max);
+            .is_some_and(|max| self.tally.iteration >= max);
         let wait = resumed.wait.filter(|_| !limit_reached)?;
         // Never past the whole wait it planned: a clock set back, or a hand-edited `until` in
         // year 9999, must not park the loop for ever.
@@ -302,7 +286,7 @@ impl Run {
         if left.is_zero() {
             return None;
         }
-        self.wait(self.iterations, wait.reason, left).await
+        self.wait(self.tally.iteration, wait.reason, left).await
     }
 
     /// The wait `next` asks for after an iteration, before a limit or a stop request turns it
@@ -392,27 +376,16 @@ impl Run {
             return;
         };
         session.updated = SystemTime::now();
-        session.iteration = self.iterations;
         session.max_iterations = self.settings.max_iterations;
         session.max_cost_usd = self.settings.max_cost;
         session.max_runtime_ms = self.settings.max_runtime.map(millis);
         session.working = working;
-        session.idle_iterations = self.idle_iterations;
-        session.idle_ms = millis(self.idle_time);
+        session.tally.clone_from(&self.tally);
         session.elapsed_ms = millis(elapsed);
-        session.cost_usd = self.run_cost.total();
-        session.num_turns = self.num_turns;
-        session.input_tokens = self.usage.as_ref().and_then(|u| u.input_tokens);
-        session.output_tokens = self.usage.as_ref().and_then(|u| u.output_tokens);
-        session.cached_input_tokens = self.usage.as_ref().and_then(|u| u.cached_input_tokens);
-        session.reasoning_tokens = self.usage.as_ref().and_then(|u| u.reasoning_tokens);
-        session.agent_session_tokens = self.session_tokens.clone();
         session.agents = match self.agents.has_fallbacks() {
             true => self.agents.records(),
             false => Vec::new(),
         };
-        session.consecutive_failures = self.failures.consecutive();
-        session.last_failed = self.last_failed;
         session.consecutive_idle = consecutive_idle;
         session.handlers = handlers;
         session.attempts = self.attempts.as_ref().map(Attempts::snapshot);

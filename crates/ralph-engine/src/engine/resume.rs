@@ -98,7 +98,7 @@ impl EngineOptions {
             });
         }
         let limit = self.overrides.max_iterations.or(stopped.max_iterations);
-        if let Some(limit) = limit.filter(|limit| stopped.iteration >= *limit) {
+        if let Some(limit) = limit.filter(|limit| stopped.tally.iteration >= *limit) {
             return Err(ResumeError::AtIterationLimit {
                 run_id: stopped.run_id,
                 limit,
