@@ -345,27 +345,8 @@ fn replace_if(
 /// Swaps the files at `a` and `b`, both of which exist, in one step.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-    };
-    let (a, b) = (c(a)?, c(b)?);
-    // SAFETY: renameat2 reads two NUL-terminated paths that live across the call.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    match done {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    Ok(renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE)?)
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]

@@ -351,14 +351,14 @@ fn follow_run(
 /// Whether stdout is a pipe whose reader went away: `-f` must notice it while the run writes
 /// nothing (an agent thinking for minutes), not only at its next write.
 fn reader_gone() -> bool {
-    let mut stdout = libc::pollfd {
-        fd: libc::STDOUT_FILENO,
-        events: 0,
-        revents: 0,
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let fd = rustix::stdio::stdout();
+    let mut stdout = [PollFd::new(&fd, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    // SAFETY: poll(2) reads and writes the one pollfd given, and does not wait.
-    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
-    ready == 1 && stdout.revents & libc::POLLERR != 0
+    poll(&mut stdout, Some(&now)) == Ok(1) && stdout[0].revents().contains(PollFlags::ERR)
 }
 
 fn is_running(folder: &Path, run: &RunDir) -> bool {

@@ -104,9 +104,9 @@ pub(crate) fn run(
         None => {}
     }
     if !args.quiet {
-        let (out, fd): (Box<dyn Write + Send>, i32) = match events_to_stdout {
-            true => (Box::new(std::io::stderr()), 2),
-            false => (Box::new(std::io::stdout()), 1),
+        let (out, fd): (Box<dyn Write + Send>, _) = match events_to_stdout {
+            true => (Box::new(std::io::stderr()), rustix::stdio::stderr()),
+            false => (Box::new(std::io::stdout()), rustix::stdio::stdout()),
         };
         let width = match terminal {
             true => WIDTH.min(crate::status_line::terminal_width(fd)),

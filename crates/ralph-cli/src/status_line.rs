@@ -342,7 +342,7 @@ pub(crate) fn add_renderer(
         add(
             engine,
             std::io::stderr(),
-            || terminal_width(2),
+            || terminal_width(rustix::stdio::stderr()),
             style,
             live,
             run_dir,
@@ -351,7 +351,7 @@ pub(crate) fn add_renderer(
         add(
             engine,
             std::io::stdout(),
-            || terminal_width(1),
+            || terminal_width(rustix::stdio::stdout()),
             style,
             live,
             run_dir,
@@ -360,13 +360,10 @@ pub(crate) fn add_renderer(
 }
 
 /// The width of the terminal on `fd`, 80 when it cannot be told.
-pub(crate) fn terminal_width(fd: i32) -> usize {
-    // SAFETY: TIOCGWINSZ fills in a plain-data winsize struct; nothing else is touched.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
-    match ok && size.ws_col > 0 {
-        true => usize::from(size.ws_col),
-        false => 80,
+pub(crate) fn terminal_width(fd: impl std::os::fd::AsFd) -> usize {
+    match rustix::termios::tcgetwinsize(fd) {
+        Ok(size) if size.ws_col > 0 => usize::from(size.ws_col),
+        _ => 80,
     }
 }
 

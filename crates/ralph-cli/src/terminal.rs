@@ -12,12 +12,14 @@ use std::sync::OnceLock;
 
 use ralph_engine::frontmatter::{PtyConfig, PtyMode};
 use ralph_engine::{InterruptSignal, PtySize, PtyTerminal};
+use rustix::stdio::stdin;
+use rustix::termios::{OptionalActions, Termios, tcgetattr, tcsetattr};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
 /// The terminal settings found before raw mode, for the panic hook and the fatal-signal handler,
 /// which cannot reach the guard.
-static SAVED: OnceLock<libc::termios> = OnceLock::new();
+static SAVED: OnceLock<Termios> = OnceLock::new();
 
 /// The PTY settings of a run: the frontmatter's `pty` block with the command line's `--pty`
 /// and `-i` over it (each of them turns PTY mode on).
@@ -63,7 +65,7 @@ pub(crate) fn connect(
     let mut raw = None;
     if interactive {
         if std::io::stdin().is_terminal() {
-            raw = RawMode::enable(libc::STDIN_FILENO);
+            raw = RawMode::enable();
         }
         let raw_input = raw.is_some();
         // A plain thread: standard input has no readiness to wait on when it is a file, and
@@ -114,20 +116,14 @@ fn forward_input(
 
 /// The size of ralph's terminal: standard output's, else standard input's or error's.
 fn terminal_size() -> Option<PtySize> {
-    [libc::STDOUT_FILENO, libc::STDIN_FILENO, libc::STDERR_FILENO]
-        .into_iter()
-        .find_map(|fd| {
-            // SAFETY: `winsize` is plain data; TIOCGWINSZ only writes into it, and fails on a
-            // descriptor that is not a terminal.
-            let ws = unsafe {
-                let mut ws: libc::winsize = std::mem::zeroed();
-                (libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) == 0).then_some(ws)
-            }?;
-            (ws.ws_row > 0 && ws.ws_col > 0).then_some(PtySize {
-                rows: ws.ws_row,
-                cols: ws.ws_col,
-            })
+    use rustix::stdio::{stderr, stdin, stdout};
+    [stdout(), stdin(), stderr()].into_iter().find_map(|fd| {
+        let ws = rustix::termios::tcgetwinsize(fd).ok()?;
+        (ws.ws_row > 0 && ws.ws_col > 0).then_some(PtySize {
+            rows: ws.ws_row,
+            cols: ws.ws_col,
         })
+    })
 }
 
 /// ralph's terminal in raw mode: keys go to the agent as typed (Ctrl+C included), nothing is
@@ -135,45 +131,33 @@ fn terminal_size() -> Option<PtySize> {
 /// Dropping the guard restores the settings; a panic or a fatal signal restores them too.
 #[derive(Debug)]
 pub(crate) struct RawMode {
-    fd: i32,
-    saved: libc::termios,
+    saved: Termios,
 }
 
 impl RawMode {
-    /// Puts the terminal on `fd` in raw mode; `None` if it is not a terminal.
-    fn enable(fd: i32) -> Option<Self> {
-        // SAFETY: `termios` is plain data that tcgetattr fills in whole before it is read;
-        // cfmakeraw and tcsetattr only read or write that struct and the terminal on `fd`.
-        let saved = unsafe {
-            let mut saved: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(fd, &mut saved) != 0 {
-                return None;
-            }
-            let mut raw = saved;
-            libc::cfmakeraw(&mut raw);
-            raw.c_oflag = saved.c_oflag;
-            if libc::tcsetattr(fd, libc::TCSANOW, &raw) != 0 {
-                return None;
-            }
-            saved
-        };
-        let _ = SAVED.set(saved);
+    /// Puts the terminal on standard input in raw mode; `None` if it is not a terminal.
+    fn enable() -> Option<Self> {
+        let saved = tcgetattr(stdin()).ok()?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        raw.output_modes = saved.output_modes;
+        tcsetattr(stdin(), OptionalActions::Now, &raw).ok()?;
+        let _ = SAVED.set(saved.clone());
         install_restorers();
-        Some(Self { fd, saved })
+        Some(Self { saved })
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
-        restore(self.fd, &self.saved);
+        restore(&self.saved);
     }
 }
 
-fn restore(fd: i32, saved: &libc::termios) {
-    // SAFETY: tcsetattr only reads `saved`, a valid termios from tcgetattr.
-    unsafe {
-        libc::tcsetattr(fd, libc::TCSANOW, saved);
-    }
+/// Puts standard input's terminal settings back. A raw system call, so a signal handler may
+/// call it.
+fn restore(saved: &Termios) {
+    let _ = tcsetattr(stdin(), OptionalActions::Now, saved);
 }
 
 /// A panic hook and a handler for the fatal signal ralph does not otherwise handle (SIGQUIT),
@@ -185,7 +169,7 @@ fn install_restorers() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if let Some(saved) = SAVED.get() {
-                restore(libc::STDIN_FILENO, saved);
+                restore(saved);
             }
             previous(info);
         }));
@@ -207,7 +191,7 @@ fn install_restorers() {
 extern "C" fn restore_and_reraise(sig: libc::c_int) {
     // OnceLock::get is an atomic load: safe in a signal handler.
     if let Some(saved) = SAVED.get() {
-        restore(libc::STDIN_FILENO, saved);
+        restore(saved);
     }
     // SAFETY: raise(3) is async-signal-safe; the default action is back (SA_RESETHAND), and the
     // signal is delivered once this handler returns.

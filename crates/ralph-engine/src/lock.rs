@@ -20,7 +20,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -164,7 +163,7 @@ impl RunLock {
             // The session names the process that last ran the run: the one going on.
             let holder = crate::session::Session::read(dir)
                 .ok()
-                .filter(|s| alive(s.pid))
+                .filter(|s| ralph_process::process_exists(s.pid))
                 .map(|s| LockHolder {
                     pid: s.pid,
                     started: humantime::format_rfc3339_seconds(s.started).to_string(),
@@ -209,7 +208,9 @@ impl RunLock {
             return Err(LockError::Held {
                 what: what.to_owned(),
                 path: path.to_path_buf(),
-                holder: read_holder(file).filter(|h| alive(h.pid)).map(Box::new),
+                holder: read_holder(file)
+                    .filter(|h| ralph_process::process_exists(h.pid))
+                    .map(Box::new),
             });
         }
         let named = mode == LockMode::Exclusive;
@@ -245,18 +246,15 @@ impl Drop for RunLock {
 
 /// `flock`s `file` in `mode` without waiting; `false` when another holds it.
 fn try_flock(file: &File, mode: LockMode) -> std::io::Result<bool> {
+    use rustix::fs::FlockOperation;
     let op = match mode {
-        LockMode::Exclusive => libc::LOCK_EX,
-        LockMode::Shared => libc::LOCK_SH,
+        LockMode::Exclusive => FlockOperation::NonBlockingLockExclusive,
+        LockMode::Shared => FlockOperation::NonBlockingLockShared,
     };
-    // SAFETY: flock on a descriptor `file` owns; no memory is passed.
-    if unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let err = std::io::Error::last_os_error();
-    match err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        true => Ok(false),
-        false => Err(err),
+    match rustix::fs::flock(file, op) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -271,7 +269,7 @@ pub fn live_holder(path: &Path) -> Option<LockHolder> {
     if flock_held(path) == Some(false) {
         return None;
     }
-    read_holder(File::open(path).ok()?).filter(|h| alive(h.pid))
+    read_holder(File::open(path).ok()?).filter(|h| ralph_process::process_exists(h.pid))
 }
 
 /// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
@@ -297,15 +295,6 @@ fn read_holder(mut file: File) -> Option<LockHolder> {
     let mut text = String::new();
     file.read_to_string(&mut text).ok()?;
     serde_json::from_str(text.trim()).ok()
-}
-
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]

@@ -157,16 +157,6 @@ impl Drop for TempIndex {
     }
 }
 
-/// Whether process `pid` exists (it may belong to another user).
-fn process_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// `paths` as NUL-terminated literal pathspecs, for `--pathspec-from-file=- --pathspec-file-nul`.
 fn literal_pathspecs(paths: &[PathBuf]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -274,7 +264,10 @@ impl Git {
                 continue;
             };
             let pid = rest.strip_suffix(".lock").unwrap_or(rest);
-            if pid.parse::<i32>().is_ok_and(|pid| !process_alive(pid)) {
+            if pid
+                .parse::<u32>()
+                .is_ok_and(|pid| !ralph_process::process_exists(pid))
+            {
                 let _ = std::fs::remove_file(entry.path());
             }
         }

@@ -115,15 +115,17 @@ pub enum InterruptSignal {
 /// Whether process `pid` exists (a zombie counts, and a process of another user): a file a
 /// process named after its own pid is stale once this is false.
 pub fn process_exists(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    // Signal 0 sends nothing; a process of another user answers EPERM, and exists.
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Ok(()) | Err(rustix::io::Errno::PERM)
+    )
 }
 
 /// The `PWD` a child started in `dir` gets: `dir` absolute, without `.` or `..`, and the
