@@ -1,16 +1,21 @@
 //! `tidy`: the rules ARCHITECTURE.md states, checked mechanically over the source tree, as
-//! rust-analyzer's `xtask tidy` does. It reads files as text (no build, no network), so it runs
-//! in well under a second as part of `cargo test --workspace`.
+//! rust-analyzer's `xtask tidy` does. It reads files (no build, no network), so it runs in
+//! seconds as part of `cargo test --workspace`.
 //!
 //! Each check collects every offence as `path:line: what is wrong` and fails once with all of
-//! them. What counts as test code (and is exempt from the library rules): files named
-//! `tests.rs` or under a `tests` folder, and items behind `#[cfg(test)]`.
+//! them. Where a name could hide from a line scan (a `use` tree, a call split over lines), the
+//! check reads the code as syntax (`syntax`, with syn); crate edges come from `cargo metadata`.
+//! What counts as test code (and is exempt from the library rules): files named `tests.rs` or
+//! under a `tests` folder, and items behind `#[cfg(test)]`.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 mod docs;
+mod syntax;
+
+use syntax::Named;
 
 /// The crates below the engine: no I/O, no async runtime, no ralph crate above them. The agent
 /// adapters are among them: they read bytes they are given (ralph-process, beside them, spawns).
@@ -210,17 +215,6 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
-/// Whether `line` holds `word` not preceded by an identifier character (so `print!` is not
-/// found in `eprint!`).
-fn has_word(line: &str, word: &str) -> bool {
-    line.match_indices(word).any(|(at, _)| {
-        !line[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_')
-    })
-}
-
 /// Runs `check` over the library lines of every non-test `.rs` file under `dir`, collecting
 /// `path:line: message` for each line it objects to.
 fn scan(
@@ -236,6 +230,34 @@ fn scan(
             if let Some(message) = check(&path, &line) {
                 problems.push(format!("{}:{number}: {message}", relative(&path)));
             }
+        }
+    }
+}
+
+/// Runs `check` over what the library code of every non-test `.rs` file under `dir` names
+/// (read as syntax: [`syntax::library_names`]), with the line it is on, collecting
+/// `path:line: message` for each it objects to. A file syn cannot read is a problem too.
+fn scan_names(
+    dir: &Path,
+    problems: &mut Vec<String>,
+    mut check: impl FnMut(&Path, &Named, &str) -> Option<String>,
+) {
+    for path in rust_files(dir) {
+        if is_test_file(&path) {
+            continue;
+        }
+        let text = read(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        match syntax::library_names(&text) {
+            Ok(names) => {
+                for (number, named) in names {
+                    let line = lines.get(number.saturating_sub(1)).copied().unwrap_or("");
+                    if let Some(message) = check(&path, &named, line) {
+                        problems.push(format!("{}:{number}: {message}", relative(&path)));
+                    }
+                }
+            }
+            Err(err) => problems.push(format!("{}: syn cannot read it: {err}", relative(&path))),
         }
     }
 }
@@ -470,13 +492,13 @@ fn dependencies_point_one_way() {
 fn base_crates_do_no_io() {
     let mut problems = Vec::new();
     for krate in BASE_CRATES {
-        scan(
+        scan_names(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
-            |_, line| {
+            |_, named, _| {
                 ["std::fs", "std::process", "std::net", "tokio"]
                     .into_iter()
-                    .find(|word| has_word(line, word))
+                    .find(|word| named.is(word))
                     .map(|word| format!("`{word}` in {krate}, which does no I/O"))
             },
         );
@@ -560,21 +582,21 @@ fn the_engine_never_prints() {
         "ralph-process",
         "ralph-sandbox",
     ] {
-        scan(
+        scan_names(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
-            |_, line| {
+            |_, named, _| {
                 [
                     "println!",
                     "eprintln!",
                     "print!",
                     "eprint!",
                     "dbg!",
-                    "stdout()",
-                    "stderr()",
+                    "io::stdout",
+                    "io::stderr",
                 ]
                 .into_iter()
-                .find(|word| has_word(line, word))
+                .find(|word| named.is(word))
                 .map(|word| format!("`{word}`: the engine emits events, it never prints"))
             },
         );
@@ -688,10 +710,13 @@ fn only_the_process_module_and_git_start_processes() {
         "Command::new",
         "process::Command",
         "tokio::process",
-        "libc::fork",
-        "libc::vfork",
-        "libc::exec",
+        "fork",
+        "vfork",
+        "execv",
+        "execve",
+        "execvp",
         "posix_spawn",
+        "posix_spawnp",
     ];
     let allowed = |path: &Path| {
         let path = relative(path);
@@ -717,22 +742,19 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-notify",
         "ralph-cli",
     ] {
-        scan(
+        scan_names(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
-            |path, line| {
+            |path, named, _| {
                 if allowed(path) {
                     return None;
                 }
-                starts
-                    .into_iter()
-                    .find(|word| has_word(line, word))
-                    .map(|word| {
-                        format!(
-                            "`{word}`: only ralph-process (and escalation's `git::command`, \
+                starts.into_iter().find(|word| named.is(word)).map(|word| {
+                    format!(
+                        "`{word}`: only ralph-process (and escalation's `git::command`, \
                              ralph-github's `token`, ralph-notify's `deliver`) start processes"
-                        )
-                    })
+                    )
+                })
             },
         );
     }
@@ -745,11 +767,11 @@ fn library_code_does_not_unwrap() {
     let mut problems = Vec::new();
     let mut used = vec![false; UNWRAP_ALLOWED.len()];
     for krate in LIBRARY_CRATES {
-        scan(
+        scan_names(
             &root().join("crates").join(krate).join("src"),
             &mut problems,
-            |path, line| {
-                if !line.contains(".unwrap()") && !line.contains(".expect(") {
+            |path, named, line| {
+                if !named.is(".unwrap(") && !named.is(".expect(") {
                     return None;
                 }
                 let path = relative(path);
@@ -807,8 +829,6 @@ fn e() {}
     assert_eq!(numbers, [1, 9, 17]);
     assert_eq!(lines[0].1, "fn a() { x.unwrap(); } ");
     assert_eq!(lines[1].1, "fn c() { let u = \"http://x\"; }");
-    assert!(has_word("print!(\"x\")", "print!"));
-    assert!(!has_word("eprint!(\"x\")", "print!"));
     let graph = HashMap::from([
         ("a".to_owned(), vec!["b".to_owned()]),
         ("b".to_owned(), vec!["c".to_owned(), "tokio".to_owned()]),
