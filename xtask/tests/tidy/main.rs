@@ -11,6 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 mod docs;
+mod edges;
 
 /// The crates below the engine: no I/O, no async runtime, no ralph crate above them. The agent
 /// adapters are among them: they read bytes they are given (ralph-process, beside them, spawns).
