@@ -12,8 +12,9 @@ pub(crate) fn run(root: &Path, out: Option<PathBuf>) -> Result<PathBuf, String> 
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // The CLI's own argument definition, so the pages and `ralph --help` cannot differ. Its
     // about is the package's description, `ralph: run ...`: the page's NAME line already
-    // starts with `ralph - `.
-    let command = ralph_loop::Cli::command();
+    // starts with `ralph - `. The pages name the release (the workspace's version, xtask's
+    // too), not the commit this checkout is at.
+    let command = ralph_loop::Cli::command().version(env!("CARGO_PKG_VERSION"));
     let about = command
         .get_about()
         .map(ToString::to_string)
