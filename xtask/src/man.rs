@@ -5,33 +5,26 @@ use std::path::{Path, PathBuf};
 
 use clap::CommandFactory as _;
 
-// The CLI's argument definition, compiled here as well: the binary crate has no library to
-// depend on, and this keeps the man page and `ralph --help` from one source.
-#[allow(dead_code, unreachable_pub, clippy::all)]
-#[path = "../../crates/ralph-cli/src/cli.rs"]
-mod cli;
-
 /// Writes `ralph.1`, `ralph-run.1`, ... into `out` (default `target/man/` under `root`);
 /// returns the folder.
 pub(crate) fn run(root: &Path, out: Option<PathBuf>) -> Result<PathBuf, String> {
     let out = out.unwrap_or_else(|| root.join("target").join("man"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    // `#[command(about)]` reads the description of the crate being compiled, which here is
-    // xtask's: give the page ralph-cli's, as `ralph --help` shows it.
-    let command = cli::Cli::command().about(ralph_cli_description());
+    // The CLI's own argument definition, so the pages and `ralph --help` cannot differ. Its
+    // about is the package's description, `ralph: run ...`: the page's NAME line already
+    // starts with `ralph - `. The pages name the release (the workspace's version, xtask's
+    // too), not the commit this checkout is at.
+    let command = ralph_loop::Cli::command().version(env!("CARGO_PKG_VERSION"));
+    let about = command
+        .get_about()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let command = match about.strip_prefix("ralph: ") {
+        Some(rest) => command.about(rest.to_owned()),
+        None => command,
+    };
     clap_mangen::generate_to(command, &out).map_err(|e| format!("{}: {e}", out.display()))?;
     Ok(out)
-}
-
-/// The `description` of `crates/ralph-cli/Cargo.toml`, without its leading `ralph: ` (the
-/// page's NAME line already starts with `ralph - `).
-fn ralph_cli_description() -> &'static str {
-    let description = include_str!("../../crates/ralph-cli/Cargo.toml")
-        .lines()
-        .find_map(|line| line.strip_prefix("description = "))
-        .map(|value| value.trim_matches('"'))
-        .expect("crates/ralph-cli/Cargo.toml has a description");
-    description.strip_prefix("ralph: ").unwrap_or(description)
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The published crates, libraries first; the last is the CLI package.
+/// The published crates, libraries first; the last is the CLI package. `ralph-test-support`
+/// (`publish = false`, test code) is not one: it is neither packed nor installed.
 const CRATES: [&str; 16] = [
     "ralph-atomic",
     "ralph-marker",
@@ -39,6 +40,8 @@ const CRATES: [&str; 16] = [
     CLI_PACKAGE,
 ];
 const CLI_PACKAGE: &str = "ralph-loop";
+/// The workspace's packages that are never published.
+const UNPUBLISHED: [&str; 2] = ["xtask", "ralph-test-support"];
 /// The workspace's version, which every crate inherits.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -56,16 +59,15 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(format!("cannot empty {}: {err}", verify_target.display())),
     }
-    eprintln!("package: cargo package --workspace --exclude xtask");
+    eprintln!("package: cargo package --workspace, but for {UNPUBLISHED:?}");
+    let mut package = Command::new(&cargo);
+    package.args(["package", "--workspace"]);
+    for name in UNPUBLISHED {
+        package.args(["--exclude", name]);
+    }
     run_ok(
-        Command::new(&cargo)
-            .args([
-                "package",
-                "--workspace",
-                "--exclude",
-                "xtask",
-                "--target-dir",
-            ])
+        package
+            .arg("--target-dir")
             .arg(&verify_target)
             .current_dir(root),
     )?;
@@ -224,23 +226,31 @@ fn output(cmd: &mut Command) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    /// The crate names here and the workspace's published members agree.
+    /// The crate names here and the workspace's published members agree; the unpublished
+    /// ones say `publish = false`.
     #[test]
     fn every_published_crate_is_packed_and_installed() {
         let root = crate::workspace_root();
-        let mut members: Vec<String> = std::fs::read_dir(root.join("crates"))
-            .unwrap()
-            .map(|entry| {
-                let manifest =
-                    std::fs::read_to_string(entry.unwrap().path().join("Cargo.toml")).unwrap();
-                manifest
-                    .lines()
-                    .find_map(|line| line.strip_prefix("name = "))
-                    .unwrap()
-                    .trim_matches('"')
-                    .to_owned()
-            })
-            .collect();
+        let mut members = Vec::new();
+        for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+            let manifest =
+                std::fs::read_to_string(entry.unwrap().path().join("Cargo.toml")).unwrap();
+            let name = manifest
+                .lines()
+                .find_map(|line| line.strip_prefix("name = "))
+                .unwrap()
+                .trim_matches('"')
+                .to_owned();
+            let published = !manifest.lines().any(|line| line == "publish = false");
+            assert_eq!(
+                published,
+                !UNPUBLISHED.contains(&name.as_str()),
+                "{name}: `publish = false` and UNPUBLISHED disagree"
+            );
+            if published {
+                members.push(name);
+            }
+        }
         members.sort();
         let mut listed: Vec<String> = CRATES.iter().map(|name| (*name).to_owned()).collect();
         listed.sort();

@@ -12,7 +12,7 @@ fn root() -> PathBuf {
 }
 
 /// The `mod NAME;` lines of `main` for files of its folder (not those a `#[path]` takes from
-/// elsewhere).
+/// elsewhere in the crate, an example say: tidy's `edges.rs` keeps `#[path]` inside the crate).
 fn modules(main: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut elsewhere = false;

@@ -7,18 +7,18 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use ralph_frontmatter::{DURATION_SYNTAX, DurationError};
 
-/// Run an AI coding agent in a loop on one prompt file until the work is done.
+/// Run an AI coding agent in a loop on one prompt file until the work is done: `ralph`'s
+/// arguments, which `xtask` also renders as the man pages.
 #[derive(Debug, Parser)]
 #[command(name = "ralph", version = version(), about, long_about = None, propagate_version = true)]
-pub(crate) struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
-/// `0.3.0 (commit 1a2b3c4d5e6f)`: the version and the commit it was built from (`build.rs`). The
-/// fallback serves `cargo xtask man`, which compiles this file without the build script.
+/// `0.3.0 (commit 1a2b3c4d5e6f)`: the version and the commit it was built from (`build.rs`).
 fn version() -> &'static str {
-    option_env!("RALPH_VERSION").unwrap_or(env!("CARGO_PKG_VERSION"))
+    env!("RALPH_VERSION")
 }
 
 // Parsed once per process: the size of the largest variant costs nothing.

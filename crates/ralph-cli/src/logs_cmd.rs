@@ -16,7 +16,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// Prints the iteration logs of run `id` (the newest by default) of the loop in `folder` (its
 /// runs in `log_dir`, when they went there): one iteration's with `iteration`, and with
 /// `follow` goes on printing as the run writes, until it ends.
-/// A reader that went away (`ralph logs | head -1`) ends it quietly, as `main::print_out` does.
+/// A reader that went away (`ralph logs | head -1`) ends it quietly, as `crate::print_out` does.
 pub(crate) fn logs(
     folder: &Path,
     log_dir: Option<&Path>,

@@ -1,7 +1,7 @@
-//! The client against the project's fake GitHub (`ralph-cli/tests/common/github_server.rs`):
+//! The client against the project's fake GitHub (`ralph-test-support`'s `github_server`):
 //! real HTTP, real JSON; the client never waits, so nothing here does.
 
-use crate::github_server;
+use ralph_test_support::github_server;
 
 use std::time::{Duration, SystemTime};
 

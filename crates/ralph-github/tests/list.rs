@@ -1,6 +1,6 @@
 //! `GithubList`, escalation's task list over GitHub issues, against the project's fake GitHub.
 
-use crate::github_server;
+use ralph_test_support::github_server;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
-//! The client against the project's fake GitLab (`ralph-cli/tests/common/gitlab_server.rs`):
+//! The client against the project's fake GitLab (`ralph-test-support`'s `gitlab_server`):
 //! real HTTP, real JSON; the client never waits, so nothing here does.
 
-use crate::gitlab_server;
+use ralph_test_support::gitlab_server;
 
 use std::time::Duration;
 

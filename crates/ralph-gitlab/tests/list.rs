@@ -1,6 +1,6 @@
 //! `GitlabList`, escalation's task list over GitLab issues, against the project's fake GitLab.
 
-use crate::gitlab_server;
+use ralph_test_support::gitlab_server;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The merge-request calls landing as a merge request makes, against the fake GitLab.
 
-use crate::gitlab_server;
+use ralph_test_support::gitlab_server;
 
 use gitlab_server::{GitlabServer, PROJECT, TOKEN};
 use ralph_gitlab::{Client, Error, MergeRequestState, NewMergeRequest, Token};

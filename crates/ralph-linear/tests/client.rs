@@ -2,7 +2,7 @@
 //! waits (rate limits, 5xx, a hang-up) and those that are errors (a bad key, GraphQL errors,
 //! malformed answers), each saying what it concerns.
 
-use crate::linear_server;
+use ralph_test_support::linear_server;
 
 use std::time::{Duration, SystemTime};
 

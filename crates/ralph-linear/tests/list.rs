@@ -1,7 +1,7 @@
 //! `LinearList`, escalation's task list over a Linear team's issues, against the project's fake
 //! Linear.
 
-use crate::linear_server;
+use ralph_test_support::linear_server;
 
 use std::time::Duration;
 

@@ -1,11 +1,5 @@
 //! The crate's integration tests, one module per file of this folder, in one test binary (one
 //! link, not one per file; `xtask`'s tidy test checks that none is left out).
 
-// The CLI's fake Linear, on its HTTP core: one server for every module.
-#[path = "../../ralph-cli/tests/common/http_server.rs"]
-mod http_server;
-#[path = "../../ralph-cli/tests/common/linear_server.rs"]
-mod linear_server;
-
 mod client;
 mod list;

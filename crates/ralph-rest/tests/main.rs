@@ -1,8 +1,4 @@
 //! The crate's integration tests, one module per file of this folder, in one test binary (one
 //! link, not one per file; `xtask`'s tidy test checks that none is left out).
 
-// The CLI's tests' HTTP core.
-#[path = "../../ralph-cli/tests/common/http_server.rs"]
-mod http_server;
-
 mod transport;

@@ -3,9 +3,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ralph_rest::{Clock, Reply, Token, Transport};
+use ralph_test_support::http_server::{HttpServer, Reply as HttpReply};
 use serde_json::json;
-
-use crate::http_server::{HttpServer, Reply as HttpReply};
 
 struct Fixed(SystemTime);
 
@@ -74,7 +73,7 @@ fn a_5xx_is_a_server_error_a_401_a_refusal_and_a_2xx_not_json_is_unparsed() {
                 status: 200,
                 headers: vec![],
                 body: b"<html>".to_vec(),
-                ending: crate::http_server::Ending::Whole,
+                ending: ralph_test_support::http_server::Ending::Whole,
             },
         })
     });

@@ -13,6 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 mod docs;
+mod edges;
 mod syntax;
 
 use syntax::Named;

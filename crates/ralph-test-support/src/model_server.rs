@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::http_server::HttpServer;
-pub use super::http_server::{Reply, Request};
+use crate::http_server::HttpServer;
+pub use crate::http_server::{Reply, Request};
 
 /// Whether `request` calls a model (not a probe, a model list or a token count).
 fn is_model_call(request: &Request) -> bool {
@@ -93,9 +93,13 @@ impl ModelServer {
 /// Token counts a reply reports.
 #[derive(Debug, Clone, Copy)]
 pub struct Tokens {
+    /// Input tokens, as each API reports them (`input_tokens`, `prompt_tokens`).
     pub input: u64,
+    /// Input tokens read from the cache, as each API reports them.
     pub cached: u64,
+    /// Output tokens.
     pub output: u64,
+    /// Of the output, reasoning tokens.
     pub reasoning: u64,
 }
 

@@ -2,24 +2,29 @@
 //! `state=all`, open (head, base, title, body, draft), and edit title and body; a person can
 //! close one or merge one meanwhile. `github_server` routes `/repos/{REPO}/pulls` here.
 
-#![allow(dead_code, unreachable_pub)]
-
 use serde_json::{Value, json};
 
-use super::github_server::REPO;
-use super::http_server::{Reply, Request};
+use crate::github_server::REPO;
+use crate::http_server::{Reply, Request, query};
 
 /// A pull request as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakePull {
+    /// Its number (from 100, apart from the issues').
     pub number: u64,
+    /// The branch it would merge.
     pub head: String,
+    /// The branch it would merge into.
     pub base: String,
+    /// Its title.
     pub title: String,
+    /// Its description.
     pub body: String,
+    /// Whether it was opened as a draft.
     pub draft: bool,
     /// `open` or `closed`.
     pub state: String,
+    /// Whether a person merged it (it is `closed` then).
     pub merged: bool,
     /// Times its title or body was edited.
     pub edits: u64,
@@ -50,18 +55,13 @@ impl FakePull {
 const FIRST_NUMBER: u64 = 100;
 
 /// The answer to a request under `/repos/{REPO}/pulls`, `rest` the path after it.
-pub fn route(
-    pulls: &mut Vec<FakePull>,
-    rest: &str,
-    request: &Request,
-    query: impl Fn(&str) -> Option<String>,
-) -> Reply {
+pub(crate) fn route(pulls: &mut Vec<FakePull>, rest: &str, request: &Request) -> Reply {
     let number = rest.trim_matches('/').parse::<u64>().ok();
     match (request.method.as_str(), number) {
         ("GET", None) => {
             let owner = REPO.split('/').next().unwrap_or_default();
-            let head = query("head");
-            let state = query("state").unwrap_or_else(|| "open".to_owned());
+            let head = query(&request.path, "head");
+            let state = query(&request.path, "state").unwrap_or_else(|| "open".to_owned());
             // Newest first, as GitHub lists them.
             let items: Vec<Value> = pulls
                 .iter()

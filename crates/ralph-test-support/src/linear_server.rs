@@ -5,17 +5,15 @@
 //! memory, pages every connection by cursor, checks the API key and records every request. A
 //! test can queue faults for the next requests of an operation (a rate limit, a 5xx, a
 //! malformed answer, a hang-up) and act as a person meanwhile (comment, move an issue).
-//! The HTTP itself is `http_server`'s. `ralph-linear`'s own tests include this file too, and
-//! `http_server.rs` beside it.
-
-#![allow(dead_code, unreachable_pub)]
+//! The HTTP itself is `http_server`'s. `ralph-linear`'s tests and the CLI's use it.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::http_server::{HttpServer, Reply, Request};
+use crate::fake_api::{Answered, Clock, FaultQueue, wait_until};
+use crate::http_server::{Ending, HttpServer, Reply, Request};
 
 /// The API key the server accepts.
 pub const KEY: &str = "lin_api_fake_key_for_tests";
@@ -63,41 +61,62 @@ pub enum Fault {
 /// An issue as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeIssue {
+    /// Its id (`issue-N`).
     pub id: String,
+    /// What a person calls it (`ENG-N`).
     pub identifier: String,
+    /// Its team's id.
     pub team: String,
+    /// Its title.
     pub title: String,
+    /// Its description (empty: `null` on the wire).
     pub description: String,
+    /// The id of its workflow state (one of [`STATES`]).
     pub state: String,
+    /// Its labels' names.
     pub labels: Vec<String>,
+    /// Linear's priority: 0 none, 1 urgent ... 4 low.
     pub priority: u8,
+    /// When it was opened, by the server's clock.
     pub created_at: String,
 }
 
 /// A comment as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeComment {
+    /// Its id (`comment-N`).
     pub id: String,
+    /// The id of the issue it is on.
     pub issue: String,
+    /// Its text.
     pub body: String,
+    /// Its author's id.
     pub user_id: String,
+    /// Its author's name.
     pub user_name: String,
+    /// When it was written, by the server's clock.
     pub created_at: String,
 }
 
 /// A label as the server keeps it: the team's id, or none for the workspace's.
 #[derive(Debug, Clone)]
 pub struct FakeLabel {
+    /// Its id.
     pub id: String,
+    /// Its name.
     pub name: String,
+    /// The team's id, or none for the workspace's label.
     pub team: Option<String>,
 }
 
 /// One request: its operation's name and variables.
 #[derive(Debug, Clone)]
 pub struct Asked {
+    /// The operation's name (`operationName`).
     pub operation: String,
+    /// Its variables (`Null` when none).
     pub variables: Value,
+    /// The HTTP request it came in.
     pub request: Request,
 }
 
@@ -107,8 +126,8 @@ struct State {
     comments: Vec<FakeComment>,
     labels: Vec<FakeLabel>,
     asked: Vec<Asked>,
-    /// Each: the operation, how many of its requests to let through first, the fault.
-    faults: Vec<(String, usize, Fault)>,
+    /// Keyed by the operation's name.
+    faults: FaultQueue<Fault>,
     /// Move an issue (identifier) to a state (name), as a person, when a request of the
     /// operation comes in.
     move_on: Vec<(String, String, String)>,
@@ -117,21 +136,7 @@ struct State {
     repeat_cursor: bool,
     /// The workflow has no state of type `completed`.
     no_completed: bool,
-    clock: u64,
-}
-
-impl State {
-    /// Strictly increasing times, one per thing created, so "oldest first" is well defined.
-    fn tick(&mut self) -> String {
-        self.clock += 1;
-        let secs = self.clock;
-        format!(
-            "2026-01-01T{:02}:{:02}:{:02}.000Z",
-            secs / 3600,
-            secs / 60 % 60,
-            secs % 60
-        )
-    }
+    clock: Clock,
 }
 
 /// The fake Linear, on its own port until it is dropped.
@@ -141,6 +146,7 @@ pub struct LinearServer {
 }
 
 impl LinearServer {
+    /// A fake Linear on a free port of 127.0.0.1, with the workspace's `ralph` label and no issues yet.
     pub fn start() -> Self {
         let state = Arc::new(Mutex::new(State {
             labels: vec![FakeLabel {
@@ -153,15 +159,7 @@ impl LinearServer {
         let shared = Arc::clone(&state);
         let http = HttpServer::start(move |_port, request| {
             let answered = answer(&mut shared.lock().unwrap(), request);
-            match answered {
-                Answered::Reply(reply) => Some(reply),
-                Answered::Hangup => None,
-                // The state unlocked meanwhile: other requests are answered.
-                Answered::Stall(time) => {
-                    std::thread::sleep(time);
-                    None
-                }
-            }
+            answered.send()
         });
         Self { http, state }
     }
@@ -182,7 +180,7 @@ impl LinearServer {
     ) -> String {
         let mut state = self.state.lock().unwrap();
         let number = state.issues.len() + 1;
-        let created_at = state.tick();
+        let created_at = state.clock.tick(".000Z");
         let identifier = format!("{TEAM}-{number}");
         state.issues.push(FakeIssue {
             id: format!("issue-{number}"),
@@ -229,9 +227,7 @@ impl LinearServer {
     /// `fault`.
     pub fn fail_later(&self, operation: &str, skip: usize, times: usize, fault: Fault) {
         let mut state = self.state.lock().unwrap();
-        for _ in 0..times {
-            state.faults.push((operation.into(), skip, fault.clone()));
-        }
+        state.faults.push(operation, skip, times, fault);
     }
 
     /// Pages hold at most `n` nodes, whatever `first` asks.
@@ -249,6 +245,7 @@ impl LinearServer {
         self.state.lock().unwrap().repeat_cursor = true;
     }
 
+    /// The issue `identifier` names, as it is now.
     pub fn issue(&self, identifier: &str) -> FakeIssue {
         let state = self.state.lock().unwrap();
         state
@@ -269,6 +266,7 @@ impl LinearServer {
             .unwrap_or("?")
     }
 
+    /// The comments on the issue `identifier` names, oldest first.
     pub fn comments(&self, identifier: &str) -> Vec<FakeComment> {
         let state = self.state.lock().unwrap();
         let Some(issue) = issue_id(&state, identifier) else {
@@ -293,6 +291,7 @@ impl LinearServer {
         });
     }
 
+    /// Every label, the workspace's and the teams'.
     pub fn labels(&self) -> Vec<FakeLabel> {
         self.state.lock().unwrap().labels.clone()
     }
@@ -314,18 +313,12 @@ impl LinearServer {
         timeout: Duration,
         done: impl Fn(&[FakeComment]) -> bool,
     ) -> Vec<FakeComment> {
-        let start = Instant::now();
-        loop {
-            let comments = self.comments(identifier);
-            if done(&comments) {
-                return comments;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "timed out waiting on the comments of {identifier}: {comments:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(
+            &format!("the comments of {identifier}"),
+            timeout,
+            || self.comments(identifier),
+            |comments| done(comments),
+        )
     }
 }
 
@@ -362,7 +355,7 @@ fn add_comment(
     user_name: &str,
     body: &str,
 ) -> FakeComment {
-    let created_at = state.tick();
+    let created_at = state.clock.tick(".000Z");
     let comment = FakeComment {
         id: format!("comment-{}", state.comments.len() + 1),
         issue: issue.into(),
@@ -447,14 +440,6 @@ fn connection(state: &State, nodes: Vec<Value>, variables: &Value, first: usize)
     json!({"nodes": shown, "pageInfo": {"hasNextPage": more, "endCursor": cursor}})
 }
 
-/// What the server does with a request.
-enum Answered {
-    Reply(Reply),
-    Hangup,
-    /// Nothing for this long, then a hang-up.
-    Stall(Duration),
-}
-
 /// The answer to one HTTP request.
 fn answer(state: &mut State, request: Request) -> Answered {
     let body = request.json();
@@ -472,7 +457,7 @@ fn answer(state: &mut State, request: Request) -> Answered {
         let (_, identifier, to) = state.move_on.remove(at);
         move_to(state, &identifier, &to);
     }
-    if let Some(fault) = take_fault(state, &operation) {
+    if let Some(fault) = state.faults.take(|key| key == operation) {
         return fault_reply(fault);
     }
     if request.header("authorization") != Some(KEY) {
@@ -486,20 +471,6 @@ fn answer(state: &mut State, request: Request) -> Answered {
         Ok(data) => Reply::json(200, &json!({"data": data})),
         Err(message) => errors(400, &message, "INVALID_INPUT"),
     })
-}
-
-fn take_fault(state: &mut State, operation: &str) -> Option<Fault> {
-    let at = state.faults.iter().position(|(op, _, _)| op == operation)?;
-    if state.faults[at].1 == 0 {
-        return Some(state.faults.remove(at).2);
-    }
-    // Every queued fault for this operation lets one more request through.
-    for (op, skip, _) in &mut state.faults {
-        if op == operation {
-            *skip = skip.saturating_sub(1);
-        }
-    }
-    None
 }
 
 fn fault_reply(fault: Fault) -> Answered {
@@ -517,7 +488,7 @@ fn fault_reply(fault: Fault) -> Answered {
             status: 200,
             headers: vec![("content-type".into(), "text/html".into())],
             body: b"<html>a captive portal</html>".to_vec(),
-            ending: super::http_server::Ending::Whole,
+            ending: Ending::Whole,
         },
         Fault::NoData => Reply::json(200, &json!({"data": {}})),
         Fault::GraphqlError(message) => errors(400, &message, "INVALID_INPUT"),

@@ -5,16 +5,15 @@
 //! checks the `PRIVATE-TOKEN`, says whose it is (`GET /user`: [`USERNAME`]), and records every
 //! request. A test queues faults (a rate limit, a 5xx, a malformed answer, a hang-up) for the
 //! next matching request, and acts as a person meanwhile (a note, closing an issue). The HTTP
-//! itself is `http_server`'s. `ralph-gitlab`'s own tests include this file too.
-
-#![allow(dead_code, unreachable_pub)]
+//! itself is `http_server`'s. `ralph-gitlab`'s tests and the CLI's use it.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::http_server::{Ending, HttpServer, Reply, Request};
+use crate::fake_api::{Clock, FaultQueue, Page, message, wait_until};
+use crate::http_server::{Ending, HttpServer, Reply, Request, query};
 
 /// The token the server accepts (as `PRIVATE-TOKEN`).
 pub const TOKEN: &str = "glpat-fake-token-for-tests";
@@ -44,32 +43,49 @@ pub enum Fault {
 /// An issue as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeIssue {
+    /// Its number in the project, from 1.
     pub iid: u64,
+    /// Its title.
     pub title: String,
+    /// Its description (empty: `null` on the wire).
     pub description: String,
+    /// Whether it is open (`opened`).
     pub open: bool,
+    /// Its labels.
     pub labels: Vec<String>,
+    /// When it was opened, by the server's clock.
     pub created_at: String,
 }
 
 /// A note as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeNote {
+    /// Its id, from 5000.
     pub id: u64,
+    /// The issue it is on.
     pub issue: u64,
+    /// Its text.
     pub body: String,
+    /// Who wrote it.
     pub author: String,
+    /// When it was written, by the server's clock.
     pub created_at: String,
+    /// Whether GitLab wrote it (closing, a label added), not a person.
     pub system: bool,
 }
 
 /// A merge request as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeMergeRequest {
+    /// Its number in the project, from 1.
     pub iid: u64,
+    /// Its title (`Draft: ...` for a draft).
     pub title: String,
+    /// Its description.
     pub description: String,
+    /// The branch it would merge.
     pub source_branch: String,
+    /// The branch it would merge into.
     pub target_branch: String,
     /// `opened`, `closed` or `merged`.
     pub state: String,
@@ -81,9 +97,8 @@ struct State {
     notes: Vec<FakeNote>,
     merge_requests: Vec<FakeMergeRequest>,
     requests: Vec<Request>,
-    /// Each: what a request line must contain, how many such requests to let through first,
-    /// and the fault.
-    faults: Vec<(String, usize, Fault)>,
+    /// Keyed by what a request line must contain.
+    faults: FaultQueue<Fault>,
     /// Close an issue, as a person, when a request whose line contains the text comes in.
     close_on: Vec<(String, u64)>,
     per_page_cap: Option<usize>,
@@ -91,22 +106,10 @@ struct State {
     page_numbers_only: bool,
     /// The next page is named on another host.
     foreign_next: bool,
-    clock: u64,
+    clock: Clock,
 }
 
 impl State {
-    /// Strictly increasing times, one per thing created, so "oldest first" is well defined.
-    fn tick(&mut self) -> String {
-        self.clock += 1;
-        let secs = self.clock;
-        format!(
-            "2026-01-01T{:02}:{:02}:{:02}.000Z",
-            secs / 3600,
-            secs / 60 % 60,
-            secs % 60
-        )
-    }
-
     fn close(&mut self, iid: u64, by: &str) {
         if self.issues[iid as usize - 1].open {
             self.issues[iid as usize - 1].open = false;
@@ -122,6 +125,7 @@ pub struct GitlabServer {
 }
 
 impl GitlabServer {
+    /// A fake GitLab on a free port of 127.0.0.1, with no issues yet.
     pub fn start() -> Self {
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);
@@ -143,7 +147,7 @@ impl GitlabServer {
     pub fn open_issue(&self, title: &str, description: &str, labels: &[&str]) -> u64 {
         let mut state = self.state.lock().unwrap();
         let iid = state.issues.len() as u64 + 1;
-        let created_at = state.tick();
+        let created_at = state.clock.tick(".000Z");
         state.issues.push(FakeIssue {
             iid,
             title: title.into(),
@@ -182,9 +186,7 @@ impl GitlabServer {
     /// `times` after them with `fault`.
     pub fn fail_later(&self, matching: &str, skip: usize, times: usize, fault: Fault) {
         let mut state = self.state.lock().unwrap();
-        for _ in 0..times {
-            state.faults.push((matching.into(), skip, fault.clone()));
-        }
+        state.faults.push(matching, skip, times, fault);
     }
 
     /// Pages hold at most `n` items, whatever `per_page` asks.
@@ -217,10 +219,12 @@ impl GitlabServer {
         iid
     }
 
+    /// The merge requests, oldest first.
     pub fn merge_requests(&self) -> Vec<FakeMergeRequest> {
         self.state.lock().unwrap().merge_requests.clone()
     }
 
+    /// Issue `iid` as it is now.
     pub fn issue(&self, iid: u64) -> FakeIssue {
         self.state.lock().unwrap().issues[iid as usize - 1].clone()
     }
@@ -236,6 +240,7 @@ impl GitlabServer {
             .collect()
     }
 
+    /// Every request so far, in order.
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
     }
@@ -247,23 +252,17 @@ impl GitlabServer {
         timeout: Duration,
         done: impl Fn(&[FakeNote]) -> bool,
     ) -> Vec<FakeNote> {
-        let start = Instant::now();
-        loop {
-            let notes = self.notes(issue);
-            if done(&notes) {
-                return notes;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "timed out waiting on the notes of #{issue}: {notes:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(
+            &format!("the notes of #{issue}"),
+            timeout,
+            || self.notes(issue),
+            |notes| done(notes),
+        )
     }
 }
 
 fn add_note(state: &mut State, issue: u64, author: &str, body: &str, system: bool) -> FakeNote {
-    let created_at = state.tick();
+    let created_at = state.clock.tick(".000Z");
     let note = FakeNote {
         id: 5000 + state.notes.len() as u64,
         issue,
@@ -316,83 +315,26 @@ fn merge_request_json(mr: &FakeMergeRequest) -> Value {
     })
 }
 
-/// GitLab's error shape: `{"message": ...}`.
-fn message(status: u16, message: &str) -> Reply {
-    Reply::json(status, &json!({"message": message}))
-}
-
-fn query(path: &str, name: &str) -> Option<String> {
-    let (_, query) = path.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        (key == name).then(|| decode(value))
-    })
-}
-
-fn decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&value[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// One page of `items`, naming the next by `link` and `x-next-page` (or by the number only).
 fn page(state: &State, port: u16, path: &str, items: Vec<Value>) -> Reply {
-    let per_page = query(path, "per_page")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20usize)
-        .min(state.per_page_cap.unwrap_or(usize::MAX))
-        .max(1);
-    let number: usize = query(path, "page")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let total = items.len();
-    let shown: Vec<Value> = items
-        .into_iter()
-        .skip((number - 1) * per_page)
-        .take(per_page)
-        .collect();
-    let reply = Reply::json(200, &Value::Array(shown))
-        .header("x-page", &number.to_string())
-        .header("x-per-page", &per_page.to_string())
-        .header("x-total", &total.to_string());
-    if number * per_page >= total {
-        return reply.header("x-next-page", "");
-    }
-    let reply = reply.header("x-next-page", &(number + 1).to_string());
-    if state.page_numbers_only {
-        return reply;
-    }
-    let base = path.split('?').next().unwrap_or(path);
-    let mut params: Vec<String> = path
-        .split_once('?')
-        .map(|(_, q)| {
-            q.split('&')
-                .filter(|p| !p.starts_with("page="))
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    params.push(format!("page={}", number + 1));
+    let page = Page::of(path, items, 20, state.per_page_cap);
     let host = match state.foreign_next {
         true => "http://gitlab.elsewhere.example".to_owned(),
         false => format!("http://127.0.0.1:{port}"),
     };
-    reply.header(
-        "link",
-        &format!("<{host}{base}?{}>; rel=\"next\"", params.join("&")),
-    )
+    let next = page.has_next().then(|| page.next_link(&host, path));
+    let reply = Reply::json(200, &Value::Array(page.items))
+        .header("x-page", &page.number.to_string())
+        .header("x-per-page", &page.per_page.to_string())
+        .header("x-total", &page.total.to_string());
+    let Some(link) = next else {
+        return reply.header("x-next-page", "");
+    };
+    let reply = reply.header("x-next-page", &(page.number + 1).to_string());
+    match state.page_numbers_only {
+        true => reply,
+        false => reply.header("link", &link),
+    }
 }
 
 /// The answer to `request` (`None`: hang up).
@@ -406,23 +348,7 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Option<Reply> {
         let (_, issue) = state.close_on.remove(at);
         state.close(issue, "a-person");
     }
-    let matching = state
-        .faults
-        .iter()
-        .position(|(m, _, _)| line.contains(m.as_str()));
-    let fault = match matching {
-        Some(at) if state.faults[at].1 == 0 => Some(state.faults.remove(at).2),
-        Some(_) => {
-            // Every queued fault for this line lets one more request through.
-            for (m, skip, _) in &mut state.faults {
-                if line.contains(m.as_str()) {
-                    *skip = skip.saturating_sub(1);
-                }
-            }
-            None
-        }
-        None => None,
-    };
+    let fault = state.faults.take(|key| line.contains(key));
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

@@ -1,11 +1,9 @@
-//! The HTTP/1.1 core of the tests' fake servers (`model_server`, `github_server`): a listener on a
-//! free port of 127.0.0.1, one thread per connection, one request and one response per
-//! connection (`connection: close`, which every client the tests drive handles). What to answer
-//! is the server's business; this reads the request (line, headers, a body by `content-length`
-//! or chunked) and writes the reply. Standard library only. `ralph-github`'s own tests include
-//! this file beside `github_server.rs`.
-
-#![allow(dead_code, unreachable_pub)]
+//! The HTTP/1.1 core of the tests' fake servers (`model_server`, `github_server`, ...): a
+//! listener on a free port of 127.0.0.1, one thread per connection, one request and one response
+//! per connection (`connection: close`, which every client the tests drive handles). What to
+//! answer is the server's business; this reads the request (line, headers, a body by
+//! `content-length` or chunked) and writes the reply. Standard library only. `ralph-rest`'s
+//! tests use it alone.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -18,11 +16,13 @@ use serde_json::Value;
 /// One request a server received.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `GET`, `POST`, ...
     pub method: String,
     /// The path with its query, as sent.
     pub path: String,
     /// Names in lower case, in the order sent.
     pub headers: Vec<(String, String)>,
+    /// The body, decoded from chunks if it came in them (lossy UTF-8).
     pub body: String,
     /// When its request line arrived.
     pub at: std::time::Instant,
@@ -51,8 +51,11 @@ impl Request {
 /// One HTTP response.
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: u16,
+    /// Headers beside `content-length` and `connection`.
     pub headers: Vec<(String, String)>,
+    /// The whole body.
     pub body: Vec<u8>,
     /// How the body ends: whole, or after its first bytes.
     pub ending: Ending,
@@ -155,6 +158,7 @@ impl HttpServer {
         }
     }
 
+    /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -282,4 +286,31 @@ fn reason(status: u16) -> &'static str {
         529 => "Overloaded",
         _ => "Status",
     }
+}
+
+/// The value of `name` in `path`'s query string, percent-decoded (`+` as a space).
+pub(crate) fn query(path: &str, name: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| decode(value))
+    })
+}
+
+fn decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&value[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

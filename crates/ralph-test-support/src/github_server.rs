@@ -4,18 +4,17 @@
 //! memory, checks the token, says whose it is (`GET /user`: [`LOGIN`], who ralph's comments are
 //! by), and records every request. A test can queue faults (a rate limit,
 //! a 500) for the next matching request, and act as a person meanwhile (comment, close).
-//! The HTTP itself is `http_server`'s. `ralph-github`'s own tests include this file too, and
-//! `http_server.rs` beside it.
-
-#![allow(dead_code, unreachable_pub)]
+//! The HTTP itself is `http_server`'s. `ralph-github`'s tests and the CLI's use it.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::github_pulls::{self, FakePull};
-use super::http_server::{HttpServer, Reply, Request};
+use crate::fake_api::{Answered, Clock, FaultQueue, Page, message, wait_until};
+use crate::github_pulls;
+pub use crate::github_pulls::FakePull;
+use crate::http_server::{HttpServer, Reply, Request, query};
 
 /// The token the server accepts.
 pub const TOKEN: &str = "ghp_fake_token_for_tests";
@@ -42,23 +41,36 @@ pub enum Fault {
 /// An issue as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeIssue {
+    /// Its number, from 1.
     pub number: u64,
+    /// Its title.
     pub title: String,
+    /// Its body (empty: `null` on the wire).
     pub body: String,
+    /// Whether it is open.
     pub open: bool,
+    /// Its labels' names.
     pub labels: Vec<String>,
+    /// When it was opened, by the server's clock.
     pub created_at: String,
+    /// Who opened it.
     pub author: String,
+    /// Whether it is a pull request (which GitHub lists among issues).
     pub pull_request: bool,
 }
 
 /// A comment as the server keeps it.
 #[derive(Debug, Clone)]
 pub struct FakeComment {
+    /// Its id, from 1000.
     pub id: u64,
+    /// The issue it is on.
     pub issue: u64,
+    /// Its text.
     pub body: String,
+    /// Who wrote it.
     pub author: String,
+    /// When it was written, by the server's clock.
     pub created_at: String,
 }
 
@@ -67,31 +79,16 @@ struct State {
     issues: Vec<FakeIssue>,
     comments: Vec<FakeComment>,
     requests: Vec<Request>,
-    /// Each: what a request line must contain, how many such requests to let through first,
-    /// and the fault.
-    faults: Vec<(String, usize, Fault)>,
+    /// Keyed by what a request line must contain.
+    faults: FaultQueue<Fault>,
     /// Close an issue, as a person, when a request whose line contains the text comes in.
     close_on: Vec<(String, u64)>,
     per_page_cap: Option<usize>,
     /// Every list of issues links to itself as its next page, as a broken proxy might.
     self_link: bool,
-    clock: u64,
+    clock: Clock,
     /// Pull requests (`github_pulls`).
     pulls: Vec<FakePull>,
-}
-
-impl State {
-    /// Strictly increasing times, one per thing created, so "oldest first" is well defined.
-    fn tick(&mut self) -> String {
-        self.clock += 1;
-        let secs = self.clock;
-        format!(
-            "2026-01-01T{:02}:{:02}:{:02}Z",
-            secs / 3600,
-            secs / 60 % 60,
-            secs % 60
-        )
-    }
 }
 
 /// The fake GitHub, on its own port until it is dropped.
@@ -101,22 +98,16 @@ pub struct GithubServer {
 }
 
 impl GithubServer {
+    /// A fake GitHub on a free port of 127.0.0.1, with no issues yet.
     pub fn start() -> Self {
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);
         let http = HttpServer::start(move |port, request| {
             let mut state = shared.lock().unwrap();
-            let reply = answer(&mut state, port, &request);
+            let answered = answer(&mut state, port, &request);
             state.requests.push(request);
             drop(state);
-            match reply {
-                Answered::Reply(reply) => Some(reply),
-                Answered::Hangup => None,
-                Answered::Stall(time) => {
-                    std::thread::sleep(time);
-                    None
-                }
-            }
+            answered.send()
         });
         Self { http, state }
     }
@@ -130,7 +121,7 @@ impl GithubServer {
     pub fn open_issue(&self, title: &str, body: &str, labels: &[&str]) -> u64 {
         let mut state = self.state.lock().unwrap();
         let number = state.issues.len() as u64 + 1;
-        let created_at = state.tick();
+        let created_at = state.clock.tick("Z");
         state.issues.push(FakeIssue {
             number,
             title: title.into(),
@@ -183,9 +174,7 @@ impl GithubServer {
     /// `times` after them with `fault`.
     pub fn fail_later(&self, matching: &str, skip: usize, times: usize, fault: Fault) {
         let mut state = self.state.lock().unwrap();
-        for _ in 0..times {
-            state.faults.push((matching.into(), skip, fault.clone()));
-        }
+        state.faults.push(matching, skip, times, fault);
     }
 
     /// Drops the faults still queued: GitHub answers again.
@@ -203,10 +192,12 @@ impl GithubServer {
         self.state.lock().unwrap().self_link = true;
     }
 
+    /// Issue `number` as it is now.
     pub fn issue(&self, number: u64) -> FakeIssue {
         self.state.lock().unwrap().issues[number as usize - 1].clone()
     }
 
+    /// The comments on `issue`, oldest first.
     pub fn comments(&self, issue: u64) -> Vec<FakeComment> {
         let state = self.state.lock().unwrap();
         state
@@ -231,6 +222,7 @@ impl GithubServer {
         }
     }
 
+    /// Every request so far, in order.
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
     }
@@ -242,23 +234,17 @@ impl GithubServer {
         timeout: Duration,
         done: impl Fn(&[FakeComment]) -> bool,
     ) -> Vec<FakeComment> {
-        let start = Instant::now();
-        loop {
-            let comments = self.comments(issue);
-            if done(&comments) {
-                return comments;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "timed out waiting on the comments of #{issue}: {comments:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(
+            &format!("the comments of #{issue}"),
+            timeout,
+            || self.comments(issue),
+            |comments| done(comments),
+        )
     }
 }
 
 fn add_comment(state: &mut State, issue: u64, author: &str, body: &str) -> FakeComment {
-    let created_at = state.tick();
+    let created_at = state.clock.tick("Z");
     let comment = FakeComment {
         id: 1000 + state.comments.len() as u64,
         issue,
@@ -301,81 +287,17 @@ fn comment_json(comment: &FakeComment) -> Value {
     })
 }
 
-/// GitHub's error shape: `{"message": ...}`.
-fn message(status: u16, message: &str) -> Reply {
-    Reply::json(status, &json!({"message": message}))
-}
-
-fn query(path: &str, name: &str) -> Option<String> {
-    let (_, query) = path.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        (key == name).then(|| decode(value))
-    })
-}
-
-fn decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&value[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// One page of `items` and its `link` header.
 fn page(port: u16, path: &str, items: Vec<Value>, cap: Option<usize>) -> Reply {
-    let per_page = query(path, "per_page")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30usize)
-        .min(cap.unwrap_or(usize::MAX))
-        .max(1);
-    let number: usize = query(path, "page")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let total = items.len();
-    let shown: Vec<Value> = items
-        .into_iter()
-        .skip((number - 1) * per_page)
-        .take(per_page)
-        .collect();
-    let reply = Reply::json(200, &Value::Array(shown));
-    if number * per_page < total {
-        let base = path.split('?').next().unwrap_or(path);
-        let mut query: Vec<String> = path
-            .split_once('?')
-            .map(|(_, q)| {
-                q.split('&')
-                    .filter(|p| !p.starts_with("page="))
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        query.push(format!("page={}", number + 1));
-        let next = format!(
-            "<http://127.0.0.1:{port}{base}?{}>; rel=\"next\"",
-            query.join("&")
-        );
-        return reply.header("link", &next);
+    let page = Page::of(path, items, 30, cap);
+    let next = page
+        .has_next()
+        .then(|| page.next_link(&format!("http://127.0.0.1:{port}"), path));
+    let reply = Reply::json(200, &Value::Array(page.items));
+    match next {
+        Some(link) => reply.header("link", &link),
+        None => reply,
     }
-    reply
-}
-
-/// What the server does with a request.
-enum Answered {
-    Reply(Reply),
-    Hangup,
-    /// Nothing for this long (the state unlocked meanwhile), then a hang-up.
-    Stall(Duration),
 }
 
 /// The answer to `request`.
@@ -389,24 +311,7 @@ fn answer(state: &mut State, port: u16, request: &Request) -> Answered {
         let (_, issue) = state.close_on.remove(at);
         state.issues[issue as usize - 1].open = false;
     }
-    let matching = state
-        .faults
-        .iter()
-        .position(|(m, _, _)| line.contains(m.as_str()));
-    let fault = match matching {
-        Some(at) if state.faults[at].1 == 0 => Some(state.faults.remove(at).2),
-        Some(_) => {
-            // Every queued fault for this line lets one more request through.
-            for (m, skip, _) in &mut state.faults {
-                if line.contains(m.as_str()) {
-                    *skip = skip.saturating_sub(1);
-                }
-            }
-            None
-        }
-        None => None,
-    };
-    if let Some(fault) = fault {
+    if let Some(fault) = state.faults.take(|key| line.contains(key)) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
@@ -439,9 +344,7 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
         return Reply::json(200, &json!({"login": LOGIN, "type": "User"}));
     }
     if let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/pulls")) {
-        return github_pulls::route(&mut state.pulls, rest, request, |name| {
-            query(&request.path, name)
-        });
+        return github_pulls::route(&mut state.pulls, rest, request);
     }
     let Some(rest) = path.strip_prefix(&format!("/repos/{REPO}/issues")) else {
         return message(404, "Not Found");
@@ -480,7 +383,7 @@ fn route(state: &mut State, port: u16, request: &Request) -> Reply {
                 return message(422, "Validation Failed: title");
             };
             let number = state.issues.len() as u64 + 1;
-            let created_at = state.tick();
+            let created_at = state.clock.tick("Z");
             state.issues.push(FakeIssue {
                 number,
                 title: title.to_owned(),
