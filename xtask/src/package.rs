@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package.
-const CRATES: [&str; 16] = [
+const CRATES: [&str; 17] = [
     "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
@@ -29,6 +29,7 @@ const CRATES: [&str; 16] = [
     "ralph-process",
     "ralph-sandbox",
     "ralph-engine",
+    "ralph-tasks",
     "ralph-escalation",
     "ralph-parallel",
     "ralph-rest",

@@ -11,10 +11,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use ralph_tasks::{Landed, Mark, TaskList, TaskState};
 use serde::{Deserialize, Serialize};
 
 use crate::git::{self, Git, Saved};
-use crate::tasks::{Landed, Mark, TaskList, TaskState};
 use crate::{EscalationError, MAIN_TASK, progress};
 
 /// The journal's file name inside the git directory.

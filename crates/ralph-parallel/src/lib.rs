@@ -37,7 +37,8 @@ use ralph_engine::interrupts::{Interrupts, Phase, Response};
 use ralph_engine::{
     Engine, EngineOptions, Event, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
 };
-use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
+use ralph_escalation::{Escalation, EscalationError, StoryEnd};
+use ralph_tasks::{ListedTask, Mark, TaskList};
 use tokio::sync::mpsc;
 
 pub use abandon::{Abandoned, AbandonedLane, abandon};
@@ -135,7 +136,7 @@ pub enum ParallelError {
     NothingToAbandon(PathBuf),
     /// prd.json could not be read or changed.
     #[error(transparent)]
-    Prd(#[from] ralph_escalation::PrdError),
+    Prd(#[from] ralph_tasks::PrdError),
     /// The task list could not be read or marked.
     #[error("the task list: {0}")]
     TaskList(String),
@@ -158,7 +159,7 @@ pub enum ParallelError {
 /// Builds the run's task list with its relative paths taken from the given folder: the one
 /// the RALPH.md is in, or a copy of it a mark is applied in.
 pub type ListSource = std::sync::Arc<
-    dyn Fn(&Path) -> Result<Box<dyn TaskList>, ralph_escalation::TaskListError> + Send + Sync,
+    dyn Fn(&Path) -> Result<Box<dyn TaskList>, ralph_tasks::TaskListError> + Send + Sync,
 >;
 
 /// How to run in parallel.
@@ -265,7 +266,7 @@ enum Stepped {
     Block(Option<Moved>),
     /// A lane's question: the list's record of it and whether the base moved to it (`None`:
     /// a list outside git, which the coordinator asks).
-    Ask(Option<(ralph_escalation::Asked, Moved)>),
+    Ask(Option<(ralph_tasks::Asked, Moved)>),
 }
 
 /// Where the queue's checks are told to stop now, and whether they were.
@@ -707,8 +708,7 @@ impl Parallel {
                     });
                 };
                 std::sync::Arc::new(move |cwd: &Path| {
-                    Ok(Box::new(ralph_escalation::PrdList::new(cwd.join(&prd)))
-                        as Box<dyn TaskList>)
+                    Ok(Box::new(ralph_tasks::PrdList::new(cwd.join(&prd))) as Box<dyn TaskList>)
                 })
             }
         };
@@ -1549,8 +1549,8 @@ impl Parallel {
     fn lane_task_end(&self, id: &str) -> Option<StoryEnd> {
         let task = LaneTask::read(&self.lane_dir(id).join(LANE_TASK_FILE)).ok()?;
         match task.state {
-            ralph_escalation::TaskState::Passed => Some(StoryEnd::StoriesDone),
-            ralph_escalation::TaskState::Blocked => Some(StoryEnd::StoriesBlocked),
+            ralph_tasks::TaskState::Passed => Some(StoryEnd::StoriesDone),
+            ralph_tasks::TaskState::Blocked => Some(StoryEnd::StoriesBlocked),
             _ => None,
         }
     }
@@ -1774,7 +1774,7 @@ impl Parallel {
     fn ask_put(
         &mut self,
         id: &str,
-        put: Option<(ralph_escalation::Asked, Moved)>,
+        put: Option<(ralph_tasks::Asked, Moved)>,
     ) -> Result<(), ParallelError> {
         let Some(at) = self.session.asks.iter().position(|a| a.task_id == id) else {
             return MergeJournal::clear(&self.repo.journal_path());
@@ -2158,10 +2158,7 @@ impl Parallel {
         if self.repo.list_rel.is_empty() {
             told = self.list.write_mark(&mark);
         }
-        let told = told.and_then(|()| {
-            self.list
-                .after_landed(&ralph_escalation::Landed::new(&mark))
-        });
+        let told = told.and_then(|()| self.list.after_landed(&ralph_tasks::Landed::new(&mark)));
         if let Err(err) = told {
             self.warn(
                 Some(id),

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList};
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList};
 
 use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
@@ -172,7 +172,7 @@ impl Repo {
                 move |cause| ParallelError::Io { path, cause }
             };
             let list_error =
-                |err: ralph_escalation::TaskListError| ParallelError::TaskList(err.to_string());
+                |err: ralph_tasks::TaskListError| ParallelError::TaskList(err.to_string());
             let (marked, asked) = match change {
                 Change::Mark(mark) => (list.marked_files(mark).map_err(list_error)?, None),
                 // The list's own ask writes the question into the copy, read back whole.

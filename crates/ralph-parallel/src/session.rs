@@ -209,7 +209,7 @@ pub(crate) enum JournaledStep {
     Block { blocked: String },
     /// Putting a lane's question in the task list: the list's record of it, to hand the lane
     /// once the base moved.
-    Ask { asked: ralph_escalation::Asked },
+    Ask { asked: ralph_tasks::Asked },
 }
 
 impl MergeJournal {
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn a_journaled_question_reads_back_as_one_with_the_lists_record() {
-        let asked = ralph_escalation::Asked::new(
+        let asked = ralph_tasks::Asked::new(
             "US-3",
             "Which framework?",
             "TODO.md:3",
