@@ -22,6 +22,7 @@ mod escalate;
 pub mod events;
 pub mod git;
 mod journal;
+mod journal_file;
 pub mod lock;
 mod opening;
 mod passing;
@@ -55,7 +56,7 @@ pub use events::{
     StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE, TaskWords,
 };
 pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
-pub use journal::JournalError;
+pub use journal_file::{Journal, JournalError};
 pub use lock::lock_repository;
 pub use pr_config::{Forge, PrSettings};
 pub use progress::ProgressError;
@@ -379,7 +380,7 @@ impl Escalation {
         let Some(repo) = &self.repo else {
             return Ok(());
         };
-        let entry = journal::Journal {
+        let entry = journal::Entry {
             step,
             story: story.map(str::to_owned),
             head: repo.git.head()?,

@@ -856,7 +856,7 @@ impl Parallel {
     /// `--resume`: finishes or redoes the merge in flight, cleans the lanes a kill cut short
     /// and lines them up again.
     fn take_up(&mut self) -> Result<(), ParallelError> {
-        if let Some(journal) = MergeJournal::load(&self.repo.journal_path())? {
+        if let Some(journal) = self.repo.journal().read()? {
             self.take_up_step(journal)?;
         }
         // Landings recorded whose list a kill kept from hearing of them.
@@ -967,7 +967,7 @@ impl Parallel {
                 }
             }
         }
-        MergeJournal::clear(&self.repo.journal_path())
+        Ok(self.repo.journal().clear()?)
     }
 
     /// A lane a kill cut short: its own journal finished (escalation does that as it opens),
@@ -1777,7 +1777,7 @@ impl Parallel {
         put: Option<(ralph_tasks::Asked, Moved)>,
     ) -> Result<(), ParallelError> {
         let Some(at) = self.session.asks.iter().position(|a| a.task_id == id) else {
-            return MergeJournal::clear(&self.repo.journal_path());
+            return Ok(self.repo.journal().clear()?);
         };
         let ask = self.session.asks.remove(at);
         let asked = match put {
@@ -1828,7 +1828,7 @@ impl Parallel {
             ),
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         Ok(())
     }
@@ -1912,7 +1912,7 @@ impl Parallel {
     /// now): the run records it, then the step's journal goes, then `TASK_BLOCKED`.
     fn block_marked(&mut self, id: &str, moved: Option<Moved>) -> Result<(), ParallelError> {
         let Some(at) = self.session.blocks.iter().position(|b| b.task_id == id) else {
-            return MergeJournal::clear(&self.repo.journal_path());
+            return Ok(self.repo.journal().clear()?);
         };
         let block = self.session.blocks.remove(at);
         // A resumed run read the list before the mark.
@@ -1940,7 +1940,7 @@ impl Parallel {
             );
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         self.board.blocked += 1;
         self.emit(ParallelEventKind::TaskBlocked {
@@ -1982,7 +1982,7 @@ impl Parallel {
                 // task not done again.
                 self.record(id).refused = Some(why.clone());
                 self.save()?;
-                MergeJournal::clear(&self.repo.journal_path())?;
+                self.repo.journal().clear()?;
                 self.warn(
                     Some(id),
                     format!(
@@ -2056,7 +2056,7 @@ impl Parallel {
     /// passed; said when the files it waits on change.
     /// No `files`: the person's changes are gone, and the queue lands it in its turn.
     fn hold(&mut self, id: &str, files: Vec<String>) -> Result<(), ParallelError> {
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.insert(id.to_owned(), Instant::now());
         let record = self.record(id);
         if record.held == files {
@@ -2116,7 +2116,7 @@ impl Parallel {
             task.state = TaskState::Passed;
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         self.board.landed += 1;
         self.tell_landed(id)?;
