@@ -21,7 +21,7 @@ use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package. `ralph-test-support`
 /// (`publish = false`, test code) is not one: it is neither packed nor installed.
-const CRATES: [&str; 16] = [
+const CRATES: [&str; 17] = [
     "ralph-atomic",
     "ralph-marker",
     "ralph-frontmatter",
@@ -30,6 +30,7 @@ const CRATES: [&str; 16] = [
     "ralph-process",
     "ralph-sandbox",
     "ralph-engine",
+    "ralph-tasks",
     "ralph-escalation",
     "ralph-parallel",
     "ralph-rest",

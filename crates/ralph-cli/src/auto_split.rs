@@ -6,9 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use ralph_escalation::{Passes, Prd};
-
 use ralph_escalation::StoryEnd;
+use ralph_tasks::{Passes, Prd};
 
 use crate::cli::{PlanArgs, RunArgs};
 use crate::error::CliError;

@@ -21,7 +21,7 @@ pub(crate) fn landing(file: &RalphFile, cwd: &Path) -> Result<Option<PrLanding>,
         return Ok(None);
     };
     let repo = repository(file, cwd, &settings)?;
-    let forge: Box<dyn ralph_escalation::forge::PullRequests> = match settings.forge {
+    let forge: Box<dyn ralph_tasks::forge::PullRequests> = match settings.forge {
         Forge::Github => {
             let client = ralph_github::Client::from_env(&repo)
                 .map_err(|err| CliError::Land(format!("land.pr: github: {err}")))?

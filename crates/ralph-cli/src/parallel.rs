@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ralph_engine::{EngineOptions, FolderClaim};
-use ralph_escalation::{EscalationError, StoryEnd, TaskListError, TaskWords};
+use ralph_escalation::{EscalationError, StoryEnd, TaskWords};
 use ralph_parallel::{Board, ParallelEvent, ParallelEventKind, ParallelOptions, ParallelSink};
+use ralph_tasks::TaskListError;
 
 use crate::cli::RunArgs;
 use crate::error::CliError;
@@ -82,9 +83,9 @@ pub(crate) fn run(
         let file = parallel.engine.file.clone();
         parallel.tasks = Some(std::sync::Arc::new(move |cwd: &std::path::Path| {
             crate::ralph_file::task_list(&file, cwd)
-                .map_err(|err| ralph_escalation::TaskListError::Failed(err.to_string().into()))?
+                .map_err(|err| ralph_tasks::TaskListError::Failed(err.to_string().into()))?
                 .ok_or_else(|| {
-                    ralph_escalation::TaskListError::Failed("the RALPH.md has no task list".into())
+                    ralph_tasks::TaskListError::Failed("the RALPH.md has no task list".into())
                 })
         }));
     }

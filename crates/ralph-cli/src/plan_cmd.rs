@@ -10,7 +10,8 @@ use ralph_escalation::plan::{
     self, PLAN_INVALID, PlanFormat, PlanOutcome, PlanRequest, PlanSource, Target,
     config::PlanConfig, split,
 };
-use ralph_escalation::{EscalationError, Git, Prd, TasksConfig};
+use ralph_escalation::{EscalationError, Git, TasksConfig};
+use ralph_tasks::Prd;
 
 use crate::cli::PlanArgs;
 use crate::error::CliError;
@@ -297,7 +298,7 @@ fn split_context(
             prd_path.display()
         )));
     };
-    if story.passes == ralph_escalation::Passes::Yes {
+    if story.passes == ralph_tasks::Passes::Yes {
         return Err(CliError::Usage(format!(
             "{}: task {id} has passed; only a task still to do (one that keeps failing, \
              blocked) is split",

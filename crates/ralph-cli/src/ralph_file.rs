@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{MarkdownList, PrdList, TaskList, TasksConfig};
+use ralph_escalation::TasksConfig;
 use ralph_frontmatter::{Parsed, RalphFile, Vocabulary};
+use ralph_tasks::{MarkdownList, PrdList, TaskList};
 
 use crate::error::CliError;
 

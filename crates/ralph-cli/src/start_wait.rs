@@ -9,7 +9,8 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::{Event, EventKind, EventSink, InterruptSignal, WaitReason};
-use ralph_escalation::{EscalationError, TaskListError};
+use ralph_escalation::EscalationError;
+use ralph_tasks::TaskListError;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 

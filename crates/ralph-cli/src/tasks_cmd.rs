@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ralph_escalation::tasks::{self, ListedTask, TaskState};
-use ralph_escalation::{EscalationError, TaskList};
+use ralph_escalation::EscalationError;
+use ralph_tasks::{ListedTask, TaskList, TaskState};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -42,7 +42,7 @@ pub(crate) fn tasks(path: &Path, json: bool) -> Result<i32, CliError> {
 
 /// Every task: those a run would take, in its order, then the rest in the list's order.
 fn in_order(listed: &[ListedTask]) -> Vec<(Option<usize>, &ListedTask)> {
-    let order = tasks::run_order(listed);
+    let order = ralph_tasks::run_order(listed);
     let mut rows: Vec<(Option<usize>, &ListedTask)> = order
         .iter()
         .enumerate()
@@ -111,8 +111,8 @@ fn row(order: Option<usize>, t: &ListedTask) -> String {
 
 /// `ralph check`'s lines: the tasks a run would work on, in order.
 pub(crate) fn run_order_lines(list: &dyn TaskList, listed: &[ListedTask]) -> String {
-    let order = tasks::run_order(listed);
-    let (passed, blocked, pending) = tasks::counts(listed);
+    let order = ralph_tasks::run_order(listed);
+    let (passed, blocked, pending) = ralph_tasks::counts(listed);
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use ralph_engine::{TaskContext, TaskDecision};
+use ralph_tasks::Mark;
 
 use crate::events::{StoryEnd, StoryEvent};
 use crate::{
-    Escalation, EscalationError, MAIN_TASK, Mark, PROGRESS_TAIL_LINES, Saved, Trip, git, journal,
+    Escalation, EscalationError, MAIN_TASK, PROGRESS_TAIL_LINES, Saved, Trip, git, journal,
     progress, push_indented, signature,
 };
 

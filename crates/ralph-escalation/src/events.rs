@@ -302,7 +302,7 @@ impl TaskWords {
 
     /// The words for a list of kind `kind` ([`TaskList::kind`]: `prd`, `markdown`, `github`).
     ///
-    /// [`TaskList::kind`]: crate::TaskList::kind
+    /// [`TaskList::kind`]: ralph_tasks::TaskList::kind
     pub fn of_list(kind: &str) -> Self {
         match kind {
             "prd" => Self::STORY,

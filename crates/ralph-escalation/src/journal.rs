@@ -6,34 +6,24 @@
 //!
 //! It lives in the git directory (`<git dir>/ralph-journal.json`), beside the repository's
 //! lock: one loop escalates in a repository at a time, and the steps are the repository's. It
-//! is replaced whole (temporary file, fsync, rename), so a kill leaves the old entry or the new.
+//! is a [`Journal`], replaced whole, so a kill leaves the old entry or the new.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use ralph_tasks::{Landed, Mark, TaskList, TaskState};
 use serde::{Deserialize, Serialize};
 
 use crate::git::{self, Git, Saved};
-use crate::tasks::{Landed, Mark, TaskList, TaskState};
-use crate::{EscalationError, MAIN_TASK, progress};
+use crate::{EscalationError, Journal, JournalError, MAIN_TASK, progress};
 
 /// The journal's file name inside the git directory.
 const JOURNAL_FILE: &str = "ralph-journal.json";
 
-/// The journal could not be read or written.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {reason}", .path.display())]
-pub struct JournalError {
-    /// The journal file.
-    pub path: PathBuf,
-    /// What went wrong.
-    pub reason: String,
-}
-
 /// A step under way, and what finishing it needs (paths in the repository are relative to its
 /// top folder).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Journal {
+pub(crate) struct Entry {
     /// The step.
     pub(crate) step: Step,
     /// The story (`None`: the loop's one task, without prd.json).
@@ -101,61 +91,24 @@ pub(crate) enum Found {
     },
 }
 
-fn path(git: &Git) -> PathBuf {
-    git.git_dir().join(JOURNAL_FILE)
+/// The repository's journal.
+fn of(git: &Git) -> Journal<Entry> {
+    Journal::at(git.git_dir().join(JOURNAL_FILE))
 }
 
-/// Records `journal` as the step under way, replacing any other.
-pub(crate) fn write(git: &Git, journal: &Journal) -> Result<(), JournalError> {
-    let path = path(git);
-    let bytes = serde_json::to_vec_pretty(journal).map_err(|err| JournalError {
-        path: path.clone(),
-        reason: format!("cannot write: {err}"),
-    })?;
-    ralph_atomic::write(&path, &bytes).map_err(|err| JournalError {
-        path,
-        reason: format!("cannot write: {err}"),
-    })
+/// Records `entry` as the step under way, replacing any other.
+pub(crate) fn write(git: &Git, entry: &Entry) -> Result<(), JournalError> {
+    of(git).write(entry)
 }
 
 /// The step under way is done.
 pub(crate) fn clear(git: &Git) -> Result<(), JournalError> {
-    let path = path(git);
-    match std::fs::remove_file(&path) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(JournalError {
-            path,
-            reason: format!("cannot remove: {err}"),
-        }),
-        _ => Ok(()),
-    }
+    of(git).clear()
 }
 
 /// Whether a step is recorded: a run is taking it now, or a killed one left it to finish.
 pub(crate) fn pending(git: &Git) -> Result<bool, JournalError> {
-    read(git).map(|journal| journal.is_some())
-}
-
-fn read(git: &Git) -> Result<Option<Journal>, JournalError> {
-    let path = path(git);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(JournalError {
-                path,
-                reason: format!("cannot read: {err}"),
-            });
-        }
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|err| JournalError {
-            reason: format!(
-                "cannot read ralph's record of the step a killed run was taking ({err}); remove \
-             the file to start without finishing it"
-            ),
-            path,
-        })
+    of(git).read().map(|entry| entry.is_some())
 }
 
 /// The message of story `id`'s pass commit.
@@ -174,7 +127,7 @@ pub(crate) fn finish(
     git: &Git,
     mut list: Option<&mut (dyn TaskList + '_)>,
 ) -> Result<(Option<Found>, Vec<String>), EscalationError> {
-    let Some(journal) = read(git)? else {
+    let Some(journal) = of(git).read()? else {
         return Ok((None, Vec::new()));
     };
     let mut said = Vec::new();
@@ -272,7 +225,7 @@ fn state_of(
 /// task list in the tree; returns the pass commit.
 fn finish_pass(
     git: &Git,
-    journal: &Journal,
+    journal: &Entry,
     story: &str,
     mut list: Option<&mut (dyn TaskList + '_)>,
 ) -> Result<String, EscalationError> {
@@ -311,7 +264,7 @@ fn finish_pass(
 /// elsewhere since is the user's: then nothing is reset.
 fn finish_revert(
     git: &Git,
-    journal: &Journal,
+    journal: &Entry,
     saved_ref: &str,
     progress: &Path,
     entry: &str,

@@ -2,7 +2,7 @@
 //!
 //! This crate owns story mode over a task list (which task is next, its placeholders, marking
 //! it passed or blocked): prd.json, a Markdown checklist, or an embedder's own [`TaskList`]
-//! (where tasks live is a seam, [`tasks`]; every list gets every guarantee below), the
+//! (where tasks live is a seam, `ralph-tasks`; every list gets every guarantee below), the
 //! same-error circuit breaker (error [`signature`](mod@signature)s and the
 //! [`Breaker`]), and the escalation that follows a trip: a progress.txt entry, a git revert to
 //! the last checkpoint that first saves everything under `refs/ralph/attempts/<story>/<n>`, the
@@ -20,18 +20,15 @@ pub mod breaker;
 mod escalate;
 
 pub mod events;
-pub mod forge;
 pub mod git;
 mod journal;
+mod journal_file;
 pub mod lock;
-pub mod markdown;
 mod opening;
 mod passing;
 pub mod plan;
 pub mod pr_config;
 mod pr_task;
-pub mod prd;
-mod prd_list;
 pub mod preflight;
 pub mod progress;
 pub mod pull_request;
@@ -39,7 +36,6 @@ mod resume;
 mod retick;
 pub mod run_folder;
 pub mod signature;
-pub mod tasks;
 pub mod tasks_config;
 mod vocabulary;
 
@@ -53,25 +49,22 @@ use ralph_engine::{
     CheckResult, EndReason, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource,
     TaskWait,
 };
+use ralph_tasks::{Asked, ListedTask, Mark, PrdError, TaskList, TaskListError, TaskState};
 
 pub use breaker::{Breaker, Trip};
 pub use events::{
     StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE, TaskWords,
 };
 pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
-pub use journal::JournalError;
+pub use journal_file::{Journal, JournalError};
 pub use lock::lock_repository;
-pub use markdown::MarkdownList;
 pub use pr_config::{Forge, PrSettings};
-pub use prd::{Mark, Passes, Prd, PrdError, Story};
-pub use prd_list::PrdList;
 pub use progress::ProgressError;
 pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask, pr_title};
 pub use resume::Interrupted;
 pub use signature::{Signature, signature};
-pub use tasks::{Asked, Landed, ListedTask, TaskList, TaskListError, TaskState};
 pub use tasks_config::TasksConfig;
-pub use vocabulary::{ASK_STATE, STORY_PLACEHOLDERS, TASK_PLACEHOLDERS, vocabulary};
+pub use vocabulary::{ASK_STATE, vocabulary};
 
 /// `max_iterations` in story mode when neither the file nor the command line sets one: the
 /// loop's last safety net.
@@ -387,7 +380,7 @@ impl Escalation {
         let Some(repo) = &self.repo else {
             return Ok(());
         };
-        let entry = journal::Journal {
+        let entry = journal::Entry {
             step,
             story: story.map(str::to_owned),
             head: repo.git.head()?,
@@ -487,11 +480,11 @@ impl Escalation {
                     None => return Err(self.no_such_task(only, &tasks)),
                 }
             }
-            _ => task.or_else(|| tasks::next(&tasks)),
+            _ => task.or_else(|| ralph_tasks::next(&tasks)),
         };
         let Some(task) = task else {
             // Tasks still to do that none can start wait on a `dependsOn` that cannot pass.
-            return Ok(NextTask::End(match tasks::counts(&tasks) {
+            return Ok(NextTask::End(match ralph_tasks::counts(&tasks) {
                 (_, _, remaining) if remaining > 0 => StoryEnd::WorkLeft.reason(),
                 (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),
                 _ => StoryEnd::StoriesDone.reason(),
@@ -813,7 +806,7 @@ impl Escalation {
                     _ => StoryEnd::MaxIterationsWorkLeft.reason(),
                 }
             }
-            Ok(Some(tasks)) => match tasks::counts(&tasks) {
+            Ok(Some(tasks)) => match ralph_tasks::counts(&tasks) {
                 (_, _, remaining) if remaining > 0 => StoryEnd::MaxIterationsWorkLeft.reason(),
                 (_, blocked, _) if blocked > 0 => StoryEnd::StoriesBlocked.reason(),
                 _ => StoryEnd::StoriesDone.reason(),
@@ -883,7 +876,7 @@ pub(crate) fn followed(path: PathBuf) -> PathBuf {
 }
 
 fn summary(tasks: &[ListedTask]) -> StoriesSummary {
-    let (passed, blocked, remaining) = tasks::counts(tasks);
+    let (passed, blocked, remaining) = ralph_tasks::counts(tasks);
     StoriesSummary {
         passed,
         blocked,

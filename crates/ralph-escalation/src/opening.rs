@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use ralph_engine::TaskWait;
 use ralph_engine::frontmatter::{Config, EscalationConfig};
+use ralph_tasks::{PrdList, TaskList, TaskListError};
 
 use crate::{
-    Breaker, Escalation, EscalationError, Git, GitError, Opening, Options, PrdList, Repo, TaskList,
-    TaskListError, followed, journal, progress, resume, summary,
+    Breaker, Escalation, EscalationError, Git, GitError, Opening, Options, Repo, followed, journal,
+    progress, resume, summary,
 };
 
 impl Escalation {

@@ -1,12 +1,10 @@
 //! A task judged passed and marked so: its checks, its mark in the list and its pass commit.
 
 use ralph_engine::{EndReason, IterationReport, TaskContext, TaskDecision, TaskWait};
+use ralph_tasks::{Landed, Mark, TaskListError, TaskState};
 
 use crate::events::{StoryEvent, TaskWords};
-use crate::{
-    ASK_STATE, Escalation, EscalationError, Landed, Mark, TaskListError, TaskState, Trip, journal,
-    list_name, signature, summary,
-};
+use crate::{ASK_STATE, Escalation, EscalationError, Trip, journal, list_name, signature, summary};
 
 impl Escalation {
     /// Writes the [`unwritten`](Self::unwritten) marks, each into the list as it is now, and

@@ -6,11 +6,12 @@
 use std::path::PathBuf;
 
 use ralph_engine::{EndReason, IterationReport, NextTask, TaskContext, TaskWait};
+use ralph_tasks::TaskListError;
 
 use crate::events::StoryEnd;
 use crate::git::{self, Git};
 use crate::pull_request::{PrFacts, PrLanded, PrLanding, PrTask};
-use crate::{Escalation, EscalationError, TaskListError};
+use crate::{Escalation, EscalationError};
 
 /// The landing of the run's one task, and what its body tells.
 #[derive(Debug)]

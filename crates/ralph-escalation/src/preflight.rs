@@ -7,8 +7,9 @@
 use std::path::Path;
 
 use ralph_engine::frontmatter::{ConfigError, RalphFile, error_at_key};
+use ralph_tasks::TaskList;
 
-use crate::{Escalation, EscalationError, Options, TaskList};
+use crate::{Escalation, EscalationError, Options};
 
 /// Every preflight warning for `file` (whose text is `text`, shown as `shown`), checked from
 /// `cwd`, where the loop would run: [`ralph_engine::preflight::warnings`].

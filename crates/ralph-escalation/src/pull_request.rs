@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use ralph_engine::{CheckResult, IterationReport};
+use ralph_tasks::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 
-use crate::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 use crate::git::{self, PushError};
 use crate::{EscalationError, StoryEvent};
 
@@ -226,7 +226,7 @@ impl PrLanding {
     /// before) and the request opened or updated.
     ///
     /// # Errors
-    /// [`EscalationError::Tasks`] with [`crate::TaskListError::RetryAfter`] for the caller to
+    /// [`EscalationError::Tasks`] with [`ralph_tasks::TaskListError::RetryAfter`] for the caller to
     /// wait and land again; [`EscalationError::Push`] naming the remote and the branch.
     pub fn land(&mut self, task: &PrTask<'_>) -> Result<PrLanded, EscalationError> {
         let found = self.forge.find(task.branch)?;
@@ -253,13 +253,13 @@ impl PrLanding {
                 Ok(PrLanded::Updated(updated))
             }
             None => {
-                let opened = self.forge.open(&NewPullRequest {
-                    head: task.branch,
-                    base: task.base,
-                    title: task.title,
-                    body: task.body,
-                    draft: self.draft,
-                })?;
+                let opened = self.forge.open(&NewPullRequest::new(
+                    task.branch,
+                    task.base,
+                    task.title,
+                    task.body,
+                    self.draft,
+                ))?;
                 Ok(PrLanded::Opened(opened))
             }
         }

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use ralph_engine::frontmatter::Config;
 use ralph_engine::{CheckResult, TaskContext};
+use ralph_tasks::{Asked, Mark};
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{Found, short};
-use crate::{Asked, Current, Escalation, EscalationError, Git, Mark, Opening, Options, Repo};
+use crate::{Current, Escalation, EscalationError, Git, Opening, Options, Repo};
 
 /// What a resumed run knows of the stopped one, for [`Escalation::resume`].
 #[derive(Debug, Clone, Default)]

@@ -3,8 +3,8 @@
 //! the task's work, so the task is marked passed again, with a `WARNING`, never done again.
 
 use ralph_engine::TaskContext;
+use ralph_tasks::{Mark, TaskListError, TaskState};
 
-use crate::tasks::{Mark, TaskListError, TaskState};
 use crate::{Escalation, EscalationError, TaskWords};
 
 impl Escalation {

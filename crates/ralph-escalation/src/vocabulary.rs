@@ -2,25 +2,9 @@
 //! reasons escalation gives, registered with the parser as any plug's would be.
 
 use ralph_engine::frontmatter::{Namespace, PlugVocabulary, RalphFile};
+use ralph_tasks::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
 
 use crate::events::StoryEnd;
-
-/// The names story mode fills in under `{{ story.* }}`, from this list.
-pub const STORY_PLACEHOLDERS: &[&str] = &[
-    "id",
-    "title",
-    "description",
-    "acceptance_criteria",
-    "json",
-    "conflict",
-];
-
-/// The names every task list fills in under `{{ task.* }}`: `question` and `answer` once a
-/// person answered the agent's question; `url` and `comments` for lists that have them
-/// (GitHub issues).
-pub const TASK_PLACEHOLDERS: &[&str] = &[
-    "id", "title", "body", "question", "answer", "url", "comments",
-];
 
 /// The state an agent reports to put a question to a person:
 /// `<!-- ralph:state ask question="..." -->`.

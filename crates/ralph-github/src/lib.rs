@@ -1,5 +1,5 @@
 //! GitHub issues for ralph loops: [`GithubList`], story mode's task list over a repository's
-//! open issues (escalation's `TaskList`: run order, placeholders, the comments, labels and
+//! open issues (ralph-tasks' `TaskList`: run order, placeholders, the comments, labels and
 //! closing that report a pass or a block, a question put to a person and their answer), and
 //! under it a small synchronous client for the parts of GitHub's REST API
 //! a task source needs (open issues, by label and page by page; an issue's comments; a comment;
@@ -10,7 +10,7 @@
 //! Ctrl+C ends, a `WAIT_STARTED`, a wait `ralph status` shows and a resumed run takes up. The
 //! reset time is read against a [`Clock`] the caller can replace.
 //!
-//! [`GithubPulls`] opens and updates pull requests for `land.pr: github` (escalation's
+//! [`GithubPulls`] opens and updates pull requests for `land.pr: github` (ralph-tasks'
 //! `PullRequests`), over the same client and with the same waits.
 //!
 //! It must never print, log or sleep. It never decides what a failure does to the run:

@@ -1,4 +1,4 @@
-//! GitHub issues as story mode's task list: [`GithubList`] implements escalation's
+//! GitHub issues as story mode's task list: [`GithubList`] implements ralph-tasks'
 //! [`TaskList`], so issues get every story-mode guarantee (the breaker, the revert that saves
 //! first, blocking with a reason, resume) and a person can answer the agent's question in the
 //! issue itself.
@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError};
 use ralph_rest::{SharedFailures, Waits, issue_tasks};
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList, TaskListError};
 use serde_json::{Value, json};
 
 use crate::issues::{self, Author, BLOCKED_LABEL, DONE_LABEL};

@@ -1,13 +1,13 @@
-//! Pull requests, for `land.pr: github`: [`GithubPulls`] implements escalation's
+//! Pull requests, for `land.pr: github`: [`GithubPulls`] implements ralph-tasks'
 //! [`PullRequests`] over the client's request plumbing (its rate limits and outages are waits
 //! the caller's loop makes, as the task list's are).
 
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::TaskListError;
-use ralph_escalation::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 use ralph_rest::{Waits, encode_query_value};
+use ralph_tasks::TaskListError;
+use ralph_tasks::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 use serde::Deserialize;
 use serde_json::json;
 

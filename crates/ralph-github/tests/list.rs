@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use github_server::{Fault, GithubServer, REPO, TOKEN};
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Mark, TaskList, TaskListError, TaskState};
 use ralph_github::{Client, GithubList, Token};
+use ralph_tasks::{Mark, TaskList, TaskListError, TaskState};
 
 const MS: Duration = Duration::from_millis(1);
 

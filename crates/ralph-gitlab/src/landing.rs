@@ -1,13 +1,13 @@
-//! Landing as a merge request (`land: {pr: gitlab}`): escalation's forge-neutral
+//! Landing as a merge request (`land: {pr: gitlab}`): ralph-tasks' forge-neutral
 //! [`PullRequests`] over the client's merge-request calls. Its rate limits, 5xx and network
 //! errors are waits, as the task list's are.
 
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::TaskListError;
-use ralph_escalation::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 use ralph_rest::Waits;
+use ralph_tasks::TaskListError;
+use ralph_tasks::forge::{NewPullRequest, PullRequest, PullRequestState, PullRequests};
 
 use crate::{Client, Error, MergeRequest, MergeRequestState, NewMergeRequest};
 

@@ -1,5 +1,5 @@
 //! GitLab issues and merge requests for ralph loops: [`GitlabList`], story mode's task list over
-//! a project's open issues (escalation's `TaskList`: run order, placeholders, the notes, labels
+//! a project's open issues (ralph-tasks' `TaskList`: run order, placeholders, the notes, labels
 //! and closing that report a pass or a block, a question put to a person and their answer),
 //! and under it a small synchronous client for the parts of GitLab's REST API (v4) a task source
 //! needs (open issues, by label and page by page; an issue's notes; a note; closing an issue; a

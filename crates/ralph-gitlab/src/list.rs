@@ -1,4 +1,4 @@
-//! GitLab issues as story mode's task list: [`GitlabList`] implements escalation's
+//! GitLab issues as story mode's task list: [`GitlabList`] implements ralph-tasks'
 //! [`TaskList`], so issues get every story-mode guarantee (the breaker, the revert that saves
 //! first, blocking with a reason, resume) and a person can answer the agent's question in a
 //! note on the issue.
@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError};
 use ralph_rest::words::{self, BLOCKED_LABEL, DONE_LABEL};
 use ralph_rest::{SharedFailures, Waits, issue_tasks};
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList, TaskListError};
 use serde_json::{Value, json};
 
 use crate::{Client, Error, Issue, IssueState, Note, notes};

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use gitlab_server::{Fault, GitlabServer, PROJECT, TOKEN, USERNAME};
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Mark, TaskList, TaskListError, TaskState};
 use ralph_gitlab::{Client, GitlabList, Token};
+use ralph_tasks::{Mark, TaskList, TaskListError, TaskState};
 
 const MS: Duration = Duration::from_millis(1);
 

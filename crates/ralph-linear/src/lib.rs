@@ -1,5 +1,5 @@
 //! Linear issues for ralph loops: [`LinearList`], story mode's task list over a Linear team's
-//! unstarted issues (escalation's `TaskList`: run order, placeholders, the comments, the done
+//! unstarted issues (ralph-tasks' `TaskList`: run order, placeholders, the comments, the done
 //! state and the label that report a pass or a block, a question put to a person and their
 //! answer), and under it a small synchronous client for the parts of Linear's GraphQL API a
 //! task source needs (the key's account; the team and its workflow states; the team's issues

@@ -1,4 +1,4 @@
-//! A Linear team's issues as story mode's task list: [`LinearList`] implements escalation's
+//! A Linear team's issues as story mode's task list: [`LinearList`] implements ralph-tasks'
 //! [`TaskList`], so issues get every story-mode guarantee (the breaker, the revert that saves
 //! first, blocking with a reason, resume) and a person can answer the agent's question in the
 //! issue itself.
@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use ralph_rest::{SharedFailures, Waits};
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde_json::{Value, json};
 
 use crate::words::{self, BLOCKED_LABEL};

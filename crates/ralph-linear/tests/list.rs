@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use linear_server::{Fault, KEY, LinearServer, TEAM};
 use ralph_backoff::FailurePolicy;
-use ralph_escalation::{Mark, TaskList, TaskListError, TaskState};
 use ralph_linear::{Client, LinearList, Secret};
+use ralph_tasks::{Mark, TaskList, TaskListError, TaskState};
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -54,8 +54,8 @@ pub fn abandon(folder: &Path) -> Result<Abandoned, ParallelError> {
         return Err(ParallelError::NothingToAbandon(top));
     }
     let base_ref = format!("refs/heads/{}", session.base);
-    let journal_path = MergeJournal::path(&git::common_dir(&top)?);
-    if let Some(journal) = MergeJournal::load(&journal_path)? {
+    let merge_journal = MergeJournal::journal(&git::common_dir(&top)?);
+    if let Some(journal) = merge_journal.read()? {
         undo_merge(&top, &base_ref, &journal)?;
     }
     let mut lanes: Vec<AbandonedLane> = session
@@ -88,7 +88,7 @@ pub fn abandon(folder: &Path) -> Result<Abandoned, ParallelError> {
         lane.saved = give_up_lane(&top, &base_ref, &lane.task_id, &folder)?;
     }
     git::run(&top, &["worktree", "prune"])?;
-    MergeJournal::clear(&journal_path)?;
+    merge_journal.clear()?;
     std::fs::remove_file(&path).map_err(|cause| ParallelError::Io {
         path: path.clone(),
         cause,

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 

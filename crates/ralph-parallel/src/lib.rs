@@ -37,7 +37,8 @@ use ralph_engine::interrupts::{Interrupts, Phase, Response};
 use ralph_engine::{
     Engine, EngineOptions, Event, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
 };
-use ralph_escalation::{Escalation, EscalationError, ListedTask, Mark, StoryEnd, TaskList};
+use ralph_escalation::{Escalation, EscalationError, StoryEnd};
+use ralph_tasks::{ListedTask, Mark, TaskList};
 use tokio::sync::mpsc;
 
 pub use abandon::{Abandoned, AbandonedLane, abandon};
@@ -135,7 +136,7 @@ pub enum ParallelError {
     NothingToAbandon(PathBuf),
     /// prd.json could not be read or changed.
     #[error(transparent)]
-    Prd(#[from] ralph_escalation::PrdError),
+    Prd(#[from] ralph_tasks::PrdError),
     /// The task list could not be read or marked.
     #[error("the task list: {0}")]
     TaskList(String),
@@ -158,7 +159,7 @@ pub enum ParallelError {
 /// Builds the run's task list with its relative paths taken from the given folder: the one
 /// the RALPH.md is in, or a copy of it a mark is applied in.
 pub type ListSource = std::sync::Arc<
-    dyn Fn(&Path) -> Result<Box<dyn TaskList>, ralph_escalation::TaskListError> + Send + Sync,
+    dyn Fn(&Path) -> Result<Box<dyn TaskList>, ralph_tasks::TaskListError> + Send + Sync,
 >;
 
 /// How to run in parallel.
@@ -265,7 +266,7 @@ enum Stepped {
     Block(Option<Moved>),
     /// A lane's question: the list's record of it and whether the base moved to it (`None`:
     /// a list outside git, which the coordinator asks).
-    Ask(Option<(ralph_escalation::Asked, Moved)>),
+    Ask(Option<(ralph_tasks::Asked, Moved)>),
 }
 
 /// Where the queue's checks are told to stop now, and whether they were.
@@ -707,8 +708,7 @@ impl Parallel {
                     });
                 };
                 std::sync::Arc::new(move |cwd: &Path| {
-                    Ok(Box::new(ralph_escalation::PrdList::new(cwd.join(&prd)))
-                        as Box<dyn TaskList>)
+                    Ok(Box::new(ralph_tasks::PrdList::new(cwd.join(&prd))) as Box<dyn TaskList>)
                 })
             }
         };
@@ -856,7 +856,7 @@ impl Parallel {
     /// `--resume`: finishes or redoes the merge in flight, cleans the lanes a kill cut short
     /// and lines them up again.
     fn take_up(&mut self) -> Result<(), ParallelError> {
-        if let Some(journal) = MergeJournal::load(&self.repo.journal_path())? {
+        if let Some(journal) = self.repo.journal().read()? {
             self.take_up_step(journal)?;
         }
         // Landings recorded whose list a kill kept from hearing of them.
@@ -967,7 +967,7 @@ impl Parallel {
                 }
             }
         }
-        MergeJournal::clear(&self.repo.journal_path())
+        Ok(self.repo.journal().clear()?)
     }
 
     /// A lane a kill cut short: its own journal finished (escalation does that as it opens),
@@ -1549,8 +1549,8 @@ impl Parallel {
     fn lane_task_end(&self, id: &str) -> Option<StoryEnd> {
         let task = LaneTask::read(&self.lane_dir(id).join(LANE_TASK_FILE)).ok()?;
         match task.state {
-            ralph_escalation::TaskState::Passed => Some(StoryEnd::StoriesDone),
-            ralph_escalation::TaskState::Blocked => Some(StoryEnd::StoriesBlocked),
+            ralph_tasks::TaskState::Passed => Some(StoryEnd::StoriesDone),
+            ralph_tasks::TaskState::Blocked => Some(StoryEnd::StoriesBlocked),
             _ => None,
         }
     }
@@ -1774,10 +1774,10 @@ impl Parallel {
     fn ask_put(
         &mut self,
         id: &str,
-        put: Option<(ralph_escalation::Asked, Moved)>,
+        put: Option<(ralph_tasks::Asked, Moved)>,
     ) -> Result<(), ParallelError> {
         let Some(at) = self.session.asks.iter().position(|a| a.task_id == id) else {
-            return MergeJournal::clear(&self.repo.journal_path());
+            return Ok(self.repo.journal().clear()?);
         };
         let ask = self.session.asks.remove(at);
         let asked = match put {
@@ -1828,7 +1828,7 @@ impl Parallel {
             ),
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         Ok(())
     }
@@ -1912,7 +1912,7 @@ impl Parallel {
     /// now): the run records it, then the step's journal goes, then `TASK_BLOCKED`.
     fn block_marked(&mut self, id: &str, moved: Option<Moved>) -> Result<(), ParallelError> {
         let Some(at) = self.session.blocks.iter().position(|b| b.task_id == id) else {
-            return MergeJournal::clear(&self.repo.journal_path());
+            return Ok(self.repo.journal().clear()?);
         };
         let block = self.session.blocks.remove(at);
         // A resumed run read the list before the mark.
@@ -1940,7 +1940,7 @@ impl Parallel {
             );
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         self.board.blocked += 1;
         self.emit(ParallelEventKind::TaskBlocked {
@@ -1982,7 +1982,7 @@ impl Parallel {
                 // task not done again.
                 self.record(id).refused = Some(why.clone());
                 self.save()?;
-                MergeJournal::clear(&self.repo.journal_path())?;
+                self.repo.journal().clear()?;
                 self.warn(
                     Some(id),
                     format!(
@@ -2056,7 +2056,7 @@ impl Parallel {
     /// passed; said when the files it waits on change.
     /// No `files`: the person's changes are gone, and the queue lands it in its turn.
     fn hold(&mut self, id: &str, files: Vec<String>) -> Result<(), ParallelError> {
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.insert(id.to_owned(), Instant::now());
         let record = self.record(id);
         if record.held == files {
@@ -2116,7 +2116,7 @@ impl Parallel {
             task.state = TaskState::Passed;
         }
         self.save()?;
-        MergeJournal::clear(&self.repo.journal_path())?;
+        self.repo.journal().clear()?;
         self.held_tried.clear();
         self.board.landed += 1;
         self.tell_landed(id)?;
@@ -2158,10 +2158,7 @@ impl Parallel {
         if self.repo.list_rel.is_empty() {
             told = self.list.write_mark(&mark);
         }
-        let told = told.and_then(|()| {
-            self.list
-                .after_landed(&ralph_escalation::Landed::new(&mark))
-        });
+        let told = told.and_then(|()| self.list.after_landed(&ralph_tasks::Landed::new(&mark)));
         if let Err(err) = told {
             self.warn(
                 Some(id),

@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ralph_escalation::{
-    EscalationError, Mark, PrFacts, PrLanded, PrLanding, PrTask, TaskListError,
-};
+use ralph_escalation::{EscalationError, PrFacts, PrLanded, PrLanding, PrTask};
+use ralph_tasks::{Mark, TaskListError};
 
 use crate::ParallelError;
 use crate::git;

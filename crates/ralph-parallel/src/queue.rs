@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_escalation::{Asked, ListedTask, Mark, TaskList};
+use ralph_escalation::Journal;
+use ralph_tasks::{Asked, ListedTask, Mark, TaskList};
 
 use crate::git;
 use crate::session::{JournaledStep, KeptEdit, MergeJournal};
@@ -118,8 +119,9 @@ impl Repo {
         })
     }
 
-    pub(crate) fn journal_path(&self) -> PathBuf {
-        MergeJournal::path(&self.common)
+    /// The merge queue's journal, in the repository's common git directory.
+    pub(crate) fn journal(&self) -> Journal<MergeJournal> {
+        MergeJournal::journal(&self.common)
     }
 
     /// The task list's files as `commit` has them with `mark` applied (every other byte
@@ -172,7 +174,7 @@ impl Repo {
                 move |cause| ParallelError::Io { path, cause }
             };
             let list_error =
-                |err: ralph_escalation::TaskListError| ParallelError::TaskList(err.to_string());
+                |err: ralph_tasks::TaskListError| ParallelError::TaskList(err.to_string());
             let (marked, asked) = match change {
                 Change::Mark(mark) => (list.marked_files(mark).map_err(list_error)?, None),
                 // The list's own ask writes the question into the copy, read back whole.
@@ -263,7 +265,7 @@ impl Repo {
             kept: Vec::new(),
             index_locked: false,
         };
-        journal.save(&self.journal_path())?;
+        self.journal().write(&journal)?;
         let message = format!("ralph: bring {task_id} up to date with {}", self.base);
         let (command, abort) = match self.history {
             History::Rebase => (vec!["rebase", "--quiet", &journal.base_before], "rebase"),
@@ -316,7 +318,7 @@ impl Repo {
         };
         let saved = save_commit(&self.top, task_id, branch_before)?;
         git::run(worktree, &["reset", "-q", "--hard", &journal.base_before])?;
-        MergeJournal::clear(&self.journal_path())?;
+        self.journal().clear()?;
         Ok(saved)
     }
 
@@ -352,7 +354,7 @@ impl Repo {
         };
         let landing = git::commit_files(&self.top, merged, parent, &files, &message)?;
         journal.landing = Some(landing.clone());
-        journal.save(&self.journal_path())?;
+        self.journal().write(&journal)?;
         let moved = self.advance_base(&mut journal, &landing, &Change::Mark(mark))?;
         Ok((landing, moved))
     }
@@ -385,7 +387,7 @@ impl Repo {
             kept: Vec::new(),
             index_locked: false,
         };
-        journal.save(&self.journal_path())?;
+        self.journal().write(&journal)?;
         self.advance_base(&mut journal, &commit, &Change::Mark(mark.clone()))
             .map(Some)
     }
@@ -434,7 +436,7 @@ impl Repo {
             kept: Vec::new(),
             index_locked: false,
         };
-        journal.save(&self.journal_path())?;
+        self.journal().write(&journal)?;
         let moved = self.advance_base(&mut journal, &commit, &change)?;
         Ok(Some((asked, moved)))
     }
@@ -497,7 +499,7 @@ impl Repo {
                     blob,
                 });
             }
-            journal.save(&self.journal_path())?;
+            self.journal().write(journal)?;
             let mut checkout = vec!["checkout", old.as_str(), "--"];
             checkout.extend(list.iter().map(String::as_str));
             git::run(&self.top, &checkout)?;
@@ -545,7 +547,7 @@ impl Repo {
             )));
         };
         journal.index_locked = true;
-        journal.save(&self.journal_path())?;
+        self.journal().write(journal)?;
         let forward = (|| {
             let (read, stderr) = git::attempt_with(
                 &self.top,
@@ -570,7 +572,7 @@ impl Repo {
             }
         }
         journal.index_locked = false;
-        journal.save(&self.journal_path())?;
+        self.journal().write(journal)?;
         forward
     }
 

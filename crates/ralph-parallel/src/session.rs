@@ -1,10 +1,11 @@
-//! What a stopped parallel run leaves for `--resume`: the session (`.ralph/parallel/session.json`)
-//! and the merge journal (`<common git dir>/ralph-merge-journal.json`), each written to a
-//! temporary file and renamed.
+//! What a stopped parallel run leaves for `--resume`: the session (`.ralph/parallel/session.json`),
+//! written to a temporary file and renamed, and the merge queue's step, kept in escalation's
+//! [`Journal`] (`<common git dir>/ralph-merge-journal.json`) as escalation's own steps are.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ralph_escalation::{Journal, JournalError};
 use serde::{Deserialize, Serialize};
 
 use crate::ParallelError;
@@ -209,43 +210,30 @@ pub(crate) enum JournaledStep {
     Block { blocked: String },
     /// Putting a lane's question in the task list: the list's record of it, to hand the lane
     /// once the base moved.
-    Ask { asked: ralph_escalation::Asked },
+    Ask { asked: ralph_tasks::Asked },
 }
 
 impl MergeJournal {
-    pub(crate) fn path(common_dir: &Path) -> PathBuf {
-        common_dir.join("ralph-merge-journal.json")
+    /// The merge queue's journal of the repository whose common git directory is
+    /// `common_dir`: one for all its worktrees, as the base is.
+    pub(crate) fn journal(common_dir: &Path) -> Journal<MergeJournal> {
+        Journal::at(common_dir.join("ralph-merge-journal.json"))
     }
+}
 
-    pub(crate) fn load(path: &Path) -> Result<Option<Self>, ParallelError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                serde_json::from_str(&text)
-                    .map(Some)
-                    .map_err(|err| ParallelError::Session {
-                        path: path.to_path_buf(),
-                        what: err.to_string(),
-                    })
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(cause) => Err(ParallelError::Io {
-                path: path.to_path_buf(),
-                cause,
-            }),
-        }
-    }
-
-    pub(crate) fn save(&self, path: &Path) -> Result<(), ParallelError> {
-        write_json(path, self)
-    }
-
-    pub(crate) fn clear(path: &Path) -> Result<(), ParallelError> {
-        match std::fs::remove_file(path) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(ParallelError::Io {
-                path: path.to_path_buf(),
-                cause: err,
-            }),
-            _ => Ok(()),
+impl From<JournalError> for ParallelError {
+    /// The merge journal's errors, said as the session's are.
+    fn from(err: JournalError) -> Self {
+        match err {
+            JournalError::Io { path, cause, .. } => ParallelError::Io { path, cause },
+            JournalError::Malformed { path, cause } => ParallelError::Session {
+                path,
+                what: cause.to_string(),
+            },
+            other => ParallelError::Session {
+                path: other.path().to_path_buf(),
+                what: other.to_string(),
+            },
         }
     }
 }
@@ -299,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_journaled_question_reads_back_as_one_with_the_lists_record() {
-        let asked = ralph_escalation::Asked::new(
+        let asked = ralph_tasks::Asked::new(
             "US-3",
             "Which framework?",
             "TODO.md:3",
@@ -318,6 +306,39 @@ mod tests {
         let text = serde_json::to_string(&journal).unwrap();
         let back: MergeJournal = serde_json::from_str(&text).unwrap();
         assert!(matches!(&back.step, JournaledStep::Ask { asked: read } if *read == asked));
+    }
+
+    #[test]
+    fn a_merge_journal_an_earlier_ralph_left_is_read_back_then_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = MergeJournal::journal(dir.path());
+        assert_eq!(journal.path(), dir.path().join("ralph-merge-journal.json"));
+        // As a killed run wrote it before the journal was escalation's type.
+        let left = "{\n  \"task_id\": \"US-1\",\n  \"base_before\": \"a\",\n  \
+                    \"branch_before\": \"b\",\n  \"landing\": \"c\",\n  \"index_locked\": true\n}";
+        std::fs::write(journal.path(), left).unwrap();
+        let read = journal.read().unwrap().unwrap();
+        assert!(
+            matches!(&read.step, JournaledStep::Landing { branch_before } if branch_before == "b")
+        );
+        assert_eq!(read.landing.as_deref(), Some("c"));
+        assert!(read.index_locked);
+        journal.write(&read).unwrap();
+        assert_eq!(std::fs::read_to_string(journal.path()).unwrap(), left);
+        journal.clear().unwrap();
+        assert!(journal.read().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_merge_journal_that_does_not_parse_is_the_sessions_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = MergeJournal::journal(dir.path());
+        std::fs::write(journal.path(), "{").unwrap();
+        let err = ParallelError::from(journal.read().unwrap_err());
+        assert!(
+            matches!(&err, ParallelError::Session { path, .. } if path == journal.path()),
+            "{err}"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! The run's task list (prd.json, a Markdown checklist, GitHub issues) hands them over. Pure:
 //! no I/O.
 
-use ralph_escalation::ListedTask;
+use ralph_tasks::ListedTask;
 
 /// Where a task stands on the base branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Task {
     }
 }
 
-/// A task list's tasks ([`TaskList::load`](ralph_escalation::TaskList::load)) as the
+/// A task list's tasks ([`TaskList::load`](ralph_tasks::TaskList::load)) as the
 /// scheduler's: id, title, priority, dependencies and state.
 pub fn tasks_from_list(listed: &[ListedTask]) -> Vec<Task> {
     listed
@@ -57,8 +57,8 @@ pub fn tasks_from_list(listed: &[ListedTask]) -> Vec<Task> {
             priority: t.priority,
             depends_on: t.depends_on.clone(),
             state: match t.state {
-                ralph_escalation::TaskState::Passed => TaskState::Passed,
-                ralph_escalation::TaskState::Blocked => TaskState::Blocked,
+                ralph_tasks::TaskState::Passed => TaskState::Passed,
+                ralph_tasks::TaskState::Blocked => TaskState::Blocked,
                 _ => TaskState::Pending,
             },
         })

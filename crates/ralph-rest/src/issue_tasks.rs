@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ralph_escalation::{ListedTask, TaskListError, TaskState};
+use ralph_tasks::{ListedTask, TaskListError, TaskState};
 
 use crate::words::{BLOCKED_LABEL, DONE_LABEL};
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ralph_backoff::{FailureDecision, FailurePolicy, FailureStreak};
-use ralph_escalation::TaskListError;
+use ralph_tasks::TaskListError;
 
 /// Failures in a row (network errors, 5xx answers) that a run's lists share.
 pub type SharedFailures = Arc<Mutex<FailureStreak>>;

@@ -37,6 +37,7 @@ const LIBRARY_CRATES: &[&str] = &[
     "ralph-process",
     "ralph-sandbox",
     "ralph-engine",
+    "ralph-tasks",
     "ralph-escalation",
     "ralph-parallel",
     "ralph-rest",
@@ -327,21 +328,36 @@ fn reachable(krate: &str, graph: &HashMap<String, Vec<String>>) -> Vec<String> {
 }
 
 /// Dependencies point one way (atomic, marker, frontmatter, backoff, agents, process, sandbox <-
-/// engine <- escalation <- github, parallel <- cli), the agent adapters, process supervision
-/// and the sandbox know nothing of each other, and nothing below the engine but process
-/// supervision and the sandbox's proxy uses an async runtime.
+/// engine <- escalation <- parallel <- cli; atomic <- tasks <- escalation, rest <- github,
+/// gitlab, linear), the agent adapters, process supervision and the sandbox know nothing of
+/// each other, nothing below the engine but process supervision and the sandbox's proxy uses
+/// an async runtime, and a task list (the seam, the forges' lists) builds without the loop.
 #[test]
 fn dependencies_point_one_way() {
     let above_base = [
         "ralph-process",
         "ralph-sandbox",
         "ralph-engine",
+        "ralph-tasks",
         "ralph-escalation",
         "ralph-parallel",
         "ralph-github",
         "ralph-loop",
     ];
     let runtimes = ["tokio", "async-std", "smol"];
+    // A task list's crate (the forges' and what they share) is a list, not a loop: it builds
+    // without the engine, escalation, process supervision or a runtime.
+    let beside_the_loop = [
+        "ralph-process",
+        "ralph-engine",
+        "ralph-escalation",
+        "ralph-parallel",
+        "ralph-loop",
+        "pty-process",
+        "tokio",
+        "async-std",
+        "smol",
+    ];
     let forbidden: HashMap<&str, Vec<&str>> = BASE_CRATES
         .iter()
         .map(|c| (*c, above_base.iter().chain(&runtimes).copied().collect()))
@@ -367,6 +383,7 @@ fn dependencies_point_one_way() {
                     "ralph-agents",
                     "ralph-process",
                     "ralph-engine",
+                    "ralph-tasks",
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
@@ -381,6 +398,7 @@ fn dependencies_point_one_way() {
                     "ralph-sandbox",
                     "ralph-agents",
                     "ralph-engine",
+                    "ralph-tasks",
                     "ralph-escalation",
                     "ralph-parallel",
                     "ralph-github",
@@ -390,6 +408,7 @@ fn dependencies_point_one_way() {
             (
                 "ralph-engine",
                 vec![
+                    "ralph-tasks",
                     "ralph-escalation",
                     "ralph-rest",
                     "ralph-github",
@@ -411,45 +430,64 @@ fn dependencies_point_one_way() {
                     "ralph-loop",
                 ],
             ),
-            // What every forge client shares knows no forge (it knows the task lists' seam,
-            // in ralph-escalation until that seam is a crate of its own).
+            // The task lists' seam and the built-in lists build without the loop: no engine,
+            // no escalation, no process supervision, no runtime.
             (
-                "ralph-rest",
-                vec![
+                "ralph-tasks",
+                [
+                    "ralph-frontmatter",
+                    "ralph-agents",
+                    "ralph-process",
+                    "ralph-sandbox",
+                    "ralph-engine",
+                    "ralph-escalation",
+                    "ralph-parallel",
+                    "ralph-rest",
                     "ralph-github",
                     "ralph-gitlab",
                     "ralph-linear",
-                    "ralph-parallel",
+                    "ralph-notify",
                     "ralph-loop",
-                ],
+                ]
+                .iter()
+                .chain(&runtimes)
+                .copied()
+                .collect(),
             ),
-            // Each forge's crate knows no other forge.
+            // What every forge client shares knows no forge, and knows the task lists through
+            // their seam alone: not the loop (engine, escalation, processes, a runtime).
+            (
+                "ralph-rest",
+                ["ralph-github", "ralph-gitlab", "ralph-linear"]
+                    .iter()
+                    .chain(&beside_the_loop)
+                    .copied()
+                    .collect(),
+            ),
+            // Each forge's crate knows no other forge, nor the loop.
             (
                 "ralph-github",
-                vec![
-                    "ralph-gitlab",
-                    "ralph-linear",
-                    "ralph-parallel",
-                    "ralph-loop",
-                ],
+                ["ralph-gitlab", "ralph-linear"]
+                    .iter()
+                    .chain(&beside_the_loop)
+                    .copied()
+                    .collect(),
             ),
             (
                 "ralph-gitlab",
-                vec![
-                    "ralph-github",
-                    "ralph-linear",
-                    "ralph-parallel",
-                    "ralph-loop",
-                ],
+                ["ralph-github", "ralph-linear"]
+                    .iter()
+                    .chain(&beside_the_loop)
+                    .copied()
+                    .collect(),
             ),
             (
                 "ralph-linear",
-                vec![
-                    "ralph-github",
-                    "ralph-gitlab",
-                    "ralph-parallel",
-                    "ralph-loop",
-                ],
+                ["ralph-github", "ralph-gitlab"]
+                    .iter()
+                    .chain(&beside_the_loop)
+                    .copied()
+                    .collect(),
             ),
             (
                 "ralph-parallel",
@@ -734,6 +772,7 @@ fn only_the_process_module_and_git_start_processes() {
         "ralph-sandbox",
         "ralph-agents",
         "ralph-engine",
+        "ralph-tasks",
         "ralph-escalation",
         "ralph-parallel",
         "ralph-rest",

@@ -2,10 +2,10 @@
 //! `json` block for prd.json stories and GitHub issues, the last fenced `markdown` block for a
 //! checklist. What cannot be read is said in words the agent can act on.
 
+use ralph_tasks::TaskState;
 use serde_json::Value;
 
 use super::{PlanFormat, PlannedTask};
-use crate::tasks::TaskState;
 
 /// The tasks of `answer`, in its order, or every reason they cannot be read.
 pub fn read(format: PlanFormat, answer: &str) -> Result<Vec<PlannedTask>, Vec<String>> {
@@ -151,7 +151,7 @@ fn strings(value: Option<&Value>, at: impl Fn() -> String) -> Result<Vec<String>
 /// other lines the description.
 fn checklist(block: &str) -> Result<Vec<PlannedTask>, Vec<String>> {
     let mut errors = Vec::new();
-    let tasks = crate::markdown::items(block)
+    let tasks = ralph_tasks::markdown::items(block)
         .into_iter()
         .map(|item| {
             if item.state != TaskState::Pending {
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(tasks[0].title, "Add the parser");
         assert_eq!(tasks[0].description, "Reads the input.");
         assert_eq!(tasks[0].acceptance_criteria, ["cargo test parser passes"]);
-        assert_eq!(tasks[0].id, crate::markdown::id_of("Add the parser"));
+        assert_eq!(tasks[0].id, ralph_tasks::markdown::id_of("Add the parser"));
         let done = read(PlanFormat::Markdown, "```md\n- [x] Done already\n```").unwrap_err();
         assert_eq!(
             done,

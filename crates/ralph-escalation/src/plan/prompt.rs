@@ -1,8 +1,9 @@
 //! The planning prompt: built in ([`BUILT_IN`], documented in docs/plan.md), or a file the
 //! RALPH.md names (`plan: {prompt: PLAN.md}`), with `{{ plan.* }}` placeholders filled.
 
+use ralph_tasks::ListedTask;
+
 use super::PlanFormat;
-use crate::tasks::ListedTask;
 
 /// The names a planning prompt fills in under `{{ plan.* }}`.
 pub const PLAN_PLACEHOLDERS: &[&str] = &["spec", "format", "tasks", "errors"];

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ralph_engine::{IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource};
+use ralph_tasks::ListedTask;
 use serde_json::Value;
 
 use super::events::end;
@@ -14,7 +15,6 @@ use super::{
     MAX_CORRECTIONS, PLAN_INVALID, PLAN_SHOWN, PLAN_WRITTEN, PlanError, PlanEvent, PlanFormat,
     PlannedTask, answer, prompt, split, validate, write,
 };
-use crate::tasks::ListedTask;
 
 /// Where a valid plan goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,11 +232,11 @@ fn add(
         let out = match format {
             PlanFormat::Markdown => {
                 let out = write::markdown_append(text, tasks);
-                let before = crate::markdown::items(text).len();
-                (crate::markdown::items(&out).len() == before + tasks.len()).then_some(out)
+                let before = ralph_tasks::markdown::items(text).len();
+                (ralph_tasks::markdown::items(&out).len() == before + tasks.len()).then_some(out)
             }
             _ => write::prd_append(text, tasks).filter(|out| {
-                let read = |t: &str| crate::prd::Prd::parse(path, t).map(|p| p.stories().len());
+                let read = |t: &str| ralph_tasks::Prd::parse(path, t).map(|p| p.stories().len());
                 matches!((read(text), read(out)), (Ok(a), Ok(b)) if b == a + tasks.len())
             }),
         };

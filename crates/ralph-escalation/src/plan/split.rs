@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use ralph_tasks::{Passes, Prd};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{PlanError, PlannedTask};
-use crate::prd::{Passes, Prd};
 
 /// The note the split task gets, naming the tasks that took its place.
 pub fn note(ids: &[String]) -> String {

@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ralph_tasks::ListedTask;
+
 use super::{PlanFormat, PlannedTask};
-use crate::tasks::ListedTask;
 
 /// Every reason `tasks` cannot be added to a list holding `existing`; empty when it can.
 pub fn check(format: PlanFormat, tasks: &[PlannedTask], existing: &[ListedTask]) -> Vec<String> {

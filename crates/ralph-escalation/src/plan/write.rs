@@ -52,7 +52,7 @@ pub fn prd_new(tasks: &[PlannedTask]) -> String {
 /// `None` when the file's stories cannot be found.
 pub fn prd_append(text: &str, tasks: &[PlannedTask]) -> Option<String> {
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let highest = crate::prd::Prd::parse("prd.json".as_ref(), body)
+    let highest = ralph_tasks::Prd::parse("prd.json".as_ref(), body)
         .ok()?
         .stories()
         .iter()
@@ -190,7 +190,7 @@ pub fn markdown_append(text: &str, tasks: &[PlannedTask]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prd::Prd;
+    use ralph_tasks::Prd;
 
     fn task(id: &str, deps: &[&str]) -> PlannedTask {
         let mut t = PlannedTask::new(id, format!("Do {id}"));
@@ -231,7 +231,7 @@ mod tests {
         let text = "# Mine\n\n- [x] Old one";
         let out = markdown_append(text, &[task("x", &[])]);
         assert_eq!(out, "# Mine\n\n- [x] Old one\n\n- [ ] Do x\n  - it works\n");
-        let items = crate::markdown::items(&out);
+        let items = ralph_tasks::markdown::items(&out);
         assert_eq!(items.len(), 2);
         assert_eq!(items[1].title, "Do x");
     }

@@ -1,15 +1,28 @@
-//! Where story mode's tasks live: the [`TaskList`] seam. prd.json ([`PrdList`](crate::PrdList)),
-//! a Markdown checklist ([`MarkdownList`](crate::MarkdownList)) and an embedder's own list
-//! (GitHub issues) are implementations; escalation gives every one of them the same
-//! guarantees: the breaker, a revert that saves the abandoned work first, blocking with a
-//! reason, resume, and a person's edit of the list made while the loop runs never lost (a
-//! [`Mark`] is applied to the list as it is when written, never to an older reading).
+//! The [`TaskList`] seam: the trait, the types it speaks in and the run order every list's
+//! tasks follow.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// The names story mode fills in under `{{ story.* }}`, from prd.json.
+pub const STORY_PLACEHOLDERS: &[&str] = &[
+    "id",
+    "title",
+    "description",
+    "acceptance_criteria",
+    "json",
+    "conflict",
+];
+
+/// The names every task list fills in under `{{ task.* }}`: `question` and `answer` once a
+/// person answered the agent's question; `url` and `comments` for lists that have them
+/// (GitHub issues).
+pub const TASK_PLACEHOLDERS: &[&str] = &[
+    "id", "title", "body", "question", "answer", "url", "comments",
+];
 
 /// How often a list is asked for a person's answer, unless it says otherwise.
 pub const ANSWER_POLL: Duration = Duration::from_secs(2);

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub use crate::tasks::Mark;
+use crate::list::Mark;
 
 /// How a question put to a person starts its paragraph in a story's notes.
 const QUESTION_NOTE: &str = "ralph: question: ";

@@ -111,3 +111,17 @@ pub struct NewPullRequest<'a> {
     /// Opened as a draft.
     pub draft: bool,
 }
+
+impl<'a> NewPullRequest<'a> {
+    /// A request to land `head` on `base`, titled `title`, saying `body`; a draft if `draft`.
+    #[must_use]
+    pub fn new(head: &'a str, base: &'a str, title: &'a str, body: &'a str, draft: bool) -> Self {
+        Self {
+            head,
+            base,
+            title,
+            body,
+            draft,
+        }
+    }
+}

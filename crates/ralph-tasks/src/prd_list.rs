@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::list::{
+    Asked, ListedTask, Mark, STORY_PLACEHOLDERS, TASK_PLACEHOLDERS, TaskList, TaskListError,
+    TaskState,
+};
 use crate::prd::{self, Passes, Prd, PrdError, Story};
-use crate::tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
-use crate::vocabulary::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
 
 /// Reads of a prd.json that does not parse before its error stands, [`MALFORMED_PAUSE`] apart.
 const MALFORMED_TRIES: u32 = 5;
@@ -29,7 +31,12 @@ impl PrdList {
     /// The prd.json at `path` (a symlink followed once, here: files are replaced by renaming
     /// a new one over them, which would replace the link itself).
     pub fn new(path: PathBuf) -> Self {
-        let followed = crate::followed(path.clone());
+        let followed = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())
+            }
+            _ => path.clone(),
+        };
         Self {
             link: (followed != path).then_some(path),
             path: followed,

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::tasks::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
+use crate::list::{Asked, ListedTask, Mark, TaskList, TaskListError, TaskState};
 
 /// The comment ralph puts on a blocked item's line, before the reason.
 const BLOCKED: &str = "<!-- ralph: blocked:";
@@ -62,12 +62,16 @@ pub enum MarkdownError {
     },
 }
 
-/// One checklist item, found in a text.
+/// One checklist item, found in a text ([`items`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Item {
-    pub(crate) id: String,
-    pub(crate) title: String,
-    pub(crate) state: TaskState,
+#[non_exhaustive]
+pub struct Item {
+    /// Its id ([`id_of`] its title, `-2` on a second item of the same title).
+    pub id: String,
+    /// Its title: the line's text after the checkbox, HTML comments left out, trimmed.
+    pub title: String,
+    /// Ticked (passed), blocked by ralph's comment, or still to do.
+    pub state: TaskState,
     /// Byte offset of the `[` of its checkbox.
     checkbox: usize,
     /// Byte range of its line, without the line ending.
@@ -76,7 +80,7 @@ pub(crate) struct Item {
     /// lines that end the item.
     block_end: usize,
     /// Its body lines, as written (each without its ending), blank lines inside kept.
-    pub(crate) body: Vec<String>,
+    pub body: Vec<String>,
     /// How its body lines are indented (the first body line's, or the item's text column).
     body_indent: String,
 }
@@ -95,7 +99,7 @@ enum Hidden {
 /// The items of `text`, in file order. Lines are read as CommonMark reads blocks: no item
 /// inside a fenced or indented code block or an HTML comment, and an item indented four
 /// columns past its container is code or text, not an item.
-pub(crate) fn items(text: &str) -> Vec<Item> {
+pub fn items(text: &str) -> Vec<Item> {
     let lines = lines(text);
     let mut items = Vec::new();
     let mut hidden: Option<Hidden> = None;
@@ -374,7 +378,7 @@ fn strip_comments(text: &str) -> String {
 }
 
 /// The id of a title: slug and hash (see the module's documentation).
-pub(crate) fn id_of(title: &str) -> String {
+pub fn id_of(title: &str) -> String {
     let normal = title.split_whitespace().collect::<Vec<_>>().join(" ");
     // FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
     let hash = normal.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {

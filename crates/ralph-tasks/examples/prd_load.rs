@@ -3,13 +3,13 @@
 //! `prd::Cache` when the file has not changed (what escalation's second and later reads in one
 //! step cost).
 //!
-//! Run with `cargo run --release --example prd_load -p ralph-escalation`.
+//! Run with `cargo run --release --example prd_load -p ralph-tasks`.
 
 #![allow(clippy::print_stdout)]
 
 use std::time::{Duration, Instant};
 
-use ralph_escalation::{Prd, prd::Cache};
+use ralph_tasks::{Prd, prd::Cache};
 
 const STORIES: usize = 100_000;
 const RUNS: usize = 3;
