@@ -398,8 +398,7 @@ impl Coordinator {
     /// Rules on a signal sent to the lanes as their loops do: their processes run, so the
     /// engine's rules for a running iteration are the run's.
     fn forward(&mut self, signal: InterruptSignal, now: Instant) -> Response {
-        self.interrupts
-            .receive(signal, Phase::Running, tokio::time::Instant::from_std(now))
+        self.interrupts.receive(signal, Phase::Running, now)
     }
 
     /// `--resume`: the landings a kill kept the list from hearing of told; the queue in its

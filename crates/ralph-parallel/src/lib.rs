@@ -2,10 +2,13 @@
 //!
 //! This crate owns a parallel run: the task list and which task may start
 //! ([`tasks`]), one git worktree and branch per task (`.ralph/worktrees/<id>`, `ralph/<id>`),
-//! one loop per task (a *lane*: an [`Engine`] with `ralph-escalation`'s story mode restricted to
-//! that story, started with [`Engine::spawn`]), the merge queue that lands passed tasks on the
+//! one loop per task (a *lane*: an [`Engine`](ralph_engine::Engine) with `ralph-escalation`'s
+//! story mode restricted to that story, started with
+//! [`Engine::spawn`](ralph_engine::Engine::spawn)), the merge queue that lands passed tasks on the
 //! base branch one at a time, the run's own events ([`events`]) and its session for `--resume`.
-//! `docs/parallel.md` is the user's guide.
+//! `docs/parallel.md` is the user's guide. The run's decisions (which task starts, what the
+//! queue does next, what a landing's result, a signal or a spent budget means, how the run
+//! ends) are a state machine without I/O, `coordinator`; the rest of the crate does its orders.
 //!
 //! It must never lose work: a task's branch is only reset after it was stored under
 //! `refs/ralph/attempts/<id>/<n>`, a worktree is only removed after its uncommitted work was
