@@ -613,3 +613,51 @@ fn a_task_whose_branch_is_another_bases_is_left_alone_and_its_slot_goes_to_the_n
     let end = ending(&poll(&mut c, now)).cloned().expect("the end");
     assert_eq!(end.reason.as_str(), "work_left", "a is left");
 }
+
+#[test]
+fn a_question_is_put_after_the_blocks_before_the_next_landing_and_answered_by_the_next_iteration() {
+    let (mut c, now) = run(&["a", "b", "c"], 3);
+    poll(&mut c, now);
+    ended(&mut c, "c", LaneEnd::Passed);
+    let asked = c.step(Input::Asked {
+        task_id: "a".to_owned(),
+        question: "which port?".to_owned(),
+    });
+    assert_eq!(asked, [Effect::Save]);
+    ended(&mut c, "b", LaneEnd::Blocked("stuck".to_owned()));
+
+    let effects = poll(&mut c, now);
+    assert!(matches!(effects.as_slice(), [Effect::MarkBlock { task_id, .. }] if task_id == "b"));
+    c.step(Input::BlockMarked {
+        task_id: "b".to_owned(),
+    });
+    assert_eq!(
+        poll(&mut c, now),
+        [Effect::PutAsk {
+            task_id: "a".to_owned(),
+            question: "which port?".to_owned(),
+        }]
+    );
+    let put = c.step(Input::AskPut {
+        task_id: "a".to_owned(),
+        answer_at: Some("TODO.md:3".to_owned()),
+    });
+    assert_eq!(put, [Effect::Save, Effect::ClearJournal]);
+    assert_eq!(c.session.lanes["a"].answer_at.as_deref(), Some("TODO.md:3"));
+    assert_eq!(landing(&poll(&mut c, now)), Some("c"));
+
+    // The lane's next iteration: its loop waits on no answer any more.
+    let started = c.step(Input::IterationStarted {
+        task_id: "a".to_owned(),
+    });
+    assert_eq!(started, [Effect::Save]);
+    assert_eq!(c.session.lanes["a"].question, None);
+    assert_eq!(c.session.lanes["a"].answer_at, None);
+    assert!(
+        c.step(Input::IterationStarted {
+            task_id: "a".to_owned()
+        })
+        .is_empty(),
+        "nothing to save when no question waits"
+    );
+}
