@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ralph_engine::{
-    Engine, EngineOptions, Event, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
+    Engine, EngineOptions, Event, EventKind, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
 };
 use ralph_escalation::{Escalation, ListedTask, StoryEnd};
 use tokio::sync::mpsc;
@@ -503,74 +503,79 @@ impl Parallel {
 
     pub(crate) fn lane_message(&mut self, message: LaneMessage) -> Result<(), ParallelError> {
         match message {
-            LaneMessage::Event(id, event) => {
-                let value = serde_json::to_value(&*event).unwrap_or_default();
-                let iteration = value["iteration"].as_u64().unwrap_or(0);
-                match value["type"].as_str() {
-                    Some("ITERATION_STARTED") => {
-                        if let Some(lane) = self.lanes.get_mut(&id) {
-                            lane.view.iteration = iteration;
-                            "running".clone_into(&mut lane.view.state);
-                        }
-                        let effects = self.coordinator.step(Input::IterationStarted {
-                            task_id: id.clone(),
-                        });
-                        self.perform(effects)?;
-                        self.refresh_board();
-                        self.emit(ParallelEventKind::LaneIterationStarted {
-                            task_id: id,
-                            iteration,
-                        });
+            LaneMessage::Event(id, event) => match event.kind {
+                EventKind::IterationStarted { iteration, .. } => {
+                    if let Some(lane) = self.lanes.get_mut(&id) {
+                        lane.view.iteration = iteration;
+                        "running".clone_into(&mut lane.view.state);
                     }
-                    Some("ITERATION_ENDED") => {
-                        self.keep_dropped_commits(&id)?;
-                        let usage = &value["usage"];
-                        let cost = usage["cost_usd"].as_f64().filter(|c| *c > 0.0);
-                        let tokens = match (
-                            usage["input_tokens"].as_u64(),
-                            usage["output_tokens"].as_u64(),
-                        ) {
-                            (None, None) => None,
-                            (input, output) => {
-                                Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)))
-                            }
-                        };
-                        let state = value["state"].as_str().map(str::to_owned);
-                        // The budget's effects (every lane stopped) after the event.
-                        let budget = self.coordinator.step(Input::IterationEnded {
-                            task_id: id.clone(),
-                            cost,
-                            now: Instant::now(),
-                        });
-                        self.board.tokens = self.board.tokens.saturating_add(tokens.unwrap_or(0));
-                        let total = self.coordinator.cost_of(&id);
-                        if let Some(lane) = self.lanes.get_mut(&id) {
-                            lane.view.cost_usd = total;
-                            state
-                                .as_deref()
-                                .unwrap_or("ended")
-                                .clone_into(&mut lane.view.state);
-                        }
-                        self.refresh_board();
-                        self.emit(ParallelEventKind::LaneIterationEnded {
-                            task_id: id,
-                            iteration,
-                            state,
-                            failed: value["failed"].as_bool().unwrap_or(false),
-                            cost_usd: cost,
-                            tokens,
-                        });
-                        self.perform(budget)?;
-                    }
-                    Some("RATE_LIMITED") => self.emit(ParallelEventKind::LaneRateLimited {
+                    let effects = self.coordinator.step(Input::IterationStarted {
+                        task_id: id.clone(),
+                    });
+                    self.perform(effects)?;
+                    self.refresh_board();
+                    self.emit(ParallelEventKind::LaneIterationStarted {
                         task_id: id,
-                        iteration: value["iteration"].as_u64().unwrap_or(iteration),
-                        until: value["until"].as_str().unwrap_or_default().to_owned(),
-                        wait_ms: value["wait_ms"].as_u64(),
-                    }),
-                    _ => {}
+                        iteration,
+                    });
                 }
-            }
+                EventKind::IterationEnded {
+                    iteration,
+                    state,
+                    usage,
+                    failed,
+                    ..
+                } => {
+                    self.keep_dropped_commits(&id)?;
+                    let cost = (usage.as_ref())
+                        .and_then(|u| u.cost_usd)
+                        .filter(|c| *c > 0.0);
+                    let tokens = usage.and_then(|u| match (u.input_tokens, u.output_tokens) {
+                        (None, None) => None,
+                        (input, output) => {
+                            Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0)))
+                        }
+                    });
+                    // The budget's effects (every lane stopped) after the event.
+                    let budget = self.coordinator.step(Input::IterationEnded {
+                        task_id: id.clone(),
+                        cost,
+                        now: Instant::now(),
+                    });
+                    self.board.tokens = self.board.tokens.saturating_add(tokens.unwrap_or(0));
+                    let total = self.coordinator.cost_of(&id);
+                    if let Some(lane) = self.lanes.get_mut(&id) {
+                        lane.view.cost_usd = total;
+                        state
+                            .as_deref()
+                            .unwrap_or("ended")
+                            .clone_into(&mut lane.view.state);
+                    }
+                    self.refresh_board();
+                    self.emit(ParallelEventKind::LaneIterationEnded {
+                        task_id: id,
+                        iteration,
+                        state,
+                        failed,
+                        cost_usd: cost,
+                        tokens,
+                    });
+                    self.perform(budget)?;
+                }
+                EventKind::RateLimited {
+                    iteration,
+                    until,
+                    wait_ms,
+                    ..
+                } => self.emit(ParallelEventKind::LaneRateLimited {
+                    task_id: id,
+                    iteration,
+                    // As the lane's own events write it.
+                    until: humantime::format_rfc3339_millis(until).to_string(),
+                    wait_ms,
+                }),
+                _ => {}
+            },
             LaneMessage::Ended(id, outcome) => self.lane_ended(&id, *outcome)?,
             LaneMessage::Swept(id, warnings) => {
                 for warning in warnings {
