@@ -641,15 +641,12 @@ impl Run {
 
     /// The budget (`max_cost`, `max_runtime`) that is spent, if one is.
     fn budget_spent(&self) -> Option<EndReason> {
-        if let (Some(max), Some(cost)) = (self.settings.max_cost, self.tally.cost_usd()) {
-            if cost >= max {
-                return Some(EndReason::MaxCost);
-            }
-        }
-        match self.settings.max_runtime {
-            Some(max) if self.elapsed() >= max => Some(EndReason::MaxRuntime),
-            _ => None,
-        }
+        crate::outcome::budget_spent(
+            self.settings.max_cost,
+            self.tally.cost_usd(),
+            self.settings.max_runtime,
+            self.elapsed(),
+        )
     }
 
     /// Folds the last agent run's failure or rate limit into what the iteration decided: a

@@ -94,7 +94,7 @@ pub use hold::{HoldAnswer, HoldVerdict, StateHold};
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
 }
-pub use outcome::{EndReason, InterruptSignal, RunOutcome, exit_code};
+pub use outcome::{EndReason, InterruptSignal, RunOutcome, budget_spent, exit_code};
 pub use ralph_agents::{
     AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,
 };

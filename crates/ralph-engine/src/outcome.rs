@@ -178,6 +178,27 @@ pub struct RunOutcome {
     pub resumable: bool,
 }
 
+/// The budget that is spent, if one is: the cost reported so far reached `max_cost` (no cost
+/// reported reaches none), or the run lasted `max_runtime`.
+///
+/// The one budget rule: a loop's, and a parallel run's over all its lanes.
+pub fn budget_spent(
+    max_cost: Option<f64>,
+    cost: Option<f64>,
+    max_runtime: Option<std::time::Duration>,
+    elapsed: std::time::Duration,
+) -> Option<EndReason> {
+    if let (Some(max), Some(cost)) = (max_cost, cost) {
+        if cost >= max {
+            return Some(EndReason::MaxCost);
+        }
+    }
+    match max_runtime {
+        Some(max) if elapsed >= max => Some(EndReason::MaxRuntime),
+        _ => None,
+    }
+}
+
 /// The exit code for an ending: 0 a normal end, 1 a failure, 130 SIGINT, 143 SIGTERM, 129
 /// SIGHUP.
 ///
@@ -333,6 +354,24 @@ mod tests {
     fn max_cost_exits_1() {
         assert_eq!(exit_code(&EndReason::MaxCost, None), 1);
         assert_eq!(EndReason::MaxCost.as_str(), "max_cost");
+    }
+
+    #[test]
+    fn a_budget_is_spent_once_the_cost_reaches_it_or_the_time_runs_out() {
+        use std::time::Duration;
+        let minute = Duration::from_secs(60);
+        assert_eq!(budget_spent(Some(1.0), Some(0.99), None, minute), None);
+        assert_eq!(
+            budget_spent(Some(1.0), Some(1.0), Some(minute), minute),
+            Some(EndReason::MaxCost)
+        );
+        // No cost reported reaches no cost budget.
+        assert_eq!(budget_spent(Some(0.0), None, None, minute), None);
+        assert_eq!(
+            budget_spent(None, Some(5.0), Some(minute), minute),
+            Some(EndReason::MaxRuntime)
+        );
+        assert_eq!(budget_spent(None, None, Some(minute), minute / 2), None);
     }
 
     #[test]

@@ -5,17 +5,9 @@
 
 use ralph_tasks::ListedTask;
 
-/// Where a task stands on the base branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TaskState {
-    /// Still to do.
-    Pending,
-    /// Done: landed on the base (marked passed in its list).
-    Passed,
-    /// Given up, with a reason.
-    Blocked,
-}
+/// Where a task stands on the base branch: the task list's own states (passed: landed on the
+/// base and marked so in its list).
+pub use ralph_tasks::TaskState;
 
 /// One task of a parallel run.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,11 +48,7 @@ pub fn tasks_from_list(listed: &[ListedTask]) -> Vec<Task> {
             title: t.title.clone(),
             priority: t.priority,
             depends_on: t.depends_on.clone(),
-            state: match t.state {
-                ralph_tasks::TaskState::Passed => TaskState::Passed,
-                ralph_tasks::TaskState::Blocked => TaskState::Blocked,
-                _ => TaskState::Pending,
-            },
+            state: t.state,
         })
         .collect()
 }

@@ -64,8 +64,15 @@ pub struct Interrupts {
 }
 
 impl Interrupts {
-    /// Takes `signal`, which arrived at `now` while the loop was in `phase`.
-    pub fn receive(&mut self, signal: InterruptSignal, phase: Phase, now: Instant) -> Response {
+    /// Takes `signal`, which arrived at `now` while the loop was in `phase` (`now` a tokio or
+    /// a std `Instant`).
+    pub fn receive(
+        &mut self,
+        signal: InterruptSignal,
+        phase: Phase,
+        now: impl Into<Instant>,
+    ) -> Response {
+        let now = now.into();
         let second = self
             .last_int
             .is_some_and(|t| now.saturating_duration_since(t) <= DOUBLE_PRESS);
