@@ -24,6 +24,7 @@ use std::process::Command;
 const CRATES: [&str; 17] = [
     "ralph-atomic",
     "ralph-marker",
+    "ralph-events",
     "ralph-frontmatter",
     "ralph-backoff",
     "ralph-agents",

@@ -475,15 +475,17 @@ impl Run {
         }
         let config = &self.engine.options.file.config;
         let started = EventKind::RunStarted {
-            events_version: crate::event::EVENTS_VERSION,
+            events_version: ralph_events::EVENTS_VERSION,
             ralph_file: self.engine.options.ralph_file.display().to_string(),
             agent: config.agent.clone(),
             max_iterations: self.settings.max_iterations,
-            idle: config.idle.map(|p| IdleSummary {
-                delay_ms: millis(p.delay),
-                backoff: p.backoff,
-                max_delay_ms: millis(p.max_delay),
-                max_ms: p.max.map(millis),
+            idle: config.idle.map(|p| {
+                IdleSummary::new(
+                    millis(p.delay),
+                    p.backoff,
+                    millis(p.max_delay),
+                    p.max.map(millis),
+                )
             }),
             max_cost_usd: self.settings.max_cost,
             max_runtime_ms: self.settings.max_runtime.map(millis),
