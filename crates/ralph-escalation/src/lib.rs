@@ -346,7 +346,7 @@ impl Escalation {
             ));
             return EndReason::Task {
                 reason: ESCALATION_FAILED.to_owned(),
-                exit_code: 1,
+                exit_code: ralph_events::exit::FAILURE,
                 converged: false,
                 resumable: true,
             };
@@ -361,7 +361,7 @@ impl Escalation {
             ));
             return EndReason::Task {
                 reason: ESCALATION_FAILED.to_owned(),
-                exit_code: 1,
+                exit_code: ralph_events::exit::FAILURE,
                 converged: false,
                 resumable: true,
             };
@@ -369,7 +369,7 @@ impl Escalation {
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
-            exit_code: 1,
+            exit_code: ralph_events::exit::FAILURE,
         }
     }
 
