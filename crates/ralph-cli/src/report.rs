@@ -210,7 +210,7 @@ fn task_words(dir: &RunDir, run: &RunRecord) -> TaskWords {
     if run.task_summary.contains_key(TaskWords::FIELD) {
         return TaskWords::from_fields(&run.task_summary);
     }
-    ralph_engine::session::Session::read(&dir.path)
+    ralph_events::session::Session::read(&dir.path)
         .map_or(TaskWords::STORY, |s| TaskWords::from_fields(&s.task_fields))
 }
 

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ralph_engine::run_folder;
-use ralph_engine::session::{self, Session};
 use ralph_events::WaitReason;
 use ralph_events::run_folder::LockHolder;
+use ralph_events::session::{self, Session};
 use ralph_events::story::{StoriesSummary, TaskWords};
 use serde_json::json;
 
@@ -35,7 +35,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     }
     let log_dir = match (&args.run_id, &args.log_dir) {
         // `.ralph/current` names the last run, wherever its logs went.
-        (None, None) => ralph_engine::session::last_run(folder).ok_or_else(|| {
+        (None, None) => ralph_events::session::last_run(folder).ok_or_else(|| {
             CliError::Usage(format!(
                 "{}: no ralph run has started in this folder ({} is missing)",
                 folder.display(),
@@ -103,7 +103,7 @@ fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStat
 /// single loop (so it is "the last run" of `ralph status` and `ralph report`).
 pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::ParallelStatus> {
     let parallel = ralph_parallel::read_status(folder).ok().flatten()?;
-    let last_loop = ralph_engine::session::last_run(folder)
+    let last_loop = ralph_events::session::last_run(folder)
         .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
     // Run ids sort by their start time.
     last_loop

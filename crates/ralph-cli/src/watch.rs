@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::frontmatter::OutputFormat;
-use ralph_engine::session::Session;
 use ralph_events::run_folder::{self, RunDir};
+use ralph_events::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use ralph_events::parallel::ParallelEvent;
@@ -256,7 +256,7 @@ impl Watcher {
         if let Some(id) = parallel_run(&self.folder, Some(&holder.run_id)) {
             return Some(Watched::parallel(&self.folder, id));
         }
-        let dir = ralph_engine::session::last_run(&self.folder)
+        let dir = ralph_events::session::last_run(&self.folder)
             .filter(|dir| dir.file_name().is_some_and(|n| *n == *holder.run_id))
             .map(|path| RunDir {
                 id: holder.run_id.clone(),
@@ -272,7 +272,7 @@ impl Watcher {
         if self.run.is_some() {
             return None;
         }
-        let session = Session::read(&ralph_engine::session::last_run(&self.folder)?).ok()?;
+        let session = Session::read(&ralph_events::session::last_run(&self.folder)?).ok()?;
         Some(match session.ended {
             Some(end) => format!(
                 "{}, ended: {}, exit {}",

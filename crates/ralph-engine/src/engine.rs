@@ -14,10 +14,10 @@ use crate::hold::HoldVerdict;
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::session::PlannedWait;
+use crate::session::Tally;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
-use crate::tally::Tally;
 use crate::task::{NotYet, TaskSource, Tasks};
 use ralph_agents::{OutputAdapter, RunCost};
 use ralph_process::Containment;
@@ -296,9 +296,7 @@ impl Engine {
     pub async fn run(mut self) -> Result<RunOutcome, EngineError> {
         // Before anything is written: the session's history is another run's until taken up.
         if let Some(stopped) = &self.options.resume {
-            stopped
-                .check_resumable_in(&self.options.cwd)
-                .map_err(EngineError::Resume)?;
+            resume::check_resumable_in(stopped, &self.options.cwd).map_err(EngineError::Resume)?;
         }
         if let Some(name) = &self.options.file.config.output_adapter {
             if !self.named_adapters.contains_key(name) {
@@ -563,12 +561,12 @@ impl Run {
                     // `ralph status` reads what it waits for from the session.
                     self.save_session(
                         false,
-                        Some(PlannedWait {
-                            reason: WaitReason::Task,
-                            delay_ms: millis(wait.poll),
-                            until: SystemTime::now() + wait.poll,
-                            why: Some(wait.why.clone()),
-                        }),
+                        Some(PlannedWait::new(
+                            WaitReason::Task,
+                            millis(wait.poll),
+                            SystemTime::now() + wait.poll,
+                            Some(wait.why.clone()),
+                        )),
                     );
                     task_waiting = Some(wait.why);
                     if let Some(reason) = self

@@ -73,7 +73,6 @@ pub mod session;
 mod signal;
 mod state;
 mod tail;
-mod tally;
 mod task;
 
 pub use check::run_check;

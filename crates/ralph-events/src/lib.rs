@@ -14,6 +14,7 @@ mod event;
 pub mod parallel;
 mod process;
 pub mod run_folder;
+pub mod session;
 pub mod story;
 mod tail;
 mod task_event;

@@ -2,14 +2,15 @@
 //!
 //! `ralph runs`, `ralph logs` and `ralph report` read runs through this module, and so can an
 //! embedder or a dashboard, without the engine (which writes the folder, and says whether a
-//! run is still going: `ralph_engine::run_folder::running`). Everything is rebuilt from `events.jsonl` alone, read leniently: a half-written
-//! last line (a run that is still writing, or was killed) is skipped, so a run that is going,
-//! was killed, or was written by a newer ralph still reads.
+//! run is still going: `ralph_engine::run_folder::running`). Everything is rebuilt from
+//! `events.jsonl` alone, read leniently: a half-written last line (a run that is still writing,
+//! or was killed) is skipped, so a run that is going, was killed, or was written by a newer
+//! ralph still reads.
 //!
 //! Each line reads into the [`Event`] type that wrote it. A task source's events are kept as
 //! they were written ([`RunRecord::task_events`], each with the iteration it came during), and
 //! so are the task fields of `ITERATION_STARTED` and `RUN_ENDED`: the source's own crate reads
-//! them (ralph-escalation's `run_folder` finds stories there). A type the engine does not write
+//! them ([`crate::story::run_folder`] finds stories there). A type the engine does not write
 //! reads as a task source's ([`EventKind::Task`]), or a later version's: either way it is kept.
 
 use std::path::{Path, PathBuf};
@@ -309,8 +310,8 @@ pub struct IterationRecord {
     pub termination: Option<Termination>,
     /// The state marker, if any.
     pub state: Option<String>,
-    /// The task source's fields of its `ITERATION_STARTED` (`ralph_engine::Task::fields`, as written;
-    /// ralph-escalation's story and attempt, say); empty without a task source.
+    /// The task source's fields of its `ITERATION_STARTED` (`ralph_engine::Task::fields`, as
+    /// written; ralph-escalation's story and attempt, say); empty without a task source.
     pub task: Map<String, Value>,
     /// Cost in US dollars, as the adapter reported it: for an agent session that goes on
     /// over several iterations (`claude -p --continue`), the session's running total.
@@ -433,8 +434,8 @@ pub struct RunRecord {
     pub attempts: Vec<AttemptRecord>,
     /// The task source's events, in order.
     pub task_events: Vec<TaskEventRecord>,
-    /// The task source's fields of `RUN_ENDED` (`ralph_engine::TaskSource::summary`, as written;
-    /// ralph-escalation's `stories`, say); empty while the run has not ended.
+    /// The task source's fields of `RUN_ENDED` (`ralph_engine::TaskSource::summary`, as
+    /// written; ralph-escalation's `stories`, say); empty while the run has not ended.
     pub task_summary: Map<String, Value>,
     /// The run's cost: `RUN_ENDED.cost_usd` once the run ended, else the iterations' costs
     /// with each agent session counted once ([`RunCost`]), as the engine counts them.
