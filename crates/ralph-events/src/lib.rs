@@ -1,8 +1,8 @@
 //! The wire types of ralph, serde only: every event a run writes (the engine's, a task
-//! source's, story mode's, a parallel run's), the end reasons with their exit codes, and the
-//! run-folder records, with the functions that read them back from their files. A reader
-//! (`ralph report`, `runs`, `status`, `watch`, a dashboard) reads runs through this crate
-//! without linking the engine.
+//! source's, story mode's, `ralph plan`'s, a parallel run's), the end reasons with their exit
+//! codes, and the run-folder and session records, with the functions that read them back from
+//! their files. A reader (`ralph report`, `runs`, `status`, `watch`, a dashboard) reads runs
+//! through this crate without linking the engine.
 //!
 //! It must never start a process, spawn a task or need an async runtime, and it depends on no
 //! ralph crate but `ralph-marker` (pure text rules): the crates that write these types depend
@@ -12,6 +12,7 @@
 mod end;
 mod event;
 pub mod parallel;
+pub mod plan;
 mod process;
 pub mod run_folder;
 pub mod session;
