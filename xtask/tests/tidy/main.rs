@@ -392,6 +392,7 @@ fn dependencies_point_one_way() {
                     "ralph-gitlab",
                     "ralph-linear",
                     "ralph-notify",
+                    "ralph-test-support",
                 ]
                 .iter()
                 .chain(&above_base)
