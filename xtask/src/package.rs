@@ -21,9 +21,10 @@ use std::process::Command;
 
 /// The published crates, libraries first; the last is the CLI package. `ralph-test-support`
 /// (`publish = false`, test code) is not one: it is neither packed nor installed.
-const CRATES: [&str; 17] = [
+const CRATES: [&str; 18] = [
     "ralph-atomic",
     "ralph-marker",
+    "ralph-events",
     "ralph-frontmatter",
     "ralph-backoff",
     "ralph-agents",

@@ -381,7 +381,7 @@ impl OutputAdapter for ClaudeStreamJsonAdapter {
             self.usage.cached_input_tokens = self.message_tokens.cached_input_tokens;
             self.usage.output_tokens = self.message_tokens.output_tokens;
         }
-        self.usage.take_reported()
+        crate::take_reported(&mut self.usage)
     }
 
     fn reported_error(&self) -> Option<String> {

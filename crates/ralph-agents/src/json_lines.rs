@@ -133,7 +133,7 @@ fn finish<F: JsonEvents>(adapter: &mut F, out: &mut dyn AdapterOutput) -> Option
     }
     let run = adapter.run_mut();
     run.answer.hand_over(out);
-    run.usage.take_reported()
+    crate::take_reported(&mut run.usage)
 }
 
 /// Makes each [`JsonEvents`] adapter an [`OutputAdapter`] through the skeleton. Written out per

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use ralph_events::exit;
+
 /// Everything that can end `ralph` with an error message.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
@@ -105,27 +107,28 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
-    /// 2 for bad usage or config (nothing ran), 1 for a failure while running or of the system.
+    /// [`exit::USAGE`] for bad usage or config (nothing ran), [`exit::FAILURE`] for a failure
+    /// while running or of the system.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
             CliError::StoppedBeforeStart { signal, .. } => {
                 ralph_engine::exit_code(&ralph_engine::EndReason::Interrupted, Some(*signal))
             }
-            CliError::Engine(ralph_engine::EngineError::Sandbox(_)) => 2,
+            CliError::Engine(ralph_engine::EngineError::Sandbox(_)) => exit::USAGE,
             CliError::Engine(_)
             | CliError::Runtime(_)
             | CliError::Stdout(_)
-            | CliError::Watch(_) => 1,
+            | CliError::Watch(_) => exit::FAILURE,
             CliError::Parallel(err) => match err {
                 ralph_parallel::ParallelError::Unsupported { .. }
                 | ralph_parallel::ParallelError::Detached(_)
                 | ralph_parallel::ParallelError::NothingToResume(_)
                 | ralph_parallel::ParallelError::NothingToAbandon(_)
                 | ralph_parallel::ParallelError::StoppedRun { .. }
-                | ralph_parallel::ParallelError::Session { .. } => 2,
-                _ => 1,
+                | ralph_parallel::ParallelError::Session { .. } => exit::USAGE,
+                _ => exit::FAILURE,
             },
-            _ => 2,
+            _ => exit::USAGE,
         }
     }
 }

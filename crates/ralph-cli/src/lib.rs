@@ -207,7 +207,7 @@ fn report(err: &CliError) {
 }
 
 fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    ExitCode::from(u8::try_from(code).unwrap_or(ralph_events::exit::FAILURE as u8))
 }
 
 /// Warnings from the libraries go to stderr; `RALPH_LOG` sets the filter (e.g. `debug`).

@@ -5,8 +5,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ralph_engine::run_folder::{self, RunDir};
-use ralph_parallel::ParallelRecord;
+use ralph_events::parallel::ParallelRecord;
+use ralph_events::run_folder::{self, RunDir};
 
 use crate::error::CliError;
 
@@ -88,8 +88,8 @@ fn lane_run_id(folder: &Path, task_id: &str) -> Option<String> {
 
 /// The parallel run of the folder's repository that `id` names (its id or the start of it).
 fn parallel_run(folder: &Path, id: &str) -> Option<ParallelRecord> {
-    let events = ralph_parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
-    let run_id = ralph_parallel::find_run(&events, Some(id))?;
+    let events = ralph_events::parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
+    let run_id = ralph_events::parallel::find_run(&events, Some(id))?;
     ParallelRecord::all(&events)
         .into_iter()
         .find(|run| run.run_id == run_id)
@@ -139,7 +139,8 @@ fn follow_parallel(
 ) -> Result<(), CliError> {
     let mut lanes: Vec<FollowedLane> = Vec::new();
     loop {
-        let over = run_folder::running(folder).is_none_or(|h| h.run_id != parallel.run_id);
+        let over =
+            ralph_engine::run_folder::running(folder).is_none_or(|h| h.run_id != parallel.run_id);
         // Lanes that started since the last look (a resume's loops too).
         let known = parallel_run(folder, &parallel.run_id).unwrap_or_else(|| parallel.clone());
         for (task, id) in &known.lanes {
@@ -362,7 +363,7 @@ fn reader_gone() -> bool {
 }
 
 fn is_running(folder: &Path, run: &RunDir) -> bool {
-    run_folder::running(folder).is_some_and(|h| h.run_id == run.id)
+    ralph_engine::run_folder::running(folder).is_some_and(|h| h.run_id == run.id)
 }
 
 /// A file read from where the last read stopped.

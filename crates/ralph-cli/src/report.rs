@@ -10,11 +10,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use ralph_engine::run_folder::{
+use ralph_events::run_folder::{
     self, IterationOutcome, IterationRecord, RunDir, RunRecord, RunStatus,
 };
-use ralph_escalation::TaskWords;
-use ralph_escalation::run_folder::RunStories;
+use ralph_events::story::TaskWords;
+use ralph_events::story::run_folder::RunStories;
 
 use crate::error::CliError;
 use crate::render::human_duration;
@@ -55,7 +55,8 @@ pub(crate) fn write(
         Some(run) => (parallel::render(&run), run.folder(folder)),
         None => {
             let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
-            let mut run = RunRecord::read(&dir, folder)?;
+            let holder = ralph_engine::run_folder::running(folder);
+            let mut run = RunRecord::read(&dir, holder.as_ref())?;
             let stories = RunStories::read(&mut run);
             let tails = tails(&dir, &run);
             let html = render(&run, &stories, &tails, task_words(&dir, &run));
@@ -209,7 +210,7 @@ fn task_words(dir: &RunDir, run: &RunRecord) -> TaskWords {
     if run.task_summary.contains_key(TaskWords::FIELD) {
         return TaskWords::from_fields(&run.task_summary);
     }
-    ralph_engine::session::Session::read(&dir.path)
+    ralph_events::session::Session::read(&dir.path)
         .map_or(TaskWords::STORY, |s| TaskWords::from_fields(&s.task_fields))
 }
 
@@ -700,7 +701,7 @@ fn iterations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_engine::run_folder::parse_events;
+    use ralph_events::run_folder::parse_events;
 
     #[test]
     fn everything_from_events_and_logs_is_escaped() {

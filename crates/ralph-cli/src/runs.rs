@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ralph_engine::run_folder::{self, RunRecord, RunStatus};
-use ralph_escalation::run_folder::{RunStories, StoryCounts};
-use ralph_escalation::{StoryEnd, TaskWords};
-use ralph_parallel::ParallelRecord;
+use ralph_events::parallel::ParallelRecord;
+use ralph_events::run_folder::{self, RunRecord, RunStatus};
+use ralph_events::story::run_folder::{RunStories, StoryCounts};
+use ralph_events::story::{StoryEnd, TaskWords};
 use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
@@ -15,7 +15,7 @@ use crate::render::human_duration;
 /// Prints the runs of `folder` (in `log_dir`, when its runs went there) as a table, or as a
 /// JSON array with `json`. A parallel run is one row, its lanes' loops under it.
 pub(crate) fn runs(folder: &Path, log_dir: Option<&Path>, json: bool) -> Result<i32, CliError> {
-    let holder = run_folder::running(folder);
+    let holder = ralph_engine::run_folder::running(folder);
     let runs_dir = runs_dir(folder, log_dir);
     let parallel = parallel_runs(folder);
     let mut records = Vec::new();
@@ -84,7 +84,7 @@ pub(crate) fn runs(folder: &Path, log_dir: Option<&Path>, json: bool) -> Result<
 /// The parallel runs of the repository `folder` is in, oldest first; none outside git.
 fn parallel_runs(folder: &Path) -> Vec<ParallelRecord> {
     ralph_parallel::events_file(folder)
-        .and_then(|path| ralph_parallel::read_events(&path).ok())
+        .and_then(|path| ralph_events::parallel::read_events(&path).ok())
         .map(|events| ParallelRecord::all(&events))
         .unwrap_or_default()
 }
@@ -373,8 +373,8 @@ pub(crate) fn table_with_parallel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_engine::lock::LockHolder;
-    use ralph_engine::run_folder::parse_events;
+    use ralph_events::run_folder::LockHolder;
+    use ralph_events::run_folder::parse_events;
     use ralph_frontmatter::schema::RUN_STATUS_WORDS;
 
     fn record(id: &str, lines: &[&str], holder: Option<&LockHolder>) -> Listed {

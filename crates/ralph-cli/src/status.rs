@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ralph_engine::WaitReason;
-use ralph_engine::lock::LockHolder;
 use ralph_engine::run_folder;
-use ralph_engine::session::{self, Session};
-use ralph_escalation::{StoriesSummary, TaskWords};
+use ralph_events::WaitReason;
+use ralph_events::run_folder::LockHolder;
+use ralph_events::session::{self, Session};
+use ralph_events::story::{StoriesSummary, TaskWords};
 use serde_json::json;
 
 use crate::cli::StatusArgs;
@@ -35,7 +35,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     }
     let log_dir = match (&args.run_id, &args.log_dir) {
         // `.ralph/current` names the last run, wherever its logs went.
-        (None, None) => ralph_engine::session::last_run(folder).ok_or_else(|| {
+        (None, None) => ralph_events::session::last_run(folder).ok_or_else(|| {
             CliError::Usage(format!(
                 "{}: no ralph run has started in this folder ({} is missing)",
                 folder.display(),
@@ -54,7 +54,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     // read, or not have written its session yet. Only the folder's last run (no id asked for)
     // can be that one.
     let starting = (args.run_id.is_none() && args.log_dir.is_none())
-        .then(|| run_folder::running(folder))
+        .then(|| ralph_engine::run_folder::running(folder))
         .flatten();
     let session = match Session::read(&log_dir) {
         Ok(session) => session,
@@ -103,7 +103,7 @@ fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStat
 /// single loop (so it is "the last run" of `ralph status` and `ralph report`).
 pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::ParallelStatus> {
     let parallel = ralph_parallel::read_status(folder).ok().flatten()?;
-    let last_loop = ralph_engine::session::last_run(folder)
+    let last_loop = ralph_events::session::last_run(folder)
         .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
     // Run ids sort by their start time.
     last_loop
@@ -230,7 +230,7 @@ fn not_found(err: run_folder::RunFolderError, id: Option<&str>) -> CliError {
 
 /// The holder of `folder`'s lock, when it runs `run_id` and is alive (the lock is only read).
 fn running(folder: &Path, run_id: &str) -> Option<LockHolder> {
-    run_folder::running(folder).filter(|holder| holder.run_id == run_id)
+    ralph_engine::run_folder::running(folder).filter(|holder| holder.run_id == run_id)
 }
 
 /// A run that holds the folder but has not written its session yet: what is known of it.
@@ -498,7 +498,7 @@ fn agent_retrying(log_dir: &Path) -> Option<(u64, String)> {
             Some("AGENT_RETRYING") => {
                 count += 1;
                 last.get_or_insert_with(|| {
-                    ralph_engine::agents::describe_retry(
+                    ralph_events::describe_retry(
                         event["reason"].as_str().unwrap_or_default(),
                         event["attempt"].as_u64(),
                         event["max_attempts"].as_u64(),

@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::frontmatter::OutputFormat;
-use ralph_engine::run_folder::{self, RunDir};
-use ralph_engine::session::Session;
+use ralph_events::run_folder::{self, RunDir};
+use ralph_events::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
-use ralph_parallel::ParallelEvent;
+use ralph_events::parallel::ParallelEvent;
 
 use crate::cli::WatchArgs;
 use crate::error::CliError;
@@ -109,7 +109,7 @@ struct Watched {
 /// The events file being followed, read into the types that wrote it.
 enum WatchedEvents {
     /// A single run's: the engine's events.
-    Loop(EventsTail<ralph_engine::Event>),
+    Loop(EventsTail<ralph_events::Event>),
     /// A parallel run's own.
     Parallel(EventsTail<ParallelEvent>),
 }
@@ -132,7 +132,7 @@ impl Watched {
             model: WatchModel::new(&id),
             events: WatchedEvents::Parallel(EventsTail::new(
                 folder.join(PARALLEL_EVENTS),
-                ralph_parallel::parse_events,
+                ralph_events::parallel::parse_events,
             )),
             logs: folder.to_path_buf(),
             id,
@@ -157,8 +157,8 @@ impl Watched {
 /// The id of the parallel run in `folder` that `id` names (the whole id or a prefix of one),
 /// or its last parallel run without `id`; `None` when there is none.
 fn parallel_run(folder: &Path, id: Option<&str>) -> Option<String> {
-    let events = ralph_parallel::read_events(&folder.join(PARALLEL_EVENTS)).ok()?;
-    ralph_parallel::find_run(&events, id)
+    let events = ralph_events::parallel::read_events(&folder.join(PARALLEL_EVENTS)).ok()?;
+    ralph_events::parallel::find_run(&events, id)
 }
 
 impl Watcher {
@@ -179,7 +179,7 @@ impl Watcher {
             let alive = match &mut self.run {
                 Some(run) => {
                     // Whether it runs is asked before reading, so what it wrote last is read.
-                    let alive = run_folder::running(&self.folder)
+                    let alive = ralph_engine::run_folder::running(&self.folder)
                         .is_some_and(|holder| holder.run_id == run.id);
                     run.read_new();
                     alive
@@ -252,11 +252,11 @@ impl Watcher {
 
     /// The run that started in the folder since the view waits, once its events are there.
     fn started_run(&self) -> Option<Watched> {
-        let holder = run_folder::running(&self.folder)?;
+        let holder = ralph_engine::run_folder::running(&self.folder)?;
         if let Some(id) = parallel_run(&self.folder, Some(&holder.run_id)) {
             return Some(Watched::parallel(&self.folder, id));
         }
-        let dir = ralph_engine::session::last_run(&self.folder)
+        let dir = ralph_events::session::last_run(&self.folder)
             .filter(|dir| dir.file_name().is_some_and(|n| *n == *holder.run_id))
             .map(|path| RunDir {
                 id: holder.run_id.clone(),
@@ -272,7 +272,7 @@ impl Watcher {
         if self.run.is_some() {
             return None;
         }
-        let session = Session::read(&ralph_engine::session::last_run(&self.folder)?).ok()?;
+        let session = Session::read(&ralph_events::session::last_run(&self.folder)?).ok()?;
         Some(match session.ended {
             Some(end) => format!(
                 "{}, ended: {}, exit {}",
@@ -524,7 +524,7 @@ mod tests {
         assert_eq!(events.len(), 1);
         assert!(matches!(
             events[0].kind,
-            ralph_engine::EventKind::IterationStarted { iteration: 1, .. }
+            ralph_events::EventKind::IterationStarted { iteration: 1, .. }
         ));
     }
 

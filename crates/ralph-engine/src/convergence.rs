@@ -113,13 +113,13 @@ impl Attempts {
 
     /// The bookkeeping, for the session file.
     pub(crate) fn snapshot(&self) -> AttemptsState {
-        AttemptsState {
-            attempt: self.attempt,
-            failed_before: self.failed_before,
-            flake_retries: self.flake_retries,
-            feedback: self.feedback.clone(),
-            pending_backoff_ms: self.pending_backoff.map(crate::state::millis),
-        }
+        AttemptsState::new(
+            self.attempt,
+            self.failed_before,
+            self.flake_retries,
+            self.feedback.clone(),
+            self.pending_backoff.map(crate::state::millis),
+        )
     }
 
     /// Attempts taken up where a stopped run left them, under `config`.

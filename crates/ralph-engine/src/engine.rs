@@ -14,10 +14,10 @@ use crate::hold::HoldVerdict;
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
 use crate::session::PlannedWait;
+use crate::session::Tally;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
-use crate::tally::Tally;
 use crate::task::{NotYet, TaskSource, Tasks};
 use ralph_agents::{OutputAdapter, RunCost};
 use ralph_process::Containment;
@@ -296,9 +296,7 @@ impl Engine {
     pub async fn run(mut self) -> Result<RunOutcome, EngineError> {
         // Before anything is written: the session's history is another run's until taken up.
         if let Some(stopped) = &self.options.resume {
-            stopped
-                .check_resumable_in(&self.options.cwd)
-                .map_err(EngineError::Resume)?;
+            resume::check_resumable_in(stopped, &self.options.cwd).map_err(EngineError::Resume)?;
         }
         if let Some(name) = &self.options.file.config.output_adapter {
             if !self.named_adapters.contains_key(name) {
@@ -475,15 +473,17 @@ impl Run {
         }
         let config = &self.engine.options.file.config;
         let started = EventKind::RunStarted {
-            events_version: crate::event::EVENTS_VERSION,
+            events_version: ralph_events::EVENTS_VERSION,
             ralph_file: self.engine.options.ralph_file.display().to_string(),
             agent: config.agent.clone(),
             max_iterations: self.settings.max_iterations,
-            idle: config.idle.map(|p| IdleSummary {
-                delay_ms: millis(p.delay),
-                backoff: p.backoff,
-                max_delay_ms: millis(p.max_delay),
-                max_ms: p.max.map(millis),
+            idle: config.idle.map(|p| {
+                IdleSummary::new(
+                    millis(p.delay),
+                    p.backoff,
+                    millis(p.max_delay),
+                    p.max.map(millis),
+                )
             }),
             max_cost_usd: self.settings.max_cost,
             max_runtime_ms: self.settings.max_runtime.map(millis),
@@ -561,12 +561,12 @@ impl Run {
                     // `ralph status` reads what it waits for from the session.
                     self.save_session(
                         false,
-                        Some(PlannedWait {
-                            reason: WaitReason::Task,
-                            delay_ms: millis(wait.poll),
-                            until: SystemTime::now() + wait.poll,
-                            why: Some(wait.why.clone()),
-                        }),
+                        Some(PlannedWait::new(
+                            WaitReason::Task,
+                            millis(wait.poll),
+                            SystemTime::now() + wait.poll,
+                            Some(wait.why.clone()),
+                        )),
                     );
                     task_waiting = Some(wait.why);
                     if let Some(reason) = self

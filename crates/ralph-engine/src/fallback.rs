@@ -6,28 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use ralph_agents::{RunCost, Usage};
 use ralph_frontmatter::Config;
-use serde::{Deserialize, Serialize};
 
 use crate::event::SwitchReason;
-
-/// One agent of a run with fallback agents, as the session keeps it: `ralph run --resume`
-/// knows which agents are limited, and the report what each cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct AgentRecord {
-    /// Its command line, as written (`agent`, or an item of `fallback`).
-    pub agent: String,
-    /// When its last rate limit resets, if it reported one.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "optional_rfc3339"
-    )]
-    pub limited_until: Option<SystemTime>,
-    /// What its runs cost, when it reports a cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
+use ralph_events::session::AgentRecord;
 
 /// The agent for the next iteration changed ([`Roster::choose`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,11 +166,7 @@ impl Roster {
     pub(crate) fn records(&self) -> Vec<AgentRecord> {
         self.slots
             .iter()
-            .map(|s| AgentRecord {
-                agent: s.line.clone(),
-                limited_until: s.limited_until,
-                cost_usd: s.cost.total(),
-            })
+            .map(|s| AgentRecord::new(s.line.clone(), s.limited_until, s.cost.total()))
             .collect()
     }
 
@@ -202,30 +179,6 @@ impl Roster {
                 slot.cost = RunCost::resumed(record.cost_usd);
             }
         }
-    }
-}
-
-mod optional_rfc3339 {
-    use std::time::SystemTime;
-
-    use serde::Deserialize;
-
-    pub(super) fn serialize<S: serde::Serializer>(
-        ts: &Option<SystemTime>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match ts {
-            Some(ts) => s.collect_str(&humantime::format_rfc3339_millis(*ts)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<SystemTime>, D::Error> {
-        Option::<std::borrow::Cow<'de, str>>::deserialize(d)?
-            .map(|text| humantime::parse_rfc3339_weak(&text).map_err(serde::de::Error::custom))
-            .transpose()
     }
 }
 

@@ -73,7 +73,6 @@ pub mod session;
 mod signal;
 mod state;
 mod tail;
-mod tally;
 mod task;
 
 pub use check::run_check;
@@ -83,13 +82,15 @@ pub use engine::{
     ResumeError, new_run_id, wait_before_start,
 };
 pub use environment::withheld_env;
-pub use event::{
-    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, EventSink, IdleSummary,
-    JsonLinesSink, MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitProgress,
-    WaitReason, exit_status,
-};
+pub use event::{EventSink, JsonLinesSink, WaitProgress};
+// The wire types the sinks are handed are ralph-events'; part of the engine's API all the
+// same, since `EventSink` takes them.
 pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
+pub use ralph_events::{
+    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
+    Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
+};
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
@@ -99,14 +100,14 @@ pub use ralph_agents::{
     AdapterOutput, AgentRetry, OutputAdapter, OutputChoice, RateLimit, RunCost, Usage,
 };
 pub use ralph_backoff::{FailureBackoff, FailureDecision};
+pub use ralph_events::{TaskEvent, TaskEventError};
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
     StateHandler, StateHandlers, StateOutbox, StateWait,
 };
 pub use task::{
-    AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskEvent,
-    TaskEventError, TaskSource, TaskWait,
+    AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource, TaskWait,
 };
 
 pub use ralph_agents as agents;

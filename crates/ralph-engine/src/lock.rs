@@ -22,41 +22,12 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 /// The lock file of a loop's folder, relative to it.
 pub const FOLDER_LOCK: &str = ".ralph/lock";
 
-/// Who holds a lock: written into the lock file by an exclusive holder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct LockHolder {
-    /// The holder's process id.
-    pub pid: u32,
-    /// When its run started (RFC 3339, seconds).
-    pub started: String,
-    /// Its run id.
-    pub run_id: String,
-    /// The folder it runs in, as it named it.
-    pub folder: PathBuf,
-    /// The parallel run (`ralph run --parallel`) this loop is a lane of, if any: the run a
-    /// refused person has to wait for or stop.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lane_of: Option<String>,
-}
-
-impl LockHolder {
-    /// This process, starting run `run_id` in `folder` now.
-    pub fn this_process(run_id: &str, folder: &Path) -> Self {
-        Self {
-            pid: std::process::id(),
-            started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            run_id: run_id.to_owned(),
-            folder: folder.to_path_buf(),
-            lane_of: None,
-        }
-    }
-}
+/// Who holds a lock: written into the lock file by an exclusive holder. A record of the run
+/// folder, so ralph-events owns it (a reader needs no engine to read it).
+pub use ralph_events::run_folder::LockHolder;
 
 /// How a lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,12 +135,8 @@ impl RunLock {
             let holder = crate::session::Session::read(dir)
                 .ok()
                 .filter(|s| ralph_process::process_exists(s.pid))
-                .map(|s| LockHolder {
-                    pid: s.pid,
-                    started: humantime::format_rfc3339_seconds(s.started).to_string(),
-                    run_id: s.run_id,
-                    folder: s.folder.unwrap_or_default(),
-                    lane_of: None,
+                .map(|s| {
+                    LockHolder::new(s.pid, s.started, &s.run_id, &s.folder.unwrap_or_default())
                 });
             return Err(LockError::Held {
                 what: format!("run {run_id}"),

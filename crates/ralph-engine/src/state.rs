@@ -223,7 +223,7 @@ impl<'a> StateContext<'a> {
     /// writes itself (`RUN_ENDED`, `ITERATION_ENDED`, ...) is not written: a `WARNING` says so.
     pub fn emit(&mut self, event: impl Into<crate::TaskEvent>) {
         self.events
-            .push(crate::event::plug_event(event.into(), "a state handler"));
+            .push(crate::EventKind::of_plug(event.into(), "a state handler"));
     }
 
     /// One of the engine's own events, from a built-in handler.

@@ -309,7 +309,9 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
     let found = run_folder::find_run(folder, None).unwrap();
     assert_eq!(found.id, holder.run_id);
     assert!(
-        RunRecord::read(&found, folder).unwrap().is_running(),
+        RunRecord::read(&found, run_folder::running(folder).as_ref())
+            .unwrap()
+            .is_running(),
         "as `ralph runs` reads it"
     );
     let current = ralph_engine::session::read_current(folder).expect(".ralph/current");
@@ -325,7 +327,11 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
         run_folder::running(folder).is_none(),
         "the folder is let go"
     );
-    assert!(!RunRecord::read(&found, folder).unwrap().is_running());
+    assert!(
+        !RunRecord::read(&found, run_folder::running(folder).as_ref())
+            .unwrap()
+            .is_running()
+    );
     // Other tests of this process spawn meanwhile, and a child between its fork and its exec
     // holds a copy of every descriptor, the folder's lock too: a new claim may wait for that.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -52,9 +52,7 @@ use ralph_engine::{
 use ralph_tasks::{Asked, ListedTask, Mark, PrdError, TaskList, TaskListError, TaskState};
 
 pub use breaker::{Breaker, Trip};
-pub use events::{
-    StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TASK_BLOCKED_EXIT_CODE, TaskWords,
-};
+pub use events::{StoriesSummary, StoryAttempt, StoryEnd, StoryEvent, TaskWords};
 pub use git::{Git, GitError, Saved, switch_to_task_branch, task_branch};
 pub use journal_file::{Journal, JournalError};
 pub use lock::lock_repository;
@@ -284,7 +282,7 @@ impl Escalation {
 
     /// `ralph run --task ID`: work on task `id` alone, whatever its priority, and end the run
     /// when it passes ([`StoryEnd::TaskPassed`], exit 0) or is blocked
-    /// ([`StoryEnd::TaskBlocked`], [`TASK_BLOCKED_EXIT_CODE`]).
+    /// ([`StoryEnd::TaskBlocked`], `ralph_events::exit::TASK_BLOCKED`).
     /// Refused without a task list, or when the list has no task `id` (the error lists the ids
     /// it has).
     pub fn only_story(&mut self, id: &str) -> Result<(), EscalationError> {
@@ -348,7 +346,7 @@ impl Escalation {
             ));
             return EndReason::Task {
                 reason: ESCALATION_FAILED.to_owned(),
-                exit_code: 1,
+                exit_code: ralph_events::exit::FAILURE,
                 converged: false,
                 resumable: true,
             };
@@ -363,7 +361,7 @@ impl Escalation {
             ));
             return EndReason::Task {
                 reason: ESCALATION_FAILED.to_owned(),
-                exit_code: 1,
+                exit_code: ralph_events::exit::FAILURE,
                 converged: false,
                 resumable: true,
             };
@@ -371,7 +369,7 @@ impl Escalation {
         cx.warn(format!("escalation failed: {err}"));
         EndReason::State {
             reason: ESCALATION_FAILED.to_owned(),
-            exit_code: 1,
+            exit_code: ralph_events::exit::FAILURE,
         }
     }
 

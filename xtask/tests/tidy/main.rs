@@ -31,6 +31,7 @@ const BASE_CRATES: &[&str] = &[
 const LIBRARY_CRATES: &[&str] = &[
     "ralph-atomic",
     "ralph-marker",
+    "ralph-events",
     "ralph-frontmatter",
     "ralph-backoff",
     "ralph-agents",
@@ -374,6 +375,29 @@ fn dependencies_point_one_way() {
                 .iter()
                 .chain(&above_base)
                 .chain(&runtimes)
+                .copied()
+                .collect(),
+            ),
+            // The wire types sit at the bottom: a reader links them without the runtime. The
+            // crates that write them depend on it; it depends on no ralph crate but the pure
+            // marker rules (a check's last lines are shown without escape sequences).
+            (
+                "ralph-events",
+                [
+                    "ralph-atomic",
+                    "ralph-frontmatter",
+                    "ralph-backoff",
+                    "ralph-agents",
+                    "ralph-rest",
+                    "ralph-gitlab",
+                    "ralph-linear",
+                    "ralph-notify",
+                    "ralph-test-support",
+                ]
+                .iter()
+                .chain(&above_base)
+                .chain(&runtimes)
+                .chain(&["pty-process", "libc"])
                 .copied()
                 .collect(),
             ),
@@ -765,6 +789,7 @@ fn only_the_process_module_and_git_start_processes() {
     let mut problems = Vec::new();
     for krate in [
         "ralph-atomic",
+        "ralph-events",
         "ralph-process",
         "ralph-sandbox",
         "ralph-agents",

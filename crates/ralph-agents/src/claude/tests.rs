@@ -101,21 +101,18 @@ fn a_normal_run_shows_text_and_tool_calls_and_reports_usage() {
         "The parser now rejects a trailing comma in `args`; all 42 parser tests pass."
     );
     assert_eq!(out.state(), None);
-    assert_eq!(
-        out.usage,
-        Some(Usage {
-            cost_usd: Some(0.1873245),
-            num_turns: Some(7),
-            duration_ms: Some(48213),
-            session_id: Some("7c1e2f4a-9b3d-4e8f-a6c2-51d0b8e9f3a7".into()),
-            input_tokens: Some(28 + 10240 + 88420),
-            output_tokens: Some(1532),
-            cached_input_tokens: Some(88420),
-            model: Some("claude-sonnet-4-5-20250929".into()),
-            tool_calls: out.usage.as_ref().and_then(|u| u.tool_calls),
-            ..Usage::default()
-        })
-    );
+    // Built field by field: `Usage` is ralph-events' and non-exhaustive.
+    let mut want = Usage::default();
+    want.cost_usd = Some(0.1873245);
+    want.num_turns = Some(7);
+    want.duration_ms = Some(48213);
+    want.session_id = Some("7c1e2f4a-9b3d-4e8f-a6c2-51d0b8e9f3a7".into());
+    want.input_tokens = Some(28 + 10240 + 88420);
+    want.output_tokens = Some(1532);
+    want.cached_input_tokens = Some(88420);
+    want.model = Some("claude-sonnet-4-5-20250929".into());
+    want.tool_calls = out.usage.as_ref().and_then(|u| u.tool_calls);
+    assert_eq!(out.usage, Some(want));
 }
 
 #[test]
@@ -177,18 +174,15 @@ fn a_result_event_with_figures_of_odd_types_keeps_its_final_answer() {
         .join("\n")
         .as_bytes()]);
     assert_eq!(first.state().as_deref(), Some("idle"));
-    assert_eq!(
-        first.usage,
-        Some(Usage {
-            cost_usd: Some(0.25),
-            num_turns: Some(3),
-            duration_ms: Some(1235),
-            session_id: Some("s1".into()),
-            output_tokens: Some(12),
-            tool_calls: Some(1),
-            ..Usage::default()
-        })
-    );
+    // Built field by field: `Usage` is ralph-events' and non-exhaustive.
+    let mut want = Usage::default();
+    want.cost_usd = Some(0.25);
+    want.num_turns = Some(3);
+    want.duration_ms = Some(1235);
+    want.session_id = Some("s1".into());
+    want.output_tokens = Some(12);
+    want.tool_calls = Some(1);
+    assert_eq!(first.usage, Some(want));
 }
 
 #[test]

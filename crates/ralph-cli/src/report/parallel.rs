@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ralph_engine::run_folder::{self, CheckRecord, RunDir, RunRecord};
-use ralph_parallel::{ParallelEvent, ParallelEventKind};
+use ralph_events::parallel::{ParallelEvent, ParallelEventKind};
+use ralph_events::run_folder::{self, CheckRecord, RunDir, RunRecord};
 
 use super::{LABEL, LANE, STYLE, WIDTH, dur, escape};
 
@@ -48,10 +48,11 @@ impl ParallelRun {
             Some(_) => String::new(),
         };
         // A half-written last line (a run killed mid-write) is skipped, not an error.
-        let all = ralph_parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
+        let all =
+            ralph_events::parallel::read_events(&ralph_parallel::events_file(folder)?).ok()?;
         let run_id = match id {
             None => wanted,
-            Some(prefix) => ralph_parallel::find_run(&all, Some(prefix))?,
+            Some(prefix) => ralph_events::parallel::find_run(&all, Some(prefix))?,
         };
         let events: Vec<ParallelEvent> = all.into_iter().filter(|e| e.run_id == run_id).collect();
         let loops = events

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use ralph_engine::{Event, EventKind, RunCost, Usage};
-use ralph_escalation::StoryEnd;
-use ralph_parallel::{ParallelEvent, ParallelEventKind};
+use ralph_events::parallel::{ParallelEvent, ParallelEventKind};
+use ralph_events::story::StoryEnd;
+use ralph_events::{Event, EventKind, RunCost, Usage};
 
 /// The name of a single run's one loop.
 pub(crate) const SINGLE_LANE: &str = "loop";
@@ -422,7 +422,8 @@ mod tests {
 {"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"MERGE_QUEUED","task_id":"US-001","position":1}
 {"ts":"2026-01-01T00:00:04Z","run_id":"p","type":"TASK_LANDED","task_id":"US-001","commit":"c"}
 "#;
-        let model = WatchModel::from_parallel_events("p", &ralph_parallel::parse_events(lines));
+        let model =
+            WatchModel::from_parallel_events("p", &ralph_events::parallel::parse_events(lines));
         let lane = &model.lanes[0];
         assert_eq!(lane.state, LaneState::Ended("landed".to_owned()));
         assert_eq!(lane.iteration, 2);
@@ -435,8 +436,8 @@ mod tests {
         let more = br#"{"ts":"2026-01-01T00:00:05Z","run_id":"p","type":"LANE_STARTED","task_id":"US-001","title":"Cart","log_dir":".ralph/runs/l3","lane_run_id":"l3","returns":1}
 {"ts":"2026-01-01T00:00:06Z","run_id":"p","type":"LANE_ITERATION_STARTED","task_id":"US-001","iteration":1}
 "#;
-        let mut events = ralph_parallel::parse_events(lines);
-        events.extend(ralph_parallel::parse_events(more));
+        let mut events = ralph_events::parallel::parse_events(lines);
+        events.extend(ralph_events::parallel::parse_events(more));
         let model = WatchModel::from_parallel_events("p", &events);
         assert_eq!(
             model.lanes[0].log_file(),
@@ -453,12 +454,12 @@ mod tests {
 {"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"MERGE_STARTED","task_id":"US-001","base_commit":"a","branch_commit":"b"}
 {"ts":"2026-01-01T00:00:03Z","run_id":"p","type":"MERGE_HELD","task_id":"US-001","files":["src/a.rs","b.txt"]}
 "#;
-        let mut events = ralph_parallel::parse_events(lines);
+        let mut events = ralph_events::parallel::parse_events(lines);
         let model = WatchModel::from_parallel_events("p", &events);
         let steps: Vec<&str> = model.queue.iter().map(|q| q.step.as_str()).collect();
         assert_eq!(steps, ["waiting on your changes to src/a.rs, b.txt"]);
 
-        events.extend(ralph_parallel::parse_events(
+        events.extend(ralph_events::parallel::parse_events(
             br#"{"ts":"2026-01-01T00:00:09Z","run_id":"p","type":"TASK_LANDED","task_id":"US-001","commit":"c"}"#,
         ));
         let model = WatchModel::from_parallel_events("p", &events);
@@ -473,7 +474,8 @@ mod tests {
 {"ts":"2026-01-01T00:00:01Z","run_id":"p","type":"TASK_LANDED","task_id":"7","commit":"c"}
 {"ts":"2026-01-01T00:00:02Z","run_id":"p","type":"PR_OPENED","task_id":"7","number":100,"url":"https://github.com/o/r/pull/100","state":"open","branch":"ralph/7","base":"main"}
 "#;
-        let model = WatchModel::from_parallel_events("p", &ralph_parallel::parse_events(lines));
+        let model =
+            WatchModel::from_parallel_events("p", &ralph_events::parallel::parse_events(lines));
         let lane = &model.lanes[0];
         assert_eq!(
             lane.state,

@@ -279,17 +279,17 @@ fn cost(usd: Option<f64>) -> String {
 mod tests {
     use super::*;
     use crate::watch::model::{LaneState, WatchModel};
-    use ralph_engine::Event;
-    use ralph_parallel::ParallelEvent;
+    use ralph_events::Event;
+    use ralph_events::parallel::ParallelEvent;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
     fn events(lines: &str) -> Vec<Event> {
-        ralph_engine::run_folder::parse_events(lines.as_bytes())
+        ralph_events::run_folder::parse_events(lines.as_bytes())
     }
 
     fn parallel_events(lines: &str) -> Vec<ParallelEvent> {
-        ralph_parallel::parse_events(lines.as_bytes())
+        ralph_events::parallel::parse_events(lines.as_bytes())
     }
 
     fn at(secs: u64) -> SystemTime {

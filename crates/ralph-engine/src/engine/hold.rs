@@ -31,12 +31,12 @@ impl Run {
         // `ralph status` says what the loop waits for, from the session.
         self.save_session(
             false,
-            Some(PlannedWait {
-                reason: WaitReason::State,
-                delay_ms: millis(poll),
-                until: SystemTime::now() + poll,
-                why: Some(hold.why.clone()),
-            }),
+            Some(PlannedWait::new(
+                WaitReason::State,
+                millis(poll),
+                SystemTime::now() + poll,
+                Some(hold.why.clone()),
+            )),
         );
         let announce = announce.then(|| Some(hold.why.clone()));
         if let Some(reason) = self

@@ -254,11 +254,7 @@ impl Run {
         let mut malformed = Vec::new();
         for finding in findings {
             match finding {
-                Finding::Marker(m) => markers.push(MarkerRecord {
-                    kind: m.kind,
-                    name: m.name,
-                    attrs: m.attrs,
-                }),
+                Finding::Marker(m) => markers.push(MarkerRecord::new(m.kind, m.name, m.attrs)),
                 Finding::Diagnostic(d) => malformed.push(d),
             }
         }

@@ -297,12 +297,8 @@ impl Run {
             Next::Continue => (self.settings.delay, WaitReason::Delay),
             Next::Stop(_) => return None,
         };
-        (!delay.is_zero()).then(|| PlannedWait {
-            reason,
-            delay_ms: millis(delay),
-            until: SystemTime::now() + delay,
-            why: None,
-        })
+        (!delay.is_zero())
+            .then(|| PlannedWait::new(reason, millis(delay), SystemTime::now() + delay, None))
     }
 
     /// Replaces the session file: `working` while an iteration runs (the task source's state
@@ -351,7 +347,7 @@ impl Run {
         ending: bool,
     ) -> Option<Vec<u8>> {
         self.update_session(working, wait, ending);
-        match self.session.as_ref()?.bytes() {
+        match self.session.as_ref()?.to_bytes() {
             Ok(bytes) => Some(bytes),
             Err(err) => {
                 self.warn(format!("cannot write the session file: {err}"));
@@ -403,12 +399,12 @@ impl Run {
             return;
         };
         let wait = session.wait.clone();
-        session.ended = Some(Ended {
-            reason: reason.as_str().to_owned(),
+        session.ended = Some(Ended::new(
+            reason.as_str().to_owned(),
             exit_code,
-            at: SystemTime::now(),
-            resumable: session::resumable(reason),
-        });
+            SystemTime::now(),
+            session::resumable(reason),
+        ));
         self.write_session(false, wait, true);
         // On disk before RUN_ENDED: whoever reads the events' end finds the session's.
         if let Some(writer) = &mut self.session_writer {

@@ -90,7 +90,7 @@ impl EngineOptions {
             Some(id) => self.runs_folder().join(id),
         };
         let stopped = Session::read(&dir)?;
-        stopped.check_resumable_in(&self.cwd)?;
+        check_resumable_in(&stopped, &self.cwd)?;
         if crate::lock::flock_held(&dir) == Some(true) {
             return Err(ResumeError::Running {
                 run_id: stopped.run_id,
@@ -119,24 +119,26 @@ impl EngineOptions {
     }
 }
 
-impl Session {
-    /// Whether the loop in `folder` may go on with this run: it is that folder's loop's, and
-    /// was stopped rather than ended by itself.
-    pub fn check_resumable_in(&self, folder: &Path) -> Result<(), ResumeError> {
-        if let Some(home) = self.folder.as_ref().filter(|_| !self.belongs_to(folder)) {
-            return Err(ResumeError::OtherFolder {
-                run_id: self.run_id.clone(),
-                folder: home.clone(),
-            });
-        }
-        match self.ended.as_ref().filter(|_| !self.resumable()) {
-            Some(ended) => Err(ResumeError::Ended {
-                run_id: self.run_id.clone(),
-                reason: ended.reason.clone(),
-                exit_code: ended.exit_code,
-                at: ended.at,
-            }),
-            None => Ok(()),
-        }
+/// Whether the loop in `folder` may go on with the run `session` saved: it is that folder's
+/// loop's, and was stopped rather than ended by itself.
+pub(crate) fn check_resumable_in(session: &Session, folder: &Path) -> Result<(), ResumeError> {
+    if let Some(home) = session
+        .folder
+        .as_ref()
+        .filter(|_| !session.belongs_to(folder))
+    {
+        return Err(ResumeError::OtherFolder {
+            run_id: session.run_id.clone(),
+            folder: home.clone(),
+        });
+    }
+    match session.ended.as_ref().filter(|_| !session.resumable()) {
+        Some(ended) => Err(ResumeError::Ended {
+            run_id: session.run_id.clone(),
+            reason: ended.reason.clone(),
+            exit_code: ended.exit_code,
+            at: ended.at,
+        }),
+        None => Ok(()),
     }
 }

@@ -3,10 +3,10 @@
 
 use std::time::SystemTime;
 
-use ralph_agents::RunCost;
 use serde::Serialize;
 
 use crate::event::{Event, EventKind};
+use crate::usage::RunCost;
 
 /// One agent of a run: `agent`, or a `fallback` agent that ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]

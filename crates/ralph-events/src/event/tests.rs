@@ -31,11 +31,13 @@ fn every_kind() -> Vec<EventKind> {
         truncated: true,
         timed_out: false,
     };
-    let mut usage = Usage::default();
-    usage.cost_usd = Some(0.25);
-    usage.input_tokens = Some(100);
-    usage.output_tokens = Some(20);
-    usage.session_id = Some("s".into());
+    let usage = Usage {
+        cost_usd: Some(0.25),
+        input_tokens: Some(100),
+        output_tokens: Some(20),
+        session_id: Some("s".into()),
+        ..Usage::default()
+    };
     vec![
         EventKind::RunStarted {
             events_version: EVENTS_VERSION,
@@ -212,9 +214,15 @@ fn the_engines_own_types_are_exactly_those_it_writes() {
     own.sort_unstable();
     assert_eq!(written, own);
     let forged = TaskEvent::new("RUN_ENDED", serde_json::Map::new());
-    assert!(matches!(plug_event(forged, "x"), EventKind::Warning { .. }));
+    assert!(matches!(
+        EventKind::of_plug(forged, "x"),
+        EventKind::Warning { .. }
+    ));
     let own_event = TaskEvent::new("REVIEW_ASKED", serde_json::Map::new());
-    assert!(matches!(plug_event(own_event, "x"), EventKind::Task(_)));
+    assert!(matches!(
+        EventKind::of_plug(own_event, "x"),
+        EventKind::Task(_)
+    ));
 }
 
 #[test]
@@ -248,7 +256,7 @@ fn a_wait_reasons_name_is_the_one_written() {
 #[test]
 fn every_ending_reads_back_by_its_name_and_exit_code() {
     let ended = |reason: EndReason| EventKind::RunEnded {
-        exit_code: crate::outcome::exit_code(&reason, None),
+        exit_code: crate::end::exit_code(&reason, None),
         reason,
         iterations: 1,
         idle_iterations: 0,
@@ -397,39 +405,6 @@ fn a_version_1_file_reads() {
         run.status,
         crate::run_folder::RunStatus::Ended { ref reason, exit_code: Some(0) } if reason == "idle_limit"
     ));
-}
-
-/// A disk that is full.
-struct Full;
-
-impl std::io::Write for Full {
-    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[test]
-fn a_json_lines_sink_that_cannot_write_gives_its_failure_once_naming_itself() {
-    let mut sink = JsonLinesSink::new(Full).named("events.jsonl");
-    assert_eq!(sink.take_failure(), None);
-    let event = super::Event {
-        ts: std::time::SystemTime::UNIX_EPOCH,
-        run_id: "r".to_owned(),
-        kind: super::EventKind::StopRequested { iteration: 1 },
-    };
-    sink.event(&event);
-    sink.event(&event);
-    let failure = sink.take_failure().expect("the write failed");
-    assert!(
-        failure.starts_with("cannot write events to events.jsonl: "),
-        "{failure}"
-    );
-    assert!(sink.failed());
-    assert_eq!(sink.take_failure(), None, "once");
 }
 
 #[test]
