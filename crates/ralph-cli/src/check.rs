@@ -146,7 +146,7 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
     if let Some(turns) = c.max_turns {
         row(
             "max_turns",
-            match ralph_engine::frontmatter::is_claude_print(&c.agent_argv) {
+            match ralph_frontmatter::is_claude_print(&c.agent_argv) {
                 true => format!("{turns} · ralph adds --max-turns {turns}"),
                 false => format!("{turns} · no effect: the agent is not `claude -p`"),
             },
@@ -231,7 +231,7 @@ pub(crate) fn summary(path: &str, verdict: &str, file: &RalphFile) -> String {
 
 /// The `notify` row: the events, then where messages go, every webhook redacted; a `${VAR}`
 /// not set here is said.
-fn notify_row(notify: &ralph_engine::frontmatter::NotifyConfig, path: &str) -> String {
+fn notify_row(notify: &ralph_frontmatter::NotifyConfig, path: &str) -> String {
     let on: Vec<&str> = notify.on.iter().map(|e| e.as_str()).collect();
     let to = match crate::notify_cmd::targets(notify, path) {
         Ok(targets) => targets.describe().join(" · "),

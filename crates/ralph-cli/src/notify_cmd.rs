@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_engine::frontmatter::NotifyConfig;
+use ralph_frontmatter::NotifyConfig;
 use ralph_notify::{Delivery, Failures, LaneNotifier, Message, NotifySink, Place, Targets};
 use ralph_parallel::{Board, ParallelEvent, ParallelSink};
 

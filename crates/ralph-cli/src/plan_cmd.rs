@@ -161,16 +161,13 @@ pub(crate) fn plan(args: &PlanArgs) -> Result<i32, CliError> {
 }
 
 /// The RALPH.md, read again after the planning run.
-fn loaded_again(args: &PlanArgs) -> Result<ralph_engine::frontmatter::RalphFile, CliError> {
+fn loaded_again(args: &PlanArgs) -> Result<ralph_frontmatter::RalphFile, CliError> {
     Ok(ralph_file::load(&args.path)?.parsed.file)
 }
 
 /// `--apply` for `tasks: github`: one issue per planned task, in the plan's order, with the
 /// list's label; a dependency on a task opened before is named by its number.
-fn open_issues(
-    file: &ralph_engine::frontmatter::RalphFile,
-    outcome: &PlanOutcome,
-) -> Result<(), CliError> {
+fn open_issues(file: &ralph_frontmatter::RalphFile, outcome: &PlanOutcome) -> Result<(), CliError> {
     let Some(TasksConfig::Github { repo, label, .. }) = file
         .sections
         .get("tasks")
@@ -210,7 +207,7 @@ fn open_issues(
 
 /// The list the file names, its format and where a plan goes.
 fn list_of(
-    file: &ralph_engine::frontmatter::RalphFile,
+    file: &ralph_frontmatter::RalphFile,
     shown: &str,
 ) -> Result<(PlanFormat, Target), CliError> {
     let tasks = file
@@ -287,7 +284,7 @@ fn spec(args: &PlanArgs) -> Result<String, CliError> {
 /// `{{ plan.spec }}` for `--split ID`: the task, why it was blocked, the failing check's last
 /// output and the saved attempts' diffstat.
 fn split_context(
-    file: &ralph_engine::frontmatter::RalphFile,
+    file: &ralph_frontmatter::RalphFile,
     prd_path: &Path,
     id: &str,
 ) -> Result<String, CliError> {

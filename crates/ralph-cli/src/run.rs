@@ -175,7 +175,7 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
         });
         // Held until the run is over: dropping it puts ralph's terminal back.
         let _raw_mode = pty.and_then(|pty| {
-            let interactive = pty.mode == ralph_engine::frontmatter::PtyMode::Interactive;
+            let interactive = pty.mode == ralph_frontmatter::PtyMode::Interactive;
             let (terminal, raw_mode) = crate::terminal::connect(interactive, interrupt_tx.clone());
             engine.pty_terminal(terminal);
             raw_mode

@@ -10,8 +10,8 @@
 use std::io::{IsTerminal, Read};
 use std::sync::OnceLock;
 
-use ralph_engine::frontmatter::{PtyConfig, PtyMode};
 use ralph_engine::{InterruptSignal, PtySize, PtyTerminal};
+use ralph_frontmatter::{PtyConfig, PtyMode};
 use rustix::stdio::stdin;
 use rustix::termios::{OptionalActions, Termios, tcgetattr, tcsetattr};
 use tokio::signal::unix::{SignalKind, signal};

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
-use ralph_engine::frontmatter::OutputFormat;
 use ralph_events::run_folder::{self, RunDir};
 use ralph_events::session::Session;
+use ralph_frontmatter::OutputFormat;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use ralph_events::parallel::ParallelEvent;

@@ -246,7 +246,7 @@ fn a_library_run_that_claims_its_folder_is_running_for_status_and_runs() {
     use ralph_engine::{Engine, EngineOptions};
     let p = Project::new("agent: sleep 60", "work\n");
     let text = std::fs::read_to_string(p.path().join("RALPH.md")).unwrap();
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).unwrap();
+    let parsed = ralph_frontmatter::parse("RALPH.md", &text).unwrap();
     let mut options = EngineOptions::new(p.path().join("RALPH.md"), parsed.file);
     options.cwd = p.path().to_path_buf();
     // Other tests of this process start processes (git) meanwhile: not the run's to end.

@@ -14,7 +14,7 @@ pub(crate) const RALPH_MD: &str = "---\nagent: cat\nchecklist:\n  file: TODO.md\
 /// The checklist it works through.
 pub(crate) const TODO_MD: &str = "# Release\n- [ ] write the changelog\n- [ ] tag v1.0\n";
 
-use ralph_engine::frontmatter::{Namespace, PlugVocabulary, SectionProblem, Vocabulary};
+use ralph_frontmatter::{Namespace, PlugVocabulary, SectionProblem, Vocabulary};
 
 /// The checklist source's words: `{{ task.item }}`, the `checklist:` section (which must name
 /// a `file`) and the ending it gives.

@@ -17,7 +17,7 @@ use std::path::Path;
 pub(crate) fn start_in(folder: &Path) -> Result<RunHandle, Box<dyn std::error::Error>> {
     let path = folder.join("RALPH.md");
     let text = std::fs::read_to_string(&path)?;
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text)?;
+    let parsed = ralph_frontmatter::parse("RALPH.md", &text)?;
     let mut options = EngineOptions::new(path, parsed.file);
     options.cwd = folder.to_path_buf(); // the loop's folder: the agent runs there
     let runs = folder.join(ralph_engine::run_folder::RUNS_DIR); // where `ralph runs` looks

@@ -28,7 +28,7 @@ pub(crate) async fn run_loop(
 ) -> Result<RunOutcome, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;
     let shown = path.display().to_string();
-    let parsed = ralph_engine::frontmatter::parse(&shown, &text)?; // every error at once
+    let parsed = ralph_frontmatter::parse(&shown, &text)?; // every error at once
     let mut options = EngineOptions::new(path, parsed.file); // the file's settings
     options.overrides.max_iterations = Some(3); // ...overridden as you like
     options.log_dir = Some(log_dir); // None: no logs; else events.jsonl and the logs go there

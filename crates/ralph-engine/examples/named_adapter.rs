@@ -58,8 +58,8 @@ impl OutputAdapter for AcmeJson {
     }
 }
 
-use ralph_engine::frontmatter::{PlugVocabulary, Vocabulary};
 use ralph_engine::{Engine, EngineOptions, RunOutcome};
+use ralph_frontmatter::{PlugVocabulary, Vocabulary};
 use std::path::Path;
 
 /// Runs the loop of `folder`'s RALPH.md there, reading `output: acme-json` with [`AcmeJson`].

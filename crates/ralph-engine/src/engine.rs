@@ -210,7 +210,7 @@ impl Engine {
     /// ```
     /// use ralph_engine::{Engine, EngineOptions, agents::TextAdapter};
     ///
-    /// let parsed = ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: acme run\n---\nGo.\n")?;
+    /// let parsed = ralph_frontmatter::parse("RALPH.md", "---\nagent: acme run\n---\nGo.\n")?;
     /// let mut engine = Engine::new(EngineOptions::new("RALPH.md", parsed.file));
     /// engine.set_adapter(|line| match line.argv.first().map(String::as_str) {
     ///     Some("acme") => Some(Box::new(TextAdapter)), // yours, for the acme agent
@@ -243,7 +243,7 @@ impl Engine {
     /// read with it, one adapter per agent run. A run whose file names an adapter nobody
     /// registered ends before it starts ([`EngineError::NoAdapter`]).
     ///
-    /// [`PlugVocabulary::outputs`]: crate::frontmatter::PlugVocabulary::outputs
+    /// [`PlugVocabulary::outputs`]: ralph_frontmatter::PlugVocabulary::outputs
     pub fn register_adapter(
         &mut self,
         name: impl Into<String>,

@@ -46,7 +46,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let text = "---\nagent: sh -c 'cat >/dev/null; echo \"<!-- ralph:state waiting_for_review pr=42 -->\"'\n\
 //!             max_iterations: 2\n---\nOpen a pull request.\n";
-//! let parsed = ralph_engine::frontmatter::parse("RALPH.md", text)?;
+//! let parsed = ralph_frontmatter::parse("RALPH.md", text)?;
 //! let mut engine = Engine::new(EngineOptions::new("RALPH.md", parsed.file));
 //! engine.state_handlers().register("waiting_for_review", WaitingForReview);
 //! let outcome = engine.run().await?;
@@ -111,5 +111,4 @@ pub use task::{
 };
 
 pub use ralph_agents as agents;
-pub use ralph_frontmatter as frontmatter;
 pub use ralph_marker as marker;

@@ -256,7 +256,7 @@ impl<'a> StateContext<'a> {
 
     /// Gives `{{ namespace.name }}` the value `value` in every later prompt, until set again.
     /// The parser must know the placeholder: register it with a
-    /// [`PlugVocabulary`](crate::frontmatter::PlugVocabulary) and parse with
+    /// [`PlugVocabulary`](ralph_frontmatter::PlugVocabulary) and parse with
     /// [`EngineOptions::load_with`](crate::EngineOptions::load_with).
     pub fn set_placeholder(
         &mut self,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ralph_backoff::{IdleDecision, IdleStreak};
-use ralph_engine::frontmatter::RalphFile;
 use ralph_engine::{Engine, EngineOptions, Event, EventKind, EventSink};
+use ralph_frontmatter::RalphFile;
 
 /// Collects events for the test to read.
 #[derive(Clone, Default)]
@@ -26,7 +26,7 @@ fn root() -> PathBuf {
 
 fn demo() -> RalphFile {
     let text = std::fs::read_to_string(root().join("fixtures/demo/RALPH.md")).unwrap();
-    ralph_engine::frontmatter::parse("fixtures/demo/RALPH.md", &text)
+    ralph_frontmatter::parse("fixtures/demo/RALPH.md", &text)
         .unwrap()
         .file
 }

@@ -99,8 +99,7 @@ async fn the_embedding_example_runs_its_custom_state_and_writes_its_events() {
 #[test]
 fn a_run_is_send() {
     fn assert_send<T: Send>(_: &T) {}
-    let parsed =
-        ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: echo\n---\nx\n").unwrap();
+    let parsed = ralph_frontmatter::parse("RALPH.md", "---\nagent: echo\n---\nx\n").unwrap();
     let engine =
         ralph_engine::Engine::new(ralph_engine::EngineOptions::new("RALPH.md", parsed.file));
     let fut = engine.run();
@@ -242,7 +241,7 @@ echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 
 
 #[test]
 fn the_checklist_sources_words_are_checked_where_they_are_written() {
-    use ralph_engine::frontmatter::{Vocabulary, parse, parse_with};
+    use ralph_frontmatter::{Vocabulary, parse, parse_with};
     let vocabulary = Vocabulary::default()
         .with(checklist::checklist_words())
         .unwrap();
@@ -394,8 +393,8 @@ async fn an_adapter_named_in_the_ralph_md_reads_the_agent() {
         .unwrap_or_default();
     assert!(log.contains("fixing"), "{log}");
 
-    let words = ralph_engine::frontmatter::PlugVocabulary::new("acme").outputs(["acme-json"]);
-    let vocabulary = ralph_engine::frontmatter::Vocabulary::default()
+    let words = ralph_frontmatter::PlugVocabulary::new("acme").outputs(["acme-json"]);
+    let vocabulary = ralph_frontmatter::Vocabulary::default()
         .with(words)
         .unwrap();
     let options = ralph_engine::EngineOptions::load_with(dir.path(), &vocabulary).unwrap();

@@ -44,7 +44,7 @@ async fn run(
     resume: Option<Session>,
 ) -> (RunOutcome, Recorder, Duration) {
     let text = format!("---\n{IDLE}\n---\nx\n");
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).expect("valid RALPH.md");
+    let parsed = ralph_frontmatter::parse("RALPH.md", &text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     // On the paused clock time jumps to the next timer while the agent runs: the no-output
     // limit (idle_timeout) would end every agent run at once.

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use ralph_engine::frontmatter::{Namespace, PlugVocabulary, Vocabulary};
 use ralph_engine::{
     Engine, EngineOptions, HoldAnswer, HoldVerdict, StateContext, StateDecision, StateHandler,
 };
+use ralph_frontmatter::{Namespace, PlugVocabulary, Vocabulary};
 
 /// Holds for two looks, then releases with the reviewer's words and the next round's number.
 struct Review {

@@ -78,7 +78,7 @@ async fn run(state: &str, handler: impl StateHandler + 'static) -> (RunOutcome, 
         "---\nagent: sh -c 'cat >/dev/null; echo \"<!-- ralph:state {state} -->\"'\n\
          max_iterations: 3\n---\nx\n"
     );
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).expect("valid RALPH.md");
+    let parsed = ralph_frontmatter::parse("RALPH.md", &text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     // On the paused clock time jumps to the next timer while the agent runs: the no-output
     // limit (idle_timeout) would end every agent run at once.

@@ -28,7 +28,7 @@ impl TaskSource for Endless {
 
 async fn iterations(max_iterations: Option<u64>) -> u64 {
     let text = "---\nagent: 'true'\n---\nx\n";
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
+    let parsed = ralph_frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     // On the paused clock time jumps to the next timer while the agent runs: the no-output
     // limit (idle_timeout) would end every agent run at once.
@@ -56,7 +56,7 @@ async fn a_limit_the_run_sets_wins_over_the_sources_default() {
 /// `EngineOptions::new` to `file_max`, with `-n` as `overrides`.
 async fn iterations_of(file_max: Option<u64>, overridden: Option<u64>) -> u64 {
     let text = "---\nagent: 'true'\nmax_iterations: 5\n---\nx\n";
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
+    let parsed = ralph_frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     // On the paused clock time jumps to the next timer while the agent runs: the no-output
     // limit (idle_timeout) would end every agent run at once.

@@ -60,7 +60,7 @@ impl TaskSource for Asking {
 #[tokio::test(start_paused = true)]
 async fn a_source_that_waits_is_asked_again_and_the_wait_is_said_once_per_stretch() {
     let text = "---\nagent: 'true'\n---\nx\n";
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
+    let parsed = ralph_frontmatter::parse("RALPH.md", text).expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     // On the paused clock time jumps to the next timer while the agent runs: the no-output
     // limit (idle_timeout) would end every agent run at once.
@@ -132,7 +132,7 @@ impl TaskSource for Empty {
 
 #[tokio::test(start_paused = true)]
 async fn a_source_with_nothing_to_give_does_not_make_the_loop_spin() {
-    let parsed = ralph_engine::frontmatter::parse("RALPH.md", "---\nagent: 'true'\n---\nx\n")
+    let parsed = ralph_frontmatter::parse("RALPH.md", "---\nagent: 'true'\n---\nx\n")
         .expect("valid RALPH.md");
     let mut options = EngineOptions::new("RALPH.md", parsed.file);
     options.cwd = std::env::temp_dir();

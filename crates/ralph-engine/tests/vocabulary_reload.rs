@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use ralph_engine::frontmatter::{PlugVocabulary, Vocabulary};
 use ralph_engine::{Engine, EngineOptions, Event, EventKind, EventSink};
+use ralph_frontmatter::{PlugVocabulary, Vocabulary};
 
 /// Collects events for the test to read.
 #[derive(Clone, Default)]
@@ -30,7 +30,7 @@ async fn reload_with(vocabulary: Vocabulary) -> Vec<EventKind> {
     std::fs::write(dir.path().join("NEXT.md"), next).unwrap();
     let path = dir.path().join("RALPH.md");
     let text = std::fs::read_to_string(&path).unwrap();
-    let parsed = ralph_engine::frontmatter::parse_with("RALPH.md", &text, &vocabulary).unwrap();
+    let parsed = ralph_frontmatter::parse_with("RALPH.md", &text, &vocabulary).unwrap();
     let mut options = EngineOptions::new(&path, parsed.file);
     options.vocabulary = vocabulary;
     options.reload = true;

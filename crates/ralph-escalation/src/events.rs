@@ -10,7 +10,7 @@ mod tests {
 
     #[test]
     fn every_ending_of_escalation_is_a_name_states_cannot_take() {
-        let vocabulary = ralph_engine::frontmatter::Vocabulary::default()
+        let vocabulary = ralph_frontmatter::Vocabulary::default()
             .with(crate::vocabulary())
             .unwrap();
         let reserved = vocabulary.reserved_state_names();

@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_engine::frontmatter::Config;
 use ralph_engine::lock::{LockError, LockHolder, LockMode, RunLock};
+use ralph_frontmatter::Config;
 
 /// The lock file's name inside the git directory.
 const REPOSITORY_LOCK: &str = "ralph.lock";

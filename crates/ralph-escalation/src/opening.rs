@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use ralph_engine::TaskWait;
-use ralph_engine::frontmatter::{Config, EscalationConfig};
+use ralph_frontmatter::{Config, EscalationConfig};
 use ralph_tasks::{PrdList, TaskList, TaskListError};
 
 use crate::{

@@ -2,8 +2,8 @@
 //! described for the schema here; the `land` section itself is `ralph-parallel`'s, which hands
 //! these keys over ([`check_key`]), so a single `--task` loop and a parallel run read them alike.
 
-use ralph_engine::frontmatter::SectionProblem;
-use ralph_engine::frontmatter::yaml::Value;
+use ralph_frontmatter::SectionProblem;
+use ralph_frontmatter::yaml::Value;
 
 use crate::tasks_config::describe;
 
@@ -180,7 +180,7 @@ mod tests {
     use super::*;
 
     fn section(yaml: &str) -> Value {
-        ralph_engine::frontmatter::yaml::from_str(yaml).unwrap()
+        ralph_frontmatter::yaml::from_str(yaml).unwrap()
     }
 
     fn problems(yaml: &str) -> Vec<String> {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use ralph_engine::frontmatter::{ConfigError, RalphFile, error_at_key};
+use ralph_frontmatter::{ConfigError, RalphFile, error_at_key};
 use ralph_tasks::TaskList;
 
 use crate::{Escalation, EscalationError, Options};
@@ -64,7 +64,7 @@ mod tests {
     use super::*;
 
     fn file(text: &str) -> RalphFile {
-        ralph_engine::frontmatter::parse("RALPH.md", text)
+        ralph_frontmatter::parse("RALPH.md", text)
             .expect("valid RALPH.md")
             .file
     }

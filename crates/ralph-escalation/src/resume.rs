@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use ralph_engine::frontmatter::Config;
 use ralph_engine::{CheckResult, TaskContext};
+use ralph_frontmatter::Config;
 use ralph_tasks::{Asked, Mark};
 use serde::{Deserialize, Serialize};
 

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use ralph_engine::frontmatter::SectionProblem;
-use ralph_engine::frontmatter::yaml::Value;
+use ralph_frontmatter::SectionProblem;
+use ralph_frontmatter::yaml::Value;
 
 /// The kinds of list `tasks:` takes, one key each.
 pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "gitlab", "linear"];
@@ -188,7 +188,7 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                 format!(
                     "unknown key `{other}`; `tasks` takes one of {}{}",
                     one_of(TASK_SOURCES),
-                    match ralph_engine::frontmatter::nearest(other, &ALL_KEYS) {
+                    match ralph_frontmatter::nearest(other, &ALL_KEYS) {
                         Some(near) => format!("; did you mean `{near}`?"),
                         None => " (and `label` with `github`, `gitlab` or `linear`, `close` \
                                  with `github` or `gitlab`)"
@@ -311,7 +311,7 @@ mod tests {
     use super::*;
 
     fn problems(yaml: &str) -> Vec<String> {
-        let value: Value = ralph_engine::frontmatter::yaml::from_str(yaml).unwrap();
+        let value: Value = ralph_frontmatter::yaml::from_str(yaml).unwrap();
         check(&value)
             .into_iter()
             .map(|p| format!("{}: {}", p.field, p.message))
@@ -320,14 +320,13 @@ mod tests {
 
     #[test]
     fn each_source_parses() {
-        let value: Value = ralph_engine::frontmatter::yaml::from_str("markdown: TODO.md").unwrap();
+        let value: Value = ralph_frontmatter::yaml::from_str("markdown: TODO.md").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Markdown("TODO.md".into()))
         );
         let value: Value =
-            ralph_engine::frontmatter::yaml::from_str("github: a/b\nlabel: ralph\nclose: false")
-                .unwrap();
+            ralph_frontmatter::yaml::from_str("github: a/b\nlabel: ralph\nclose: false").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Github {
@@ -377,7 +376,7 @@ mod tests {
 
     #[test]
     fn gitlab_takes_a_project_path_with_label_and_close_as_github_does() {
-        let value: Value = ralph_engine::frontmatter::yaml::from_str(
+        let value: Value = ralph_frontmatter::yaml::from_str(
             "gitlab: acme/tools/widgets\nlabel: ralph\nclose: false",
         )
         .unwrap();
@@ -414,8 +413,7 @@ mod tests {
 
     #[test]
     fn a_linear_team_with_a_label_parses() {
-        let value: Value =
-            ralph_engine::frontmatter::yaml::from_str("linear: ENG\nlabel: ralph").unwrap();
+        let value: Value = ralph_frontmatter::yaml::from_str("linear: ENG\nlabel: ralph").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Linear {

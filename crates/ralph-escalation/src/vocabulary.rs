@@ -1,7 +1,7 @@
 //! Story mode's words in a RALPH.md: the `{{ story.* }}` placeholders and the `RUN_ENDED`
 //! reasons escalation gives, registered with the parser as any plug's would be.
 
-use ralph_engine::frontmatter::{Namespace, PlugVocabulary, RalphFile};
+use ralph_frontmatter::{Namespace, PlugVocabulary, RalphFile};
 use ralph_tasks::{STORY_PLACEHOLDERS, TASK_PLACEHOLDERS};
 
 use crate::events::StoryEnd;
@@ -15,11 +15,11 @@ pub const ASK_STATE: &str = "ask";
 /// RALPH.md that may use story mode with a vocabulary that has them:
 ///
 /// ```
-/// use ralph_engine::frontmatter::{self, Vocabulary};
+/// use ralph_frontmatter::Vocabulary;
 ///
 /// let vocabulary = Vocabulary::default().with(ralph_escalation::vocabulary()).unwrap();
 /// let text = "---\nagent: x\nescalation:\n  prd: prd.json\n---\nDo {{ story.title }}.\n";
-/// let parsed = frontmatter::parse_with("RALPH.md", text, &vocabulary).unwrap();
+/// let parsed = ralph_frontmatter::parse_with("RALPH.md", text, &vocabulary).unwrap();
 /// assert!(parsed.warnings.is_empty());
 /// ```
 pub fn vocabulary() -> PlugVocabulary {
@@ -74,7 +74,7 @@ fn story_mode(file: &RalphFile) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use ralph_engine::frontmatter::{Vocabulary, parse_with};
+    use ralph_frontmatter::{Vocabulary, parse_with};
 
     /// The warnings of `fixtures/ralph-md/NAME.md` parsed with story mode's words, as `ralph`
     /// parses it.

@@ -4,8 +4,8 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use ralph_engine::frontmatter::{Config, parse};
 use ralph_escalation::{Escalation, EscalationError};
+use ralph_frontmatter::{Config, parse};
 
 fn config(progress: &str) -> Config {
     let text = format!(

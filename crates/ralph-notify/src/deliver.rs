@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ralph_engine::frontmatter::NotifyFormat;
+use ralph_frontmatter::NotifyFormat;
 use serde_json::json;
 
 use crate::message::Message;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use ralph_engine::frontmatter::NotifyEvent;
+use ralph_frontmatter::NotifyEvent;
 use serde_json::Value;
 
 use crate::deliver::Delivery;
@@ -182,7 +182,7 @@ mod tests {
             "---\nagent: x\nnotify:\n  on: {on}\n  command: printf '%s\\n----\\n' \"$RALPH_NOTIFY_MESSAGE\" >> {}\n---\n",
             out.display()
         );
-        let parsed = ralph_engine::frontmatter::parse("RALPH.md", &text).unwrap();
+        let parsed = ralph_frontmatter::parse("RALPH.md", &text).unwrap();
         let config = parsed.file.config.notify.unwrap();
         let targets = Targets::new(&config, "RALPH.md", |_| None).unwrap();
         let place = Place {

@@ -22,7 +22,7 @@ pub use lanes::LaneNotifier;
 pub use message::{Message, Place};
 pub use sink::NotifySink;
 
-use ralph_engine::frontmatter::{NotifyConfig, NotifyFormat, expand_env, redact_url};
+use ralph_frontmatter::{NotifyConfig, NotifyFormat, expand_env, redact_url};
 
 /// What went wrong setting notifications up.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ impl Targets {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, NotifyError> {
         let missing = |field: &'static str| {
-            move |err: ralph_engine::frontmatter::MissingVariable| NotifyError::MissingVariable {
+            move |err: ralph_frontmatter::MissingVariable| NotifyError::MissingVariable {
                 file: file.to_owned(),
                 field,
                 name: err.name,

@@ -1,7 +1,7 @@
 //! What a person is told: one message per event worth hearing about, in words that say what
 //! happened, where, on which task, at what cost, and what to do.
 
-use ralph_engine::frontmatter::NotifyEvent;
+use ralph_frontmatter::NotifyEvent;
 use serde_json::{Map, Value};
 
 /// Where the run is: what a message names so a person knows which loop it is.

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use ralph_engine::frontmatter::NotifyEvent;
 use ralph_engine::{Event, EventSink};
+use ralph_frontmatter::NotifyEvent;
 
 use crate::deliver::Delivery;
 use crate::message::{Place, RunFacts};

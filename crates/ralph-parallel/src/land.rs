@@ -2,10 +2,10 @@
 //! are this crate's, registered with the parser as a plug's ([`vocabulary`]), so the parser
 //! names none of them.
 
-use ralph_engine::frontmatter::yaml::Value;
-use ralph_engine::frontmatter::{PlugVocabulary, SectionProblem};
 use ralph_escalation::pr_config;
 use ralph_escalation::tasks_config::describe;
+use ralph_frontmatter::yaml::Value;
+use ralph_frontmatter::{PlugVocabulary, SectionProblem};
 
 /// What a landing adds to the base's history. Whichever it is, the `done_when` checks ran on
 /// exactly the tree that lands (the task list's mark aside, which the landing adds).
@@ -133,7 +133,7 @@ mod tests {
     use super::*;
 
     fn section(yaml: &str) -> Value {
-        ralph_engine::frontmatter::yaml::from_str(yaml).unwrap()
+        ralph_frontmatter::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

@@ -51,7 +51,7 @@ struct LaneSpec {
     /// The task as the run's list has it, for the lane's own list; `None` keeps the lane's
     /// list as it is (a resumed lane: a pass recorded there stands).
     task: Option<LaneTask>,
-    config: ralph_engine::frontmatter::Config,
+    config: ralph_frontmatter::Config,
     opening: ralph_escalation::Options,
     /// The lane's loop: its folder in the worktree, run id and log folder.
     options: EngineOptions,
@@ -62,7 +62,7 @@ struct LaneSpec {
 /// A lane ready to start.
 pub(crate) struct Prepared {
     escalation: Escalation,
-    config: ralph_engine::frontmatter::Config,
+    config: ralph_frontmatter::Config,
     worktree: PathBuf,
     branch: String,
     options: EngineOptions,
@@ -261,7 +261,7 @@ impl Parallel {
         &self,
         id: &str,
         worktree: &Path,
-    ) -> (ralph_engine::frontmatter::Config, ralph_escalation::Options) {
+    ) -> (ralph_frontmatter::Config, ralph_escalation::Options) {
         let mut config = self.options.engine.file.config.clone();
         let lane_dir = self.lane_dir(id);
         let esc = config.escalation.get_or_insert_with(Default::default);

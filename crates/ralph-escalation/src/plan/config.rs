@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use ralph_engine::frontmatter::SectionProblem;
-use ralph_engine::frontmatter::yaml::Value;
+use ralph_frontmatter::SectionProblem;
+use ralph_frontmatter::yaml::Value;
 
 /// Every key `plan` takes.
 const KEYS: [&str; 1] = ["prompt"];
@@ -60,7 +60,7 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
                 other,
                 format!(
                     "unknown key `{other}`; `plan` takes `prompt`{}",
-                    match ralph_engine::frontmatter::nearest(other, &KEYS) {
+                    match ralph_frontmatter::nearest(other, &KEYS) {
                         Some(near) => format!("; did you mean `{near}`?"),
                         None => String::new(),
                     }
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
 
     fn problems(yaml: &str) -> Vec<String> {
-        let value: Value = ralph_engine::frontmatter::yaml::from_str(yaml).unwrap();
+        let value: Value = ralph_frontmatter::yaml::from_str(yaml).unwrap();
         check(&value).iter().map(|p| format!("{p:?}")).collect()
     }
 
@@ -106,7 +106,7 @@ mod tests {
             "{bad:?}"
         );
         assert!(bad[1].contains("did you mean `prompt`?"), "{bad:?}");
-        let value = ralph_engine::frontmatter::yaml::from_str("prompt: P.md").unwrap();
+        let value = ralph_frontmatter::yaml::from_str("prompt: P.md").unwrap();
         assert_eq!(
             PlanConfig::from_section(Some(&value)).prompt,
             Some(PathBuf::from("P.md"))

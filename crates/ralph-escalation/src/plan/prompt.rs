@@ -139,14 +139,14 @@ pub fn render(
     last_errors: &[String],
 ) -> String {
     let errors = errors(last_errors);
-    let mut prompt = ralph_engine::frontmatter::render(template, |p| match (p.namespace, p.name) {
+    let mut prompt = ralph_frontmatter::render(template, |p| match (p.namespace, p.name) {
         ("plan", "spec") => Some(spec.trim_end().to_owned()),
         ("plan", "format") => Some(format(format_of).to_owned()),
         ("plan", "tasks") => Some(tasks(existing)),
         ("plan", "errors") => Some(errors.clone()),
         _ => None,
     });
-    let placed = ralph_engine::frontmatter::placeholders(template)
+    let placed = ralph_frontmatter::placeholders(template)
         .iter()
         .any(|p| p.namespace == "plan" && p.name == "errors");
     if !placed && !errors.is_empty() {
