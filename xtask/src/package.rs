@@ -1,12 +1,13 @@
 //! `cargo xtask package`: what a user installing ralph by name gets, checked before a release.
 //!
-//! 1. `cargo package --workspace` packs every published crate and builds each from its packaged
-//!    files alone (a file the build needs but the package leaves out fails here, not on
-//!    crates.io).
+//! 1. `cargo package --workspace --no-verify` packs every published crate.
 //! 2. The `.crate` files are unpacked into a scratch folder and `ralph-loop` is installed from
 //!    its own with `cargo install`, into a scratch root, its library crates taken from their
 //!    `.crate` files too (`[patch]`, as crates.io would serve them), with the lock file the
-//!    package ships (`--locked`).
+//!    package ships (`--locked`). Every published crate is in `ralph-loop`'s dependency tree (a
+//!    test here checks), so this one build compiles each from its packaged files alone: a file a
+//!    build needs but the package leaves out fails here, not on crates.io. `cargo package`'s own
+//!    verification would build the ralph crates a second time, for nothing it does not check.
 //! 3. The installed `ralph` says its version and the commit it was packaged from, and runs the
 //!    bundled demo to its first idle iteration.
 //!
@@ -61,9 +62,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(format!("cannot empty {}: {err}", verify_target.display())),
     }
-    eprintln!("package: cargo package --workspace, but for {UNPUBLISHED:?}");
+    eprintln!("package: cargo package --workspace --no-verify, but for {UNPUBLISHED:?}");
     let mut package = Command::new(&cargo);
-    package.args(["package", "--workspace"]);
+    package.args(["package", "--workspace", "--no-verify"]);
     for name in UNPUBLISHED {
         package.args(["--exclude", name]);
     }
@@ -258,5 +259,36 @@ mod tests {
         listed.sort();
         assert_eq!(members, listed);
         assert_eq!(CRATES.last(), Some(&CLI_PACKAGE));
+    }
+
+    /// Installing the CLI builds every published crate from its package: none is left out of
+    /// its dependency tree (the packing itself verifies nothing).
+    #[test]
+    fn installing_the_cli_builds_every_published_crate() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let tree = output(
+            Command::new(cargo)
+                .args([
+                    "tree",
+                    "--offline",
+                    "--prefix",
+                    "none",
+                    "--edges",
+                    "normal,build",
+                ])
+                .args(["--package", CLI_PACKAGE])
+                .current_dir(crate::workspace_root()),
+        )
+        .unwrap();
+        let built: Vec<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .collect();
+        for name in CRATES {
+            assert!(
+                built.contains(&name),
+                "{name} is not in {CLI_PACKAGE}'s dependency tree: installing it would not build it"
+            );
+        }
     }
 }
