@@ -141,7 +141,7 @@ fn read_tail(path: &Path, max: usize) -> String {
 /// The log as text: without the terminal escape sequences an agent may print (colours, cursor
 /// moves, window titles), and with a lone `\r` (a progress line redrawn in place) as a new line.
 fn log_text(text: &str) -> String {
-    let text = ralph_engine::marker::strip_ansi(text).replace("\r\n", "\n");
+    let text = ralph_marker::strip_ansi(text).replace("\r\n", "\n");
     text.replace('\r', "\n")
 }
 
