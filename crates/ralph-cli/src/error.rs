@@ -70,7 +70,7 @@ pub(crate) enum CliError {
     Linear(#[from] ralph_linear::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
-    Lock(#[from] ralph_engine::lock::LockError),
+    Lock(#[from] ralph_engine::LockError),
     /// The async runtime (threads, timers, signal handling) could not be set up.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),

@@ -218,7 +218,7 @@ pub(crate) fn abandon(options: EngineOptions, args: &RunArgs) -> Result<i32, Cli
 /// caller is done: one run per folder and repository.
 fn claim(
     options: &EngineOptions,
-) -> Result<(FolderClaim, Option<ralph_engine::lock::RunLock>), CliError> {
+) -> Result<(FolderClaim, Option<ralph_engine::RunLock>), CliError> {
     let claim = FolderClaim::take(options)?;
     // Every lane reverts, whatever the RALPH.md says: the repository is the run's alone.
     let mut lock_config = options.file.config.clone();

@@ -65,10 +65,9 @@ mod event;
 mod fallback;
 mod handle;
 mod hold;
-pub mod lock;
+mod lock;
 mod logs;
 mod outcome;
-pub mod preflight;
 pub mod run_folder;
 pub mod session;
 mod signal;
@@ -88,6 +87,7 @@ pub use event::{EventSink, JsonLinesSink, WaitProgress};
 // same, since `EventSink` takes them.
 pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
+pub use lock::{LockError, LockHolder, LockMode, RunLock};
 pub use ralph_events::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
     Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
