@@ -55,7 +55,7 @@ pub(crate) fn write(
         Some(run) => (parallel::render(&run), run.folder(folder)),
         None => {
             let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
-            let holder = ralph_engine::run_folder::running(folder);
+            let holder = ralph_engine::FolderClaim::running_in(folder);
             let mut run = RunRecord::read(&dir, holder.as_ref())?;
             let stories = RunStories::read(&mut run);
             let tails = tails(&dir, &run);

@@ -68,8 +68,7 @@ mod hold;
 mod lock;
 mod logs;
 mod outcome;
-pub mod run_folder;
-pub mod session;
+mod session;
 mod signal;
 mod state;
 mod tail;
@@ -92,6 +91,8 @@ pub use ralph_events::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
     Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
 };
+// A stopped run's session file, which `EngineOptions::resume` takes up again.
+pub use ralph_events::session::Session;
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
