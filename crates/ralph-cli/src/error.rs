@@ -70,7 +70,7 @@ pub(crate) enum CliError {
     Linear(#[from] ralph_linear::Error),
     /// Another run holds this folder or repository.
     #[error(transparent)]
-    Lock(#[from] ralph_engine::lock::LockError),
+    Lock(#[from] ralph_engine::LockError),
     /// The async runtime (threads, timers, signal handling) could not be set up.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
@@ -94,7 +94,7 @@ pub(crate) enum CliError {
     Notify(#[from] ralph_notify::NotifyError),
     /// A run folder could not be found or read (`ralph runs`, `logs`, `report`).
     #[error("{}", run_folder_words(.0))]
-    RunFolder(#[from] ralph_engine::run_folder::RunFolderError),
+    RunFolder(#[from] ralph_events::run_folder::RunFolderError),
     /// A signal stopped ralph while it waited for the task list's service before the run
     /// started (`--task ID` checked, a killed run's step finished): nothing ran.
     #[error("stopped ({signal:?}) while waiting before the run started ({why}); nothing ran")]
@@ -134,8 +134,8 @@ impl CliError {
 }
 
 /// A run folder's problem, with the command that helps.
-fn run_folder_words(err: &ralph_engine::run_folder::RunFolderError) -> String {
-    use ralph_engine::run_folder::RunFolderError;
+fn run_folder_words(err: &ralph_events::run_folder::RunFolderError) -> String {
+    use ralph_events::run_folder::RunFolderError;
     match err {
         RunFolderError::NoRuns { .. } => {
             format!("{err} (a run writes its logs here; start one with `ralph run`)")

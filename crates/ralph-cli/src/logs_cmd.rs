@@ -139,8 +139,8 @@ fn follow_parallel(
 ) -> Result<(), CliError> {
     let mut lanes: Vec<FollowedLane> = Vec::new();
     loop {
-        let over =
-            ralph_engine::run_folder::running(folder).is_none_or(|h| h.run_id != parallel.run_id);
+        let over = ralph_engine::FolderClaim::running_in(folder)
+            .is_none_or(|h| h.run_id != parallel.run_id);
         // Lanes that started since the last look (a resume's loops too).
         let known = parallel_run(folder, &parallel.run_id).unwrap_or_else(|| parallel.clone());
         for (task, id) in &known.lanes {
@@ -363,7 +363,7 @@ fn reader_gone() -> bool {
 }
 
 fn is_running(folder: &Path, run: &RunDir) -> bool {
-    ralph_engine::run_folder::running(folder).is_some_and(|h| h.run_id == run.id)
+    ralph_engine::FolderClaim::running_in(folder).is_some_and(|h| h.run_id == run.id)
 }
 
 /// A file read from where the last read stopped.

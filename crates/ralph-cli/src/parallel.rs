@@ -172,10 +172,10 @@ pub(crate) fn to_resume(folder: &Path, resume: Option<&str>) -> Option<u16> {
         return (resume == stopped.run_id).then_some(at_once);
     }
     // Run ids sort by their start time.
-    let newer_loop = ralph_engine::session::last_run(folder).is_some_and(|dir| {
+    let newer_loop = ralph_events::session::last_run(folder).is_some_and(|dir| {
         dir.file_name()
             .is_some_and(|id| *id.to_string_lossy() > *stopped.run_id)
-            && ralph_engine::session::Session::read(&dir).is_ok_and(|s| s.resumable())
+            && ralph_events::session::Session::read(&dir).is_ok_and(|s| s.resumable())
     });
     (!newer_loop).then_some(at_once)
 }
@@ -218,7 +218,7 @@ pub(crate) fn abandon(options: EngineOptions, args: &RunArgs) -> Result<i32, Cli
 /// caller is done: one run per folder and repository.
 fn claim(
     options: &EngineOptions,
-) -> Result<(FolderClaim, Option<ralph_engine::lock::RunLock>), CliError> {
+) -> Result<(FolderClaim, Option<ralph_engine::RunLock>), CliError> {
     let claim = FolderClaim::take(options)?;
     // Every lane reverts, whatever the RALPH.md says: the repository is the run's alone.
     let mut lock_config = options.file.config.clone();

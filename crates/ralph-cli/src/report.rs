@@ -55,7 +55,7 @@ pub(crate) fn write(
         Some(run) => (parallel::render(&run), run.folder(folder)),
         None => {
             let dir = run_folder::find_run_in(&crate::runs::runs_dir(folder, log_dir), id)?;
-            let holder = ralph_engine::run_folder::running(folder);
+            let holder = ralph_engine::FolderClaim::running_in(folder);
             let mut run = RunRecord::read(&dir, holder.as_ref())?;
             let stories = RunStories::read(&mut run);
             let tails = tails(&dir, &run);
@@ -141,7 +141,7 @@ fn read_tail(path: &Path, max: usize) -> String {
 /// The log as text: without the terminal escape sequences an agent may print (colours, cursor
 /// moves, window titles), and with a lone `\r` (a progress line redrawn in place) as a new line.
 fn log_text(text: &str) -> String {
-    let text = ralph_engine::marker::strip_ansi(text).replace("\r\n", "\n");
+    let text = ralph_marker::strip_ansi(text).replace("\r\n", "\n");
     text.replace('\r', "\n")
 }
 

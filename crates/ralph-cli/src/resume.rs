@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use ralph_engine::session::{self, Session};
 use ralph_engine::{EngineOptions, ResumeError};
 use ralph_escalation::{EscalationError, Interrupted};
+use ralph_events::session::{self, Session};
 
 use crate::cli::RunArgs;
 use crate::error::CliError;

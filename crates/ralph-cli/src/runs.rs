@@ -15,7 +15,7 @@ use crate::render::human_duration;
 /// Prints the runs of `folder` (in `log_dir`, when its runs went there) as a table, or as a
 /// JSON array with `json`. A parallel run is one row, its lanes' loops under it.
 pub(crate) fn runs(folder: &Path, log_dir: Option<&Path>, json: bool) -> Result<i32, CliError> {
-    let holder = ralph_engine::run_folder::running(folder);
+    let holder = ralph_engine::FolderClaim::running_in(folder);
     let runs_dir = runs_dir(folder, log_dir);
     let parallel = parallel_runs(folder);
     let mut records = Vec::new();

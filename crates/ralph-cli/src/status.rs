@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ralph_engine::run_folder;
 use ralph_events::WaitReason;
+use ralph_events::run_folder;
 use ralph_events::run_folder::LockHolder;
 use ralph_events::session::{self, Session};
 use ralph_events::story::{StoriesSummary, TaskWords};
@@ -54,7 +54,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
     // read, or not have written its session yet. Only the folder's last run (no id asked for)
     // can be that one.
     let starting = (args.run_id.is_none() && args.log_dir.is_none())
-        .then(|| ralph_engine::run_folder::running(folder))
+        .then(|| ralph_engine::FolderClaim::running_in(folder))
         .flatten();
     let session = match Session::read(&log_dir) {
         Ok(session) => session,
@@ -230,7 +230,7 @@ fn not_found(err: run_folder::RunFolderError, id: Option<&str>) -> CliError {
 
 /// The holder of `folder`'s lock, when it runs `run_id` and is alive (the lock is only read).
 fn running(folder: &Path, run_id: &str) -> Option<LockHolder> {
-    ralph_engine::run_folder::running(folder).filter(|holder| holder.run_id == run_id)
+    ralph_engine::FolderClaim::running_in(folder).filter(|holder| holder.run_id == run_id)
 }
 
 /// A run that holds the folder but has not written its session yet: what is known of it.

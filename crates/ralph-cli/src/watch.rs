@@ -179,7 +179,7 @@ impl Watcher {
             let alive = match &mut self.run {
                 Some(run) => {
                     // Whether it runs is asked before reading, so what it wrote last is read.
-                    let alive = ralph_engine::run_folder::running(&self.folder)
+                    let alive = ralph_engine::FolderClaim::running_in(&self.folder)
                         .is_some_and(|holder| holder.run_id == run.id);
                     run.read_new();
                     alive
@@ -252,7 +252,7 @@ impl Watcher {
 
     /// The run that started in the folder since the view waits, once its events are there.
     fn started_run(&self) -> Option<Watched> {
-        let holder = ralph_engine::run_folder::running(&self.folder)?;
+        let holder = ralph_engine::FolderClaim::running_in(&self.folder)?;
         if let Some(id) = parallel_run(&self.folder, Some(&holder.run_id)) {
             return Some(Watched::parallel(&self.folder, id));
         }

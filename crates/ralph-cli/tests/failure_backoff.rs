@@ -315,7 +315,7 @@ fn an_agent_that_cannot_start_on_the_first_iteration_says_why_in_the_events() {
     assert_eq!(p.run_ended()["reason"], "agent_failed");
 
     // The run folder's readers (`ralph runs`, `ralph report`) see a failed iteration.
-    use ralph_engine::run_folder::{self, IterationOutcome, RunRecord};
+    use ralph_events::run_folder::{self, IterationOutcome, RunRecord};
     let dir = run_folder::find_run(p.path(), None).unwrap();
     let events = run_folder::read_events(&dir.events_path()).unwrap();
     let record = RunRecord::from_events(&dir.id, &events, None);

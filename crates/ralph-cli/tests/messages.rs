@@ -263,3 +263,29 @@ fn run_help_exit_codes_cover_agent_done_and_declared_stops() {
     );
     insta::assert_snapshot!(codes);
 }
+
+/// A plug's section holds what JSON holds: a YAML tag or a key that is not a string is an error
+/// at its place in the file, naming what is allowed, before anything runs.
+#[test]
+fn a_yaml_tag_or_a_number_key_in_a_plug_section_is_located_and_named() {
+    let p = Project::new(
+        "agent: sh agent.sh\ntasks:\n  markdown: !path TODO.md\n  2: x",
+        "x",
+    );
+    let out = p.run(&["check"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let allowed = "a plug's section holds JSON values: strings, finite numbers, true/false, \
+                   null, lists, and mappings with string keys";
+    for expected in [
+        format!(
+            "RALPH.md:4:19: tasks.markdown: expected a value without a YAML tag, got one tagged \
+             `!path`; {allowed}: remove the tag"
+        ),
+        format!(
+            "RALPH.md:5:3: tasks.2: expected a string key, got 2; {allowed}: write the key in \
+             quotes (\"2\")"
+        ),
+    ] {
+        assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    }
+}

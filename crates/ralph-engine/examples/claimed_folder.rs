@@ -20,7 +20,7 @@ pub(crate) fn start_in(folder: &Path) -> Result<RunHandle, Box<dyn std::error::E
     let parsed = ralph_frontmatter::parse("RALPH.md", &text)?;
     let mut options = EngineOptions::new(path, parsed.file);
     options.cwd = folder.to_path_buf(); // the loop's folder: the agent runs there
-    let runs = folder.join(ralph_engine::run_folder::RUNS_DIR); // where `ralph runs` looks
+    let runs = folder.join(ralph_events::run_folder::RUNS_DIR); // where `ralph runs` looks
     options.log_dir = Some(runs.join(&options.run_id)); // events.jsonl, logs, session.json
     let mut engine = Engine::new(options);
     engine.claim_folder()?; // the folder's lock; refused while another loop runs there
@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(refused) => println!("a second loop: {refused}"),
         Ok(_) => println!("a second loop started beside the first"),
     }
-    if let Some(running) = ralph_engine::run_folder::running(&folder) {
+    if let Some(running) = ralph_engine::FolderClaim::running_in(&folder) {
         println!("running: run {} in pid {}", running.run_id, running.pid);
     }
     let outcome = run.wait().await;

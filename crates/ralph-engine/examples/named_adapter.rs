@@ -1,7 +1,7 @@
 //! Embedding ralph: an output adapter for an agent ralph does not know, named in RALPH.md
 //! (`output: acme-json`). The "acme" agent prints one JSON object per line: `{"say": ...}` to
 //! show, `{"result": ..., "cost": ...}` at the end. The adapter builds on ralph's bounded line
-//! reader (`agents::Lines`, `agents::ReadsLines`), as the built-in adapters do.
+//! reader (`ralph_agents::Lines`, `ralph_agents::ReadsLines`), as the built-in adapters do.
 //! `docs/embedding.md` shows this file's code, and `tests/embedding.rs` checks that it shows it
 //! word for word and runs it. Run it with `cargo run -p ralph-engine --example named_adapter`.
 
@@ -16,7 +16,7 @@ output: acme-json
 Fix the bug.
 "#;
 
-use ralph_engine::agents::{Lines, ReadsLines};
+use ralph_agents::{Lines, ReadsLines};
 use ralph_engine::{AdapterOutput, OutputAdapter, Stream, Usage};
 
 /// Reads acme's JSON Lines: what it says is shown, its result is the text markers are read in.

@@ -5,18 +5,19 @@
 //! ([`RunLock::folder`], naming this process and run) and, for a resumed run, the run's own
 //! lock ([`RunLock::run`]); handed to the engine ([`Engine::set_folder_claim`]), the run, as
 //! it starts, locks a new run's log folder before its session exists and names that folder in
-//! `.ralph/current` ([`session::write_current`]), and lets go of everything when it ends.
+//! `.ralph/current` ([`crate::session::write_current`]), and lets go of everything when it ends.
 //!
 //! [`Engine::set_folder_claim`]: crate::Engine::set_folder_claim
 
 use std::path::Path;
 
 use crate::EngineOptions;
-use crate::lock::{LockError, LockHolder, RunLock};
-use crate::session;
+use ralph_events::session;
+
+use crate::lock::{FOLDER_LOCK, LockError, LockHolder, RunLock, live_holder};
 
 /// A loop's folder held for one run: no second loop starts there, and readers of the folder
-/// (`ralph status`, `ralph runs`, [`run_folder::running`](crate::run_folder::running)) find
+/// (`ralph status`, `ralph runs`, [`FolderClaim::running_in`]) find
 /// the run going on. Dropping it lets go of the folder.
 #[derive(Debug)]
 #[must_use = "a claim holds the folder only while it is kept: hand it to the engine"]
@@ -44,6 +45,12 @@ impl FolderClaim {
         let mut holder = LockHolder::this_process(&options.run_id, &folder);
         holder.lane_of = Some(parallel_run_id.to_owned());
         Self::take_as(options, holder)
+    }
+
+    /// The run going on in `folder`: the live holder of its claim, if any (a claim whose
+    /// process died holds nothing).
+    pub fn running_in(folder: &Path) -> Option<LockHolder> {
+        live_holder(&folder.join(FOLDER_LOCK))
     }
 
     fn take_as(options: &EngineOptions, holder: LockHolder) -> Result<Self, LockError> {
@@ -77,7 +84,7 @@ impl FolderClaim {
             }
             self.run_locked = true;
         }
-        if let Err(err) = session::write_current(folder, log_dir) {
+        if let Err(err) = crate::session::write_current(folder, log_dir) {
             warnings.push(format!(
                 "cannot record this run in {}: {err}",
                 session::CURRENT_FILE

@@ -208,7 +208,8 @@ impl Engine {
     /// then the built-ins: text, or Claude's stream-json for `claude -p`, ...).
     ///
     /// ```
-    /// use ralph_engine::{Engine, EngineOptions, agents::TextAdapter};
+    /// use ralph_agents::TextAdapter;
+    /// use ralph_engine::{Engine, EngineOptions};
     ///
     /// let parsed = ralph_frontmatter::parse("RALPH.md", "---\nagent: acme run\n---\nGo.\n")?;
     /// let mut engine = Engine::new(EngineOptions::new("RALPH.md", parsed.file));

@@ -3,7 +3,8 @@
 //!
 //! The engine owns the loop, idle handling through [`StateHandlers`], interrupts, and the
 //! run's log folder. It spawns nothing itself: `ralph-process` runs the agent, commands and
-//! checks alike, and `ralph-agents` ([`agents`]) reads what each agent prints. It never prints: terminal output, JSON Lines and an embedder's own
+//! checks alike, and `ralph-agents` reads what each agent prints. It never prints: terminal
+//! output, JSON Lines and an embedder's own
 //! reporting are [`EventSink`]s. It never parses RALPH.md itself (`ralph-frontmatter` does) and
 //! knows nothing of git or prd.json (`ralph-escalation` plugs in from above).
 //!
@@ -19,8 +20,8 @@
 //!   after it, and emits events and end reasons of its own ([`TaskEvent`],
 //!   [`EndReason::Task`]); ralph-escalation's prd.json stories are one.
 //! - [`OutputAdapter`] ([`Engine::set_adapter`]): reads an agent's output format (the final
-//!   answer, usage, errors, a [`RateLimit`] and its reset); one per agent ralph knows, in
-//!   [`agents`], whose [`choose_output`](agents::choose_output) picks.
+//!   answer, usage, errors, a [`RateLimit`] and its reset); one per agent ralph knows, in the
+//!   `ralph-agents` crate, whose `choose_output` picks.
 //!
 //! # Embedding
 //!
@@ -64,12 +65,10 @@ mod event;
 mod fallback;
 mod handle;
 mod hold;
-pub mod lock;
+mod lock;
 mod logs;
 mod outcome;
-pub mod preflight;
-pub mod run_folder;
-pub mod session;
+mod session;
 mod signal;
 mod state;
 mod tail;
@@ -87,10 +86,13 @@ pub use event::{EventSink, JsonLinesSink, WaitProgress};
 // same, since `EventSink` takes them.
 pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
+pub use lock::{LockError, LockHolder, LockMode, RunLock};
 pub use ralph_events::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
     Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
 };
+// A stopped run's session file, which `EngineOptions::resume` takes up again.
+pub use ralph_events::session::Session;
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {
     pub use crate::engine::interrupts::{DOUBLE_PRESS, Interrupts, Phase, Response};
@@ -101,6 +103,9 @@ pub use ralph_agents::{
 };
 pub use ralph_backoff::{FailureBackoff, FailureDecision};
 pub use ralph_events::{TaskEvent, TaskEventError};
+// The marker a state handler and a task source are handed (`StateContext::marker`,
+// `IterationReport::state`); the rest of the grammar is ralph-marker's.
+pub use ralph_marker::Marker;
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
     DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
@@ -109,6 +114,3 @@ pub use state::{
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource, TaskWait,
 };
-
-pub use ralph_agents as agents;
-pub use ralph_marker as marker;

@@ -23,7 +23,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// The lock file of a loop's folder, relative to it.
-pub const FOLDER_LOCK: &str = ".ralph/lock";
+pub(crate) const FOLDER_LOCK: &str = ".ralph/lock";
 
 /// Who holds a lock: written into the lock file by an exclusive holder. A record of the run
 /// folder, so ralph-events owns it (a reader needs no engine to read it).
@@ -99,7 +99,7 @@ pub struct RunLock {
 impl RunLock {
     /// Takes `folder`'s lock exclusively: the folder itself and its lock file ([`FOLDER_LOCK`]),
     /// creating `.ralph/` when needed.
-    pub fn folder(folder: &Path, me: &LockHolder) -> Result<Self, LockError> {
+    pub(crate) fn folder(folder: &Path, me: &LockHolder) -> Result<Self, LockError> {
         let path = folder.join(FOLDER_LOCK);
         let io = |cause| LockError::Io {
             path: path.clone(),
@@ -124,7 +124,7 @@ impl RunLock {
 
     /// Takes the lock of run `run_id`, whose log folder is `dir` (which must exist): held by
     /// the process running it, new or resumed, so no second process goes on with it.
-    pub fn run(dir: &Path, run_id: &str) -> Result<Self, LockError> {
+    pub(crate) fn run(dir: &Path, run_id: &str) -> Result<Self, LockError> {
         let io = |cause| LockError::Io {
             path: dir.to_path_buf(),
             cause,
@@ -228,7 +228,7 @@ fn try_flock(file: &File, mode: LockMode) -> std::io::Result<bool> {
 /// The holder named in the lock file at `path` while its process is alive: the run going on
 /// there. `None` when the file is missing or empty, or names a process that is gone (a crash
 /// leaves the name behind).
-pub fn live_holder(path: &Path) -> Option<LockHolder> {
+pub(crate) fn live_holder(path: &Path) -> Option<LockHolder> {
     // A name left by a killed run, whose pid another process took since (after a reboot, or
     // on a busy machine), is no holder: nobody holds the lock any more. Told through the
     // kernel's list of locks where there is one; only read, never taken (taking it even for a
@@ -241,7 +241,7 @@ pub fn live_holder(path: &Path) -> Option<LockHolder> {
 
 /// Whether some process holds an `flock` on `path`, from `/proc/locks` (Linux); `None` where
 /// that cannot be told.
-pub fn flock_held(path: &Path) -> Option<bool> {
+pub(crate) fn flock_held(path: &Path) -> Option<bool> {
     use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::metadata(path).ok()?;
     let locks = std::fs::read_to_string("/proc/locks").ok()?;

@@ -1,6 +1,6 @@
 //! The session file: a run's state, saved in its folder so the run can go on after it stopped.
-//! Its records and reader are ralph-events' (`ralph_events::session`, re-exported here whole:
-//! a reader needs no engine); writing it is the engine's.
+//! Its records and reader are ralph-events' (`ralph_events::session`: a reader needs no
+//! engine); what the engine writes besides the session file itself is here.
 //!
 //! The engine replaces `<log folder>/session.json` whole (temporary file, fsync, rename) when an
 //! iteration starts, after every iteration (the task source's step included) and when the run
@@ -10,15 +10,10 @@
 
 use std::path::Path;
 
-pub use ralph_events::session::*;
-
-/// Replaces `dir`'s session file with `session` (temporary file, fsync, rename).
-pub fn write(session: &Session, dir: &Path) -> std::io::Result<()> {
-    crate::logs::write_atomic(&dir.join(SESSION_FILE), &session.to_bytes()?)
-}
+pub(crate) use ralph_events::session::*;
 
 /// Records in `folder`'s [`CURRENT_FILE`] that its last run's log folder is `log_dir`.
-pub fn write_current(folder: &Path, log_dir: &Path) -> std::io::Result<()> {
+pub(crate) fn write_current(folder: &Path, log_dir: &Path) -> std::io::Result<()> {
     let path = folder.join(CURRENT_FILE);
     if let Some(dir) = path.parent() {
         crate::logs::create_run_dir(dir)?;

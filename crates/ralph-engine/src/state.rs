@@ -129,7 +129,7 @@ pub(crate) struct Requests {
 /// iteration; an embedder's tests make one to call a handler directly and look at the result.
 ///
 /// ```
-/// use ralph_engine::marker::{Finding, last_state, scan};
+/// use ralph_marker::{Finding, last_state, scan};
 /// use ralph_engine::{StateContext, StateDecision, StateHandler, StateOutbox};
 ///
 /// struct Review;

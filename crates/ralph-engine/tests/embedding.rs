@@ -129,7 +129,7 @@ async fn two_engines_run_at_once_and_one_is_cancelled_from_another_task_then_res
     let log_dir = resumed.log_dir.clone().unwrap();
     assert_eq!(log_dir, docs.join(".ralph/runs").join(&resumed.run_id));
     assert_eq!(
-        ralph_engine::session::last_run(&docs),
+        ralph_events::session::last_run(&docs),
         Some(log_dir.clone())
     );
     let events = std::fs::read_to_string(log_dir.join("events.jsonl")).unwrap();
@@ -289,7 +289,8 @@ fn the_checklist_sources_words_are_checked_where_they_are_written() {
 /// ends, it reads as ended and the folder is free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop() {
-    use ralph_engine::run_folder::{self, RunRecord};
+    use ralph_engine::FolderClaim;
+    use ralph_events::run_folder::{self, RunRecord};
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path();
     std::fs::write(
@@ -303,18 +304,18 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
             break;
         }
     }
-    let holder = run_folder::running(folder).expect("the folder's lock names the run");
+    let holder = FolderClaim::running_in(folder).expect("the folder's lock names the run");
     assert_eq!(holder.pid, std::process::id());
     let found = run_folder::find_run(folder, None).unwrap();
     assert_eq!(found.id, holder.run_id);
     assert!(
-        RunRecord::read(&found, run_folder::running(folder).as_ref())
+        RunRecord::read(&found, FolderClaim::running_in(folder).as_ref())
             .unwrap()
             .is_running(),
         "as `ralph runs` reads it"
     );
-    let current = ralph_engine::session::read_current(folder).expect(".ralph/current");
-    let session = ralph_engine::session::Session::read(&current).unwrap();
+    let current = ralph_events::session::read_current(folder).expect(".ralph/current");
+    let session = ralph_events::session::Session::read(&current).unwrap();
     assert_eq!(session.run_id, holder.run_id, "as `ralph status` finds it");
     let refused = claimed::start_in(folder).unwrap_err().to_string();
     assert!(refused.contains(&holder.run_id), "{refused}");
@@ -323,11 +324,11 @@ async fn a_run_that_claims_its_folder_reads_as_running_and_refuses_a_second_loop
     let outcome = run.wait().await.unwrap();
     assert_eq!(outcome.reason.as_str(), "cancelled");
     assert!(
-        run_folder::running(folder).is_none(),
+        FolderClaim::running_in(folder).is_none(),
         "the folder is let go"
     );
     assert!(
-        !RunRecord::read(&found, run_folder::running(folder).as_ref())
+        !RunRecord::read(&found, FolderClaim::running_in(folder).as_ref())
             .unwrap()
             .is_running()
     );
@@ -374,7 +375,7 @@ async fn a_holding_state_waits_for_a_file_with_exactly_one_agent_run() {
         1
     );
     assert_eq!(count(|k| matches!(k, EventKind::WaitStarted { .. })), 1);
-    let session = ralph_engine::session::Session::read(&outcome.log_dir.unwrap()).unwrap();
+    let session = ralph_events::session::Session::read(&outcome.log_dir.unwrap()).unwrap();
     assert_eq!(session.tally.iteration, 1);
 }
 

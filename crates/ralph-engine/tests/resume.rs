@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ralph_engine::session::Session;
 use ralph_engine::{Engine, EngineOptions, Event, EventKind, EventSink, RunOutcome};
+use ralph_events::session::Session;
 use tokio::time::Instant;
 
 /// Collects events with the (virtual) time each arrived.

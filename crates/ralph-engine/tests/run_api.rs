@@ -74,7 +74,7 @@ async fn a_run_that_ended_by_itself_is_not_resumed_and_not_rerun() {
     let mut options = in_folder(dir.path());
     options.run_id.clone_from(&outcome.run_id);
     options.log_dir = Some(log_dir.clone());
-    options.resume = Some(ralph_engine::session::Session::read(&log_dir).unwrap());
+    options.resume = Some(ralph_events::session::Session::read(&log_dir).unwrap());
     let refused = Engine::new(options).run().await.unwrap_err();
     assert!(
         matches!(refused, EngineError::Resume(ResumeError::Ended { .. })),
@@ -98,7 +98,7 @@ async fn another_folders_session_is_refused_and_its_history_untouched() {
     let other = folder_with("---\nagent: echo\n---\nWork.\n");
     let mut options = in_folder(other.path());
     options.log_dir = Some(log_dir.clone());
-    options.resume = Some(ralph_engine::session::Session::read(&log_dir).unwrap());
+    options.resume = Some(ralph_events::session::Session::read(&log_dir).unwrap());
     let refused = Engine::new(options).run().await.unwrap_err();
     match refused {
         EngineError::Resume(ResumeError::OtherFolder { run_id, folder }) => {

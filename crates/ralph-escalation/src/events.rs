@@ -22,10 +22,10 @@ mod tests {
 
     #[test]
     fn only_work_left_is_resumable_and_only_done_is_converged() {
-        assert!(ralph_engine::session::resumable(
+        assert!(ralph_events::session::resumable(
             &StoryEnd::MaxIterationsWorkLeft.reason()
         ));
-        assert!(!ralph_engine::session::resumable(
+        assert!(!ralph_events::session::resumable(
             &StoryEnd::StoriesDone.reason()
         ));
         assert!(matches!(

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_engine::lock::{LockError, LockHolder, LockMode, RunLock};
+use ralph_engine::{LockError, LockHolder, LockMode, RunLock};
 use ralph_frontmatter::Config;
 
 /// The lock file's name inside the git directory.

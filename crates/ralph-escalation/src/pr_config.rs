@@ -3,7 +3,7 @@
 //! these keys over ([`check_key`]), so a single `--task` loop and a parallel run read them alike.
 
 use ralph_frontmatter::SectionProblem;
-use ralph_frontmatter::yaml::Value;
+use serde_json::Value;
 
 use crate::tasks_config::describe;
 
@@ -180,14 +180,14 @@ mod tests {
     use super::*;
 
     fn section(yaml: &str) -> Value {
-        ralph_frontmatter::yaml::from_str(yaml).unwrap()
+        serde_norway::from_str(yaml).unwrap()
     }
 
     fn problems(yaml: &str) -> Vec<String> {
         let land = section(yaml);
-        let map = land.as_mapping().unwrap();
+        let map = land.as_object().unwrap();
         map.iter()
-            .filter_map(|(k, v)| check_key(k.as_str().unwrap(), v, &land))
+            .filter_map(|(k, v)| check_key(k, v, &land))
             .flatten()
             .map(|p| format!("{}: {}", p.field, p.message))
             .collect()

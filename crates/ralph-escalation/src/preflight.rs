@@ -1,4 +1,4 @@
-//! Preflight with escalation: the engine's checks ([`ralph_engine::preflight`]), each a warning
+//! Preflight: the machine's checks of the engine's settings (`machine`), each a warning
 //! located at the setting it is about, and what `ralph run` would refuse to start on (a
 //! prd.json it cannot read, a tree or repository escalation cannot work in), found by the very
 //! checks the run makes. What `ralph check` prints; an embedder can show the same before it runs
@@ -11,10 +11,15 @@ use ralph_tasks::TaskList;
 
 use crate::{Escalation, EscalationError, Options};
 
+mod machine;
+
 /// Every preflight warning for `file` (whose text is `text`, shown as `shown`), checked from
-/// `cwd`, where the loop would run: [`ralph_engine::preflight::warnings`].
+/// `cwd`, where the loop would run: the `idle` block without the idle marker in the prompt, an
+/// agent or `done_when` programs that cannot be found, a command script without `#!` that would
+/// run without a shell, a `max_cost` that cannot be reached. Each is located at the setting it
+/// is about, in the order of the checks.
 pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
-    ralph_engine::preflight::warnings(shown, text, file, cwd)
+    machine::warnings(shown, text, file, cwd)
 }
 
 /// Why `ralph run` (without `--allow-dirty`) would refuse to start in `cwd`, located at the

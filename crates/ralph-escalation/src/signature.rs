@@ -67,7 +67,7 @@ pub fn signature(results: &[CheckResult]) -> Option<Signature> {
 /// Normalises a check's output tail (see the module documentation); one line per kept line,
 /// each ending in `\n`.
 pub fn normalize(tail: &str, truncated: bool) -> String {
-    let clean = ralph_engine::marker::strip_ansi(tail);
+    let clean = ralph_marker::strip_ansi(tail);
     let mut lines = clean.split(['\n', '\r']);
     if truncated {
         lines.next();
@@ -92,7 +92,7 @@ pub fn normalize(tail: &str, truncated: bool) -> String {
 /// truncated tail's cut first line left out; cut to 100 characters. `None` when there is none.
 pub fn error_line(result: &CheckResult) -> Option<String> {
     const MAX: usize = 100;
-    let clean = ralph_engine::marker::strip_ansi(result.tail.as_deref()?);
+    let clean = ralph_marker::strip_ansi(result.tail.as_deref()?);
     let mut lines = clean.split(['\n', '\r']);
     if result.truncated {
         lines.next();

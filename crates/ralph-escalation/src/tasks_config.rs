@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use ralph_frontmatter::SectionProblem;
-use ralph_frontmatter::yaml::Value;
+use serde_json::Value;
 
 /// The kinds of list `tasks:` takes, one key each.
 pub const TASK_SOURCES: &[&str] = &["markdown", "prd", "github", "gitlab", "linear"];
@@ -62,7 +62,7 @@ impl TasksConfig {
         if !check(value).is_empty() {
             return None;
         }
-        let map = value.as_mapping()?;
+        let map = value.as_object()?;
         let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
         if let Some(path) = text("markdown") {
             return Some(Self::Markdown(PathBuf::from(path)));
@@ -104,7 +104,7 @@ impl TasksConfig {
 /// The `tasks` section's problems: exactly one source key, a non-empty path or `owner/repo`,
 /// `group/project`, `label`/`close` only with `github` or `gitlab`, nothing else.
 pub fn check(value: &Value) -> Vec<SectionProblem> {
-    let Some(map) = value.as_mapping() else {
+    let Some(map) = value.as_object() else {
         return vec![SectionProblem::at_value(
             "",
             format!(
@@ -117,13 +117,7 @@ pub fn check(value: &Value) -> Vec<SectionProblem> {
     let mut problems = Vec::new();
     let mut sources = Vec::new();
     for (key, item) in map {
-        let Some(key) = key.as_str() else {
-            problems.push(SectionProblem::at_value(
-                "",
-                "keys must be words".to_owned(),
-            ));
-            continue;
-        };
+        let key = key.as_str();
         match key {
             "markdown" | "prd" => {
                 sources.push(key);
@@ -300,9 +294,8 @@ pub fn describe(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => format!("{s:?}"),
-        Value::Sequence(_) => "a list".to_owned(),
-        Value::Mapping(_) => "a mapping".to_owned(),
-        Value::Tagged(_) => "a tagged value".to_owned(),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Object(_) => "a mapping".to_owned(),
     }
 }
 
@@ -311,7 +304,7 @@ mod tests {
     use super::*;
 
     fn problems(yaml: &str) -> Vec<String> {
-        let value: Value = ralph_frontmatter::yaml::from_str(yaml).unwrap();
+        let value: Value = serde_norway::from_str(yaml).unwrap();
         check(&value)
             .into_iter()
             .map(|p| format!("{}: {}", p.field, p.message))
@@ -320,13 +313,13 @@ mod tests {
 
     #[test]
     fn each_source_parses() {
-        let value: Value = ralph_frontmatter::yaml::from_str("markdown: TODO.md").unwrap();
+        let value: Value = serde_norway::from_str("markdown: TODO.md").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Markdown("TODO.md".into()))
         );
         let value: Value =
-            ralph_frontmatter::yaml::from_str("github: a/b\nlabel: ralph\nclose: false").unwrap();
+            serde_norway::from_str("github: a/b\nlabel: ralph\nclose: false").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Github {
@@ -376,10 +369,9 @@ mod tests {
 
     #[test]
     fn gitlab_takes_a_project_path_with_label_and_close_as_github_does() {
-        let value: Value = ralph_frontmatter::yaml::from_str(
-            "gitlab: acme/tools/widgets\nlabel: ralph\nclose: false",
-        )
-        .unwrap();
+        let value: Value =
+            serde_norway::from_str("gitlab: acme/tools/widgets\nlabel: ralph\nclose: false")
+                .unwrap();
         let config = TasksConfig::from_section(&value).unwrap();
         assert_eq!(
             config,
@@ -413,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_linear_team_with_a_label_parses() {
-        let value: Value = ralph_frontmatter::yaml::from_str("linear: ENG\nlabel: ralph").unwrap();
+        let value: Value = serde_norway::from_str("linear: ENG\nlabel: ralph").unwrap();
         assert_eq!(
             TasksConfig::from_section(&value),
             Some(TasksConfig::Linear {

@@ -2,7 +2,7 @@
 //!
 //! `ralph runs`, `ralph logs` and `ralph report` read runs through this module, and so can an
 //! embedder or a dashboard, without the engine (which writes the folder, and says whether a
-//! run is still going: `ralph_engine::run_folder::running`). Everything is rebuilt from
+//! run is still going: `ralph_engine::FolderClaim::running_in`). Everything is rebuilt from
 //! `events.jsonl` alone, read leniently: a half-written last line (a run that is still writing,
 //! or was killed) is skipped, so a run that is going, was killed, or was written by a newer
 //! ralph still reads.
@@ -680,7 +680,7 @@ impl RunRecord {
     }
 
     /// Reads `dir`'s events and rebuilds its run; `holder` is the live holder of its loop's
-    /// folder lock (`ralph_engine::run_folder::running`), which says whether the run is still
+    /// folder lock (`ralph_engine::FolderClaim::running_in`), which says whether the run is still
     /// going.
     pub fn read(dir: &RunDir, holder: Option<&LockHolder>) -> Result<Self, RunFolderError> {
         let events = read_events(&dir.events_path())?;

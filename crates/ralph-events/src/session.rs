@@ -310,7 +310,7 @@ impl Session {
         Ok(session)
     }
 
-    /// The file's bytes (the engine writes them whole: `ralph_engine::session::write`).
+    /// The file's bytes (the engine replaces the file with them whole).
     pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');

@@ -25,6 +25,7 @@ mod locate;
 mod notify;
 pub mod sandbox;
 pub mod schema;
+mod section;
 mod shell;
 mod suggest;
 mod template;
@@ -40,8 +41,6 @@ pub use notify::{
 };
 pub use ralph_backoff::{FailurePolicy, IdlePolicy, RetryPolicy};
 pub use sandbox::{AgentNeeds, Network, SandboxConfig, agent_needs};
-/// The YAML crate a plug's section is handed over in, as a [`yaml::Value`].
-pub use serde_norway as yaml;
 pub use shell::{
     CommandLine, Unquotable, VALUE_NAMESPACES, command_line, command_line_with, has_shell_syntax,
     unquotable_args,
@@ -68,8 +67,9 @@ pub struct RalphFile {
     pub config: Config,
     /// The prompt body: the text after the frontmatter, author comments removed.
     pub body: String,
-    /// The plugs' sections (see [`PlugVocabulary::section`]), by top-level key, as written.
-    pub sections: BTreeMap<String, Value>,
+    /// The plugs' sections (see [`PlugVocabulary::section`]), by top-level key, as written,
+    /// read as JSON values.
+    pub sections: BTreeMap<String, serde_json::Value>,
 }
 
 /// The frontmatter of a RALPH.md, with defaults filled in.
@@ -648,20 +648,29 @@ pub fn parse_with(file: &str, text: &str, vocabulary: &Vocabulary) -> Result<Par
     })
 }
 
-/// The sections of `root` some plug in `vocabulary` registered, each handed to its plug's
-/// check; every problem goes into `errors`, located by `locate` from its full field path.
+/// The sections of `root` some plug in `vocabulary` registered, as JSON, each handed to its
+/// plug's check; every problem (JSON's, then the plug's) goes into `errors`, located by
+/// `locate` from its full field path.
 fn plug_sections(
     root: &Mapping,
     vocabulary: &Vocabulary,
     errors: &mut Vec<ConfigError>,
     locate: impl Fn(String, vocabulary::SectionProblem) -> ConfigError,
-) -> BTreeMap<String, Value> {
+) -> BTreeMap<String, serde_json::Value> {
     let mut sections = BTreeMap::new();
     for key in vocabulary.section_keys() {
         let (Some(value), Some(check)) = (root.get(key), vocabulary.section_check(key)) else {
             continue;
         };
-        for problem in check(value) {
+        // What JSON cannot hold is the file's error; the plug checks only what it can read.
+        let (value, problems) = match section::to_json(value) {
+            Ok(value) => {
+                let problems = check(&value);
+                (Some(value), problems)
+            }
+            Err(problems) => (None, problems),
+        };
+        for problem in problems {
             let field = match problem.field.as_str() {
                 "" => key.to_owned(),
                 inner if inner.starts_with('[') => format!("{key}{inner}"),
@@ -669,7 +678,9 @@ fn plug_sections(
             };
             errors.push(locate(field, problem));
         }
-        sections.insert(key.to_owned(), value.clone());
+        if let Some(value) = value {
+            sections.insert(key.to_owned(), value);
+        }
     }
     sections
 }

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde_norway::Value;
+use serde_json::Value;
 
 use crate::schema::{self, BUILT_IN_END_REASONS};
 use crate::{RalphFile, VALUE_NAMESPACES};
@@ -146,7 +146,8 @@ impl SectionProblem {
     }
 }
 
-/// A plug's check of its section's raw YAML value: every problem it finds.
+/// A plug's check of its section's value (as JSON: the YAML as written, converted): every
+/// problem it finds.
 pub type SectionCheck = Arc<dyn Fn(&Value) -> Vec<SectionProblem> + Send + Sync>;
 
 /// One plug's words: what it adds to the RALPH.md format.
@@ -235,7 +236,7 @@ impl PlugVocabulary {
     }
 
     /// A top-level key of the frontmatter that is the plug's: its value is handed to `check`
-    /// as written (YAML), each problem `check` returns becomes a located error, and a valid
+    /// as written, as JSON (`serde_json::Value`), each problem `check` returns becomes a located error, and a valid
     /// file keeps the value in [`RalphFile::sections`] for the plug to read.
     #[must_use]
     pub fn section(

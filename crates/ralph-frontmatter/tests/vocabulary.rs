@@ -1,10 +1,10 @@
 //! Plugs bring their own words: a task source's placeholder namespace, config section, endings
 //! and states, registered in a `Vocabulary` that `parse_with` checks a file against.
 
-use ralph_frontmatter::yaml::Value;
 use ralph_frontmatter::{
     Namespace, PlugVocabulary, SectionProblem, Vocabulary, VocabularyError, parse, parse_with,
 };
+use serde_json::Value;
 
 /// A Markdown-checklist task source, as a third party would write it: `{{ task.item }}` and
 /// `{{ task.line }}`, a `checklist:` section with a required `file`, one ending of its own and
@@ -18,7 +18,7 @@ fn checklist() -> PlugVocabulary {
 }
 
 fn check_checklist(value: &Value) -> Vec<SectionProblem> {
-    let Some(section) = value.as_mapping() else {
+    let Some(section) = value.as_object() else {
         return vec![SectionProblem::at_value(
             "",
             "expected a mapping with `file`",
@@ -27,15 +27,12 @@ fn check_checklist(value: &Value) -> Vec<SectionProblem> {
     let mut problems = Vec::new();
     for (key, value) in section {
         match key.as_str() {
-            Some("file") if value.is_string() => {}
-            Some("file") => problems.push(SectionProblem::at_value(
+            "file" if value.is_string() => {}
+            "file" => problems.push(SectionProblem::at_value(
                 "file",
                 "expected the path of a Markdown checklist",
             )),
-            _ => problems.push(SectionProblem::at_key(
-                key.as_str().unwrap_or_default(),
-                "unknown key; expected `file`",
-            )),
+            key => problems.push(SectionProblem::at_key(key, "unknown key; expected `file`")),
         }
     }
     problems
@@ -251,5 +248,68 @@ fn a_word_ralph_or_another_plug_has_cannot_be_registered() {
             .unwrap_err()
             .to_string(),
         "plug `x`: `checklist_done` is checklist's ending or state already"
+    );
+}
+
+/// A section as YAML writes it, in the file given: `checklist:` followed by `section`.
+fn with_section(section: &str) -> String {
+    format!("---\nagent: claude -p\nchecklist:\n{section}---\nDo {{{{ task.item }}}}.\n")
+}
+
+#[test]
+fn a_section_reads_as_json_with_its_numbers_lists_and_order() {
+    let text = with_section("  file: TODO.md\n  weight: 1.5\n  tags: [a, 2, true, null]\n");
+    let vocabulary = Vocabulary::default()
+        .with(PlugVocabulary::new("checklist").section("checklist", |_| Vec::new()))
+        .unwrap();
+    let parsed = parse_with("RALPH.md", &text, &vocabulary).expect("valid file");
+    assert_eq!(
+        parsed.file.sections["checklist"],
+        serde_json::json!({"file": "TODO.md", "weight": 1.5, "tags": ["a", 2, true, null]})
+    );
+}
+
+#[test]
+fn a_section_key_that_is_not_a_string_is_an_error_at_the_key() {
+    let text = with_section("  file: TODO.md\n  1: first\n");
+    assert_eq!(
+        errors(&text, &vocabulary()),
+        [
+            "RALPH.md:5:3: checklist.1: expected a string key, got 1; a plug's section holds JSON \
+          values: strings, finite numbers, true/false, null, lists, and mappings with string keys: \
+          write the key in quotes (\"1\")"
+        ]
+    );
+}
+
+#[test]
+fn a_yaml_tag_in_a_section_is_an_error_at_its_value() {
+    let text = with_section("  file: !path TODO.md\n");
+    assert_eq!(
+        errors(&text, &vocabulary()),
+        [
+            "RALPH.md:4:15: checklist.file: expected a value without a YAML tag, got one tagged \
+          `!path`; a plug's section holds JSON values: strings, finite numbers, true/false, null, \
+          lists, and mappings with string keys: remove the tag"
+        ]
+    );
+}
+
+#[test]
+fn every_value_json_cannot_hold_is_reported_at_once_with_its_path() {
+    let text = with_section("  file: .inf\n  items:\n    - ok\n    - .nan\n  true: yes\n");
+    assert_eq!(
+        errors(&text, &vocabulary()),
+        [
+            "RALPH.md:4:9: checklist.file: expected a finite number, got .inf; a plug's section \
+             holds JSON values: strings, finite numbers, true/false, null, lists, and mappings \
+             with string keys",
+            "RALPH.md:7:7: checklist.items[1]: expected a finite number, got .nan; a plug's \
+             section holds JSON values: strings, finite numbers, true/false, null, lists, and \
+             mappings with string keys",
+            "RALPH.md:8:3: checklist.true: expected a string key, got true; a plug's section \
+             holds JSON values: strings, finite numbers, true/false, null, lists, and mappings \
+             with string keys: write the key in quotes (\"true\")",
+        ]
     );
 }

@@ -71,7 +71,7 @@ pub(crate) struct Prepared {
     /// another run writes its logs in.
     claim: FolderClaim,
     /// The worktree's repository lock, as one loop's CLI takes it, held with the claim.
-    repository_lock: Option<ralph_engine::lock::RunLock>,
+    repository_lock: Option<ralph_engine::RunLock>,
 }
 
 impl LaneSpec {

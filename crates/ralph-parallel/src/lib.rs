@@ -156,7 +156,7 @@ pub enum ParallelError {
         /// The lane's folder in its worktree.
         worktree: PathBuf,
         /// The lock that refused.
-        cause: ralph_engine::lock::LockError,
+        cause: ralph_engine::LockError,
     },
 }
 

@@ -708,6 +708,43 @@ fn the_engine_knows_no_story_vocabulary() {
     assert_none("the engine names stories", &problems);
 }
 
+/// The engine's API is the engine's (issue 36): its root re-exports the types its own API names,
+/// one by one, never a whole crate (`pub use ralph_agents as agents;`) or another crate's
+/// module whole (`pub use ralph_events::session::*;`), and its public modules are the few
+/// listed here; utilities live in the crate whose job they are.
+#[test]
+fn the_engine_re_exports_no_whole_crate() {
+    /// Public modules of the engine's root, each a part of the engine's own API.
+    const PUBLIC_MODULES: &[&str] = &["interrupts"];
+    let file = "crates/ralph-engine/src/lib.rs";
+    let text = fs::read_to_string(root().join(file)).expect("the engine's lib.rs");
+    let mut problems = Vec::new();
+    for (line, public) in syntax::public_items(&text).expect("lib.rs parses") {
+        let problem = match &public {
+            syntax::Public::Use(path) => {
+                let local = ["crate", "self", "super"]
+                    .iter()
+                    .any(|root| path.split("::").next() == Some(root));
+                let whole = !path.contains("::") || path.ends_with("::*");
+                (whole && !local).then(|| {
+                    format!(
+                        "`pub use {path}` re-exports a whole crate or module; re-export the \
+                         types the engine's API names, one by one"
+                    )
+                })
+            }
+            syntax::Public::Mod(name) => (!PUBLIC_MODULES.contains(&name.as_str())).then(|| {
+                format!(
+                    "`pub mod {name}`: a public module of the engine; make it private and \
+                     re-export what the API names, or move it to the crate whose job it is"
+                )
+            }),
+        };
+        problems.extend(problem.map(|problem| format!("{file}:{line}: {problem}")));
+    }
+    assert_none("the engine exports more than the engine", &problems);
+}
+
 /// The parser knows ralph's own words; story mode's placeholders and endings are its own,
 /// registered as a plug's (`ralph_escalation::vocabulary`).
 #[test]

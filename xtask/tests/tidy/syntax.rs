@@ -259,3 +259,56 @@ mod tests {
     assert!(found(".unwrap(").is_empty());
     assert!(found("io::stdout").is_empty());
 }
+
+/// What the top-level public items of `text` make public, with their lines: each `pub use`
+/// tree's whole paths (a glob as `path::*`, a rename by its original path) and each `pub mod`'s
+/// name, test items left out.
+pub(crate) fn public_items(text: &str) -> syn::Result<Vec<(usize, Public)>> {
+    fn paths(prefix: &str, tree: &syn::UseTree, out: &mut Vec<(usize, Public)>) {
+        let join = |name: &syn::Ident| match prefix {
+            "" => name.to_string(),
+            _ => format!("{prefix}::{name}"),
+        };
+        let line = |ident: &syn::Ident| ident.span().start().line;
+        match tree {
+            syn::UseTree::Path(p) => paths(&join(&p.ident), &p.tree, out),
+            syn::UseTree::Name(n) => out.push((line(&n.ident), Public::Use(join(&n.ident)))),
+            syn::UseTree::Rename(r) => out.push((line(&r.ident), Public::Use(join(&r.ident)))),
+            syn::UseTree::Glob(g) => out.push((
+                g.star_token.spans[0].start().line,
+                Public::Use(format!("{prefix}::*")),
+            )),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| paths(prefix, t, out)),
+        }
+    }
+    let file = syn::parse_file(text)?;
+    let mut found = Vec::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Use(u)
+                if matches!(u.vis, syn::Visibility::Public(_)) && !is_test(&u.attrs) =>
+            {
+                paths("", &u.tree, &mut found);
+            }
+            syn::Item::Mod(m)
+                if matches!(m.vis, syn::Visibility::Public(_)) && !is_test(&m.attrs) =>
+            {
+                found.push((
+                    m.ident.span().start().line,
+                    Public::Mod(m.ident.to_string()),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(found)
+}
+
+/// One thing a file's top level makes public.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Public {
+    /// A path a `pub use` re-exports (`ralph_agents::Usage`, `ralph_events::session::*`).
+    Use(String),
+    /// A `pub mod`'s name.
+    Mod(String),
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ralph_frontmatter::{ConfigErrors, Vocabulary};
 
 use super::EngineOptions;
-use crate::run_folder::RUNS_DIR;
+use ralph_events::run_folder::RUNS_DIR;
 
 /// Why a RALPH.md could not be loaded ([`EngineOptions::load`]).
 #[derive(Debug, thiserror::Error)]

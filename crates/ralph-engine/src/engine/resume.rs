@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::EngineOptions;
-use crate::run_folder::RUNS_DIR;
 use crate::session::{self, Session, SessionError};
+use ralph_events::run_folder::RUNS_DIR;
 
 /// Why a stopped run cannot go on ([`EngineOptions::resume`], and [`Engine::run`] given a
 /// session it must not take up).

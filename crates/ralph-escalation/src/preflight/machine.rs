@@ -1,9 +1,10 @@
-//! Preflight: what would go wrong at run time that a look at the machine can tell before
-//! anything runs (`ralph check`'s warnings): an agent or a check's program not found, a script
+//! The machine's preflight: what would go wrong at run time that a look at the machine can
+//! tell before anything runs (`ralph check`'s warnings): an agent or a check's program not found, a script
 //! without `#!`, a `max_cost` the agent's output can never reach, the idle block without the
 //! idle marker in the prompt. The parser's own warnings (placeholders that name nothing) come
 //! from `ralph_frontmatter::parse`, which stays free of I/O; these are located the same way.
-//! `ralph_escalation::preflight` adds the checks of prd.json and git.
+//! The engine's settings are checked here, not in the engine, which runs loops and checks no
+//! machine; [`super`] adds the checks of prd.json and git.
 
 use std::path::Path;
 
@@ -19,12 +20,8 @@ const SHELL_WORDS: &[&str] = &[
     "unset", "until", "wait", "while",
 ];
 
-/// Warnings for `file` (whose text is `text`, shown as `shown`), checked from `cwd`, where the
-/// loop would run: the `idle` block without the idle marker in the prompt, an agent or
-/// `done_when` programs that cannot be found, a command script without `#!` that would run
-/// without a shell, a `max_cost` that cannot be reached. Each is located at the setting it is
-/// about, in the order of the checks.
-pub fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
+/// The warnings [`super::warnings`] returns, in the order of the checks.
+pub(super) fn warnings(shown: &str, text: &str, file: &RalphFile, cwd: &Path) -> Vec<ConfigError> {
     let config = &file.config;
     // A setting that is on is pointed at by its key; a value that names a program, by itself.
     let key = |path: String, message: String| error_at_key(shown, text, &path, message);
