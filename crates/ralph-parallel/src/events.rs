@@ -72,6 +72,7 @@ impl<W: Write + Send> ParallelSink for JsonLinesSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ralph_events::EndReason;
 
     fn event(kind: ParallelEventKind) -> ParallelEvent {
         ParallelEvent {
@@ -122,7 +123,7 @@ mod tests {
             },
             ParallelEventKind::LaneEnded {
                 task_id: task_id(),
-                reason: "stories_done".into(),
+                reason: EndReason::MaxCost,
                 iterations: 3,
                 cost_usd: 0.75,
             },
@@ -178,7 +179,7 @@ mod tests {
                 task_id: Some(task_id()),
             },
             ParallelEventKind::ParallelEnded {
-                reason: "stories_done".into(),
+                reason: EndReason::Interrupted,
                 landed: 1,
                 blocked: 0,
                 remaining: 0,

@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_engine::{EngineOptions, InterruptSignal, new_run_id};
+use ralph_engine::{EndReason, EngineOptions, InterruptSignal, new_run_id};
 use ralph_escalation::EscalationError;
 use ralph_tasks::{ListedTask, Mark, TaskList};
 use tokio::sync::mpsc;
@@ -239,8 +239,10 @@ impl ParallelOptions {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ParallelOutcome {
-    /// `PARALLEL_ENDED`'s reason.
-    pub reason: String,
+    /// `PARALLEL_ENDED`'s reason: `stories_done`, `stories_blocked` and `work_left`
+    /// ([`StoryEnd`](ralph_escalation::StoryEnd)`::reason`), or the engine's `interrupted`,
+    /// `max_cost`, `max_runtime`.
+    pub reason: EndReason,
     /// The exit code a CLI should use.
     pub exit_code: i32,
     /// Whether `--resume` can go on with it.
@@ -793,9 +795,8 @@ impl Parallel {
             git::run(&self.repo.top, &["worktree", "prune"])?;
         }
         self.save()?;
-        let reason = ending.reason.as_str().to_owned();
         self.emit(ParallelEventKind::ParallelEnded {
-            reason: reason.clone(),
+            reason: ending.reason.clone(),
             landed: self.coordinator.landed(),
             blocked: self.coordinator.blocked(),
             remaining: ending.remaining,
@@ -803,7 +804,7 @@ impl Parallel {
             exit_code: ending.exit_code,
         });
         Ok(ParallelOutcome {
-            reason,
+            reason: ending.reason,
             exit_code: ending.exit_code,
             resumable: ending.resumable,
         })
