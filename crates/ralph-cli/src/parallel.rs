@@ -93,14 +93,18 @@ pub(crate) fn run(
     let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();
     match &args.events {
         Some(_) if events_to_stdout => {
-            sinks.push(Box::new(ralph_parallel::JsonLinesSink(std::io::stdout())));
+            sinks.push(Box::new(
+                ralph_parallel::JsonLinesSink::new(std::io::stdout()).named("stdout"),
+            ));
         }
         Some(p) => {
             let file = std::fs::File::create(p).map_err(|source| CliError::Events {
                 path: p.clone(),
                 source,
             })?;
-            sinks.push(Box::new(ralph_parallel::JsonLinesSink(file)));
+            sinks.push(Box::new(
+                ralph_parallel::JsonLinesSink::new(file).named(p.display().to_string()),
+            ));
         }
         None => {}
     }

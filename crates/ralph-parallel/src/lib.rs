@@ -514,7 +514,9 @@ impl Parallel {
                 cause,
             })?;
         let mut sinks = sinks;
-        sinks.push(Box::new(JsonLinesSink(events_file)));
+        sinks.push(Box::new(
+            JsonLinesSink::new(events_file).named(events_path.display().to_string()),
+        ));
         let session_path = Session::path(&top);
         let session = if options.resume {
             let session = match session_path.exists() {
@@ -629,9 +631,7 @@ impl Parallel {
             run_id: self.options.run_id.clone(),
             kind,
         };
-        for sink in &mut self.sinks {
-            sink.event(&event, &self.board);
-        }
+        events::send(&mut self.sinks, &event, &self.board);
     }
 
     /// `text` with this machine's paths made the repository's: the reason a task list is told
