@@ -1,7 +1,8 @@
 //! A parallel run's own events (its lanes' engine events stay in their run folders), as the
 //! coordinator writes them to `.ralph/parallel/events.jsonl`, and the reader that takes the
 //! file back ([`parse_events`], [`read_events`], [`ParallelRecord`]): one set of types both
-//! ways.
+//! ways. Its session file too (`.ralph/parallel/session.json`): the record
+//! ([`ParallelSession`]) and what `ralph status` reads of it ([`ParallelStatus::read`]).
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -10,6 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::end::EndReason;
 use crate::time::{deserialize_ts, serialize_ts};
+
+mod session;
+
+pub use session::{
+    LaneRecord, LaneState, LaneStatus, ParallelSession, ParallelSessionError, ParallelStatus,
+    PendingAsk, PendingBlock, SESSION_FILE, SESSION_VERSION,
+};
 
 /// One thing that happened in a parallel run, as written to its events file: `ts`, `run_id`,
 /// then `type` and the fields of [`ParallelEventKind`]; and what a line reads back into.
