@@ -22,8 +22,9 @@ pub use session::{
 /// One thing that happened in a parallel run, as written to its events file: `ts`, `run_id`,
 /// then `type` and the fields of [`ParallelEventKind`]; and what a line reads back into.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-// Open to build, as the engine's `Event` is: its fields are the wire's envelope, fixed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A later version may add to the envelope (a sequence number, a version): built with `new`.
+#[non_exhaustive]
 pub struct ParallelEvent {
     /// When it happened (RFC 3339 UTC with milliseconds).
     #[serde(serialize_with = "serialize_ts", deserialize_with = "deserialize_ts")]
@@ -334,6 +335,13 @@ pub enum ParallelEventKind {
     },
 }
 
+impl ParallelEvent {
+    /// `kind`, in parallel run `run_id`, at `ts`.
+    pub fn new(ts: SystemTime, run_id: String, kind: ParallelEventKind) -> Self {
+        Self { ts, run_id, kind }
+    }
+}
+
 impl Serialize for ParallelEventKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -565,8 +573,9 @@ impl ParallelRecord {
 
 /// A check that failed on a merged result.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-// Open to build: the coordinator, in another crate, makes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A later version may say more of a check (its output, a timeout): built with `new`.
+#[non_exhaustive]
 pub struct FailedCheck {
     /// The command.
     #[serde(default)]
@@ -574,6 +583,13 @@ pub struct FailedCheck {
     /// Its exit code; `None` when it was killed or did not start.
     #[serde(default)]
     pub exit_code: Option<i32>,
+}
+
+impl FailedCheck {
+    /// `command`, which exited with `exit_code` (`None`: killed, or did not start).
+    pub fn new(command: String, exit_code: Option<i32>) -> Self {
+        Self { command, exit_code }
+    }
 }
 
 #[cfg(test)]

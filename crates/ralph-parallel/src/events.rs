@@ -102,14 +102,14 @@ pub(crate) fn send(sinks: &mut [Box<dyn ParallelSink>], event: &ParallelEvent, b
         let Some(message) = sinks[failed].take_failure() else {
             continue;
         };
-        let warning = ParallelEvent {
-            ts: std::time::SystemTime::now(),
-            run_id: event.run_id.clone(),
-            kind: ParallelEventKind::Warning {
+        let warning = ParallelEvent::new(
+            std::time::SystemTime::now(),
+            event.run_id.clone(),
+            ParallelEventKind::Warning {
                 message,
                 task_id: None,
             },
-        };
+        );
         for (i, sink) in sinks.iter_mut().enumerate() {
             if i != failed {
                 sink.event(&warning, board);
@@ -124,11 +124,11 @@ mod tests {
     use ralph_events::EndReason;
 
     fn event(kind: ParallelEventKind) -> ParallelEvent {
-        ParallelEvent {
-            ts: humantime::parse_rfc3339("2026-01-01T00:00:01.250Z").unwrap(),
-            run_id: "20260101-000000-ab12".to_owned(),
+        ParallelEvent::new(
+            humantime::parse_rfc3339("2026-01-01T00:00:01.250Z").unwrap(),
+            "20260101-000000-ab12".to_owned(),
             kind,
-        }
+        )
     }
 
     /// The lines are what the coordinator writes: each reads back as the value it came from.
@@ -192,10 +192,7 @@ mod tests {
             },
             ParallelEventKind::MergeCheckFailed {
                 task_id: task_id(),
-                checks: vec![FailedCheck {
-                    command: "cargo test".into(),
-                    exit_code: None,
-                }],
+                checks: vec![FailedCheck::new("cargo test".into(), None)],
                 saved_ref: "refs/ralph/attempts/US-001/2".into(),
             },
             ParallelEventKind::MergeHeld {

@@ -561,11 +561,7 @@ impl Parallel {
         self.board.pending = self.coordinator.pending();
         self.board.landed = self.coordinator.landed();
         self.board.blocked = self.coordinator.blocked();
-        let event = ParallelEvent {
-            ts: SystemTime::now(),
-            run_id: self.options.run_id.clone(),
-            kind,
-        };
+        let event = ParallelEvent::new(SystemTime::now(), self.options.run_id.clone(), kind);
         events::send(&mut self.sinks, &event, &self.board);
     }
 
