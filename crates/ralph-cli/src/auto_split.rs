@@ -29,7 +29,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
         let before = stories(&prd);
         let mut ended = None;
         let code = crate::run::run_once(args.clone(), &mut ended)?;
-        let ending = ended.as_deref().and_then(StoryEnd::from_reason);
+        let ending = ended.as_ref().and_then(StoryEnd::of);
         if !ending.is_some_and(|ending| SPLITTABLE_ENDINGS.contains(&ending)) {
             return Ok(code);
         }

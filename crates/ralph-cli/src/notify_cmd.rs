@@ -60,6 +60,11 @@ impl ParallelSink for LaneMessages {
     fn tick(&mut self, _board: &Board) {
         self.0.flush();
     }
+
+    // A message that could not be sent is a `WARNING` the other sinks show, as in one loop.
+    fn take_failure(&mut self) -> Option<String> {
+        self.0.take_failure()
+    }
 }
 
 /// `ralph run --parallel`'s sink for the file's `notify`, keeping what it sent in

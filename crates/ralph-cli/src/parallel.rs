@@ -93,14 +93,18 @@ pub(crate) fn run(
     let mut sinks: Vec<Box<dyn ParallelSink>> = Vec::new();
     match &args.events {
         Some(_) if events_to_stdout => {
-            sinks.push(Box::new(ralph_parallel::JsonLinesSink(std::io::stdout())));
+            sinks.push(Box::new(
+                ralph_parallel::JsonLinesSink::new(std::io::stdout()).named("stdout"),
+            ));
         }
         Some(p) => {
             let file = std::fs::File::create(p).map_err(|source| CliError::Events {
                 path: p.clone(),
                 source,
             })?;
-            sinks.push(Box::new(ralph_parallel::JsonLinesSink(file)));
+            sinks.push(Box::new(
+                ralph_parallel::JsonLinesSink::new(file).named(p.display().to_string()),
+            ));
         }
         None => {}
     }
@@ -493,7 +497,7 @@ fn event_line(
         ParallelEventKind::LaneEnded {
             task_id, reason, ..
         } if !matches!(
-            StoryEnd::from_reason(reason),
+            StoryEnd::of(reason),
             Some(StoryEnd::StoriesDone | StoryEnd::StoriesBlocked)
         ) =>
         {
@@ -587,12 +591,12 @@ fn event_line(
             ..
         } => {
             // The task list's endings in words, as a single run's last line has them.
-            let why = match StoryEnd::from_reason(reason) {
+            let why = match StoryEnd::of(reason) {
                 Some(StoryEnd::StoriesDone) => format!("every {} passes", words.one),
                 Some(StoryEnd::StoriesBlocked) => {
                     format!("no {} left to do; some are blocked", words.one)
                 }
-                _ => reason.clone(),
+                _ => reason.to_string(),
             };
             let cost = cost(*cost_usd).unwrap_or_else(|| "cost unknown".to_owned());
             // Tokens an agent reported without a cost (Codex, gemini-cli): still what it spent.
@@ -655,9 +659,9 @@ mod tests {
         }
     }
 
-    fn ended(reason: &str, cost_usd: f64) -> ParallelEventKind {
+    fn ended(reason: StoryEnd, cost_usd: f64) -> ParallelEventKind {
         ParallelEventKind::ParallelEnded {
-            reason: reason.into(),
+            reason: reason.reason(),
             landed: 2,
             blocked: 1,
             remaining: 0,
@@ -688,7 +692,7 @@ mod tests {
                 lane(CART, "Build the cart", 1),
                 ParallelEventKind::LaneEnded {
                     task_id: CART.into(),
-                    reason: "stories_blocked".into(),
+                    reason: StoryEnd::StoriesBlocked.reason(),
                     iterations: 3,
                     cost_usd: 0.0,
                 },
@@ -701,7 +705,7 @@ mod tests {
                              refs/ralph/attempts/build-the-cart-c56cb5b8/1)"
                         .into(),
                 },
-                ended("stories_blocked", -0.0),
+                ended(StoryEnd::StoriesBlocked, -0.0),
             ],
             3,
             TaskWords::TASK,
@@ -715,7 +719,7 @@ mod tests {
     #[test]
     fn counts_say_one_task_and_a_reported_cost_is_shown() {
         let lines = piped(
-            &[started(&["a", "b"]), ended("stories_done", 1.254)],
+            &[started(&["a", "b"]), ended(StoryEnd::StoriesDone, 1.254)],
             1,
             TaskWords::TASK,
         );
@@ -736,7 +740,7 @@ mod tests {
                     task_id: "US-001".into(),
                     commit: "f555de63".into(),
                 },
-                ended("stories_done", 0.0),
+                ended(StoryEnd::StoriesDone, 0.0),
             ],
             2,
             TaskWords::STORY,

@@ -77,7 +77,7 @@ pub(crate) fn of_run_folder(log_dir: &Path) -> BTreeMap<String, PullRequest> {
 /// The pull requests parallel run `run_id` of `folder`'s repository opened.
 pub(crate) fn of_parallel_run(folder: &Path, run_id: &str) -> BTreeMap<String, PullRequest> {
     let Some(events) = ralph_parallel::events_file(folder)
-        .and_then(|path| ralph_parallel::read_events(&path).ok())
+        .and_then(|path| ralph_events::parallel::read_events(&path).ok())
     else {
         return BTreeMap::new();
     };

@@ -242,7 +242,7 @@ fn header(html: &mut String, run: &RunRecord, stories: &RunStories, words: TaskW
     let status = match &run.status {
         RunStatus::Ended { reason, exit_code } => format!(
             "ended: <b>{}</b>{}",
-            escape(reason),
+            escape(reason.as_str()),
             exit_code.map_or(String::new(), |c| format!(" (exit {c})"))
         ),
         RunStatus::Running { pid } => format!("<b>running</b>, pid {pid}"),

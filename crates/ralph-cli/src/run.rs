@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use ralph_engine::{Engine, EngineOptions, FolderClaim, InterruptSignal, JsonLinesSink};
+use ralph_engine::{EndReason, Engine, EngineOptions, FolderClaim, InterruptSignal, JsonLinesSink};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -21,7 +21,7 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, CliError> {
 }
 
 /// One run; `ended` gets its `RUN_ENDED` reason when the loop ran.
-pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32, CliError> {
+pub(crate) fn run_once(args: RunArgs, ended: &mut Option<EndReason>) -> Result<i32, CliError> {
     let Loaded { path, parsed } = ralph_file::load(&args.path)?;
     let mut file = parsed.file;
     crate::sandbox_cmd::apply_flags(&mut file.config, args.sandbox, args.no_sandbox);
@@ -196,7 +196,7 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<String>) -> Result<i32,
             &args.path,
             human_to_stderr,
         );
-        *ended = Some(outcome.reason.as_str().to_owned());
+        *ended = Some(outcome.reason);
         Ok(outcome.exit_code)
     })
 }

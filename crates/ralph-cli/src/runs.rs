@@ -115,11 +115,11 @@ impl ParallelListed {
             (None, Some(ended)) => ended,
         };
         let one = self.words.one;
-        let reason = match StoryEnd::from_reason(reason) {
+        let reason = match StoryEnd::of(reason) {
             Some(StoryEnd::StoriesDone) => format!("every {one} landed"),
             Some(StoryEnd::StoriesBlocked) => format!("no {one} left; some blocked"),
             Some(StoryEnd::WorkLeft) => "work left".to_owned(),
-            _ => reason.clone(),
+            _ => reason.to_string(),
         };
         match code {
             0 => reason,
@@ -240,9 +240,9 @@ fn end(run: &RunRecord) -> String {
     match &run.status {
         RunStatus::Ended { reason, exit_code } => {
             let words = TaskWords::from_fields(&run.task_summary);
-            let reason = StoryEnd::from_reason(reason)
+            let reason = StoryEnd::of(reason)
                 .and_then(|end| crate::render::story_end_sentence(end, words))
-                .unwrap_or_else(|| reason.clone());
+                .unwrap_or_else(|| reason.to_string());
             match exit_code {
                 Some(code) if *code != 0 => format!("{reason} (exit {code})"),
                 _ => reason,

@@ -86,7 +86,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<i32, CliError> {
 /// The folder's parallel run, when it is the run `ralph status` should show: the run id asked
 /// for is its id (or the start of it), or none is asked for and it started after the folder's
 /// last single loop.
-fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStatus> {
+fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_events::parallel::ParallelStatus> {
     if args.log_dir.is_some() {
         return None;
     }
@@ -101,7 +101,7 @@ fn latest_parallel_run(args: &StatusArgs) -> Option<ralph_parallel::ParallelStat
 
 /// The parallel run of the repository `folder` is in, when it started after the folder's last
 /// single loop (so it is "the last run" of `ralph status` and `ralph report`).
-pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::ParallelStatus> {
+pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_events::parallel::ParallelStatus> {
     let parallel = ralph_parallel::read_status(folder).ok().flatten()?;
     let last_loop = ralph_events::session::last_run(folder)
         .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
@@ -112,7 +112,11 @@ pub(crate) fn newest_parallel_run(folder: &Path) -> Option<ralph_parallel::Paral
 }
 
 /// `ralph status` of a parallel run: its lanes and its merge queue.
-fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Path) -> String {
+fn parallel_status(
+    run: &ralph_events::parallel::ParallelStatus,
+    json: bool,
+    folder: &Path,
+) -> String {
     let alive = running(folder, &run.run_id).is_some();
     let state = match (alive, run.ended) {
         (true, _) => "running",
@@ -120,8 +124,8 @@ fn parallel_status(run: &ralph_parallel::ParallelStatus, json: bool, folder: &Pa
         (false, false) => "stopped",
     };
     // A lane of a ralph that was killed is recorded running: it is not.
-    let lane_state = |lane: &ralph_parallel::LaneStatus| match lane.state {
-        ralph_parallel::LaneState::Running if !alive => "stopped",
+    let lane_state = |lane: &ralph_events::parallel::LaneStatus| match lane.state {
+        ralph_events::parallel::LaneState::Running if !alive => "stopped",
         state => state.as_str(),
     };
     let pulls = crate::pull_requests::of_parallel_run(folder, &run.run_id);

@@ -53,20 +53,24 @@ pub trait EventSink: Send {
     }
 }
 
-/// Writes events as JSON Lines: one object per line, each line written whole and flushed at once,
-/// so a reader (or a crash) never sees half an event except possibly the last.
-pub struct JsonLinesSink<W: std::io::Write + Send> {
+/// Writes values as JSON Lines: one object per line, each line written whole and flushed at
+/// once, so a reader (or a crash) never sees half a value except possibly the last. The one
+/// writer behind every JSON Lines sink, the engine's [`JsonLinesSink`] and a parallel run's:
+/// after a failed write it writes nothing more (rather than lines cut in half) and keeps a
+/// failure naming what it writes to, for the sink to hand on as a `WARNING`.
+pub struct JsonLinesWriter<W: std::io::Write + Send> {
     out: W,
+    /// The line being written, its buffer reused from one value to the next.
     line: Vec<u8>,
     failed: bool,
     /// What `out` is, for the warning when it fails.
     name: String,
-    /// The failure, until [`EventSink::take_failure`] takes it.
+    /// The failure, until [`JsonLinesWriter::take_failure`] takes it.
     failure: Option<String>,
 }
 
-impl<W: std::io::Write + Send> JsonLinesSink<W> {
-    /// A sink writing to `out`.
+impl<W: std::io::Write + Send> JsonLinesWriter<W> {
+    /// A writer to `out`.
     pub fn new(out: W) -> Self {
         Self {
             out,
@@ -83,19 +87,13 @@ impl<W: std::io::Write + Send> JsonLinesSink<W> {
         self
     }
 
-    /// Whether a write has failed; later events are dropped rather than interleaved half-written.
-    pub fn failed(&self) -> bool {
-        self.failed
-    }
-}
-
-impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
-    fn event(&mut self, event: &Event) {
+    /// Writes `value` as one line and flushes it; nothing once a write has failed.
+    pub fn write(&mut self, value: &impl serde::Serialize) {
         if self.failed {
             return;
         }
         self.line.clear();
-        if serde_json::to_writer(&mut self.line, event).is_err() {
+        if serde_json::to_writer(&mut self.line, value).is_err() {
             return;
         }
         self.line.push(b'\n');
@@ -112,8 +110,46 @@ impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
         }
     }
 
-    fn take_failure(&mut self) -> Option<String> {
+    /// Whether a write has failed; later values are dropped rather than interleaved
+    /// half-written.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// The failure, in words naming what it writes to; taken once.
+    pub fn take_failure(&mut self) -> Option<String> {
         self.failure.take()
+    }
+}
+
+/// Writes events as JSON Lines through a [`JsonLinesWriter`]; a failed write reaches the
+/// other sinks as a `WARNING` ([`EventSink::take_failure`]).
+pub struct JsonLinesSink<W: std::io::Write + Send>(JsonLinesWriter<W>);
+
+impl<W: std::io::Write + Send> JsonLinesSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> Self {
+        Self(JsonLinesWriter::new(out))
+    }
+
+    /// Names what `out` is (a path, `stdout`) for the warning if writing to it fails.
+    pub fn named(self, name: impl Into<String>) -> Self {
+        Self(self.0.named(name))
+    }
+
+    /// Whether a write has failed; later events are dropped rather than interleaved half-written.
+    pub fn failed(&self) -> bool {
+        self.0.failed()
+    }
+}
+
+impl<W: std::io::Write + Send> EventSink for JsonLinesSink<W> {
+    fn event(&mut self, event: &Event) {
+        self.0.write(event);
+    }
+
+    fn take_failure(&mut self) -> Option<String> {
+        self.0.take_failure()
     }
 }
 

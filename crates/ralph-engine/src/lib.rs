@@ -81,7 +81,7 @@ pub use engine::{
     ResumeError, new_run_id, wait_before_start,
 };
 pub use environment::withheld_env;
-pub use event::{EventSink, JsonLinesSink, WaitProgress};
+pub use event::{EventSink, JsonLinesSink, JsonLinesWriter, WaitProgress};
 // The wire types the sinks are handed are ralph-events'; part of the engine's API all the
 // same, since `EventSink` takes them.
 pub use handle::{Canceller, RunHandle};

@@ -1,20 +1,30 @@
 //! A parallel run's own events (its lanes' engine events stay in their run folders), as the
 //! coordinator writes them to `.ralph/parallel/events.jsonl`, and the reader that takes the
 //! file back ([`parse_events`], [`read_events`], [`ParallelRecord`]): one set of types both
-//! ways.
+//! ways. Its session file too (`.ralph/parallel/session.json`): the record
+//! ([`ParallelSession`]) and what `ralph status` reads of it ([`ParallelStatus::read`]).
 
 use std::path::Path;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::end::EndReason;
 use crate::time::{deserialize_ts, serialize_ts};
+
+mod session;
+
+pub use session::{
+    LaneRecord, LaneState, LaneStatus, ParallelSession, ParallelSessionError, ParallelStatus,
+    PendingAsk, PendingBlock, SESSION_FILE, SESSION_VERSION,
+};
 
 /// One thing that happened in a parallel run, as written to its events file: `ts`, `run_id`,
 /// then `type` and the fields of [`ParallelEventKind`]; and what a line reads back into.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-// Open to build, as the engine's `Event` is: its fields are the wire's envelope, fixed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A later version may add to the envelope (a sequence number, a version): built with `new`.
+#[non_exhaustive]
 pub struct ParallelEvent {
     /// When it happened (RFC 3339 UTC with milliseconds).
     #[serde(serialize_with = "serialize_ts", deserialize_with = "deserialize_ts")]
@@ -30,7 +40,9 @@ pub struct ParallelEvent {
 /// What happened; see `docs/parallel.md` for the table. Serialized with a `type` field in
 /// SCREAMING_SNAKE_CASE and read back from one. Read leniently, as the engine's events are: a
 /// missing field but `task_id` reads as its default, and a `type` this version does not write
-/// (a later version's) as [`ParallelEventKind::Unknown`].
+/// (a later version's) as [`ParallelEventKind::Unknown`]. As in the engine's `RUN_ENDED`, an
+/// ending the events name only by its words (a task list's, `stories_done`) reads back as
+/// [`EndReason::Other`], with `PARALLEL_ENDED`'s exit code.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // The derived code is `ParallelEventKind::serialize`/`deserialize`; the trait impls below add
@@ -127,9 +139,10 @@ pub enum ParallelEventKind {
     LaneEnded {
         /// The task.
         task_id: String,
-        /// The lane's `RUN_ENDED` reason (`stories_done`: it goes to the queue).
-        #[serde(default)]
-        reason: String,
+        /// The lane's `RUN_ENDED` reason (`stories_done`: it goes to the queue), or
+        /// `error: ...` when its loop failed to run.
+        #[serde(default = "unknown_reason")]
+        reason: EndReason,
         /// Iterations the lane ran.
         #[serde(default)]
         iterations: u64,
@@ -293,8 +306,8 @@ pub enum ParallelEventKind {
     ParallelEnded {
         /// Why: `stories_done`, `stories_blocked`, `work_left` (tasks could not start or
         /// land), `interrupted`, `max_cost`, `max_runtime`.
-        #[serde(default)]
-        reason: String,
+        #[serde(default = "unknown_reason")]
+        reason: EndReason,
         /// Tasks landed in this run.
         #[serde(default)]
         landed: u64,
@@ -322,6 +335,13 @@ pub enum ParallelEventKind {
     },
 }
 
+impl ParallelEvent {
+    /// `kind`, in parallel run `run_id`, at `ts`.
+    pub fn new(ts: SystemTime, run_id: String, kind: ParallelEventKind) -> Self {
+        Self { ts, run_id, kind }
+    }
+}
+
 impl Serialize for ParallelEventKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -345,7 +365,7 @@ impl<'de> Deserialize<'de> for ParallelEventKind {
         };
         let line = serde_json::Value::Object(fields);
         match ParallelEventKind::deserialize(&line) {
-            Ok(kind) => Ok(kind),
+            Ok(kind) => Ok(kind.with_exit_code_read()),
             // A type this version does not write: the derived code names it as the variant it
             // did not know.
             Err(err)
@@ -365,7 +385,28 @@ impl<'de> Deserialize<'de> for ParallelEventKind {
     }
 }
 
+/// The reason of an ending whose line has none (written by no version; read leniently).
+fn unknown_reason() -> EndReason {
+    EndReason::read(String::new())
+}
+
 impl ParallelEventKind {
+    /// A `PARALLEL_ENDED` read back: an ending named only by its words gets the event's exit
+    /// code, as the engine's `RUN_ENDED` does.
+    fn with_exit_code_read(mut self) -> Self {
+        if let ParallelEventKind::ParallelEnded {
+            reason: EndReason::Other {
+                exit_code: code, ..
+            },
+            exit_code,
+            ..
+        } = &mut self
+        {
+            *code = *exit_code;
+        }
+        self
+    }
+
     /// The task (lane) the event is about; `None` for the run's own events.
     pub fn task_id(&self) -> Option<&str> {
         match self {
@@ -447,7 +488,7 @@ pub struct ParallelRecord {
     pub tasks: Vec<String>,
     /// How its last stretch ended (`reason`, exit code); `None` while it runs, or when it was
     /// killed (a `PARALLEL_STARTED` after its last `PARALLEL_ENDED`).
-    pub ended: Option<(String, i32)>,
+    pub ended: Option<(EndReason, i32)>,
     /// Tasks landed, over every stretch (a resume's too).
     pub landed: u64,
     /// Tasks blocked, over every stretch.
@@ -532,8 +573,9 @@ impl ParallelRecord {
 
 /// A check that failed on a merged result.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-// Open to build: the coordinator, in another crate, makes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A later version may say more of a check (its output, a timeout): built with `new`.
+#[non_exhaustive]
 pub struct FailedCheck {
     /// The command.
     #[serde(default)]
@@ -541,6 +583,13 @@ pub struct FailedCheck {
     /// Its exit code; `None` when it was killed or did not start.
     #[serde(default)]
     pub exit_code: Option<i32>,
+}
+
+impl FailedCheck {
+    /// `command`, which exited with `exit_code` (`None`: killed, or did not start).
+    pub fn new(command: String, exit_code: Option<i32>) -> Self {
+        Self { command, exit_code }
+    }
 }
 
 #[cfg(test)]
@@ -596,6 +645,47 @@ mod tests {
                 .all(|e| !matches!(e.kind, ParallelEventKind::Unknown { .. }))
         );
         assert_eq!(events[3].kind.task_id(), Some("US-001"));
+    }
+
+    /// Endings read back typed: the engine's own by name, a task list's by its words with
+    /// `PARALLEL_ENDED`'s exit code; a later version's still reads.
+    #[test]
+    fn endings_read_back_as_typed_reasons_and_an_unknown_one_still_reads() {
+        let ended = |reason: &str, code: i32| {
+            let line = format!(
+                r#"{{"ts":"2026-01-01T00:00:00.000Z","run_id":"p","type":"PARALLEL_ENDED","reason":"{reason}","landed":1,"blocked":0,"remaining":0,"cost_usd":0.0,"exit_code":{code}}}"#
+            );
+            let event: ParallelEvent = serde_json::from_str(&line).unwrap();
+            let ParallelEventKind::ParallelEnded { reason, .. } = event.kind else {
+                panic!("{event:?}");
+            };
+            assert_eq!(serde_json::to_value(&reason).unwrap(), *reason.as_str());
+            reason
+        };
+        assert_eq!(ended("interrupted", 130), EndReason::Interrupted);
+        assert_eq!(ended("max_cost", 1), EndReason::MaxCost);
+        let done = ended("stories_done", 0);
+        assert_eq!(
+            crate::story::StoryEnd::of(&done),
+            Some(crate::story::StoryEnd::StoriesDone)
+        );
+        assert_eq!(
+            ended("lanes_paused", 4),
+            EndReason::Other {
+                reason: "lanes_paused".to_owned(),
+                exit_code: 4
+            }
+        );
+
+        let lane = r#"{"ts":"2026-01-01T00:00:00.000Z","run_id":"p","type":"LANE_ENDED","task_id":"US-1","reason":"stories_blocked"}"#;
+        let event: ParallelEvent = serde_json::from_str(lane).unwrap();
+        let ParallelEventKind::LaneEnded { reason, .. } = &event.kind else {
+            panic!("{event:?}");
+        };
+        assert_eq!(
+            crate::story::StoryEnd::of(reason),
+            Some(crate::story::StoryEnd::StoriesBlocked)
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use serde::Deserialize;
 
+use crate::end::EndReason;
 use crate::event::{Event, EventKind, WaitReason};
 use crate::process::Termination;
 use crate::task_event::TaskEvent;
@@ -394,8 +395,8 @@ pub struct TaskEventRecord {
 pub enum RunStatus {
     /// `RUN_ENDED` was written.
     Ended {
-        /// Its reason.
-        reason: String,
+        /// Its reason, as read back (a task source's or a state's as [`EndReason::Other`]).
+        reason: EndReason,
         /// ralph's exit code.
         exit_code: Option<i64>,
     },
@@ -641,7 +642,7 @@ impl RunRecord {
                     ended = true;
                     ended_cost = *cost_usd;
                     run.status = RunStatus::Ended {
-                        reason: reason.to_string(),
+                        reason: reason.clone(),
                         exit_code: Some(i64::from(*exit_code)),
                     };
                     run.task_summary = task.clone();
@@ -830,9 +831,13 @@ mod tests {
         let lines = events(&again);
         assert_eq!(ends_run(&lines), Some(true));
         let run = RunRecord::from_events("r", &lines, None);
-        assert!(
-            matches!(run.status, RunStatus::Ended { ref reason, .. } if reason == "max_iterations")
-        );
+        assert!(matches!(
+            run.status,
+            RunStatus::Ended {
+                reason: EndReason::MaxIterations,
+                ..
+            }
+        ));
         assert_eq!(ends_run(&lines[..1]), None);
     }
 

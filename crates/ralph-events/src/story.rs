@@ -225,12 +225,16 @@ impl StoryEnd {
         }
     }
 
-    /// Which of these ended a run, if one did.
+    /// Which of these ended a run, if one did: as the task source ended it
+    /// ([`EndReason::Task`]), or as read back from its events ([`EndReason::Other`], an
+    /// ending named only by its words).
     pub fn of(reason: &EndReason) -> Option<Self> {
-        let EndReason::Task { reason, .. } = reason else {
-            return None;
-        };
-        Self::from_reason(reason)
+        match reason {
+            EndReason::Task { reason, .. } | EndReason::Other { reason, .. } => {
+                Self::from_reason(reason)
+            }
+            _ => None,
+        }
     }
 
     /// The ending whose `RUN_ENDED` reason is `reason` (as a run folder's record has it).

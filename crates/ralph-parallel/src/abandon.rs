@@ -49,7 +49,7 @@ pub fn abandon(folder: &Path) -> Result<Abandoned, ParallelError> {
     if !path.exists() {
         return Err(ParallelError::NothingToAbandon(top));
     }
-    let session = Session::load(&path)?;
+    let session = Session::read(&path)?;
     if session.ended {
         return Err(ParallelError::NothingToAbandon(top));
     }

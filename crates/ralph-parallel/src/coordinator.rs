@@ -21,8 +21,9 @@ use ralph_engine::interrupts::{Interrupts, Phase, Response};
 use ralph_engine::{EndReason, InterruptSignal};
 use ralph_escalation::StoryEnd;
 
+use crate::LaneState;
 use crate::events::ParallelEventKind;
-use crate::session::{LaneRecord, LaneState, PendingAsk, PendingBlock, Session};
+use crate::session::{LaneRecord, PendingAsk, PendingBlock, Session};
 use crate::tasks::{Task, TaskState, startable};
 
 mod messages;
@@ -171,7 +172,7 @@ impl Coordinator {
                 record.question = Some(question.clone());
                 record.answer_at = None;
                 self.session.asks.retain(|a| a.task_id != task_id);
-                self.session.asks.push(PendingAsk { task_id, question });
+                self.session.asks.push(PendingAsk::new(task_id, question));
                 vec![Effect::Save]
             }
             Input::LaneEnded { task_id, end } => self.lane_ended(task_id, end),
@@ -250,17 +251,7 @@ impl Coordinator {
         self.session
             .lanes
             .entry(id.to_owned())
-            .or_insert(LaneRecord {
-                state: LaneState::Running,
-                returns: 0,
-                conflict: None,
-                run_id: None,
-                untold: None,
-                refused: None,
-                held: Vec::new(),
-                question: None,
-                answer_at: None,
-            })
+            .or_insert_with(|| LaneRecord::new(LaneState::Running))
     }
 
     fn busy(&self, id: &str) -> bool {
@@ -452,7 +443,7 @@ impl Coordinator {
                 if !self.session.asks.iter().any(|a| a.task_id == task_id) {
                     self.session
                         .asks
-                        .insert(0, PendingAsk { task_id, question });
+                        .insert(0, PendingAsk::new(task_id, question));
                 }
             }
             UnfinishedStep::Block { reason } => {
@@ -460,7 +451,7 @@ impl Coordinator {
                 if !self.session.blocks.iter().any(|b| b.task_id == task_id) {
                     self.session
                         .blocks
-                        .insert(0, PendingBlock { task_id, reason });
+                        .insert(0, PendingBlock::new(task_id, reason));
                 }
             }
         }
@@ -523,10 +514,7 @@ impl Coordinator {
             task.state = TaskState::Blocked;
         }
         if !self.session.blocks.iter().any(|b| b.task_id == id) {
-            self.session.blocks.push(PendingBlock {
-                task_id: id.to_owned(),
-                reason,
-            });
+            (self.session.blocks).push(PendingBlock::new(id.to_owned(), reason));
         }
         vec![
             Effect::Save,

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use ralph_engine::JsonLinesWriter;
 pub use ralph_events::parallel::*;
 
 /// A running lane as the terminal shows it.
@@ -55,16 +56,64 @@ pub trait ParallelSink: Send {
 
     /// A second went by: the board, for a live view's clocks.
     fn tick(&mut self, _board: &Board) {}
+
+    /// A failure this sink cannot report to itself (its file could not be written, say), in
+    /// words that name the sink; taken once. The run asks after every event and tells the
+    /// other sinks as a `WARNING`, as the engine does. `None`, the default: nothing failed.
+    fn take_failure(&mut self) -> Option<String> {
+        None
+    }
 }
 
-/// Writes each event as one JSON line, flushed.
-pub struct JsonLinesSink<W: Write + Send>(pub W);
+/// Writes each event as one JSON line, flushed, through the engine's [`JsonLinesWriter`]: a
+/// failed write stops the writing and reaches the other sinks as a `WARNING`.
+pub struct JsonLinesSink<W: Write + Send>(JsonLinesWriter<W>);
+
+impl<W: Write + Send> JsonLinesSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> Self {
+        Self(JsonLinesWriter::new(out))
+    }
+
+    /// Names what `out` is (a path, `stdout`) for the warning if writing to it fails.
+    pub fn named(self, name: impl Into<String>) -> Self {
+        Self(self.0.named(name))
+    }
+}
 
 impl<W: Write + Send> ParallelSink for JsonLinesSink<W> {
     fn event(&mut self, event: &ParallelEvent, _board: &Board) {
-        if let Ok(line) = serde_json::to_string(event) {
-            // A sink that cannot write must not end the run: the lanes' own files still are.
-            let _ = writeln!(self.0, "{line}").and_then(|()| self.0.flush());
+        // A sink that cannot write must not end the run: the lanes' own files still are.
+        self.0.write(event);
+    }
+
+    fn take_failure(&mut self) -> Option<String> {
+        self.0.take_failure()
+    }
+}
+
+/// Sends `event` to every sink; a sink that failed is told of to the others as a `WARNING`,
+/// once. One pass, so a sink that fails on the warning itself is told of at the next event.
+pub(crate) fn send(sinks: &mut [Box<dyn ParallelSink>], event: &ParallelEvent, board: &Board) {
+    for sink in sinks.iter_mut() {
+        sink.event(event, board);
+    }
+    for failed in 0..sinks.len() {
+        let Some(message) = sinks[failed].take_failure() else {
+            continue;
+        };
+        let warning = ParallelEvent::new(
+            std::time::SystemTime::now(),
+            event.run_id.clone(),
+            ParallelEventKind::Warning {
+                message,
+                task_id: None,
+            },
+        );
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if i != failed {
+                sink.event(&warning, board);
+            }
         }
     }
 }
@@ -72,13 +121,14 @@ impl<W: Write + Send> ParallelSink for JsonLinesSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ralph_events::EndReason;
 
     fn event(kind: ParallelEventKind) -> ParallelEvent {
-        ParallelEvent {
-            ts: humantime::parse_rfc3339("2026-01-01T00:00:01.250Z").unwrap(),
-            run_id: "20260101-000000-ab12".to_owned(),
+        ParallelEvent::new(
+            humantime::parse_rfc3339("2026-01-01T00:00:01.250Z").unwrap(),
+            "20260101-000000-ab12".to_owned(),
             kind,
-        }
+        )
     }
 
     /// The lines are what the coordinator writes: each reads back as the value it came from.
@@ -122,7 +172,7 @@ mod tests {
             },
             ParallelEventKind::LaneEnded {
                 task_id: task_id(),
-                reason: "stories_done".into(),
+                reason: EndReason::MaxCost,
                 iterations: 3,
                 cost_usd: 0.75,
             },
@@ -142,10 +192,7 @@ mod tests {
             },
             ParallelEventKind::MergeCheckFailed {
                 task_id: task_id(),
-                checks: vec![FailedCheck {
-                    command: "cargo test".into(),
-                    exit_code: None,
-                }],
+                checks: vec![FailedCheck::new("cargo test".into(), None)],
                 saved_ref: "refs/ralph/attempts/US-001/2".into(),
             },
             ParallelEventKind::MergeHeld {
@@ -178,7 +225,7 @@ mod tests {
                 task_id: Some(task_id()),
             },
             ParallelEventKind::ParallelEnded {
-                reason: "stories_done".into(),
+                reason: EndReason::Interrupted,
                 landed: 1,
                 blocked: 0,
                 remaining: 0,
@@ -188,10 +235,62 @@ mod tests {
         ];
         let mut file = Vec::new();
         for kind in &kinds {
-            JsonLinesSink(&mut file).event(&event(kind.clone()), &Board::default());
+            JsonLinesSink::new(&mut file).event(&event(kind.clone()), &Board::default());
         }
         let read = parse_events(&file);
         let written: Vec<ParallelEvent> = kinds.into_iter().map(event).collect();
         assert_eq!(read, written);
+    }
+
+    /// A disk that is full.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("no space left on device"))
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What a sink was sent, shared with the test.
+    #[derive(Clone, Default)]
+    struct Seen(std::sync::Arc<std::sync::Mutex<Vec<ParallelEventKind>>>);
+
+    impl ParallelSink for Seen {
+        fn event(&mut self, event: &ParallelEvent, _board: &Board) {
+            self.0.lock().unwrap().push(event.kind.clone());
+        }
+    }
+
+    /// An events file that cannot be written is a `WARNING` the other sinks see once, naming
+    /// the file, and the run goes on without writing there.
+    #[test]
+    fn a_failed_write_to_the_events_file_is_a_warning_to_the_other_sinks_once() {
+        let seen = Seen::default();
+        let mut sinks: Vec<Box<dyn ParallelSink>> = vec![
+            Box::new(JsonLinesSink::new(Full).named(".ralph/parallel/events.jsonl")),
+            Box::new(seen.clone()),
+        ];
+        let landed = || ParallelEventKind::TaskLanded {
+            task_id: "US-001".into(),
+            commit: "c".into(),
+        };
+        send(&mut sinks, &event(landed()), &Board::default());
+        send(&mut sinks, &event(landed()), &Board::default());
+        let seen = seen.0.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        let ParallelEventKind::Warning { message, task_id } = &seen[1] else {
+            panic!("{seen:?}");
+        };
+        assert_eq!(
+            message,
+            "cannot write events to .ralph/parallel/events.jsonl: no space left on device; \
+             no more are written there"
+        );
+        assert_eq!(*task_id, None);
+        assert_eq!(seen[2], landed());
     }
 }

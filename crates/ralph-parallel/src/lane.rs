@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ralph_engine::{
-    Engine, EngineOptions, Event, EventKind, FolderClaim, InterruptSignal, RunOutcome, new_run_id,
+    EndReason, Engine, EngineOptions, Event, EventKind, FolderClaim, InterruptSignal, RunOutcome,
+    new_run_id,
 };
 use ralph_escalation::{Escalation, StoryEnd};
 use ralph_tasks::ListedTask;
@@ -607,16 +608,20 @@ impl Parallel {
     ) -> Result<(), ParallelError> {
         let lane = self.lanes.remove(id);
         let (reason, iterations) = match &outcome {
-            Ok(outcome) => (outcome.reason.as_str().to_owned(), outcome.iterations),
+            Ok(outcome) => (outcome.reason.clone(), outcome.iterations),
+            // No `RUN_ENDED`: the loop could not run; said in the reason, a failure.
             Err(err) => (
-                format!("error: {err}"),
+                EndReason::Other {
+                    reason: format!("error: {err}"),
+                    exit_code: ralph_events::exit::FAILURE,
+                },
                 lane.as_ref().map_or(0, |l| l.view.iteration),
             ),
         };
         self.refresh_board();
         self.emit(ParallelEventKind::LaneEnded {
             task_id: id.to_owned(),
-            reason: reason.clone(),
+            reason,
             iterations,
             cost_usd: self.coordinator.cost_of(id),
         });

@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_engine::{EngineOptions, InterruptSignal, new_run_id};
+use ralph_engine::{EndReason, EngineOptions, InterruptSignal, new_run_id};
 use ralph_escalation::EscalationError;
 use ralph_tasks::{ListedTask, Mark, TaskList};
 use tokio::sync::mpsc;
@@ -56,7 +56,7 @@ pub use tasks::{Task, TaskState, startable, tasks_from_list};
 use coordinator::{Coordinator, Effect, Ending, Input, Limits};
 use lane::{Lane, LaneMessage};
 use queue::Repo;
-pub use session::LaneState;
+pub use ralph_events::parallel::{LaneState, LaneStatus, ParallelStatus};
 use session::Session;
 use steps::{CheckStop, QueueStep};
 
@@ -239,8 +239,10 @@ impl ParallelOptions {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ParallelOutcome {
-    /// `PARALLEL_ENDED`'s reason.
-    pub reason: String,
+    /// `PARALLEL_ENDED`'s reason: `stories_done`, `stories_blocked` and `work_left`
+    /// ([`StoryEnd`](ralph_escalation::StoryEnd)`::reason`), or the engine's `interrupted`,
+    /// `max_cost`, `max_runtime`.
+    pub reason: EndReason,
     /// The exit code a CLI should use.
     pub exit_code: i32,
     /// Whether `--resume` can go on with it.
@@ -284,47 +286,6 @@ enum Flow {
     Finish(Ending),
 }
 
-/// A parallel run as its session tells it: what `ralph status` shows.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ParallelStatus {
-    /// The run's id.
-    pub run_id: String,
-    /// The base branch.
-    pub base: String,
-    /// Lanes at once.
-    pub parallel: usize,
-    /// Whether it ended by itself (otherwise it runs, or `--resume` goes on with it).
-    pub ended: bool,
-    /// Every lane that started, by task id.
-    pub lanes: Vec<LaneStatus>,
-    /// The merge queue, next first.
-    pub queue: Vec<String>,
-}
-
-/// One lane of a [`ParallelStatus`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct LaneStatus {
-    /// The task.
-    pub task_id: String,
-    /// Where it stands.
-    pub state: LaneState,
-    /// Times it came back from the queue.
-    pub returns: u64,
-    /// Its latest loop's run id.
-    pub run_id: Option<String>,
-    /// Why the base refused its landing, which `--resume` tries again.
-    pub refused: Option<String>,
-    /// The paths at which a person's uncommitted change in the main worktree holds its
-    /// landing (empty: none).
-    pub held: Vec<String>,
-    /// The agent's question its loop waits on a person's answer to.
-    pub question: Option<String>,
-    /// Where a person answers it, once the run put it there.
-    pub answer_at: Option<String>,
-}
-
 /// The file a repository's parallel runs append their events to
 /// (`<top level>/.ralph/parallel/events.jsonl`), when `folder` is in a git repository.
 pub fn events_file(folder: &Path) -> Option<PathBuf> {
@@ -332,37 +293,13 @@ pub fn events_file(folder: &Path) -> Option<PathBuf> {
     Some(Path::new(&top).join(".ralph/parallel/events.jsonl"))
 }
 
-/// The parallel run of the repository `folder` is in, if one ever ran there.
+/// The parallel run of the repository `folder` is in, if one ever ran there: its session
+/// file found through git, read by [`ParallelStatus::read`].
 pub fn read_status(folder: &Path) -> Result<Option<ParallelStatus>, ParallelError> {
     let Ok(top) = git::run(folder, &["rev-parse", "--show-toplevel"]) else {
         return Ok(None);
     };
-    let path = Session::path(Path::new(&top));
-    if !path.exists() {
-        return Ok(None);
-    }
-    let session = Session::load(&path)?;
-    Ok(Some(ParallelStatus {
-        run_id: session.run_id,
-        base: session.base,
-        parallel: session.parallel,
-        ended: session.ended,
-        lanes: session
-            .lanes
-            .into_iter()
-            .map(|(task_id, l)| LaneStatus {
-                task_id,
-                state: l.state,
-                returns: l.returns,
-                run_id: l.run_id,
-                refused: l.refused,
-                held: l.held,
-                question: l.question,
-                answer_at: l.answer_at,
-            })
-            .collect(),
-        queue: session.queue,
-    }))
+    Ok(ParallelStatus::read(&Session::path(Path::new(&top)))?)
 }
 
 /// Runs `options` in parallel to its end; events go to `sinks` and to
@@ -512,11 +449,13 @@ impl Parallel {
                 cause,
             })?;
         let mut sinks = sinks;
-        sinks.push(Box::new(JsonLinesSink(events_file)));
+        sinks.push(Box::new(
+            JsonLinesSink::new(events_file).named(events_path.display().to_string()),
+        ));
         let session_path = Session::path(&top);
         let session = if options.resume {
             let session = match session_path.exists() {
-                true => Session::load(&session_path)?,
+                true => Session::read(&session_path)?,
                 false => return Err(ParallelError::NothingToResume(top)),
             };
             if session.ended {
@@ -525,7 +464,7 @@ impl Parallel {
             options.run_id = session.run_id.clone();
             session
         } else {
-            if let Ok(stopped) = Session::load(&session_path) {
+            if let Ok(stopped) = Session::read(&session_path) {
                 if !stopped.ended {
                     return Err(ParallelError::StoppedRun {
                         dir: top,
@@ -614,7 +553,7 @@ impl Parallel {
     }
 
     fn save(&self) -> Result<(), ParallelError> {
-        (self.coordinator.session).save(&Session::path(&self.repo.top))
+        session::save(&self.coordinator.session, &Session::path(&self.repo.top))
     }
 
     fn emit(&mut self, kind: ParallelEventKind) {
@@ -622,14 +561,8 @@ impl Parallel {
         self.board.pending = self.coordinator.pending();
         self.board.landed = self.coordinator.landed();
         self.board.blocked = self.coordinator.blocked();
-        let event = ParallelEvent {
-            ts: SystemTime::now(),
-            run_id: self.options.run_id.clone(),
-            kind,
-        };
-        for sink in &mut self.sinks {
-            sink.event(&event, &self.board);
-        }
+        let event = ParallelEvent::new(SystemTime::now(), self.options.run_id.clone(), kind);
+        events::send(&mut self.sinks, &event, &self.board);
     }
 
     /// `text` with this machine's paths made the repository's: the reason a task list is told
@@ -793,9 +726,8 @@ impl Parallel {
             git::run(&self.repo.top, &["worktree", "prune"])?;
         }
         self.save()?;
-        let reason = ending.reason.as_str().to_owned();
         self.emit(ParallelEventKind::ParallelEnded {
-            reason: reason.clone(),
+            reason: ending.reason.clone(),
             landed: self.coordinator.landed(),
             blocked: self.coordinator.blocked(),
             remaining: ending.remaining,
@@ -803,7 +735,7 @@ impl Parallel {
             exit_code: ending.exit_code,
         });
         Ok(ParallelOutcome {
-            reason,
+            reason: ending.reason,
             exit_code: ending.exit_code,
             resumable: ending.resumable,
         })

@@ -2,169 +2,41 @@
 //! written to a temporary file and renamed, and the merge queue's step, kept in escalation's
 //! [`Journal`] (`<common git dir>/ralph-merge-journal.json`) as escalation's own steps are.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ralph_escalation::{Journal, JournalError};
+use ralph_events::parallel::ParallelSessionError;
 use serde::{Deserialize, Serialize};
 
 use crate::ParallelError;
 
-/// Where a repository's parallel session is, from its main worktree's top.
-pub(crate) const SESSION_FILE: &str = ".ralph/parallel/session.json";
+pub(crate) use ralph_events::parallel::{
+    LaneRecord, ParallelSession as Session, PendingAsk, PendingBlock, SESSION_FILE,
+};
 
-/// The session file's version.
-const VERSION: u32 = 1;
-
-/// Where a lane stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LaneState {
-    /// Its loop runs (or ran when ralph was killed).
-    Running,
-    /// Its loop stopped before its task passed (a Ctrl+C, a budget, a second Ctrl+C before its
-    /// landing): `--resume` starts it again, its work kept.
-    Stopped,
-    /// Its story passed; it waits in the merge queue.
-    Queued,
-    /// On the base.
-    Landed,
-    /// Given up.
-    Blocked,
-    /// Its task left the task list while it ran (a person removed it, closed its issue): its
-    /// work saved under `refs/ralph/attempts/<id>/<n>`, not landed.
-    Dropped,
+/// Writes `session` to `path` (its repository's [`SESSION_FILE`]), whole or not at all.
+pub(crate) fn save(session: &Session, path: &Path) -> Result<(), ParallelError> {
+    write_json(path, session)
 }
 
-impl LaneState {
-    /// Its name in the session file and `ralph status`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LaneState::Running => "running",
-            LaneState::Stopped => "stopped",
-            LaneState::Queued => "queued",
-            LaneState::Landed => "landed",
-            LaneState::Blocked => "blocked",
-            LaneState::Dropped => "dropped",
+impl From<ParallelSessionError> for ParallelError {
+    /// The session file's errors, said as the merge journal's are.
+    fn from(err: ParallelSessionError) -> Self {
+        match err {
+            ParallelSessionError::Io { path, cause } => ParallelError::Io { path, cause },
+            other => ParallelError::Session {
+                path: other.path().to_path_buf(),
+                what: match other {
+                    ParallelSessionError::Malformed { cause, .. } => cause.to_string(),
+                    ParallelSessionError::Version { found, .. } => format!(
+                        "version {found} (this ralph reads {})",
+                        ralph_events::parallel::SESSION_VERSION
+                    ),
+                    other => other.to_string(),
+                },
+            },
         }
     }
-}
-
-/// One lane's record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct LaneRecord {
-    pub(crate) state: LaneState,
-    /// Times it came back from the queue.
-    pub(crate) returns: u64,
-    /// `{{ story.conflict }}` for its next start.
-    pub(crate) conflict: Option<String>,
-    /// Its latest loop's run id (its run folder's name).
-    #[serde(default)]
-    pub(crate) run_id: Option<String>,
-    /// Its landing commit while the task list is yet to be told of it: recorded before the
-    /// merge journal goes, so a `--resume` after a kill tells the list instead of landing again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) untold: Option<String>,
-    /// Why the base refused its landing (the main worktree holding a change the fast-forward
-    /// would overwrite, say): it stays queued off the queue, its work on its branch, until
-    /// `--resume` queues it again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) refused: Option<String>,
-    /// The paths at which a person's uncommitted change in the main worktree holds its
-    /// landing: it stays in the queue, tried again as the queue moves and every second, and
-    /// the run's end leaves it to `--resume`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) held: Vec<String>,
-    /// The agent's question its loop waits on a person's answer to, from when it asked until
-    /// its next iteration starts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) question: Option<String>,
-    /// Where a person answers it (`TODO.md:3`, an issue's address), once it is put there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) answer_at: Option<String>,
-}
-
-/// A parallel run's session.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Session {
-    pub(crate) version: u32,
-    pub(crate) run_id: String,
-    /// The base branch's name.
-    pub(crate) base: String,
-    pub(crate) parallel: usize,
-    /// Lanes by task id; a task without one has not started.
-    pub(crate) lanes: BTreeMap<String, LaneRecord>,
-    /// Queued task ids in queue order.
-    pub(crate) queue: Vec<String>,
-    /// Blocks decided and not yet marked in the task list, in order: the merge queue marks
-    /// each in its turn, before the next landing.
-    #[serde(default)]
-    pub(crate) blocks: Vec<PendingBlock>,
-    /// Lanes' questions not yet put where their tasks live, in order: the merge queue puts
-    /// each in its turn (a file list's in a commit on the base), as it marks a block.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) asks: Vec<PendingAsk>,
-    /// Whether the run ended by itself (nothing to resume).
-    pub(crate) ended: bool,
-}
-
-impl Session {
-    pub(crate) fn new(run_id: String, base: String, parallel: usize) -> Self {
-        Self {
-            version: VERSION,
-            run_id,
-            base,
-            parallel,
-            lanes: BTreeMap::new(),
-            queue: Vec::new(),
-            blocks: Vec::new(),
-            asks: Vec::new(),
-            ended: false,
-        }
-    }
-
-    /// Where the repository whose main worktree is `top` keeps its parallel run's session.
-    pub(crate) fn path(top: &Path) -> PathBuf {
-        top.join(SESSION_FILE)
-    }
-
-    pub(crate) fn load(path: &Path) -> Result<Self, ParallelError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ParallelError::Io {
-            path: path.to_path_buf(),
-            cause,
-        })?;
-        let session: Self = serde_json::from_str(&text).map_err(|err| ParallelError::Session {
-            path: path.to_path_buf(),
-            what: err.to_string(),
-        })?;
-        if session.version != VERSION {
-            return Err(ParallelError::Session {
-                path: path.to_path_buf(),
-                what: format!("version {} (this ralph reads {VERSION})", session.version),
-            });
-        }
-        Ok(session)
-    }
-
-    pub(crate) fn save(&self, path: &Path) -> Result<(), ParallelError> {
-        write_json(path, self)
-    }
-}
-
-/// A task the run blocked whose mark waits for its turn in the merge queue.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct PendingBlock {
-    pub(crate) task_id: String,
-    /// Why, as the task list will say it.
-    pub(crate) reason: String,
-}
-
-/// A lane's question waiting for its turn in the merge queue to be put where its task lives.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct PendingAsk {
-    pub(crate) task_id: String,
-    /// The agent's question.
-    pub(crate) question: String,
 }
 
 /// The merge queue's step under way: a landing, written before the task's branch is touched,
@@ -339,12 +211,5 @@ mod tests {
             matches!(&err, ParallelError::Session { path, .. } if path == journal.path()),
             "{err}"
         );
-    }
-
-    #[test]
-    fn a_session_written_before_blocks_reads_as_none_waiting() {
-        let text = r#"{"version":1,"run_id":"r","base":"main","parallel":2,"lanes":{},"queue":[],"ended":false}"#;
-        let session: Session = serde_json::from_str(text).unwrap();
-        assert!(session.blocks.is_empty());
     }
 }

@@ -454,10 +454,7 @@ impl Parallel {
                     task_id: id.to_owned(),
                     checks: failed
                         .iter()
-                        .map(|c| FailedCheck {
-                            command: c.command.clone(),
-                            exit_code: c.exit_code,
-                        })
+                        .map(|c| FailedCheck::new(c.command.clone(), c.exit_code))
                         .collect(),
                     saved_ref: saved,
                 });

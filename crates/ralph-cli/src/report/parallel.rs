@@ -219,7 +219,7 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 lanes[i].iterations += iterations;
                 // The task's cost so far, over all its loops.
                 lanes[i].cost = *cost_usd;
-                lanes[i].outcome = format!("loop ended: {}", escape(reason));
+                lanes[i].outcome = format!("loop ended: {}", escape(reason.as_str()));
                 close(&mut lanes[i], t, "interrupted");
             }
             ParallelEventKind::MergeQueued { position, .. } => {
@@ -331,7 +331,7 @@ pub(crate) fn render(run: &ParallelRun) -> String {
                 ended = Some(format!(
                     "ended: <b>{}</b> (exit {exit_code}) · <b>{landed}</b> landed, {blocked} \
                      blocked, {remaining} left · {}",
-                    escape(reason),
+                    escape(reason.as_str()),
                     spent(*cost_usd, all_tokens),
                 ));
             }

@@ -290,7 +290,12 @@ impl WatchModel {
                 cost_usd,
                 ..
             } => {
-                self.ended(reason, i64::from(*exit_code), Some(*cost_usd), event.ts);
+                self.ended(
+                    reason.as_str(),
+                    i64::from(*exit_code),
+                    Some(*cost_usd),
+                    event.ts,
+                );
                 return;
             }
             _ => {}
@@ -332,9 +337,9 @@ impl WatchModel {
             }
             // Any end but `stories_done`, with which it passed and joins the queue.
             ParallelEventKind::LaneEnded { reason, .. }
-                if StoryEnd::from_reason(reason) != Some(StoryEnd::StoriesDone) =>
+                if StoryEnd::of(reason) != Some(StoryEnd::StoriesDone) =>
             {
-                lane.state = LaneState::Ended(reason.clone());
+                lane.state = LaneState::Ended(reason.to_string());
                 lane.ended = at;
             }
             ParallelEventKind::MergeQueued { .. } | ParallelEventKind::MergeStarted { .. } => {

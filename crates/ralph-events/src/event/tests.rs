@@ -403,7 +403,10 @@ fn a_version_1_file_reads() {
     assert_eq!(run.cost_usd, Some(0.9137418));
     assert!(matches!(
         run.status,
-        crate::run_folder::RunStatus::Ended { ref reason, exit_code: Some(0) } if reason == "idle_limit"
+        crate::run_folder::RunStatus::Ended {
+            reason: EndReason::IdleLimit,
+            exit_code: Some(0)
+        }
     ));
 }
 
