@@ -161,7 +161,7 @@ fn an_unreadable_escalation_state_in_the_session_is_a_warning_event() {
     assert!(
         messages
             .iter()
-            .any(|m| m.starts_with("the session's escalation state is unreadable")),
+            .any(|m| m.starts_with("the session's task source state is unreadable")),
         "{messages:?}"
     );
 }

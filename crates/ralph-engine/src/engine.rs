@@ -18,7 +18,7 @@ use crate::session::Tally;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
-use crate::task::{NotYet, TaskSource, Tasks};
+use crate::task::{ErasedTaskSource, NotYet, TaskSource, Tasks};
 use ralph_agents::{OutputAdapter, RunCost};
 use ralph_process::Containment;
 use ralph_process::pty::PtyTerminal;
@@ -128,7 +128,7 @@ pub struct Engine {
     /// The embedder's failure backoff; `None`: the file's `failure` policy.
     failure_backoff: Option<Box<dyn ralph_backoff::FailureBackoff>>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
-    tasks: Option<Box<dyn TaskSource>>,
+    tasks: Option<Box<dyn ErasedTaskSource>>,
     /// The loop's folder, held for the run ([`Engine::claim_folder`]).
     claim: Option<FolderClaim>,
 }

@@ -36,6 +36,8 @@
 //! struct WaitingForReview;
 //!
 //! impl StateHandler for WaitingForReview {
+//!     type State = ();
+//!
 //!     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
 //!         assert_eq!(cx.marker.attr("pr"), Some("42"));
 //!         StateDecision::wait(Duration::from_millis(10))
@@ -103,8 +105,8 @@ pub use ralph_backoff::{FailureBackoff, FailureDecision};
 pub use ralph_events::{TaskEvent, TaskEventError};
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
-    DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers, StateOutbox, StateWait,
+    DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, IdleState, StateContext,
+    StateDecision, StateHandler, StateHandlers, StateOutbox, StateWait,
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource, TaskWait,
