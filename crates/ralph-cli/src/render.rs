@@ -235,7 +235,7 @@ fn kept_when_quiet(kind: &EventKind) -> bool {
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     fn event(&mut self, event: &Event) {
-        if let EventKind::Warning { message } = &event.kind {
+        if let EventKind::Warning { message, .. } = &event.kind {
             // As the libraries' `tracing` warnings are printed: stderr, `warning: MESSAGE`.
             self.erase_countdown();
             let _ = self.out.flush();

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
-use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
+use crate::event::{EventKind, EventSink, IdleSummary, WaitReason, WarningKind};
 use crate::hold::HoldVerdict;
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
@@ -440,8 +440,8 @@ impl Run {
     }
 
     /// A problem that does not stop the loop, for every sink to see (not only `tracing`).
-    fn warn(&mut self, message: String) {
-        self.emit(EventKind::Warning { message });
+    fn warn(&mut self, kind: WarningKind, message: String) {
+        self.emit(EventKind::Warning { kind, message });
     }
 
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
@@ -449,18 +449,27 @@ impl Run {
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
         let mut early_warnings = std::mem::take(&mut self.engine.options.warnings);
-        early_warnings.extend(self.containment.take_warning());
+        early_warnings.extend(
+            (self.containment.take_warning()).map(|warning| (WarningKind::Containment, warning)),
+        );
         if let Some(dir) = &self.engine.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
-                early_warnings.push(format!(
-                    "cannot create the log folder {}: {err}; going on without logs",
-                    dir.display()
+                early_warnings.push((
+                    WarningKind::NotWritten,
+                    format!(
+                        "cannot create the log folder {}: {err}; going on without logs",
+                        dir.display()
+                    ),
                 ));
                 self.engine.options.log_dir = None;
             }
         }
         if let (Some(claim), Some(dir)) = (&mut self.engine.claim, &self.engine.options.log_dir) {
-            early_warnings.extend(claim.record_start(&self.engine.options.cwd, dir));
+            early_warnings.extend(
+                (claim.record_start(&self.engine.options.cwd, dir))
+                    .into_iter()
+                    .map(|warning| (WarningKind::NotWritten, warning)),
+            );
         }
         if let Some(dir) = &self.engine.options.log_dir {
             let resuming = self.engine.options.resume.is_some();
@@ -468,7 +477,7 @@ impl Run {
                 Ok((copy, path)) => self.engine.sinks.push(Box::new(
                     crate::JsonLinesSink::new(copy).named(path.display().to_string()),
                 )),
-                Err(warning) => early_warnings.push(warning),
+                Err(warning) => early_warnings.push((WarningKind::NotWritten, warning)),
             }
         }
         let config = &self.engine.options.file.config;
@@ -490,8 +499,8 @@ impl Run {
         };
         let resumed = self.resume();
         self.emit(started);
-        for warning in early_warnings {
-            self.warn(warning);
+        for (kind, warning) in early_warnings {
+            self.warn(kind, warning);
         }
         if let Some(reason) = self.resumed(resumed).await {
             return Ok(self.finish(reason));
@@ -592,7 +601,7 @@ impl Run {
                 .iteration_ended(before, self.engine.options.kill_grace)
                 .await;
             for warning in warnings {
-                self.warn(warning);
+                self.warn(WarningKind::Containment, warning);
             }
             self.report_denials(iteration, None);
             let decision = match decision {

@@ -91,7 +91,7 @@ pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
 pub use ralph_events::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
-    Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
+    Outcome, Stream, SwitchReason, Termination, WaitReason, WarningKind, exit, exit_status,
 };
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {

@@ -15,7 +15,7 @@ use ralph_marker::Marker;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{EventKind, WaitReason};
+use crate::event::{EventKind, WaitReason, WarningKind};
 use crate::hold::{HoldAnswer, HoldVerdict, StateHold};
 use crate::outcome::EndReason;
 
@@ -429,6 +429,7 @@ impl StateHandlers {
             {
                 // An event, not only `tracing`, so every sink (events.jsonl too) sees it.
                 events.push(EventKind::Warning {
+                    kind: WarningKind::UnhandledState,
                     message: format!(
                         "iteration {}: the agent reported state `{name}`, which nothing handles; \
                          declare it in `states` to give it a meaning (warned once per run)",
@@ -539,6 +540,7 @@ impl StateHandlers {
             };
             if let Err(err) = handler.restore(state.clone()) {
                 events.push(EventKind::Warning {
+                    kind: WarningKind::UnreadableState,
                     message: format!(
                         "the session's state of the `{name}` state's handler is unreadable \
                          ({err}); the handler starts afresh"
@@ -818,6 +820,28 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    #[test]
+    fn a_saved_handler_state_that_does_not_read_is_a_warning_and_a_fresh_start() {
+        let policy = IdlePolicy::new(Duration::from_secs(1), 2.0, Duration::from_secs(60));
+        let mut handlers = StateHandlers::new();
+        handlers.register("idle", IdleHandler::new(policy));
+        let saved = BTreeMap::from([("idle".to_owned(), serde_json::json!({"consecutive": "3"}))]);
+        let mut events = Vec::new();
+        handlers.restore(&saved, &mut events);
+        assert!(matches!(
+            &events[..],
+            [EventKind::Warning { kind: WarningKind::UnreadableState, message }]
+                if message.starts_with("the session's state of the `idle` state's handler")
+        ));
+        let fresh = IdleState::default();
+        let mut unsaved = Vec::new();
+        assert_eq!(
+            handlers.snapshot(&mut unsaved)["idle"],
+            serde_json::to_value(fresh).unwrap()
+        );
+        assert!(unsaved.is_empty());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use ralph_events::{CheckResult, EndReason, EventKind, TaskEvent};
+use ralph_events::{CheckResult, EndReason, EventKind, TaskEvent, WarningKind};
 
 /// The piece of work the next iteration is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +219,7 @@ pub enum TaskDecision {
 /// assert_eq!(decision, TaskDecision::Continue);
 /// assert!(matches!(
 ///     &events[..],
-///     [EventKind::Warning { message }] if message == "the build still fails after iteration 3"
+///     [EventKind::Warning { message, .. }] if message == "the build still fails after iteration 3"
 /// ));
 /// ```
 pub struct TaskContext<'a> {
@@ -241,9 +241,11 @@ impl TaskContext<'_> {
             .push(EventKind::of_plug(event.into(), "the task source"));
     }
 
-    /// Emits a `WARNING` event: a problem of the source's that every sink should see.
+    /// Emits a `WARNING` event of kind `task_source`: a problem of the source's that every sink
+    /// should see.
     pub fn warn(&mut self, message: impl Into<String>) {
         self.events.push(EventKind::Warning {
+            kind: WarningKind::TaskSource,
             message: message.into(),
         });
     }
@@ -376,10 +378,13 @@ impl<T: TaskSource> ErasedTaskSource for T {
     fn restore(&mut self, state: Value, cx: &mut TaskContext<'_>) {
         match serde_json::from_value::<T::State>(state) {
             Ok(state) => TaskSource::restore(self, state, cx),
-            Err(err) => cx.warn(format!(
-                "the session's task source state is unreadable ({err}); the task source starts \
-                 afresh"
-            )),
+            Err(err) => cx.events.push(EventKind::Warning {
+                kind: WarningKind::UnreadableState,
+                message: format!(
+                    "the session's task source state is unreadable ({err}); the task source \
+                     starts afresh"
+                ),
+            }),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use ralph_engine::session::Session;
 use ralph_engine::{
     Engine, EngineOptions, Event, EventKind, EventSink, IterationReport, NextTask, Task,
-    TaskContext, TaskDecision, TaskSource,
+    TaskContext, TaskDecision, TaskSource, WarningKind,
 };
 use serde::{Deserialize, Serialize};
 
@@ -84,11 +84,11 @@ async fn run(dir: &Path, source: Counting, resume: Option<Session>) -> Vec<Event
     recorder.0.lock().unwrap().clone()
 }
 
-fn warnings(kinds: &[EventKind]) -> Vec<String> {
+fn warnings(kinds: &[EventKind]) -> Vec<(WarningKind, String)> {
     kinds
         .iter()
         .filter_map(|k| match k {
-            EventKind::Warning { message, .. } => Some(message.clone()),
+            EventKind::Warning { kind, message } => Some((*kind, message.clone())),
             _ => None,
         })
         .collect()
@@ -103,7 +103,7 @@ async fn a_resumed_source_gets_back_the_state_it_saved() {
 
     let resumed = Counting::default();
     let kinds = run(dir.path(), resumed.clone(), Some(session)).await;
-    assert_eq!(warnings(&kinds), Vec::<String>::new());
+    assert_eq!(warnings(&kinds), []);
     assert_eq!(
         *resumed.restored.lock().unwrap(),
         Some(Seen { iterations: 2 })
@@ -123,7 +123,8 @@ async fn a_saved_state_of_another_shape_is_a_warning_and_a_fresh_start() {
     let kinds = run(dir.path(), resumed.clone(), Some(session)).await;
     let warnings = warnings(&kinds);
     assert!(
-        matches!(&warnings[..], [w] if w.starts_with("the session's task source state is unreadable")),
+        matches!(&warnings[..], [(WarningKind::UnreadableState, w)]
+            if w.starts_with("the session's task source state is unreadable")),
         "{warnings:?}"
     );
     assert_eq!(*resumed.restored.lock().unwrap(), None);

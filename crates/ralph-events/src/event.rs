@@ -346,6 +346,10 @@ pub enum EventKind {
     /// start, a hook that failed, a malformed marker, a log that could not be written). A
     /// terminal shows it as `warning: MESSAGE`.
     Warning {
+        /// What went wrong, by kind: what a program branches on (the words may change).
+        /// `other` in a line written before 0.4.
+        #[serde(default)]
+        kind: WarningKind,
         /// What went wrong, in words.
         #[serde(default)]
         message: String,
@@ -462,6 +466,7 @@ impl EventKind {
     pub fn of_plug(event: TaskEvent, who: &str) -> EventKind {
         match ENGINE_EVENT_TYPES.contains(&event.type_name()) {
             true => EventKind::Warning {
+                kind: WarningKind::RefusedEvent,
                 message: format!(
                     "{who} emitted a `{}` event, which only the engine writes; it was not written",
                     event.type_name()
@@ -601,6 +606,52 @@ impl CheckResult {
             (false, code) => exit_status(code, None),
         }
     }
+}
+
+/// What a [`EventKind::Warning`] is about. Serialized in snake_case; a kind a later version
+/// writes, or none (a line written before 0.4), reads as [`Other`](Self::Other).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// RALPH.md holds a setting that works, but likely not as meant.
+    Config,
+    /// A `commands` entry could not start.
+    CommandNotStarted,
+    /// A `done_when` check could not start: it counts as failed.
+    CheckNotStarted,
+    /// A state's hook failed, timed out, could not start, or was not run.
+    HookFailed,
+    /// The agent's output holds a marker that does not parse.
+    MalformedMarker,
+    /// The agent reported the state of a marker that nothing handles.
+    UnhandledState,
+    /// The agent or its adapter said something ralph cannot use (output that does not parse,
+    /// a cost no run can have).
+    Agent,
+    /// A file of the run (a log, a copy of a prompt, the session file, the log folder or its
+    /// lock) could not be written.
+    NotWritten,
+    /// An event sink (events.jsonl, an embedder's own) failed; the other sinks hear of it.
+    SinkFailed,
+    /// A plug (task source, state handler) emitted an event type only the engine writes; it
+    /// was not written.
+    RefusedEvent,
+    /// A task source's own warning (ralph-engine's `TaskContext::warn`).
+    TaskSource,
+    /// A task source's or state handler's state in the session file did not read as its
+    /// type: it starts afresh.
+    UnreadableState,
+    /// The agent's processes or its sandbox: processes left running, connections refused.
+    Containment,
+    /// A signal (Ctrl+C, SIGTERM, SIGHUP) cannot be watched: it ends ralph as it would any
+    /// program, and the agent may be left running.
+    Signals,
+    /// Read back: a kind a later version writes, or none.
+    #[default]
+    #[serde(other)]
+    Other,
 }
 
 /// How a converging run went.

@@ -25,7 +25,7 @@ mod usage;
 pub use end::{EndReason, exit, exit_code};
 pub use event::{
     CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
-    Outcome, SwitchReason, WaitReason, exit_status,
+    Outcome, SwitchReason, WaitReason, WarningKind, exit_status,
 };
 pub use process::{InterruptSignal, Stream, Termination};
 pub use task_event::{TaskEvent, TaskEventError};

@@ -12,7 +12,7 @@ use super::failure::{AgentWords, Limits, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
-use crate::event::{EventKind, MarkerRecord, Termination};
+use crate::event::{EventKind, MarkerRecord, Termination, WarningKind};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
@@ -135,7 +135,7 @@ impl Run {
             None => IterationLog::disabled(),
         };
         if let Some(warning) = log.take_warning() {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         log
     }
@@ -162,7 +162,7 @@ impl Run {
             None => None,
         };
         if let Some(warning) = warning {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         Some(prompt)
     }
@@ -179,7 +179,7 @@ impl Run {
         let ran = self.run_agent(iteration, prompt, log).await;
         // A write failure of the commands' or the agent's output, said once.
         if let Some(warning) = log.take_warning() {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         match ran {
             Ok((exit, findings, usage, words)) => {
@@ -226,10 +226,13 @@ impl Run {
         if let Some(usage) = usage.as_mut() {
             if let Some(cost) = usage.cost_usd.filter(|c| c.is_nan() || *c < 0.0) {
                 usage.cost_usd = None;
-                self.warn(format!(
-                    "the agent reported a cost of {cost} USD, which no run can cost; it is not \
+                self.warn(
+                    WarningKind::Agent,
+                    format!(
+                        "the agent reported a cost of {cost} USD, which no run can cost; it is not \
                      counted (run cost, max_cost)"
-                ));
+                    ),
+                );
             }
         }
         if let Some(usage) = &usage {
@@ -259,10 +262,13 @@ impl Run {
             }
         }
         for d in &malformed {
-            self.warn(format!(
-                "iteration {iteration}: malformed marker at byte {}: {}",
-                d.offset, d.message
-            ));
+            self.warn(
+                WarningKind::MalformedMarker,
+                format!(
+                    "iteration {iteration}: malformed marker at byte {}: {}",
+                    d.offset, d.message
+                ),
+            );
         }
         let state_name = state.map(|m| m.name.clone());
         log.section(&format!(

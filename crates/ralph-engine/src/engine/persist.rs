@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{Next, Run};
 use crate::convergence::Attempts;
-use crate::event::{EventKind, WaitReason};
+use crate::event::{EventKind, WaitReason, WarningKind};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
@@ -328,7 +328,7 @@ impl Run {
             .map(SessionWriter::take_warnings)
             .unwrap_or_default();
         for warning in warnings {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
     }
 
@@ -353,7 +353,10 @@ impl Run {
         match self.session.as_ref()?.to_bytes() {
             Ok(bytes) => Some(bytes),
             Err(err) => {
-                self.warn(format!("cannot write the session file: {err}"));
+                self.warn(
+                    WarningKind::NotWritten,
+                    format!("cannot write the session file: {err}"),
+                );
                 None
             }
         }
@@ -367,7 +370,10 @@ impl Run {
         let task = match (!working).then(|| self.tasks.snapshot(ending)) {
             Some(Err(err)) => {
                 // The last state saved stays: a resumed run takes that up.
-                self.warn(format!("cannot save the task source's state: {err}"));
+                self.warn(
+                    WarningKind::NotWritten,
+                    format!("cannot save the task source's state: {err}"),
+                );
                 None
             }
             task => task.and_then(Result::ok),
@@ -375,7 +381,7 @@ impl Run {
         let mut unsaved = Vec::new();
         let handlers = self.engine.handlers.snapshot(&mut unsaved);
         for warning in unsaved {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         // The streak of the last idle wait asked for: the session's `consecutive_idle`.
         let consecutive_idle = (self.state_wait)

@@ -169,6 +169,7 @@ fn every_kind() -> Vec<EventKind> {
             port: 443,
         },
         EventKind::Warning {
+            kind: WarningKind::HookFailed,
             message: "m".into(),
         },
         EventKind::RunEnded {
@@ -413,4 +414,27 @@ fn exit_status_words_a_code_a_signal_or_an_unknown_kill() {
     assert_eq!(exit_status(Some(0), Some(9)), "exit 0");
     assert_eq!(exit_status(None, Some(9)), "killed by signal 9");
     assert_eq!(exit_status(None, None), "killed");
+}
+
+#[test]
+fn a_warning_reads_back_its_kind_and_an_old_or_newer_one_reads_as_other() {
+    let kind = |line: &str| match serde_json::from_str::<EventKind>(line).unwrap() {
+        EventKind::Warning { kind, message } => (kind, message),
+        other => panic!("{other:?}"),
+    };
+    let written = r#"{"type":"WARNING","kind":"malformed_marker","message":"m"}"#;
+    assert_eq!(
+        kind(written),
+        (WarningKind::MalformedMarker, "m".to_owned())
+    );
+    // Before 0.4 a warning had no kind; a later version may write one this one does not know.
+    let old = r#"{"type":"WARNING","message":"m"}"#;
+    assert_eq!(kind(old), (WarningKind::Other, "m".to_owned()));
+    let newer = r#"{"type":"WARNING","kind":"disk_on_fire","message":"m"}"#;
+    assert_eq!(kind(newer), (WarningKind::Other, "m".to_owned()));
+    let event = EventKind::Warning {
+        kind: WarningKind::NotWritten,
+        message: "m".into(),
+    };
+    assert_eq!(serde_json::to_value(&event).unwrap()["kind"], "not_written");
 }
