@@ -54,6 +54,7 @@ use supervise::emit;
 pub use dry_run::{DryRun, DryRunCommand};
 pub use load::LoadError;
 
+pub use failure::Failure;
 use options::Settings;
 pub use options::{EngineOptions, Overrides, new_run_id};
 pub use resume::ResumeError;
@@ -385,7 +386,7 @@ struct Run {
 #[derive(Debug, Default)]
 struct AgentRun {
     /// Why it failed; `None` when it did not (a rate limit with a reset time included).
-    failure: Option<String>,
+    failure: Option<Failure>,
     /// The agent is rate-limited until then.
     rate_limited_until: Option<SystemTime>,
     /// The agent's words for its rate limit (its exit and error), when it is rate-limited.
@@ -711,7 +712,8 @@ impl Run {
             self.emit(EventKind::IterationFailed {
                 iteration,
                 consecutive_failures: self.tally.consecutive_failures,
-                failure,
+                failure: failure.to_string(),
+                failure_kind: Some(failure.kind()),
                 next_delay_ms: wait,
             });
         }

@@ -80,8 +80,8 @@ mod task;
 pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
-    AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides,
-    ResumeError, new_run_id, wait_before_start,
+    AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Failure, LoadError,
+    Overrides, ResumeError, new_run_id, wait_before_start,
 };
 pub use environment::withheld_env;
 pub use event::{EventSink, JsonLinesSink, WaitProgress};
@@ -90,8 +90,9 @@ pub use event::{EventSink, JsonLinesSink, WaitProgress};
 pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
 pub use ralph_events::{
-    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
-    Outcome, Stream, SwitchReason, Termination, WaitReason, WarningKind, exit, exit_status,
+    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, FailureKind, IdleSummary,
+    MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitReason, WarningKind, exit,
+    exit_status,
 };
 /// What Ctrl+C, SIGTERM and SIGHUP mean to a loop, for a supervisor of loops to rule the same.
 pub mod interrupts {

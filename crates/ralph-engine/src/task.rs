@@ -110,8 +110,9 @@ pub struct IterationReport<'a> {
     /// timed out, went silent, or reported an error while exiting 0 (an API error, a usage
     /// limit). A source that ticks off work should not tick it off a failed run.
     pub failed: bool,
-    /// Why it failed, in the agent's words where it gave some (`ITERATION_ENDED`'s `failure`).
-    pub failure: Option<&'a str>,
+    /// Why it failed (`ITERATION_ENDED`'s `failure_kind`); its `Display` is `failure`'s words,
+    /// the agent's own where it gave some.
+    pub failure: Option<&'a crate::Failure>,
     /// How the agent run ended: by itself, or stopped by ralph (a timeout, silence, ...).
     pub termination: crate::Termination,
     /// How long the agent ran.
@@ -128,7 +129,7 @@ pub struct IterationReport<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AgentEnd<'a> {
     pub(crate) exit_code: Option<i32>,
-    pub(crate) failure: Option<&'a str>,
+    pub(crate) failure: Option<&'a crate::Failure>,
     pub(crate) termination: crate::Termination,
     pub(crate) duration: Duration,
     pub(crate) usage: Option<&'a crate::Usage>,

@@ -154,6 +154,10 @@ pub enum EventKind {
         failed: bool,
         /// Why it failed, in words; `None` when it did not.
         failure: Option<String>,
+        /// Why it failed, by kind: what a program branches on. Absent when it did not fail,
+        /// and in a line written before 0.4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_kind: Option<FailureKind>,
     },
     /// The agent run failed (after `ITERATION_ENDED`): the loop backs off, or ends at
     /// `failure.max_consecutive`.
@@ -167,6 +171,10 @@ pub enum EventKind {
         /// Why it failed, in words.
         #[serde(default)]
         failure: String,
+        /// Why it failed, by kind: what a program branches on. Absent in a line written
+        /// before 0.4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_kind: Option<FailureKind>,
         /// The wait before the next run; `None` when the loop ends.
         next_delay_ms: Option<u64>,
     },
@@ -649,6 +657,36 @@ pub enum WarningKind {
     /// program, and the agent may be left running.
     Signals,
     /// Read back: a kind a later version writes, or none.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+/// Why an agent run failed (`failure_kind` of [`EventKind::IterationEnded`] and
+/// [`EventKind::IterationFailed`]); `failure` says it in words. Serialized in snake_case; a kind
+/// a later version writes reads as [`Other`](Self::Other).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// It exited non-zero.
+    ExitStatus,
+    /// A signal ralph did not send ended it.
+    Signal,
+    /// It ran past `timeout`.
+    Timeout,
+    /// It printed nothing for `idle_timeout` (on pipes).
+    IdleTimeout,
+    /// It retried more often than `failure.max_consecutive` allows.
+    RetryLimit,
+    /// It could not be started.
+    NotStarted,
+    /// It exited 0, but its adapter reported an error.
+    ReportedError,
+    /// It is rate-limited with no reset time to wait for, or one already past.
+    RateLimited,
+    /// Read back: a kind a later version writes.
     #[default]
     #[serde(other)]
     Other,

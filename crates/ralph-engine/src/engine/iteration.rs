@@ -8,7 +8,7 @@ use ralph_frontmatter::{PtyConfig, PtyMode};
 use ralph_marker::Finding;
 use tokio::time::Instant;
 
-use super::failure::{AgentWords, Limits, failure_of};
+use super::failure::{AgentWords, Failure, Limits, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
@@ -294,7 +294,8 @@ impl Run {
             log_file: log.path().map(|p| p.display().to_string()),
             usage: usage.cloned(),
             failed: self.agent_run.failure.is_some(),
-            failure: self.agent_run.failure.clone(),
+            failure: self.agent_run.failure.as_ref().map(ToString::to_string),
+            failure_kind: self.agent_run.failure.as_ref().map(Failure::kind),
         });
     }
 
@@ -358,7 +359,7 @@ impl Run {
     ) -> Option<Next> {
         let agent = AgentEnd {
             exit_code: exit.exit_code,
-            failure: self.agent_run.failure.as_deref(),
+            failure: self.agent_run.failure.as_ref(),
             termination: exit.termination,
             duration: exit.duration,
             usage,
@@ -408,20 +409,23 @@ impl Run {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,
                     rate_limited_until: Some(until),
-                    rate_limit_words: failure,
+                    rate_limit_words: failure.to_string(),
                     fallback: None,
                 },
                 // No reset time to wait for, or one already past (the agent still refused after
                 // the reset it gave, or gave one late): back off as for a failure.
                 Some(until) => AgentRun {
-                    failure: Some(format!(
-                        "rate-limited, the reset it gave ({}) has passed ({failure})",
-                        humantime::format_rfc3339_seconds(until)
-                    )),
+                    failure: Some(Failure::RateLimited {
+                        reset: Some(until),
+                        cause: Box::new(failure),
+                    }),
                     ..AgentRun::default()
                 },
                 None => AgentRun {
-                    failure: Some(format!("rate-limited, no reset time given ({failure})")),
+                    failure: Some(Failure::RateLimited {
+                        reset: None,
+                        cause: Box::new(failure),
+                    }),
                     ..AgentRun::default()
                 },
             },

@@ -85,11 +85,13 @@ fn every_kind() -> Vec<EventKind> {
             usage: Some(usage.clone()),
             failed: true,
             failure: Some("exit 3".into()),
+            failure_kind: Some(FailureKind::ExitStatus),
         },
         EventKind::IterationFailed {
             iteration: 1,
             consecutive_failures: 2,
             failure: "exit 3".into(),
+            failure_kind: Some(FailureKind::ExitStatus),
             next_delay_ms: Some(5000),
         },
         EventKind::RateLimited {
@@ -437,4 +439,26 @@ fn a_warning_reads_back_its_kind_and_an_old_or_newer_one_reads_as_other() {
         message: "m".into(),
     };
     assert_eq!(serde_json::to_value(&event).unwrap()["kind"], "not_written");
+}
+
+#[test]
+fn a_failure_kind_reads_back_and_an_old_or_newer_one_still_reads() {
+    let failed = |line: &str| match serde_json::from_str::<EventKind>(line).unwrap() {
+        EventKind::IterationFailed {
+            failure,
+            failure_kind,
+            ..
+        } => (failure, failure_kind),
+        other => panic!("{other:?}"),
+    };
+    let written =
+        r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s","failure_kind":"timeout"}"#;
+    let words = "timed out after 1s".to_owned();
+    assert_eq!(failed(written), (words.clone(), Some(FailureKind::Timeout)));
+    // Before 0.4 only the words were written; a later version may write a kind unknown here.
+    let old = r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s"}"#;
+    assert_eq!(failed(old), (words.clone(), None));
+    let newer =
+        r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s","failure_kind":"melted"}"#;
+    assert_eq!(failed(newer), (words, Some(FailureKind::Other)));
 }
