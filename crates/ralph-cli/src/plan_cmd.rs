@@ -74,7 +74,7 @@ pub(crate) fn plan(args: &PlanArgs) -> Result<i32, CliError> {
     file.config.notify = None;
     let mut options = EngineOptions::new(shown_path, file);
     options.vocabulary = ralph_file::vocabulary();
-    options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+    options.warnings = crate::run::config_warnings(&parsed.warnings);
     let log_root = args
         .log_dir
         .clone()
@@ -96,7 +96,11 @@ pub(crate) fn plan(args: &PlanArgs) -> Result<i32, CliError> {
     let (_, interrupts, signal_warnings) = waits.into_signals();
     let (source, outcome) = PlanSource::new(request);
     let run = runtime.block_on(async move {
-        options.warnings.extend(signal_warnings);
+        options.warnings.extend(
+            signal_warnings
+                .into_iter()
+                .map(|warning| (ralph_engine::WarningKind::Signals, warning)),
+        );
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
         engine.set_folder_claim(claim);

@@ -235,7 +235,7 @@ fn kept_when_quiet(kind: &EventKind) -> bool {
 
 impl<W: Write + Send> EventSink for TerminalRenderer<W> {
     fn event(&mut self, event: &Event) {
-        if let EventKind::Warning { message } = &event.kind {
+        if let EventKind::Warning { message, .. } = &event.kind {
             // As the libraries' `tracing` warnings are printed: stderr, `warning: MESSAGE`.
             self.erase_countdown();
             let _ = self.out.flush();
@@ -378,7 +378,7 @@ fn short_commit(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_engine::{EndReason, Outcome, Termination};
+    use ralph_engine::{EndReason, FailureKind, Outcome, Termination};
     use std::time::SystemTime;
 
     #[test]
@@ -507,6 +507,7 @@ mod tests {
                     usage: None,
                     failed: false,
                     failure: None,
+                    failure_kind: None,
                 },
                 EventKind::IterationIdle {
                     iteration: 3,
@@ -536,6 +537,7 @@ mod tests {
                 usage: None,
                 failed: true,
                 failure: Some("cannot start the agent `claudx`: not found on PATH".into()),
+                failure_kind: Some(FailureKind::NotStarted),
             }],
             PLAIN,
         );
@@ -597,12 +599,14 @@ mod tests {
                     iteration: 2,
                     consecutive_failures: 3,
                     failure: "exit 1: Invalid API key · Please run /login".into(),
+                    failure_kind: Some(FailureKind::ExitStatus),
                     next_delay_ms: Some(20_000),
                 },
                 EventKind::IterationFailed {
                     iteration: 10,
                     consecutive_failures: 10,
                     failure: "killed by signal 9".into(),
+                    failure_kind: Some(FailureKind::Signal),
                     next_delay_ms: None,
                 },
                 EventKind::RateLimited {
@@ -650,6 +654,7 @@ mod tests {
             iteration: 2,
             consecutive_failures: 3,
             failure: "exit 1".into(),
+            failure_kind: Some(FailureKind::ExitStatus),
             next_delay_ms: Some(20_000),
         });
         assert_eq!(on, "  ✗ failed ×3: exit 1 · next run in 20s\n");
@@ -939,6 +944,7 @@ mod tests {
                 iteration: 1,
                 consecutive_failures: 1,
                 failure: "exit 1".into(),
+                failure_kind: Some(FailureKind::ExitStatus),
                 next_delay_ms: Some(1000),
             },
             EventKind::RateLimited {

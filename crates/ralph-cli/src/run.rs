@@ -3,7 +3,9 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use ralph_engine::{EndReason, Engine, EngineOptions, FolderClaim, InterruptSignal, JsonLinesSink};
+use ralph_engine::{
+    EndReason, Engine, EngineOptions, FolderClaim, InterruptSignal, JsonLinesSink, WarningKind,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -61,22 +63,23 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<EndReason>) -> Result<i
         None => crate::parallel::to_resume(&options.cwd, args.resume.as_deref()),
     };
     if let Some(n) = parallel {
-        options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        options.warnings = config_warnings(&parsed.warnings);
         return crate::parallel::run(options, &args, n, log_root);
     }
     let resuming = crate::resume::prepare(&mut options, &args)?;
 
     // A run says them as `WARNING` events, so its events file has them too.
-    options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+    options.warnings = config_warnings(&parsed.warnings);
     if crate::forge::settings(&options.file).is_some() && args.task.is_none() && resuming.is_none()
     {
-        options.warnings.push(
+        options.warnings.push((
+            WarningKind::Config,
             "land.pr: only `ralph run --task ID` and `ralph run --parallel N` land tasks as pull              requests; this run commits on the branch it runs on"
                 .to_owned(),
-        );
+        ));
     }
     if args.dry_run {
-        for warning in &options.warnings {
+        for (_, warning) in &options.warnings {
             tracing::warn!("{warning}");
         }
         // prd.json is read, never written, and git is not touched.
@@ -145,7 +148,11 @@ pub(crate) fn run_once(args: RunArgs, ended: &mut Option<EndReason>) -> Result<i
 
     runtime.block_on(async move {
         // Before raw mode: from then on a signal must not end ralph with its terminal raw.
-        options.warnings.extend(signal_warnings);
+        options.warnings.extend(
+            signal_warnings
+                .into_iter()
+                .map(|warning| (WarningKind::Signals, warning)),
+        );
         let log_dir = options.log_dir.clone();
         let mut engine = Engine::new(options);
         engine.set_folder_claim(claim);
@@ -292,6 +299,14 @@ pub(crate) fn wants_color(
     no_color_env: Option<std::ffi::OsString>,
 ) -> bool {
     terminal && !no_color_flag && no_color_env.is_none_or(|v| v.is_empty())
+}
+
+/// RALPH.md's warnings, as the run's `WARNING`s of kind `config`.
+pub(crate) fn config_warnings(warnings: &[impl ToString]) -> Vec<(WarningKind, String)> {
+    warnings
+        .iter()
+        .map(|warning| (WarningKind::Config, warning.to_string()))
+        .collect()
 }
 
 /// SIGINT, SIGTERM and SIGHUP, delivered to the engine instead of killing ralph: killed by a

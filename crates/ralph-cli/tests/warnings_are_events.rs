@@ -37,12 +37,24 @@ fn output_that_is_not_the_adapters_json_is_a_warning_event() {
             .any(|m| m.starts_with("iteration 1: 2 lines of the agent's output were not")),
         "{messages:?}"
     );
+    let not_json = "iteration 1: the agent printed a line that is not";
+    assert_eq!(kind_of(&p, not_json), "agent");
     // The terminal still says it on stderr, as before.
     assert!(
         common::stderr(&out).contains("warning: iteration 1: the agent printed a line that is not"),
         "{}",
         common::stderr(&out)
     );
+}
+
+/// The kind of the first warning of `p`'s run whose words start with `start`: what a program
+/// branches on.
+fn kind_of(p: &Project, start: &str) -> String {
+    let warnings = p.events_of("WARNING");
+    let warning = (warnings.iter())
+        .find(|w| w["message"].as_str().is_some_and(|m| m.starts_with(start)))
+        .unwrap_or_else(|| panic!("no warning starts with {start:?}: {warnings:?}"));
+    warning["kind"].as_str().unwrap_or_default().to_owned()
 }
 
 /// The warnings of `p`'s run, in order.
@@ -119,6 +131,7 @@ fn escalation_failing_at_the_iteration_limit_says_why_in_a_warning_event() {
         })
         .unwrap_or_else(|| panic!("{events:?}"));
     assert_eq!(events[warning + 1]["type"], "RUN_ENDED");
+    assert_eq!(events[warning]["kind"], "task_source");
 }
 
 #[test]
@@ -161,9 +174,11 @@ fn an_unreadable_escalation_state_in_the_session_is_a_warning_event() {
     assert!(
         messages
             .iter()
-            .any(|m| m.starts_with("the session's escalation state is unreadable")),
+            .any(|m| m.starts_with("the session's task source state is unreadable")),
         "{messages:?}"
     );
+    let unreadable = "the session's task source state is unreadable";
+    assert_eq!(kind_of(&p, unreadable), "unreadable_state");
 }
 
 #[test]
@@ -226,6 +241,7 @@ fn an_events_file_that_cannot_be_written_is_a_warning_event_for_the_other_sinks(
         })
         .collect();
     assert_eq!(failures.len(), 1, "{events:?}");
+    assert_eq!(failures[0]["kind"], "sink_failed");
     assert_eq!(events[0]["type"], "RUN_STARTED");
     assert_eq!(events[1]["type"], "WARNING", "{events:?}");
     // And the terminal says it.
@@ -255,6 +271,7 @@ fn the_ralph_md_warnings_are_warning_events_after_run_started() {
                     .is_some_and(|m| m.contains("RALPH.md:") && m.contains("never closed"))
         })
         .unwrap_or_else(|| panic!("no WARNING for the unclosed comment: {events:?}"));
+    assert_eq!(events[at]["kind"], "config");
     assert_eq!(events[0]["type"], "RUN_STARTED");
     assert!(
         at < events

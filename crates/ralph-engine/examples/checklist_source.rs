@@ -49,6 +49,8 @@ impl Checklist {
 }
 
 impl TaskSource for Checklist {
+    type State = ();
+
     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
         let Some(item) = self.next_item() else {
             return NextTask::End(EndReason::Task {

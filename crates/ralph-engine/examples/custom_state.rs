@@ -56,6 +56,8 @@ struct WaitingForReview {
 }
 
 impl StateHandler for WaitingForReview {
+    type State = ();
+
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         self.polls += 1;
         let pr = cx.marker.attr("pr").unwrap_or("unknown");

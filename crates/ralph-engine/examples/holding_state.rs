@@ -22,6 +22,8 @@ pub(crate) struct AwaitApproval {
 }
 
 impl StateHandler for AwaitApproval {
+    type State = ();
+
     fn on_state(&mut self, _cx: &mut StateContext<'_>) -> StateDecision {
         let why = format!("waiting for {}", self.approval.display()); // WAIT_STARTED's `why`
         StateDecision::hold(Duration::from_millis(50), why) // no agent runs while it holds

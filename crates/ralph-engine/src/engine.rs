@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::claim::FolderClaim;
 use crate::convergence::Attempts;
-use crate::event::{EventKind, EventSink, IdleSummary, WaitReason};
+use crate::event::{EventKind, EventSink, IdleSummary, WaitReason, WarningKind};
 use crate::hold::HoldVerdict;
 use crate::logs;
 use crate::outcome::{self, EndReason, InterruptSignal, RunOutcome};
@@ -18,7 +18,7 @@ use crate::session::Tally;
 use crate::state::{
     DeclaredStateHandler, DoneHandler, IDLE_STATE, IdleHandler, StateHandlers, StateWait, millis,
 };
-use crate::task::{NotYet, TaskSource, Tasks};
+use crate::task::{ErasedTaskSource, NotYet, TaskSource, Tasks};
 use ralph_agents::{OutputAdapter, RunCost};
 use ralph_process::Containment;
 use ralph_process::pty::PtyTerminal;
@@ -54,6 +54,7 @@ use supervise::emit;
 pub use dry_run::{DryRun, DryRunCommand};
 pub use load::LoadError;
 
+pub use failure::Failure;
 use options::Settings;
 pub use options::{EngineOptions, Overrides, new_run_id};
 pub use resume::ResumeError;
@@ -128,7 +129,7 @@ pub struct Engine {
     /// The embedder's failure backoff; `None`: the file's `failure` policy.
     failure_backoff: Option<Box<dyn ralph_backoff::FailureBackoff>>,
     /// Picks each iteration's task and judges its result (ralph-escalation's stories).
-    tasks: Option<Box<dyn TaskSource>>,
+    tasks: Option<Box<dyn ErasedTaskSource>>,
     /// The loop's folder, held for the run ([`Engine::claim_folder`]).
     claim: Option<FolderClaim>,
 }
@@ -386,7 +387,7 @@ struct Run {
 #[derive(Debug, Default)]
 struct AgentRun {
     /// Why it failed; `None` when it did not (a rate limit with a reset time included).
-    failure: Option<String>,
+    failure: Option<Failure>,
     /// The agent is rate-limited until then.
     rate_limited_until: Option<SystemTime>,
     /// The agent's words for its rate limit (its exit and error), when it is rate-limited.
@@ -441,8 +442,8 @@ impl Run {
     }
 
     /// A problem that does not stop the loop, for every sink to see (not only `tracing`).
-    fn warn(&mut self, message: String) {
-        self.emit(EventKind::Warning { message });
+    fn warn(&mut self, kind: WarningKind, message: String) {
+        self.emit(EventKind::Warning { kind, message });
     }
 
     async fn run(mut self) -> Result<RunOutcome, EngineError> {
@@ -450,18 +451,27 @@ impl Run {
         // Problems before `RUN_STARTED`, emitted right after it: events.jsonl's copy is not
         // open yet, and `RUN_STARTED` comes first.
         let mut early_warnings = std::mem::take(&mut self.engine.options.warnings);
-        early_warnings.extend(self.containment.take_warning());
+        early_warnings.extend(
+            (self.containment.take_warning()).map(|warning| (WarningKind::Containment, warning)),
+        );
         if let Some(dir) = &self.engine.options.log_dir {
             if let Err(err) = logs::create_run_dir(dir) {
-                early_warnings.push(format!(
-                    "cannot create the log folder {}: {err}; going on without logs",
-                    dir.display()
+                early_warnings.push((
+                    WarningKind::NotWritten,
+                    format!(
+                        "cannot create the log folder {}: {err}; going on without logs",
+                        dir.display()
+                    ),
                 ));
                 self.engine.options.log_dir = None;
             }
         }
         if let (Some(claim), Some(dir)) = (&mut self.engine.claim, &self.engine.options.log_dir) {
-            early_warnings.extend(claim.record_start(&self.engine.options.cwd, dir));
+            early_warnings.extend(
+                (claim.record_start(&self.engine.options.cwd, dir))
+                    .into_iter()
+                    .map(|warning| (WarningKind::NotWritten, warning)),
+            );
         }
         if let Some(dir) = &self.engine.options.log_dir {
             let resuming = self.engine.options.resume.is_some();
@@ -469,7 +479,7 @@ impl Run {
                 Ok((copy, path)) => self.engine.sinks.push(Box::new(
                     crate::JsonLinesSink::new(copy).named(path.display().to_string()),
                 )),
-                Err(warning) => early_warnings.push(warning),
+                Err(warning) => early_warnings.push((WarningKind::NotWritten, warning)),
             }
         }
         let config = &self.engine.options.file.config;
@@ -491,8 +501,8 @@ impl Run {
         };
         let resumed = self.resume();
         self.emit(started);
-        for warning in early_warnings {
-            self.warn(warning);
+        for (kind, warning) in early_warnings {
+            self.warn(kind, warning);
         }
         if let Some(reason) = self.resumed(resumed).await {
             return Ok(self.finish(reason));
@@ -593,7 +603,7 @@ impl Run {
                 .iteration_ended(before, self.engine.options.kill_grace)
                 .await;
             for warning in warnings {
-                self.warn(warning);
+                self.warn(WarningKind::Containment, warning);
             }
             self.report_denials(iteration, None);
             let decision = match decision {
@@ -703,7 +713,8 @@ impl Run {
             self.emit(EventKind::IterationFailed {
                 iteration,
                 consecutive_failures: self.tally.consecutive_failures,
-                failure,
+                failure: failure.to_string(),
+                failure_kind: Some(failure.kind()),
                 next_delay_ms: wait,
             });
         }

@@ -6,8 +6,8 @@
 
 // The wire types, under the names the engine's modules use for them.
 pub(crate) use ralph_events::{
-    CheckResult, Event, EventKind, IdleSummary, MarkerRecord, Outcome, Stream, SwitchReason,
-    Termination, WaitReason, exit_status,
+    CheckResult, Event, EventKind, FailureKind, IdleSummary, MarkerRecord, Outcome, Stream,
+    SwitchReason, Termination, WaitReason, WarningKind, exit_status,
 };
 
 /// A wait in progress, reported about once a second so a terminal can count down.

@@ -37,6 +37,8 @@
 //! struct WaitingForReview;
 //!
 //! impl StateHandler for WaitingForReview {
+//!     type State = ();
+//!
 //!     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
 //!         assert_eq!(cx.marker.attr("pr"), Some("42"));
 //!         StateDecision::wait(Duration::from_millis(10))
@@ -77,8 +79,8 @@ mod task;
 pub use check::run_check;
 pub use claim::FolderClaim;
 pub use engine::{
-    AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, LoadError, Overrides,
-    ResumeError, new_run_id, wait_before_start,
+    AgentLine, DryRun, DryRunCommand, Engine, EngineError, EngineOptions, Failure, LoadError,
+    Overrides, ResumeError, new_run_id, wait_before_start,
 };
 pub use environment::withheld_env;
 pub use event::{EventSink, JsonLinesSink, JsonLinesWriter, WaitProgress};
@@ -88,8 +90,9 @@ pub use handle::{Canceller, RunHandle};
 pub use hold::{HoldAnswer, HoldVerdict, StateHold};
 pub use lock::{LockError, LockHolder, LockMode, RunLock};
 pub use ralph_events::{
-    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
-    Outcome, Stream, SwitchReason, Termination, WaitReason, exit, exit_status,
+    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, FailureKind, IdleSummary,
+    MarkerRecord, Outcome, Stream, SwitchReason, Termination, WaitReason, WarningKind, exit,
+    exit_status,
 };
 // A stopped run's session file, which `EngineOptions::resume` takes up again.
 pub use ralph_events::session::Session;
@@ -108,8 +111,8 @@ pub use ralph_events::{TaskEvent, TaskEventError};
 pub use ralph_marker::Marker;
 pub use ralph_process::{PtySize, PtyTerminal};
 pub use state::{
-    DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, StateContext, StateDecision,
-    StateHandler, StateHandlers, StateOutbox, StateWait,
+    DONE_BUT_FAILING, DeclaredStateHandler, DoneHandler, IdleHandler, IdleState, StateContext,
+    StateDecision, StateHandler, StateHandlers, StateOutbox, StateWait,
 };
 pub use task::{
     AttemptReport, IterationReport, NextTask, Task, TaskContext, TaskDecision, TaskSource, TaskWait,

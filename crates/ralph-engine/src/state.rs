@@ -12,8 +12,10 @@ use ralph_backoff::{IdleDecision, IdlePolicy, IdleStreak};
 use ralph_frontmatter::schema::BUILT_IN_STATES;
 use ralph_frontmatter::{StateSpec, StateThen};
 use ralph_marker::Marker;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::event::{EventKind, WaitReason};
+use crate::event::{EventKind, WaitReason, WarningKind};
 use crate::hold::{HoldAnswer, HoldVerdict, StateHold};
 use crate::outcome::EndReason;
 
@@ -134,6 +136,8 @@ pub(crate) struct Requests {
 ///
 /// struct Review;
 /// impl StateHandler for Review {
+///     type State = ();
+///
 ///     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
 ///         cx.run_hook("gh pr view {{ state.pr }}", None);
 ///         StateDecision::Continue
@@ -272,6 +276,12 @@ impl<'a> StateContext<'a> {
 
 /// Decides what happens after an iteration that ends in one state.
 pub trait StateHandler: Send {
+    /// What the handler keeps across a stop and a resume ([`snapshot`](Self::snapshot),
+    /// [`restore`](Self::restore)), saved as JSON in the run's session file. `()` for a
+    /// handler that keeps nothing: every handler names its type, as associated type defaults
+    /// are not stable Rust.
+    type State: Serialize + DeserializeOwned;
+
     /// The iteration ended in this handler's state.
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision;
 
@@ -304,20 +314,69 @@ pub trait StateHandler: Send {
 
     /// The handler's own state (a streak), saved in the run's session file so a resumed run
     /// can [`restore`](Self::restore) it. `None`, the default: nothing to keep.
-    fn snapshot(&self) -> Option<serde_json::Value> {
+    fn snapshot(&self) -> Option<Self::State> {
         None
     }
 
-    /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved.
-    fn restore(&mut self, state: serde_json::Value) {
+    /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved. A saved state
+    /// that does not read as a [`State`](Self::State) never gets here: the engine warns and the
+    /// handler starts afresh.
+    fn restore(&mut self, state: Self::State) {
         let _ = state;
+    }
+}
+
+/// A [`StateHandler`] whose state is JSON, whatever its [`StateHandler::State`]: what
+/// [`StateHandlers`] keeps, as a trait with an associated type cannot be a trait object.
+trait ErasedStateHandler: Send {
+    fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision;
+    fn on_other_state(&mut self);
+    fn is_attempt(&self) -> bool;
+    fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>);
+    fn poll_hold(&mut self, cx: &mut StateContext<'_>) -> HoldAnswer;
+    /// The handler's snapshot as JSON; an error when its `State` does not serialize.
+    fn snapshot(&self) -> Result<Option<serde_json::Value>, serde_json::Error>;
+    /// Reads `state` as the handler's `State` and restores it; the error when it does not read.
+    fn restore(&mut self, state: serde_json::Value) -> Result<(), serde_json::Error>;
+}
+
+impl<T: StateHandler> ErasedStateHandler for T {
+    fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
+        StateHandler::on_state(self, cx)
+    }
+
+    fn on_other_state(&mut self) {
+        StateHandler::on_other_state(self);
+    }
+
+    fn is_attempt(&self) -> bool {
+        StateHandler::is_attempt(self)
+    }
+
+    fn on_hook_finished(&mut self, cx: &mut StateContext<'_>, exit_code: Option<i32>) {
+        StateHandler::on_hook_finished(self, cx, exit_code);
+    }
+
+    fn poll_hold(&mut self, cx: &mut StateContext<'_>) -> HoldAnswer {
+        StateHandler::poll_hold(self, cx)
+    }
+
+    fn snapshot(&self) -> Result<Option<serde_json::Value>, serde_json::Error> {
+        StateHandler::snapshot(self)
+            .map(serde_json::to_value)
+            .transpose()
+    }
+
+    fn restore(&mut self, state: serde_json::Value) -> Result<(), serde_json::Error> {
+        StateHandler::restore(self, serde_json::from_value(state)?);
+        Ok(())
     }
 }
 
 /// The state handlers of a run, by state name.
 #[derive(Default)]
 pub struct StateHandlers {
-    handlers: BTreeMap<String, Box<dyn StateHandler>>,
+    handlers: BTreeMap<String, Box<dyn ErasedStateHandler>>,
     /// Unknown states already warned about: once per run each.
     warned: BTreeSet<String>,
     /// The idle streak as the handlers' decisions tell it: when its first iteration ended, and
@@ -370,6 +429,7 @@ impl StateHandlers {
             {
                 // An event, not only `tracing`, so every sink (events.jsonl too) sees it.
                 events.push(EventKind::Warning {
+                    kind: WarningKind::UnhandledState,
                     message: format!(
                         "iteration {}: the agent reported state `{name}`, which nothing handles; \
                          declare it in `states` to give it a meaning (warned once per run)",
@@ -446,19 +506,46 @@ impl StateHandlers {
         }
     }
 
-    /// Each handler's [`snapshot`](StateHandler::snapshot), by state name.
-    pub(crate) fn snapshot(&self) -> BTreeMap<String, serde_json::Value> {
-        self.handlers
-            .iter()
-            .filter_map(|(name, h)| Some((name.clone(), h.snapshot()?)))
-            .collect()
+    /// Each handler's [`snapshot`](StateHandler::snapshot), by state name. A state that does
+    /// not serialize is left out, and why goes to `warnings`.
+    pub(crate) fn snapshot(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> BTreeMap<String, serde_json::Value> {
+        let mut states = BTreeMap::new();
+        for (name, handler) in &self.handlers {
+            match handler.snapshot() {
+                Ok(Some(state)) => {
+                    states.insert(name.clone(), state);
+                }
+                Ok(None) => {}
+                Err(err) => warnings.push(format!(
+                    "cannot save the state of the `{name}` state's handler: {err}"
+                )),
+            }
+        }
+        states
     }
 
-    /// Gives each handler the state its snapshot saved.
-    pub(crate) fn restore(&mut self, states: &BTreeMap<String, serde_json::Value>) {
+    /// Gives each handler the state its snapshot saved. One that does not read as the
+    /// handler's `State` is a `WARNING` in `events`, and the handler starts afresh.
+    pub(crate) fn restore(
+        &mut self,
+        states: &BTreeMap<String, serde_json::Value>,
+        events: &mut Vec<EventKind>,
+    ) {
         for (name, state) in states {
-            if let Some(handler) = self.handlers.get_mut(name) {
-                handler.restore(state.clone());
+            let Some(handler) = self.handlers.get_mut(name) else {
+                continue;
+            };
+            if let Err(err) = handler.restore(state.clone()) {
+                events.push(EventKind::Warning {
+                    kind: WarningKind::UnreadableState,
+                    message: format!(
+                        "the session's state of the `{name}` state's handler is unreadable \
+                         ({err}); the handler starts afresh"
+                    ),
+                });
             }
         }
     }
@@ -510,6 +597,8 @@ then report done again.";
 pub struct DoneHandler;
 
 impl StateHandler for DoneHandler {
+    type State = ();
+
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         match (cx.checks_passed, cx.task) {
             (Some(false), _) => {
@@ -555,6 +644,8 @@ impl DeclaredStateHandler {
 }
 
 impl StateHandler for DeclaredStateHandler {
+    type State = ();
+
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         self.check_passed = false;
         match &self.spec.run {
@@ -612,6 +703,8 @@ impl IdleHandler {
 }
 
 impl StateHandler for IdleHandler {
+    type State = IdleState;
+
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         let decision = self.streak.record_idle(&self.policy, cx.elapsed);
         let (consecutive, idle_elapsed, next) = match decision {
@@ -645,20 +738,29 @@ impl StateHandler for IdleHandler {
         self.streak.record_activity();
     }
 
-    fn snapshot(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({
-            "consecutive": self.streak.consecutive(),
-            "first_idle_end_ms": self.streak.first_idle_end().map(millis),
-        }))
+    fn snapshot(&self) -> Option<IdleState> {
+        Some(IdleState {
+            consecutive: self.streak.consecutive(),
+            first_idle_end_ms: self.streak.first_idle_end().map(millis),
+        })
     }
 
-    fn restore(&mut self, state: serde_json::Value) {
-        let consecutive = state["consecutive"].as_u64().unwrap_or(0);
-        let first = state["first_idle_end_ms"]
-            .as_u64()
-            .map(Duration::from_millis);
-        self.streak = IdleStreak::resumed(consecutive, first);
+    fn restore(&mut self, state: IdleState) {
+        let first = state.first_idle_end_ms.map(Duration::from_millis);
+        self.streak = IdleStreak::resumed(state.consecutive, first);
     }
+}
+
+/// The [`IdleHandler`]'s part of a session file: its streak. A field that is missing reads
+/// as no streak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct IdleState {
+    /// Idle iterations in a row.
+    pub consecutive: u64,
+    /// When the first of them ended, in milliseconds of run time.
+    pub first_idle_end_ms: Option<u64>,
 }
 
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -680,7 +782,7 @@ mod tests {
 
     /// What `handler` decides for `marker`, with its events and requests.
     fn decide(
-        handler: &mut dyn StateHandler,
+        handler: &mut impl StateHandler,
         marker: &Marker,
         checks_passed: Option<bool>,
         task: Option<&str>,
@@ -705,7 +807,7 @@ mod tests {
             decide(&mut before, &marker("idle"), None, None);
         }
         let mut after = IdleHandler::new(policy);
-        after.restore(before.snapshot().unwrap());
+        StateHandler::restore(&mut after, StateHandler::snapshot(&before).unwrap());
         let (decision, events, _) = decide(&mut after, &marker("idle"), None, None);
         let wait = StateWait::new(Duration::from_secs(4))
             .reason(WaitReason::Idle)
@@ -718,6 +820,28 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    #[test]
+    fn a_saved_handler_state_that_does_not_read_is_a_warning_and_a_fresh_start() {
+        let policy = IdlePolicy::new(Duration::from_secs(1), 2.0, Duration::from_secs(60));
+        let mut handlers = StateHandlers::new();
+        handlers.register("idle", IdleHandler::new(policy));
+        let saved = BTreeMap::from([("idle".to_owned(), serde_json::json!({"consecutive": "3"}))]);
+        let mut events = Vec::new();
+        handlers.restore(&saved, &mut events);
+        assert!(matches!(
+            &events[..],
+            [EventKind::Warning { kind: WarningKind::UnreadableState, message }]
+                if message.starts_with("the session's state of the `idle` state's handler")
+        ));
+        let fresh = IdleState::default();
+        let mut unsaved = Vec::new();
+        assert_eq!(
+            handlers.snapshot(&mut unsaved)["idle"],
+            serde_json::to_value(fresh).unwrap()
+        );
+        assert!(unsaved.is_empty());
     }
 
     #[test]
@@ -767,7 +891,7 @@ mod tests {
     fn done_with_a_task_leaves_the_task_to_its_source() {
         let (decision, _, _) = decide(&mut DoneHandler, &marker("done"), None, Some("US-1"));
         assert_eq!(decision, StateDecision::Continue);
-        assert!(DoneHandler.is_attempt());
+        assert!(StateHandler::is_attempt(&DoneHandler));
     }
 
     #[test]
@@ -789,7 +913,7 @@ mod tests {
         assert!(events.is_empty(), "STATE_HANDLED waits for the hook");
         assert_eq!(requests.hook.as_deref(), Some("echo {{ state.pr }}"));
         assert_eq!(requests.hook_timeout, Some(Duration::from_secs(5)));
-        assert!(!handler.is_attempt());
+        assert!(!StateHandler::is_attempt(&handler));
     }
 
     #[test]

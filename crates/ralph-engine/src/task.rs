@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ralph_marker::Marker;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use ralph_events::{CheckResult, EndReason, EventKind, TaskEvent};
+use ralph_events::{CheckResult, EndReason, EventKind, TaskEvent, WarningKind};
 
 /// The piece of work the next iteration is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,8 +110,9 @@ pub struct IterationReport<'a> {
     /// timed out, went silent, or reported an error while exiting 0 (an API error, a usage
     /// limit). A source that ticks off work should not tick it off a failed run.
     pub failed: bool,
-    /// Why it failed, in the agent's words where it gave some (`ITERATION_ENDED`'s `failure`).
-    pub failure: Option<&'a str>,
+    /// Why it failed (`ITERATION_ENDED`'s `failure_kind`); its `Display` is `failure`'s words,
+    /// the agent's own where it gave some.
+    pub failure: Option<&'a crate::Failure>,
     /// How the agent run ended: by itself, or stopped by ralph (a timeout, silence, ...).
     pub termination: crate::Termination,
     /// How long the agent ran.
@@ -126,7 +129,7 @@ pub struct IterationReport<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AgentEnd<'a> {
     pub(crate) exit_code: Option<i32>,
-    pub(crate) failure: Option<&'a str>,
+    pub(crate) failure: Option<&'a crate::Failure>,
     pub(crate) termination: crate::Termination,
     pub(crate) duration: Duration,
     pub(crate) usage: Option<&'a crate::Usage>,
@@ -190,6 +193,8 @@ pub enum TaskDecision {
 /// struct FixTheBuild;
 ///
 /// impl TaskSource for FixTheBuild {
+///     type State = ();
+///
 ///     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
 ///         NextTask::Work(Task::new("fix-the-build"))
 ///     }
@@ -215,7 +220,7 @@ pub enum TaskDecision {
 /// assert_eq!(decision, TaskDecision::Continue);
 /// assert!(matches!(
 ///     &events[..],
-///     [EventKind::Warning { message }] if message == "the build still fails after iteration 3"
+///     [EventKind::Warning { message, .. }] if message == "the build still fails after iteration 3"
 /// ));
 /// ```
 pub struct TaskContext<'a> {
@@ -237,9 +242,11 @@ impl TaskContext<'_> {
             .push(EventKind::of_plug(event.into(), "the task source"));
     }
 
-    /// Emits a `WARNING` event: a problem of the source's that every sink should see.
+    /// Emits a `WARNING` event of kind `task_source`: a problem of the source's that every sink
+    /// should see.
     pub fn warn(&mut self, message: impl Into<String>) {
         self.events.push(EventKind::Warning {
+            kind: WarningKind::TaskSource,
             message: message.into(),
         });
     }
@@ -248,6 +255,12 @@ impl TaskContext<'_> {
 /// Picks the work of each iteration and judges its result. Register one with
 /// [`Engine::set_task_source`](crate::Engine::set_task_source).
 pub trait TaskSource: Send {
+    /// What the source keeps across a stop and a resume ([`snapshot`](Self::snapshot),
+    /// [`restore`](Self::restore)), saved as JSON in the run's session file. `()` for a source
+    /// that keeps nothing: every source names its type, as associated type defaults are not
+    /// stable Rust.
+    type State: Serialize + DeserializeOwned;
+
     /// Before every iteration: the task to work on, or the end of the loop.
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask;
 
@@ -294,16 +307,86 @@ pub trait TaskSource: Send {
     /// `ending` is set for the run's last snapshot (it stopped or ended), the one a resumed
     /// run starts from when it was not killed: a source may record more then (escalation
     /// records what the working tree holds).
-    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
+    fn snapshot(&self, ending: bool) -> Option<Self::State> {
         let _ = ending;
         None
     }
 
     /// Takes up the state a [`snapshot`](Self::snapshot) of a stopped run saved, before the
     /// resumed run's first iteration. Events emitted through `cx` (a state that cannot be
-    /// taken up, say) come right after `RUN_STARTED`.
-    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+    /// taken up, say) come right after `RUN_STARTED`. A saved state that does not read as a
+    /// [`State`](Self::State) (written by another version of the source) never gets here: the
+    /// engine warns and the source starts afresh.
+    fn restore(&mut self, state: Self::State, cx: &mut TaskContext<'_>) {
         let _ = (state, cx);
+    }
+}
+
+/// A [`TaskSource`] whose state is JSON, whatever its [`TaskSource::State`]: what the engine
+/// keeps, as a trait with an associated type cannot be a trait object.
+pub(crate) trait ErasedTaskSource: Send {
+    fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask;
+    fn iteration_ended(
+        &mut self,
+        report: &IterationReport<'_>,
+        cx: &mut TaskContext<'_>,
+    ) -> TaskDecision;
+    fn default_max_iterations(&self) -> Option<u64>;
+    fn handles_state(&self, name: &str) -> bool;
+    fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason;
+    fn summary(&self) -> Map<String, Value>;
+    /// The source's snapshot as JSON; an error when its `State` does not serialize.
+    fn snapshot(&self, ending: bool) -> Result<Option<Value>, serde_json::Error>;
+    /// Reads `state` as the source's `State` and restores it; a `WARNING` when it does not read.
+    fn restore(&mut self, state: Value, cx: &mut TaskContext<'_>);
+}
+
+impl<T: TaskSource> ErasedTaskSource for T {
+    fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
+        TaskSource::next_task(self, cx)
+    }
+
+    fn iteration_ended(
+        &mut self,
+        report: &IterationReport<'_>,
+        cx: &mut TaskContext<'_>,
+    ) -> TaskDecision {
+        TaskSource::iteration_ended(self, report, cx)
+    }
+
+    fn default_max_iterations(&self) -> Option<u64> {
+        TaskSource::default_max_iterations(self)
+    }
+
+    fn handles_state(&self, name: &str) -> bool {
+        TaskSource::handles_state(self, name)
+    }
+
+    fn limit_reached(&mut self, cx: &mut TaskContext<'_>) -> EndReason {
+        TaskSource::limit_reached(self, cx)
+    }
+
+    fn summary(&self) -> Map<String, Value> {
+        TaskSource::summary(self)
+    }
+
+    fn snapshot(&self, ending: bool) -> Result<Option<Value>, serde_json::Error> {
+        TaskSource::snapshot(self, ending)
+            .map(serde_json::to_value)
+            .transpose()
+    }
+
+    fn restore(&mut self, state: Value, cx: &mut TaskContext<'_>) {
+        match serde_json::from_value::<T::State>(state) {
+            Ok(state) => TaskSource::restore(self, state, cx),
+            Err(err) => cx.events.push(EventKind::Warning {
+                kind: WarningKind::UnreadableState,
+                message: format!(
+                    "the session's task source state is unreadable ({err}); the task source \
+                     starts afresh"
+                ),
+            }),
+        }
     }
 }
 
@@ -318,12 +401,12 @@ pub(crate) enum NotYet {
 
 #[derive(Default)]
 pub(crate) struct Tasks {
-    source: Option<Box<dyn TaskSource>>,
+    source: Option<Box<dyn ErasedTaskSource>>,
     current: Option<Task>,
 }
 
 impl Tasks {
-    pub(crate) fn new(source: Option<Box<dyn TaskSource>>) -> Self {
+    pub(crate) fn new(source: Option<Box<dyn ErasedTaskSource>>) -> Self {
         Self {
             source,
             current: None,
@@ -434,11 +517,14 @@ impl Tasks {
             .unwrap_or_default()
     }
 
-    pub(crate) fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
-        self.source.as_ref().and_then(|s| s.snapshot(ending))
+    /// The source's state as JSON, if it keeps one.
+    pub(crate) fn snapshot(&self, ending: bool) -> Result<Option<Value>, serde_json::Error> {
+        self.source
+            .as_ref()
+            .map_or(Ok(None), |s| s.snapshot(ending))
     }
 
-    pub(crate) fn restore(&mut self, state: serde_json::Value, events: &mut Vec<EventKind>) {
+    pub(crate) fn restore(&mut self, state: Value, events: &mut Vec<EventKind>) {
         if let Some(source) = self.source.as_mut() {
             source.restore(state, &mut TaskContext { events });
         }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use ralph_engine::{
-    AdapterOutput, Engine, EngineOptions, Event, EventKind, EventSink, InterruptSignal,
-    OutputAdapter, RateLimit, Stream, Usage,
+    AdapterOutput, Engine, EngineOptions, Event, EventKind, EventSink, FailureKind,
+    InterruptSignal, OutputAdapter, RateLimit, Stream, Usage,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -107,20 +107,29 @@ async fn the_default_failure_backoff_doubles_to_five_minutes_and_stops_at_ten() 
         took >= Duration::from_secs(1215) && took < Duration::from_secs(1215 + 10),
         "{took:?}"
     );
-    let failed: Vec<(u64, Option<u64>)> = recorder
+    let failed: Vec<(u64, Option<u64>, String, Option<FailureKind>)> = recorder
         .kinds()
         .iter()
         .filter_map(|k| match k {
             EventKind::IterationFailed {
                 consecutive_failures,
                 next_delay_ms,
+                failure,
+                failure_kind,
                 ..
-            } => Some((*consecutive_failures, *next_delay_ms)),
+            } => Some((
+                *consecutive_failures,
+                *next_delay_ms,
+                failure.clone(),
+                *failure_kind,
+            )),
             _ => None,
         })
         .collect();
     assert_eq!(failed.len(), 10);
-    assert_eq!(failed[9], (10, None));
+    // The words as ever, and the kind beside them.
+    let last = (10, None, "exit 1".to_owned(), Some(FailureKind::ExitStatus));
+    assert_eq!(failed[9], last);
 }
 
 #[tokio::test(start_paused = true)]

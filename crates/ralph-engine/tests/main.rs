@@ -11,6 +11,7 @@ mod seams;
 mod state_prompts;
 mod state_waits;
 mod task_source_defaults;
+mod task_state;
 mod task_waits;
 mod virtual_time;
 mod vocabulary_reload;

@@ -21,6 +21,8 @@ fn events(outcome: &ralph_engine::RunOutcome) -> Vec<serde_json::Value> {
 struct QuietIdle;
 
 impl StateHandler for QuietIdle {
+    type State = ();
+
     fn on_state(&mut self, _cx: &mut StateContext<'_>) -> StateDecision {
         StateDecision::Wait(StateWait::new(Duration::from_millis(5)).reason(WaitReason::Idle))
     }

@@ -16,6 +16,8 @@ struct Review {
 }
 
 impl StateHandler for Review {
+    type State = ();
+
     fn on_state(&mut self, _cx: &mut StateContext<'_>) -> StateDecision {
         self.looks = 0;
         StateDecision::hold(Duration::from_millis(5), "a review")
@@ -80,6 +82,8 @@ async fn a_released_hold_puts_its_words_in_the_next_prompt_once_and_its_values_i
 struct Forger;
 
 impl StateHandler for Forger {
+    type State = ();
+
     fn on_state(&mut self, cx: &mut StateContext<'_>) -> StateDecision {
         let mut fields = serde_json::Map::new();
         fields.insert("reason".into(), "review".into());

@@ -50,6 +50,8 @@ struct Napping {
 }
 
 impl StateHandler for Napping {
+    type State = ();
+
     fn on_state(&mut self, _cx: &mut StateContext<'_>) -> StateDecision {
         self.naps += 1;
         let wait = StateWait::new(Duration::from_secs(1))
@@ -67,6 +69,8 @@ impl StateHandler for Napping {
 struct Polling;
 
 impl StateHandler for Polling {
+    type State = ();
+
     fn on_state(&mut self, _cx: &mut StateContext<'_>) -> StateDecision {
         StateDecision::wait(Duration::from_secs(1))
     }

@@ -9,6 +9,8 @@ use ralph_engine::{
 struct Endless;
 
 impl TaskSource for Endless {
+    type State = ();
+
     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
         NextTask::Work(Task::new("endless"))
     }

@@ -29,6 +29,8 @@ struct Asking {
 }
 
 impl TaskSource for Asking {
+    type State = ();
+
     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
         self.looks += 1;
         match (self.looks, self.worked) {
@@ -108,6 +110,8 @@ struct Empty {
 }
 
 impl TaskSource for Empty {
+    type State = ();
+
     fn next_task(&mut self, _cx: &mut TaskContext<'_>) -> NextTask {
         self.looks += 1;
         match self.looks {

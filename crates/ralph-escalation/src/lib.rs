@@ -59,7 +59,7 @@ pub use lock::lock_repository;
 pub use pr_config::{Forge, PrSettings};
 pub use progress::ProgressError;
 pub use pull_request::{PrFacts, PrLanded, PrLanding, PrTask, pr_title};
-pub use resume::Interrupted;
+pub use resume::{EscalationState, Interrupted};
 pub use signature::{Signature, signature};
 pub use tasks_config::TasksConfig;
 pub use vocabulary::{ASK_STATE, vocabulary};
@@ -729,6 +729,8 @@ impl Escalation {
 }
 
 impl TaskSource for Escalation {
+    type State = EscalationState;
+
     /// Story mode stops after [`STORY_MODE_MAX_ITERATIONS`] unless told otherwise.
     fn default_max_iterations(&self) -> Option<u64> {
         self.story_mode().then_some(STORY_MODE_MAX_ITERATIONS)
@@ -766,11 +768,11 @@ impl TaskSource for Escalation {
         fields
     }
 
-    fn snapshot(&self, ending: bool) -> Option<serde_json::Value> {
-        self.state(ending)
+    fn snapshot(&self, ending: bool) -> Option<EscalationState> {
+        Some(self.state(ending))
     }
 
-    fn restore(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
+    fn restore(&mut self, state: EscalationState, cx: &mut TaskContext<'_>) {
         self.say_pending(cx);
         self.take_up(state, cx);
     }

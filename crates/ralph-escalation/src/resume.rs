@@ -30,9 +30,10 @@ impl Interrupted {
     }
 }
 
-/// The escalation's part of a session file.
+/// The escalation's part of a session file ([`TaskSource::State`](ralph_engine::TaskSource::State)):
+/// the story in progress, the breaker's counts, the checkpoint, what the tree held.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct State {
+pub struct EscalationState {
     breaker: BreakerState,
     current: Option<CurrentState>,
     repo: Option<RepoState>,
@@ -167,7 +168,7 @@ impl Escalation {
         let repo = interrupted
             .state
             .clone()
-            .and_then(|v| serde_json::from_value::<State>(v).ok())
+            .and_then(|v| serde_json::from_value::<EscalationState>(v).ok())
             .and_then(|s| s.repo);
         let accept = Accept {
             head: repo.as_ref().and_then(|r| r.head.clone()),
@@ -178,12 +179,12 @@ impl Escalation {
         Self::open_accepting(config, options, Some(&accept), Opening::Run)
     }
 
-    /// The state a resumed run takes up: see [`State`]. The tree is recorded only when the run
+    /// The state a resumed run takes up: see [`EscalationState`]. The tree is recorded only when the run
     /// is `ending`: a run killed without a word is taken at its tree's word anyway
     /// ([`Accept::accepts`]), and the tree costs a few git processes.
-    pub(crate) fn state(&self, ending: bool) -> Option<serde_json::Value> {
+    pub(crate) fn state(&self, ending: bool) -> EscalationState {
         let (attempts, last, streak) = self.breaker.counts();
-        let state = State {
+        EscalationState {
             breaker: BreakerState {
                 attempts,
                 last: last.map(str::to_owned),
@@ -207,23 +208,11 @@ impl Escalation {
             asked: self.asked.clone(),
             answered: self.answered.clone(),
             passed: self.passed.clone(),
-        };
-        serde_json::to_value(state).ok()
+        }
     }
 
-    /// Takes up a stopped run's [`state`](Self::state); one it cannot read is a `WARNING`.
-    pub(crate) fn take_up(&mut self, state: serde_json::Value, cx: &mut TaskContext<'_>) {
-        let state = match serde_json::from_value::<State>(state) {
-            Ok(state) => state,
-            Err(err) => {
-                let one = self.task_words().unwrap_or(crate::TaskWords::STORY).one;
-                cx.warn(format!(
-                    "the session's escalation state is unreadable ({err}); starting the {one} \
-                     afresh"
-                ));
-                return;
-            }
-        };
+    /// Takes up a stopped run's [`state`](Self::state).
+    pub(crate) fn take_up(&mut self, state: EscalationState, cx: &mut TaskContext<'_>) {
         self.unwritten = state.unwritten;
         if state.only.is_some() {
             self.only = state.only;

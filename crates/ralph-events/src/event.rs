@@ -154,6 +154,10 @@ pub enum EventKind {
         failed: bool,
         /// Why it failed, in words; `None` when it did not.
         failure: Option<String>,
+        /// Why it failed, by kind: what a program branches on. Absent when it did not fail,
+        /// and in a line written before 0.4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_kind: Option<FailureKind>,
     },
     /// The agent run failed (after `ITERATION_ENDED`): the loop backs off, or ends at
     /// `failure.max_consecutive`.
@@ -167,6 +171,10 @@ pub enum EventKind {
         /// Why it failed, in words.
         #[serde(default)]
         failure: String,
+        /// Why it failed, by kind: what a program branches on. Absent in a line written
+        /// before 0.4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_kind: Option<FailureKind>,
         /// The wait before the next run; `None` when the loop ends.
         next_delay_ms: Option<u64>,
     },
@@ -346,6 +354,10 @@ pub enum EventKind {
     /// start, a hook that failed, a malformed marker, a log that could not be written). A
     /// terminal shows it as `warning: MESSAGE`.
     Warning {
+        /// What went wrong, by kind: what a program branches on (the words may change).
+        /// `other` in a line written before 0.4.
+        #[serde(default)]
+        kind: WarningKind,
         /// What went wrong, in words.
         #[serde(default)]
         message: String,
@@ -462,6 +474,7 @@ impl EventKind {
     pub fn of_plug(event: TaskEvent, who: &str) -> EventKind {
         match ENGINE_EVENT_TYPES.contains(&event.type_name()) {
             true => EventKind::Warning {
+                kind: WarningKind::RefusedEvent,
                 message: format!(
                     "{who} emitted a `{}` event, which only the engine writes; it was not written",
                     event.type_name()
@@ -601,6 +614,82 @@ impl CheckResult {
             (false, code) => exit_status(code, None),
         }
     }
+}
+
+/// What a [`EventKind::Warning`] is about. Serialized in snake_case; a kind a later version
+/// writes, or none (a line written before 0.4), reads as [`Other`](Self::Other).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// RALPH.md holds a setting that works, but likely not as meant.
+    Config,
+    /// A `commands` entry could not start.
+    CommandNotStarted,
+    /// A `done_when` check could not start: it counts as failed.
+    CheckNotStarted,
+    /// A state's hook failed, timed out, could not start, or was not run.
+    HookFailed,
+    /// The agent's output holds a marker that does not parse.
+    MalformedMarker,
+    /// The agent reported the state of a marker that nothing handles.
+    UnhandledState,
+    /// The agent or its adapter said something ralph cannot use (output that does not parse,
+    /// a cost no run can have).
+    Agent,
+    /// A file of the run (a log, a copy of a prompt, the session file, the log folder or its
+    /// lock) could not be written.
+    NotWritten,
+    /// An event sink (events.jsonl, an embedder's own) failed; the other sinks hear of it.
+    SinkFailed,
+    /// A plug (task source, state handler) emitted an event type only the engine writes; it
+    /// was not written.
+    RefusedEvent,
+    /// A task source's own warning (ralph-engine's `TaskContext::warn`).
+    TaskSource,
+    /// A task source's or state handler's state in the session file did not read as its
+    /// type: it starts afresh.
+    UnreadableState,
+    /// The agent's processes or its sandbox: processes left running, connections refused.
+    Containment,
+    /// A signal (Ctrl+C, SIGTERM, SIGHUP) cannot be watched: it ends ralph as it would any
+    /// program, and the agent may be left running.
+    Signals,
+    /// Read back: a kind a later version writes, or none.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+/// Why an agent run failed (`failure_kind` of [`EventKind::IterationEnded`] and
+/// [`EventKind::IterationFailed`]); `failure` says it in words. Serialized in snake_case; a kind
+/// a later version writes reads as [`Other`](Self::Other).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// It exited non-zero.
+    ExitStatus,
+    /// A signal ralph did not send ended it.
+    Signal,
+    /// It ran past `timeout`.
+    Timeout,
+    /// It printed nothing for `idle_timeout` (on pipes).
+    IdleTimeout,
+    /// It retried more often than `failure.max_consecutive` allows.
+    RetryLimit,
+    /// It could not be started.
+    NotStarted,
+    /// It exited 0, but its adapter reported an error.
+    ReportedError,
+    /// It is rate-limited with no reset time to wait for, or one already past.
+    RateLimited,
+    /// Read back: a kind a later version writes.
+    #[default]
+    #[serde(other)]
+    Other,
 }
 
 /// How a converging run went.

@@ -24,8 +24,8 @@ mod usage;
 
 pub use end::{EndReason, exit, exit_code};
 pub use event::{
-    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, IdleSummary, MarkerRecord,
-    Outcome, SwitchReason, WaitReason, exit_status,
+    CHECK_LINES_SHOWN, CheckResult, EVENTS_VERSION, Event, EventKind, FailureKind, IdleSummary,
+    MarkerRecord, Outcome, SwitchReason, WaitReason, WarningKind, exit_status,
 };
 pub use process::{InterruptSignal, Stream, Termination};
 pub use task_event::{TaskEvent, TaskEventError};

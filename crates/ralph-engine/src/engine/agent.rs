@@ -15,6 +15,7 @@ use super::failure::{AgentWords, FAILURE_TAIL_BYTES};
 const ANSWER_BYTES: usize = 1 << 20;
 use super::supervise::{AgentOutput, AgentReader, AgentRetries, Collector};
 use super::{EngineError, Run};
+use crate::event::WarningKind;
 use crate::logs::IterationLog;
 use crate::signal::{self, SignalMatcher};
 use crate::tail::Tail;
@@ -92,7 +93,7 @@ impl Run {
             prompt_file.insert(path).clone()
         });
         if let Some(warning) = prompt_warning {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         words.extend(extra_args);
         let Some((program, args)) = words.split_first() else {

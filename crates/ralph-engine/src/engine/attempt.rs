@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::supervise::TailCollector;
 use super::{Run, spawn_problem};
 use crate::convergence::{self, Verdict};
-use crate::event::{CheckResult, EventKind};
+use crate::event::{CheckResult, EventKind, WarningKind};
 use crate::logs::{self, IterationLog};
 use crate::state::millis;
 use crate::tail::Tail;
@@ -51,7 +51,7 @@ impl Run {
         }
         log.flush();
         if let Some(warning) = log.take_warning() {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         self.emit(EventKind::AttemptEnded {
             attempt,
@@ -98,7 +98,10 @@ impl Run {
             Ok(exit) => (exit.exit_code, exit.duration, exit.timed_out()),
             Err(err) => {
                 let problem = spawn_problem("sh", &err);
-                self.warn(format!("check `{check}` could not start: {problem}"));
+                self.warn(
+                    WarningKind::CheckNotStarted,
+                    format!("check `{check}` could not start: {problem}"),
+                );
                 (None, Duration::ZERO, false)
             }
         };
@@ -160,7 +163,10 @@ impl Run {
             out.write_all(checks.as_bytes())
         });
         if let Err(err) = written {
-            self.warn(format!("cannot write {}: {err}", path.display()));
+            self.warn(
+                WarningKind::NotWritten,
+                format!("cannot write {}: {err}", path.display()),
+            );
         }
     }
 }

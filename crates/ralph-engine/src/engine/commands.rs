@@ -9,7 +9,7 @@ use ralph_frontmatter::CommandSpec;
 use super::assemble::{ralph_dir, shown_command};
 use super::supervise::Collector;
 use super::{CommandRun, Run, spawn_problem};
-use crate::event::EventKind;
+use crate::event::{EventKind, WarningKind};
 use crate::logs::IterationLog;
 use crate::state::millis;
 use crate::tail::HeadTail;
@@ -88,10 +88,10 @@ impl Run {
         let (exit_code, signal, duration, timed_out) = match result {
             Ok(exit) => (exit.exit_code, exit.signal, exit.duration, exit.timed_out()),
             Err(problem) => {
-                self.warn(format!(
-                    "command {} could not start: {problem}",
-                    command.name
-                ));
+                self.warn(
+                    WarningKind::CommandNotStarted,
+                    format!("command {} could not start: {problem}", command.name),
+                );
                 (None, None, Duration::ZERO, false)
             }
         };

@@ -1,9 +1,9 @@
 //! When an agent run failed, and why, in words.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::supervise::AgentRetries;
-use crate::event::{Termination, exit_status};
+use crate::event::{FailureKind, Termination, exit_status};
 use ralph_agents::{RateLimit, strip_escapes};
 use ralph_process::ProcessExit;
 
@@ -40,63 +40,171 @@ pub(super) struct Limits {
     pub(super) silence: Option<Duration>,
 }
 
-/// Why an agent run failed, in words, or `None` when it did not: a non-zero exit, a signal ralph
-/// did not send, a timeout, silence past `idle_timeout` (on pipes), an agent that could not
-/// start, or an error its adapter reported. A run ralph stopped (Ctrl+C, PTY silence) did not
-/// fail.
+/// Why an agent run failed. Its [`Display`](std::fmt::Display) is the words `ITERATION_ENDED`
+/// and `ITERATION_FAILED` write as `failure`; [`kind`](Self::kind) is their `failure_kind`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The agent could not be started, and why.
+    NotStarted(String),
+    /// It exited non-zero, or a signal ralph did not send ended it; with the words it left.
+    Exited {
+        /// Its exit code; `None` when a signal ended it.
+        exit_code: Option<i32>,
+        /// The signal that ended it.
+        signal: Option<i32>,
+        /// The error its adapter reported, or else the last line of its output that reads as
+        /// words.
+        words: Option<String>,
+    },
+    /// It ran past `timeout`, and ralph stopped it.
+    Timeout {
+        /// The limit it ran into.
+        after: Duration,
+        /// The error its adapter reported, if any.
+        words: Option<String>,
+    },
+    /// It printed nothing for `idle_timeout` (on pipes), and ralph stopped it.
+    Silent {
+        /// The silence it kept.
+        silence: Duration,
+        /// The error its adapter reported, if any.
+        words: Option<String>,
+    },
+    /// It retried more often than `failure.max_consecutive` allows, and ralph stopped it.
+    RetryLimit {
+        /// Its retries.
+        retries: u64,
+        /// The most `failure.max_consecutive` allows.
+        limit: u64,
+        /// Its last retry, in words.
+        last: String,
+    },
+    /// It exited 0, but its adapter reported an error (an API error, a usage limit).
+    ReportedError(String),
+    /// It said it is rate-limited, with no reset time to wait for, or one already past.
+    RateLimited {
+        /// The reset it gave, already past; `None` when it gave none.
+        reset: Option<SystemTime>,
+        /// How the run itself failed.
+        cause: Box<Failure>,
+    },
+}
+
+impl Failure {
+    /// What kind of failure it is, as `failure_kind` names it.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            Failure::NotStarted(_) => FailureKind::NotStarted,
+            Failure::Exited {
+                exit_code: Some(_), ..
+            } => FailureKind::ExitStatus,
+            Failure::Exited { .. } => FailureKind::Signal,
+            Failure::Timeout { .. } => FailureKind::Timeout,
+            Failure::Silent { .. } => FailureKind::IdleTimeout,
+            Failure::RetryLimit { .. } => FailureKind::RetryLimit,
+            Failure::ReportedError(_) => FailureKind::ReportedError,
+            Failure::RateLimited { .. } => FailureKind::RateLimited,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `STATUS: WORDS`, or the status alone.
+        let with_words = |f: &mut std::fmt::Formatter<'_>, words: &Option<String>| match words {
+            Some(words) => write!(f, ": {words}"),
+            None => Ok(()),
+        };
+        match self {
+            Failure::NotStarted(why) => f.write_str(why),
+            Failure::Exited {
+                exit_code,
+                signal,
+                words,
+            } => {
+                f.write_str(&exit_status(*exit_code, *signal))?;
+                with_words(f, words)
+            }
+            Failure::Timeout { after, words } => {
+                write!(f, "timed out after {}", humantime::format_duration(*after))?;
+                with_words(f, words)
+            }
+            Failure::Silent { silence, words } => {
+                write!(
+                    f,
+                    "printed nothing for {} (idle_timeout), so ralph stopped it",
+                    humantime::format_duration(*silence)
+                )?;
+                with_words(f, words)
+            }
+            Failure::RetryLimit {
+                retries,
+                limit,
+                last,
+            } => write!(
+                f,
+                "the agent retried {retries} times without end (last: {last}), more than \
+                 failure.max_consecutive ({limit}), so ralph stopped it"
+            ),
+            Failure::ReportedError(words) => write!(f, "the agent reported an error: {words}"),
+            Failure::RateLimited {
+                reset: Some(reset),
+                cause,
+            } => write!(
+                f,
+                "rate-limited, the reset it gave ({}) has passed ({cause})",
+                humantime::format_rfc3339_seconds(*reset)
+            ),
+            Failure::RateLimited { reset: None, cause } => {
+                write!(f, "rate-limited, no reset time given ({cause})")
+            }
+        }
+    }
+}
+
+/// Why an agent run failed, or `None` when it did not: a non-zero exit, a signal ralph did not
+/// send, a timeout, silence past `idle_timeout` (on pipes), an agent that could not start, or
+/// an error its adapter reported. A run ralph stopped (Ctrl+C, PTY silence) did not fail.
 ///
 /// The words after the status are the adapter's (the error the agent reported); without them,
 /// the last line of the agent's output that reads as words ([`last_words`]), unless ralph
 /// stopped the agent (a timeout or silence: its last line then says nothing of why).
-pub(super) fn failure_of(exit: &ProcessExit, words: &AgentWords, limits: Limits) -> Option<String> {
+pub(super) fn failure_of(
+    exit: &ProcessExit,
+    words: &AgentWords,
+    limits: Limits,
+) -> Option<Failure> {
     if let Some(why) = &words.not_started {
-        return Some(why.clone());
+        return Some(Failure::NotStarted(why.clone()));
     }
     let reported = words.reported_error.as_deref().and_then(last_words);
-    let status = match (exit.termination, exit.exit_code, exit.signal) {
-        (Termination::Interrupted, _, _) => return None,
-        (Termination::IdleTimeout, _, _) => match limits.silence {
-            Some(silence) => {
-                let status = format!(
-                    "printed nothing for {} (idle_timeout), so ralph stopped it",
-                    humantime::format_duration(silence)
-                );
-                return Some(with_words(status, reported));
-            }
-            None => return None,
-        },
+    match (exit.termination, exit.exit_code, exit.signal) {
+        (Termination::Interrupted, _, _) => None,
+        (Termination::IdleTimeout, _, _) => limits.silence.map(|silence| Failure::Silent {
+            silence,
+            words: reported,
+        }),
         (Termination::RetryLimit, _, _) => {
             let retries = &words.retries;
-            let last = retries.last.as_deref().unwrap_or("no reason given");
-            return Some(format!(
-                "the agent retried {} times without end (last: {last}), more than \
-                 failure.max_consecutive ({}), so ralph stopped it",
-                retries.count, retries.limit
-            ));
+            Some(Failure::RetryLimit {
+                retries: retries.count,
+                limit: retries.limit,
+                last: (retries.last.as_deref())
+                    .unwrap_or("no reason given")
+                    .to_owned(),
+            })
         }
-        (Termination::Timeout, _, _) => {
-            let status = format!(
-                "timed out after {}",
-                humantime::format_duration(limits.timeout.unwrap_or(exit.duration))
-            );
-            return Some(with_words(status, reported));
-        }
-        (_, Some(_), _) if exit.success() => {
-            return reported.map(|words| format!("the agent reported an error: {words}"));
-        }
-        (_, code, signal) => exit_status(code, signal),
-    };
-    Some(with_words(
-        status,
-        reported.or_else(|| last_words(&words.tail)),
-    ))
-}
-
-/// `STATUS: WORDS`, or the status alone.
-fn with_words(status: String, words: Option<String>) -> String {
-    match words {
-        Some(words) => format!("{status}: {words}"),
-        None => status,
+        (Termination::Timeout, _, _) => Some(Failure::Timeout {
+            after: limits.timeout.unwrap_or(exit.duration),
+            words: reported,
+        }),
+        (_, Some(_), _) if exit.success() => reported.map(Failure::ReportedError),
+        (_, exit_code, signal) => Some(Failure::Exited {
+            exit_code,
+            signal,
+            words: reported.or_else(|| last_words(&words.tail)),
+        }),
     }
 }
 
@@ -141,6 +249,11 @@ fn is_json(line: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The words of the failure `failure_of` finds, if any: what the events write.
+    fn words_of(exit: &ProcessExit, words: &AgentWords, limits: Limits) -> Option<String> {
+        failure_of(exit, words, limits).map(|failure| failure.to_string())
+    }
+
     const NONE: Limits = Limits {
         timeout: None,
         silence: None,
@@ -169,7 +282,7 @@ mod tests {
     #[test]
     fn a_clean_exit_is_no_failure() {
         let ok = exit(Some(0), None, Termination::Natural);
-        assert_eq!(failure_of(&ok, &words(None, "all done\n"), NONE), None);
+        assert_eq!(words_of(&ok, &words(None, "all done\n"), NONE), None);
     }
 
     #[test]
@@ -177,11 +290,11 @@ mod tests {
         let failed = exit(Some(1), None, Termination::Natural);
         let said = words(None, "starting\nInvalid API key · Please run /login\n\n");
         assert_eq!(
-            failure_of(&failed, &said, NONE).as_deref(),
+            words_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: Invalid API key · Please run /login")
         );
         assert_eq!(
-            failure_of(&failed, &words(None, ""), NONE).as_deref(),
+            words_of(&failed, &words(None, ""), NONE).as_deref(),
             Some("exit 1")
         );
     }
@@ -190,12 +303,12 @@ mod tests {
     fn the_adapters_error_fails_a_clean_exit_and_explains_a_failed_one() {
         let ok = exit(Some(0), None, Termination::Natural);
         assert_eq!(
-            failure_of(&ok, &words(Some("error_max_turns"), "x"), NONE).as_deref(),
+            words_of(&ok, &words(Some("error_max_turns"), "x"), NONE).as_deref(),
             Some("the agent reported an error: error_max_turns")
         );
         let failed = exit(Some(1), None, Termination::Natural);
         assert_eq!(
-            failure_of(&failed, &words(Some("API Error: 500"), "{json}"), NONE).as_deref(),
+            words_of(&failed, &words(Some("API Error: 500"), "{json}"), NONE).as_deref(),
             Some("exit 1: API Error: 500")
         );
     }
@@ -204,12 +317,12 @@ mod tests {
     fn signals_and_timeouts_fail_but_ralphs_own_stops_do_not() {
         let killed = exit(None, Some(9), Termination::Killed);
         assert_eq!(
-            failure_of(&killed, &words(None, ""), NONE).as_deref(),
+            words_of(&killed, &words(None, ""), NONE).as_deref(),
             Some("killed by signal 9")
         );
         let timed_out = exit(None, Some(15), Termination::Timeout);
         assert_eq!(
-            failure_of(
+            words_of(
                 &timed_out,
                 &words(None, ""),
                 Limits {
@@ -222,11 +335,7 @@ mod tests {
         );
         for ours in [Termination::Interrupted, Termination::IdleTimeout] {
             let stopped = exit(None, Some(15), ours);
-            assert_eq!(
-                failure_of(&stopped, &words(None, ""), NONE),
-                None,
-                "{ours:?}"
-            );
+            assert_eq!(words_of(&stopped, &words(None, ""), NONE), None, "{ours:?}");
         }
     }
 
@@ -239,18 +348,18 @@ mod tests {
         };
         let event = r#"{"type":"item.completed","item":{"type":"agent_message"}}"#;
         assert_eq!(
-            failure_of(&silent, &words(None, event), piped).as_deref(),
+            words_of(&silent, &words(None, event), piped).as_deref(),
             Some("printed nothing for 10m (idle_timeout), so ralph stopped it")
         );
         let timed_out = exit(None, Some(15), Termination::Timeout);
         let said = words(None, "Working on it\n");
         assert_eq!(
-            failure_of(&timed_out, &said, NONE).as_deref(),
+            words_of(&timed_out, &said, NONE).as_deref(),
             Some("timed out after 2s")
         );
         let said = words(Some("stream disconnected"), "x");
         assert_eq!(
-            failure_of(&timed_out, &said, NONE).as_deref(),
+            words_of(&timed_out, &said, NONE).as_deref(),
             Some("timed out after 2s: stream disconnected")
         );
     }
@@ -261,22 +370,22 @@ mod tests {
         let event = r#"{"type":"step_finish","part":{"reason":"unknown"}}"#;
         let said = words(None, &format!("Error: connection reset\n{event}\n"));
         assert_eq!(
-            failure_of(&failed, &said, NONE).as_deref(),
+            words_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: Error: connection reset")
         );
         // `tput sgr0` on a terminal: a charset switch, colours off, shift-in.
         let said = words(None, "fatal: no model\r\n\x1b(B\x1b[m\x0f\r\n");
         assert_eq!(
-            failure_of(&failed, &said, NONE).as_deref(),
+            words_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: fatal: no model")
         );
         let said = words(None, "50%\r75%\rdone badly\r\n");
         assert_eq!(
-            failure_of(&failed, &said, NONE).as_deref(),
+            words_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: done badly")
         );
         assert_eq!(
-            failure_of(&failed, &words(None, "\x1b(B\x0f\n{}\n"), NONE).as_deref(),
+            words_of(&failed, &words(None, "\x1b(B\x0f\n{}\n"), NONE).as_deref(),
             Some("exit 1")
         );
     }
@@ -289,12 +398,12 @@ mod tests {
             "\x1b[31mError when talking to Gemini API\x1b[0m\n\x1b[2K",
         );
         assert_eq!(
-            failure_of(&failed, &said, NONE).as_deref(),
+            words_of(&failed, &said, NONE).as_deref(),
             Some("exit 1: Error when talking to Gemini API")
         );
         let reported = words(Some("\x1b[1;31m[API Error: quota]\x1b[0m"), "");
         assert_eq!(
-            failure_of(&failed, &reported, NONE).as_deref(),
+            words_of(&failed, &reported, NONE).as_deref(),
             Some("exit 1: [API Error: quota]")
         );
     }
@@ -303,7 +412,7 @@ mod tests {
     fn long_words_are_cut() {
         let failed = exit(Some(2), None, Termination::Natural);
         let long = "e".repeat(500);
-        let failure = failure_of(&failed, &words(None, &long), NONE).unwrap();
+        let failure = words_of(&failed, &words(None, &long), NONE).unwrap();
         assert_eq!(
             failure.chars().count(),
             "exit 2: ".len() + FAILURE_DETAIL_CHARS + 1

@@ -8,11 +8,11 @@ use ralph_frontmatter::{PtyConfig, PtyMode};
 use ralph_marker::Finding;
 use tokio::time::Instant;
 
-use super::failure::{AgentWords, Limits, failure_of};
+use super::failure::{AgentWords, Failure, Limits, failure_of};
 use super::step::{self, IterationFacts};
 use super::{AgentRun, EngineError, Next, Run};
 use crate::convergence::{Attempts, Verdict};
-use crate::event::{EventKind, MarkerRecord, Termination};
+use crate::event::{EventKind, MarkerRecord, Termination, WarningKind};
 use crate::logs::IterationLog;
 use crate::outcome::EndReason;
 use crate::state::{Facts, Requests, StateDecision, millis};
@@ -135,7 +135,7 @@ impl Run {
             None => IterationLog::disabled(),
         };
         if let Some(warning) = log.take_warning() {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         log
     }
@@ -162,7 +162,7 @@ impl Run {
             None => None,
         };
         if let Some(warning) = warning {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         Some(prompt)
     }
@@ -179,7 +179,7 @@ impl Run {
         let ran = self.run_agent(iteration, prompt, log).await;
         // A write failure of the commands' or the agent's output, said once.
         if let Some(warning) = log.take_warning() {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
         match ran {
             Ok((exit, findings, usage, words)) => {
@@ -226,10 +226,13 @@ impl Run {
         if let Some(usage) = usage.as_mut() {
             if let Some(cost) = usage.cost_usd.filter(|c| c.is_nan() || *c < 0.0) {
                 usage.cost_usd = None;
-                self.warn(format!(
-                    "the agent reported a cost of {cost} USD, which no run can cost; it is not \
+                self.warn(
+                    WarningKind::Agent,
+                    format!(
+                        "the agent reported a cost of {cost} USD, which no run can cost; it is not \
                      counted (run cost, max_cost)"
-                ));
+                    ),
+                );
             }
         }
         if let Some(usage) = &usage {
@@ -259,10 +262,13 @@ impl Run {
             }
         }
         for d in &malformed {
-            self.warn(format!(
-                "iteration {iteration}: malformed marker at byte {}: {}",
-                d.offset, d.message
-            ));
+            self.warn(
+                WarningKind::MalformedMarker,
+                format!(
+                    "iteration {iteration}: malformed marker at byte {}: {}",
+                    d.offset, d.message
+                ),
+            );
         }
         let state_name = state.map(|m| m.name.clone());
         log.section(&format!(
@@ -288,7 +294,8 @@ impl Run {
             log_file: log.path().map(|p| p.display().to_string()),
             usage: usage.cloned(),
             failed: self.agent_run.failure.is_some(),
-            failure: self.agent_run.failure.clone(),
+            failure: self.agent_run.failure.as_ref().map(ToString::to_string),
+            failure_kind: self.agent_run.failure.as_ref().map(Failure::kind),
         });
     }
 
@@ -352,7 +359,7 @@ impl Run {
     ) -> Option<Next> {
         let agent = AgentEnd {
             exit_code: exit.exit_code,
-            failure: self.agent_run.failure.as_deref(),
+            failure: self.agent_run.failure.as_ref(),
             termination: exit.termination,
             duration: exit.duration,
             usage,
@@ -402,20 +409,23 @@ impl Run {
                 Some(until) if until > SystemTime::now() => AgentRun {
                     failure: None,
                     rate_limited_until: Some(until),
-                    rate_limit_words: failure,
+                    rate_limit_words: failure.to_string(),
                     fallback: None,
                 },
                 // No reset time to wait for, or one already past (the agent still refused after
                 // the reset it gave, or gave one late): back off as for a failure.
                 Some(until) => AgentRun {
-                    failure: Some(format!(
-                        "rate-limited, the reset it gave ({}) has passed ({failure})",
-                        humantime::format_rfc3339_seconds(until)
-                    )),
+                    failure: Some(Failure::RateLimited {
+                        reset: Some(until),
+                        cause: Box::new(failure),
+                    }),
                     ..AgentRun::default()
                 },
                 None => AgentRun {
-                    failure: Some(format!("rate-limited, no reset time given ({failure})")),
+                    failure: Some(Failure::RateLimited {
+                        reset: None,
+                        cause: Box::new(failure),
+                    }),
                     ..AgentRun::default()
                 },
             },

@@ -67,7 +67,11 @@ impl EngineOptions {
             ralph_frontmatter::parse_with(shown, &text, vocabulary).map_err(LoadError::Invalid)?;
         let mut options = Self::new(path, parsed.file);
         options.vocabulary = vocabulary.clone();
-        options.warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        options.warnings = parsed
+            .warnings
+            .iter()
+            .map(|w| (crate::WarningKind::Config, w.to_string()))
+            .collect();
         Ok(options)
     }
 
@@ -111,7 +115,9 @@ mod tests {
         std::fs::write(&path, "---\nagent: cat\n---\n{{ commands.missing }}\n").unwrap();
         let options = EngineOptions::load(&path).unwrap();
         assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
-        assert!(options.warnings[0].contains("commands.missing"));
+        let (kind, message) = &options.warnings[0];
+        assert_eq!(*kind, crate::WarningKind::Config);
+        assert!(message.contains("commands.missing"));
     }
 
     #[test]

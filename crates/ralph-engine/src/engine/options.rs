@@ -62,9 +62,9 @@ pub struct EngineOptions {
     pub resume: Option<crate::session::Session>,
     /// With `resume`: skip what is left of the interrupted wait.
     pub resume_now: bool,
-    /// What the embedder found wrong before the run (RALPH.md's own warnings, say): each is a
-    /// `WARNING` event right after `RUN_STARTED`, so every sink has it.
-    pub warnings: Vec<String>,
+    /// What the embedder found wrong before the run (RALPH.md's own warnings, say), each with
+    /// its kind: a `WARNING` event right after `RUN_STARTED`, so every sink has it.
+    pub warnings: Vec<(crate::WarningKind, String)>,
     /// Hold `cwd` for the run as `ralph run` does ([`Engine::claim_folder`] as it starts,
     /// unless a claim was set): set by [`in_folder`](EngineOptions::in_folder). A run refused
     /// the folder ends with [`EngineError::Lock`] before it starts.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{Next, Run};
 use crate::convergence::Attempts;
-use crate::event::{EventKind, WaitReason};
+use crate::event::{EventKind, WaitReason, WarningKind};
 use crate::outcome::EndReason;
 use crate::session::{self, Ended, PlannedWait, Session};
 use crate::state::{StateWait, millis};
@@ -169,7 +169,8 @@ pub(super) struct Resumed {
     wait: Option<PlannedWait>,
     /// RALPH.md changed since the run's last step.
     config_changed: bool,
-    /// What the task source said as it took its state up, for after `RUN_STARTED`.
+    /// What the task source and the state handlers said as they took their state up, for
+    /// after `RUN_STARTED`.
     task_events: Vec<EventKind>,
 }
 
@@ -226,12 +227,14 @@ impl Run {
                     .reason(w.reason)
                     .streak(old.consecutive_idle)
             });
-        self.engine.handlers.restore(&old.handlers);
+        let mut task_events = Vec::new();
+        self.engine
+            .handlers
+            .restore(&old.handlers, &mut task_events);
         let config = &self.engine.options.file.config;
         if let (Some(state), false) = (&old.attempts, config.done_when.is_empty()) {
             self.attempts = Some(Attempts::resumed(config.convergence.clone(), state));
         }
-        let mut task_events = Vec::new();
         if let Some(task) = old.task.clone() {
             self.tasks.restore(task, &mut task_events);
         }
@@ -325,7 +328,7 @@ impl Run {
             .map(SessionWriter::take_warnings)
             .unwrap_or_default();
         for warning in warnings {
-            self.warn(warning);
+            self.warn(WarningKind::NotWritten, warning);
         }
     }
 
@@ -350,7 +353,10 @@ impl Run {
         match self.session.as_ref()?.to_bytes() {
             Ok(bytes) => Some(bytes),
             Err(err) => {
-                self.warn(format!("cannot write the session file: {err}"));
+                self.warn(
+                    WarningKind::NotWritten,
+                    format!("cannot write the session file: {err}"),
+                );
                 None
             }
         }
@@ -361,8 +367,22 @@ impl Run {
         if self.session.is_none() {
             return;
         }
-        let task = (!working).then(|| self.tasks.snapshot(ending));
-        let handlers = self.engine.handlers.snapshot();
+        let task = match (!working).then(|| self.tasks.snapshot(ending)) {
+            Some(Err(err)) => {
+                // The last state saved stays: a resumed run takes that up.
+                self.warn(
+                    WarningKind::NotWritten,
+                    format!("cannot save the task source's state: {err}"),
+                );
+                None
+            }
+            task => task.and_then(Result::ok),
+        };
+        let mut unsaved = Vec::new();
+        let handlers = self.engine.handlers.snapshot(&mut unsaved);
+        for warning in unsaved {
+            self.warn(WarningKind::NotWritten, warning);
+        }
         // The streak of the last idle wait asked for: the session's `consecutive_idle`.
         let consecutive_idle = (self.state_wait)
             .filter(|wait| wait.reason == WaitReason::Idle)

@@ -4,7 +4,7 @@
 use ralph_process::{ChildSetup, ProcessSpec};
 
 use super::{EngineError, Run};
-use crate::event::EventKind;
+use crate::event::{EventKind, WarningKind};
 use crate::logs::IterationLog;
 
 impl Run {
@@ -63,9 +63,10 @@ impl Run {
             });
         }
         if more > 0 {
-            self.warn(format!(
-                "the sandbox refused {more} more connections, not each said"
-            ));
+            self.warn(
+                WarningKind::Containment,
+                format!("the sandbox refused {more} more connections, not each said"),
+            );
         }
     }
 }

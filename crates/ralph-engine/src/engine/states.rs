@@ -7,7 +7,7 @@ use ralph_marker::Marker;
 
 use super::Run;
 use super::assemble::shown_command;
-use crate::event::exit_status;
+use crate::event::{WarningKind, exit_status};
 use crate::state::{Facts, Requests};
 
 impl Run {
@@ -66,11 +66,14 @@ impl Run {
         let line = match line {
             Ok(line) => line,
             Err((_, reason)) => {
-                self.warn(format!(
-                    "state `{}`: its hook was not run: a placeholder {}",
-                    marker.name,
-                    reason.explain()
-                ));
+                self.warn(
+                    WarningKind::HookFailed,
+                    format!(
+                        "state `{}`: its hook was not run: a placeholder {}",
+                        marker.name,
+                        reason.explain()
+                    ),
+                );
                 return None;
             }
         };
@@ -95,16 +98,20 @@ impl Run {
                 } else {
                     format!("failed ({})", exit_status(exit.exit_code, exit.signal))
                 };
-                self.warn(format!(
-                    "state `{name}`: its hook `{run}` {how}: {}",
-                    tail.trim_end()
-                ));
+                self.warn(
+                    WarningKind::HookFailed,
+                    format!(
+                        "state `{name}`: its hook `{run}` {how}: {}",
+                        tail.trim_end()
+                    ),
+                );
                 exit.exit_code.filter(|_| !exit.timed_out())
             }
             Err(err) => {
-                self.warn(format!(
-                    "state `{name}`: its hook `{run}` could not start: {err}"
-                ));
+                self.warn(
+                    WarningKind::HookFailed,
+                    format!("state `{name}`: its hook `{run}` could not start: {err}"),
+                );
                 None
             }
         }

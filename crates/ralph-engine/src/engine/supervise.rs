@@ -8,7 +8,7 @@ use ralph_marker::{Finding, MarkerScanner};
 use tokio::time::Instant;
 
 use super::interrupts::{Interrupts, Phase, Response};
-use crate::event::{Event, EventKind, EventSink, Stream};
+use crate::event::{Event, EventKind, EventSink, Stream, WarningKind};
 use crate::logs::IterationLog;
 use crate::outcome::InterruptSignal;
 use crate::tail::{HeadTail, Tail};
@@ -53,7 +53,10 @@ pub(super) fn emit(sinks: &mut [Box<dyn EventSink>], run_id: &str, kind: EventKi
         let warning = Event {
             ts: SystemTime::now(),
             run_id: run_id.to_owned(),
-            kind: EventKind::Warning { message },
+            kind: EventKind::Warning {
+                kind: WarningKind::SinkFailed,
+                message,
+            },
         };
         for (i, sink) in sinks.iter_mut().enumerate() {
             if i != failed {
@@ -153,7 +156,11 @@ impl AdapterOutput for AgentOutput<'_> {
     fn warn(&mut self, message: String) {
         // Named after its iteration, as a malformed marker's warning is: the log to look in.
         let message = format!("iteration {}: {message}", self.iteration);
-        emit(self.sinks, self.run_id, EventKind::Warning { message });
+        let kind = EventKind::Warning {
+            kind: WarningKind::Agent,
+            message,
+        };
+        emit(self.sinks, self.run_id, kind);
     }
 
     fn retrying(&mut self, retry: AgentRetry) {

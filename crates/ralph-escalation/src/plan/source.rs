@@ -266,6 +266,8 @@ fn add(
 }
 
 impl TaskSource for PlanSource {
+    type State = ();
+
     fn next_task(&mut self, cx: &mut TaskContext<'_>) -> NextTask {
         let request = &self.request;
         if !self.started {

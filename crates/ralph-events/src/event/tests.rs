@@ -85,11 +85,13 @@ fn every_kind() -> Vec<EventKind> {
             usage: Some(usage.clone()),
             failed: true,
             failure: Some("exit 3".into()),
+            failure_kind: Some(FailureKind::ExitStatus),
         },
         EventKind::IterationFailed {
             iteration: 1,
             consecutive_failures: 2,
             failure: "exit 3".into(),
+            failure_kind: Some(FailureKind::ExitStatus),
             next_delay_ms: Some(5000),
         },
         EventKind::RateLimited {
@@ -169,6 +171,7 @@ fn every_kind() -> Vec<EventKind> {
             port: 443,
         },
         EventKind::Warning {
+            kind: WarningKind::HookFailed,
             message: "m".into(),
         },
         EventKind::RunEnded {
@@ -416,4 +419,49 @@ fn exit_status_words_a_code_a_signal_or_an_unknown_kill() {
     assert_eq!(exit_status(Some(0), Some(9)), "exit 0");
     assert_eq!(exit_status(None, Some(9)), "killed by signal 9");
     assert_eq!(exit_status(None, None), "killed");
+}
+
+#[test]
+fn a_warning_reads_back_its_kind_and_an_old_or_newer_one_reads_as_other() {
+    let kind = |line: &str| match serde_json::from_str::<EventKind>(line).unwrap() {
+        EventKind::Warning { kind, message } => (kind, message),
+        other => panic!("{other:?}"),
+    };
+    let written = r#"{"type":"WARNING","kind":"malformed_marker","message":"m"}"#;
+    assert_eq!(
+        kind(written),
+        (WarningKind::MalformedMarker, "m".to_owned())
+    );
+    // Before 0.4 a warning had no kind; a later version may write one this one does not know.
+    let old = r#"{"type":"WARNING","message":"m"}"#;
+    assert_eq!(kind(old), (WarningKind::Other, "m".to_owned()));
+    let newer = r#"{"type":"WARNING","kind":"disk_on_fire","message":"m"}"#;
+    assert_eq!(kind(newer), (WarningKind::Other, "m".to_owned()));
+    let event = EventKind::Warning {
+        kind: WarningKind::NotWritten,
+        message: "m".into(),
+    };
+    assert_eq!(serde_json::to_value(&event).unwrap()["kind"], "not_written");
+}
+
+#[test]
+fn a_failure_kind_reads_back_and_an_old_or_newer_one_still_reads() {
+    let failed = |line: &str| match serde_json::from_str::<EventKind>(line).unwrap() {
+        EventKind::IterationFailed {
+            failure,
+            failure_kind,
+            ..
+        } => (failure, failure_kind),
+        other => panic!("{other:?}"),
+    };
+    let written =
+        r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s","failure_kind":"timeout"}"#;
+    let words = "timed out after 1s".to_owned();
+    assert_eq!(failed(written), (words.clone(), Some(FailureKind::Timeout)));
+    // Before 0.4 only the words were written; a later version may write a kind unknown here.
+    let old = r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s"}"#;
+    assert_eq!(failed(old), (words.clone(), None));
+    let newer =
+        r#"{"type":"ITERATION_FAILED","failure":"timed out after 1s","failure_kind":"melted"}"#;
+    assert_eq!(failed(newer), (words, Some(FailureKind::Other)));
 }
