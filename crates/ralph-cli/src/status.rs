@@ -309,7 +309,7 @@ impl Status {
             "pid": self.holder.as_ref().map(|h| h.pid),
             "started": ts(s.started),
             "updated": ts(s.updated),
-            "reason": s.ended.as_ref().map(|e| e.reason.clone()),
+            "reason": s.ended.as_ref().map(|e| e.reason.as_str()),
             "exit_code": s.ended.as_ref().map(|e| e.exit_code),
             "ended_at": s.ended.as_ref().map(|e| ts(e.at)),
             "resumable": self.holder.is_none() && s.resumable(),

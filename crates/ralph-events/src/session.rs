@@ -127,10 +127,13 @@ impl PlannedWait {
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "EndedRecord")]
 #[non_exhaustive]
 pub struct Ended {
-    /// `RUN_ENDED`'s reason.
-    pub reason: String,
+    /// `RUN_ENDED`'s reason. Read back, an ending the engine does not name itself is
+    /// [`EndReason::Other`] with this record's exit code (and a task source's
+    /// [`EndReason::Task`] is one: whether it may be resumed is [`resumable`](Self::resumable)).
+    pub reason: EndReason,
     /// `RUN_ENDED`'s exit code.
     pub exit_code: i32,
     /// When.
@@ -142,13 +145,36 @@ pub struct Ended {
 
 impl Ended {
     /// An ending for `reason`, with `exit_code`, at `at`; `resumable` as [`resumable`] says.
-    pub fn new(reason: String, exit_code: i32, at: SystemTime, resumable: bool) -> Self {
+    pub fn new(reason: EndReason, exit_code: i32, at: SystemTime, resumable: bool) -> Self {
         Self {
             reason,
             exit_code,
             at,
             resumable,
         }
+    }
+}
+
+/// [`Ended`] as the file holds it, for the exit code of a reason read as [`EndReason::Other`].
+#[derive(Deserialize)]
+struct EndedRecord {
+    reason: EndReason,
+    exit_code: i32,
+    #[serde(with = "rfc3339")]
+    at: SystemTime,
+    resumable: bool,
+}
+
+impl From<EndedRecord> for Ended {
+    fn from(record: EndedRecord) -> Self {
+        let reason = match record.reason {
+            EndReason::Other { reason, .. } => EndReason::Other {
+                reason,
+                exit_code: record.exit_code,
+            },
+            own => own,
+        };
+        Ended::new(reason, record.exit_code, record.at, record.resumable)
     }
 }
 
@@ -611,6 +637,49 @@ mod tests {
         let read = Session::read(dir.path()).unwrap();
         assert_eq!(read.task_fields.keys().collect::<Vec<_>>(), ["stories"]);
         assert_eq!(read, session);
+    }
+
+    #[test]
+    fn an_ending_reads_back_typed_with_its_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let mut session = Session::new("r1", "RALPH.md", Path::new("."), config_hash("x"));
+        (session.started, session.updated) = (at, at);
+        let endings = [
+            (EndReason::IdleLimit, 0, false),
+            (EndReason::Interrupted, 130, true),
+            // A task source's own ending: written as its words, read back as one the engine
+            // does not name, with the exit code it ended with.
+            (
+                EndReason::Task {
+                    reason: "stories_blocked".into(),
+                    exit_code: 4,
+                    converged: false,
+                    resumable: false,
+                },
+                4,
+                false,
+            ),
+        ];
+        let mut read = Vec::new();
+        for (reason, exit_code, resumable) in endings {
+            session.ended = Some(Ended::new(reason, exit_code, at, resumable));
+            std::fs::write(dir.path().join(SESSION_FILE), session.to_bytes().unwrap()).unwrap();
+            let ended = Session::read(dir.path()).unwrap().ended.unwrap();
+            read.push((ended.reason, ended.exit_code, ended.resumable));
+        }
+        let other = EndReason::Other {
+            reason: "stories_blocked".into(),
+            exit_code: 4,
+        };
+        assert_eq!(
+            read,
+            [
+                (EndReason::IdleLimit, 0, false),
+                (EndReason::Interrupted, 130, true),
+                (other, 4, false),
+            ]
+        );
     }
 
     #[test]

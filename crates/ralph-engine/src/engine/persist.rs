@@ -420,7 +420,7 @@ impl Run {
         };
         let wait = session.wait.clone();
         session.ended = Some(Ended::new(
-            reason.as_str().to_owned(),
+            reason.clone(),
             exit_code,
             SystemTime::now(),
             session::resumable(reason),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::EngineOptions;
+use crate::EndReason;
 use crate::session::{self, Session, SessionError};
 use ralph_events::run_folder::RUNS_DIR;
 
@@ -44,7 +45,7 @@ pub enum ResumeError {
         /// The run.
         run_id: String,
         /// `RUN_ENDED`'s reason.
-        reason: String,
+        reason: EndReason,
         /// `RUN_ENDED`'s exit code.
         exit_code: i32,
         /// When it ended.
